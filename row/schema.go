@@ -1,0 +1,194 @@
+package row
+
+import (
+	"fmt"
+	"math/bits"
+	"strings"
+)
+
+// Field is one named, typed column of a Schema.
+type Field struct {
+	Name  string
+	Kind  Kind
+	Index int // position in Schema.Fields; also the field's null bit
+	Slot  int // index into Row.I, Row.D or Row.S, by Kind
+}
+
+// Schema is an ordered set of typed fields and the slot layout of the rows
+// that carry them. Build one with Add; it is read-only once rows exist.
+type Schema struct {
+	Fields []Field
+	byName map[string]int
+	nI     int
+	nD     int
+	nS     int
+}
+
+// NewSchema returns an empty schema.
+func NewSchema() *Schema { return &Schema{byName: map[string]int{}} }
+
+// Add appends a field and returns it. It returns an error when the name is
+// empty, already present, or the kind is KindNull.
+func (s *Schema) Add(name string, k Kind) (Field, error) {
+	if name == "" {
+		return Field{}, fmt.Errorf("empty field name")
+	}
+	if _, dup := s.byName[name]; dup {
+		return Field{}, fmt.Errorf("field %q defined twice", name)
+	}
+	f := Field{Name: name, Kind: k, Index: len(s.Fields)}
+	switch {
+	case k.InI():
+		f.Slot = s.nI
+		s.nI++
+	case k == KindDecimal:
+		f.Slot = s.nD
+		s.nD++
+	case k == KindString:
+		f.Slot = s.nS
+		s.nS++
+	default:
+		return Field{}, fmt.Errorf("field %q: cannot store kind %s", name, k)
+	}
+	s.Fields = append(s.Fields, f)
+	s.byName[name] = f.Index
+	return f, nil
+}
+
+// Lookup returns the field named name.
+func (s *Schema) Lookup(name string) (Field, bool) {
+	i, ok := s.byName[name]
+	if !ok {
+		return Field{}, false
+	}
+	return s.Fields[i], true
+}
+
+// Len returns the number of fields.
+func (s *Schema) Len() int { return len(s.Fields) }
+
+// NewRow returns a row with slots for every field of s, all null.
+func (s *Schema) NewRow() *Row {
+	r := &Row{}
+	s.Shape(r)
+	return r
+}
+
+// Shape sizes r's slices for s (reusing their capacity) and sets every field
+// null.
+func (s *Schema) Shape(r *Row) {
+	r.I = grow(r.I, s.nI)
+	r.D = grow(r.D, s.nD)
+	r.S = grow(r.S, s.nS)
+	n := (len(s.Fields) + 63) / 64
+	r.null = grow(r.null, n)
+	r.SetAllNull(len(s.Fields))
+}
+
+func grow[T any](b []T, n int) []T {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	return make([]T, n)
+}
+
+// Row holds one record's field values in typed slots laid out by a Schema.
+// A field is null when its null bit is set. The zero Row has no fields.
+//
+// Strings in S may point into a decoder's buffer; a Row is valid only until
+// its producer reuses that buffer (the end of the batch). Copy what you keep.
+type Row struct {
+	I    []int64
+	D    []Decimal
+	S    []string
+	null []uint64
+}
+
+// IsNull reports whether field f is null.
+func (r *Row) IsNull(f int) bool { return r.null[f>>6]&(1<<(uint(f)&63)) != 0 }
+
+// SetNull marks field f null.
+func (r *Row) SetNull(f int) { r.null[f>>6] |= 1 << (uint(f) & 63) }
+
+// SetValid marks field f not null.
+func (r *Row) SetValid(f int) { r.null[f>>6] &^= 1 << (uint(f) & 63) }
+
+// SetAllNull marks the first n fields null.
+func (r *Row) SetAllNull(n int) {
+	for i := range r.null {
+		r.null[i] = 0
+	}
+	for i := 0; i < n; i += 64 {
+		k := n - i
+		if k >= 64 {
+			r.null[i>>6] = ^uint64(0)
+		} else {
+			r.null[i>>6] = (1 << uint(k)) - 1
+		}
+	}
+}
+
+// NullCount returns the number of null fields.
+func (r *Row) NullCount() int {
+	c := 0
+	for _, w := range r.null {
+		c += bits.OnesCount64(w)
+	}
+	return c
+}
+
+// Get returns field f as a boxed Value.
+func (r *Row) Get(f Field) Value {
+	if r.IsNull(f.Index) {
+		return Null
+	}
+	switch f.Kind {
+	case KindDecimal:
+		return Value{Kind: KindDecimal, D: r.D[f.Slot]}
+	case KindString:
+		return Value{Kind: KindString, S: r.S[f.Slot]}
+	default:
+		return Value{Kind: f.Kind, I: r.I[f.Slot]}
+	}
+}
+
+// Set stores v into field f. v must be null or of f's kind; an int value is
+// accepted for a decimal field and converted exactly. It returns an error
+// for any other kind.
+func (r *Row) Set(f Field, v Value) error {
+	if v.Kind == KindNull {
+		r.SetNull(f.Index)
+		return nil
+	}
+	switch {
+	case v.Kind == f.Kind:
+	case v.Kind == KindInt && f.Kind == KindDecimal:
+		v = Dec(DecimalFromInt(v.I))
+	default:
+		return fmt.Errorf("field %q is %s, value is %s", f.Name, f.Kind, v.Kind)
+	}
+	switch f.Kind {
+	case KindDecimal:
+		r.D[f.Slot] = v.D
+	case KindString:
+		r.S[f.Slot] = v.S
+	default:
+		r.I[f.Slot] = v.I
+	}
+	r.SetValid(f.Index)
+	return nil
+}
+
+// CopyFrom makes r a deep copy of src (strings are copied out of any
+// decoder buffer).
+func (r *Row) CopyFrom(src *Row) {
+	r.I = append(r.I[:0], src.I...)
+	r.D = append(r.D[:0], src.D...)
+	r.S = r.S[:0]
+	for _, s := range src.S {
+		r.S = append(r.S, cloneString(s))
+	}
+	r.null = append(r.null[:0], src.null...)
+}
+
+func cloneString(s string) string { return strings.Clone(s) }

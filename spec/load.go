@@ -1,0 +1,481 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Load reads, expands and decodes the pipeline file at path, applies
+// defaults and validates it. Errors name the file and, for YAML problems,
+// the line and column.
+func Load(path string) (*Pipeline, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes a pipeline from YAML (name is used in error messages),
+// expanding ${VAR} and ${VAR:-default} from the environment first, then
+// applies Defaults and Validate. Unknown keys are errors.
+func Parse(name string, data []byte) (*Pipeline, error) {
+	data, err := ExpandEnv(data, os.LookupEnv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var p Pipeline
+	if err := yaml.UnmarshalWithOptions(data, &p, yaml.DisallowUnknownField()); err != nil {
+		return nil, fmt.Errorf("%s: %s", name, yaml.FormatError(err, false, true))
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%s: empty pipeline file", name)
+	}
+	p.Defaults()
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &p, nil
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// ExpandEnv replaces ${VAR} with the variable's value and ${VAR:-default}
+// with the value or, when unset or empty, the default. A ${VAR} that is
+// unset is an error naming it.
+func ExpandEnv(data []byte, lookup func(string) (string, bool)) ([]byte, error) {
+	var missing []string
+	out := envRef.ReplaceAllFunc(data, func(m []byte) []byte {
+		sub := envRef.FindSubmatch(m)
+		name := string(sub[1])
+		v, ok := lookup(name)
+		if ok && v != "" {
+			return []byte(v)
+		}
+		if len(sub[2]) > 0 {
+			return sub[3]
+		}
+		missing = append(missing, name)
+		return m
+	})
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("environment variable %s is not set (write ${%s:-default} to give a default)", missing[0], missing[0])
+	}
+	return out, nil
+}
+
+// Defaults fills in the documented defaults of unset keys.
+func (p *Pipeline) Defaults() {
+	et := &p.EventTime
+	if et.Format == "" {
+		if et.Layout != "" {
+			et.Format = "layout"
+		} else {
+			et.Format = "rfc3339"
+		}
+	}
+	if p.Source.Replay != nil {
+		r := p.Source.Replay
+		if r.Seed == 0 {
+			r.Seed = 1
+		}
+		if r.Delay == 0 {
+			r.Delay = Duration(30 * time.Second)
+		}
+		if r.MaxDelay == 0 {
+			r.MaxDelay = r.Delay
+		}
+		if r.Partitions == 0 {
+			r.Partitions = 1
+		}
+	}
+	if p.Source.Format == "" {
+		switch {
+		case hasAnySuffix(p.Source.Path, ".jsonl", ".json", ".ndjson"):
+			p.Source.Format = "jsonl"
+		case hasAnySuffix(p.Source.Path, ".csv"):
+			p.Source.Format = "csv"
+		}
+	}
+	if p.Source.CSV.Delimiter == "" {
+		p.Source.CSV.Delimiter = ","
+	}
+	if p.Source.CSV.Header == nil {
+		t := true
+		p.Source.CSV.Header = &t
+	}
+	defaultStage := func(s *Stage) {
+		if s.Emit.Mode == "" {
+			s.Emit.Mode = "update"
+		}
+		if s.Late.Policy == "" {
+			if s.Late.Sink != nil {
+				s.Late.Policy = "side_output"
+			} else {
+				s.Late.Policy = "drop"
+			}
+		}
+		if s.Window.Timezone == "" {
+			s.Window.Timezone = "UTC"
+		}
+		for i := range s.Sinks {
+			if s.Sinks[i].Table == "" {
+				s.Sinks[i].Table = strings.ReplaceAll(s.Name, "-", "_")
+			}
+		}
+	}
+	if len(p.Stages) == 0 {
+		st := p.topStage()
+		defaultStage(&st)
+		p.Emit, p.Late, p.Window, p.Sinks = st.Emit, st.Late, st.Window, st.Sinks
+	}
+	for i := range p.Stages {
+		defaultStage(&p.Stages[i])
+	}
+}
+
+func hasAnySuffix(s string, suffixes ...string) bool {
+	s = strings.ToLower(s)
+	for _, x := range suffixes {
+		if strings.HasSuffix(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// topStage returns the single stage described by the top-level keys.
+func (p *Pipeline) topStage() Stage {
+	return Stage{
+		Name:            p.Name,
+		Input:           "source",
+		Filter:          p.Filter,
+		Fields:          p.Fields,
+		Key:             p.Key,
+		Window:          p.Window,
+		AllowedLateness: p.AllowedLateness,
+		Aggregates:      p.Aggregates,
+		Emit:            p.Emit,
+		Late:            p.Late,
+		Sinks:           p.Sinks,
+	}
+}
+
+// StageList returns the pipeline's stages in order: the `stages:` list, or
+// the single stage of the top-level keys. Inputs are resolved: an empty
+// Input is the previous stage (the source for the first).
+func (p *Pipeline) StageList() []Stage {
+	if len(p.Stages) == 0 {
+		return []Stage{p.topStage()}
+	}
+	out := make([]Stage, len(p.Stages))
+	copy(out, p.Stages)
+	for i := range out {
+		if out[i].Input == "" {
+			if i == 0 {
+				out[i].Input = "source"
+			} else {
+				out[i].Input = out[i-1].Name
+			}
+		}
+	}
+	return out
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+var tableRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Validate checks the pipeline and returns every problem found, each naming
+// its key (e.g. "window.size: required for tumbling windows").
+func (p *Pipeline) Validate() error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if p.Name == "" {
+		add("name", "required")
+	} else if !nameRE.MatchString(p.Name) {
+		add("name", "%q must start with a letter and hold only letters, digits, '_' and '-'", p.Name)
+	}
+	validateSource(&p.Source, add)
+	validateEventTime("event_time", &p.EventTime, add)
+	if p.Quarantine.Sink != nil {
+		validateSink("quarantine.sink", p.Quarantine.Sink, false, add)
+	}
+	if len(p.Stages) > 0 {
+		if p.Filter != "" || len(p.Fields) > 0 || len(p.Key) > 0 || p.Window.Type != "" ||
+			len(p.Aggregates) > 0 || len(p.Sinks) > 0 || p.AllowedLateness != 0 {
+			add("stages", "use either stages or the top-level stage keys (filter, fields, key, window, aggregates, sinks), not both")
+		}
+	}
+	seen := map[string]bool{"source": true}
+	for i, st := range p.StageList() {
+		prefix := ""
+		if len(p.Stages) > 0 {
+			prefix = fmt.Sprintf("stages[%d].", i)
+			if st.Name == "" {
+				add(prefix+"name", "required")
+			} else if !nameRE.MatchString(st.Name) {
+				add(prefix+"name", "%q must start with a letter and hold only letters, digits, '_' and '-'", st.Name)
+			} else if seen[st.Name] {
+				add(prefix+"name", "%q used twice (or is the reserved name \"source\")", st.Name)
+			}
+			if !seen[st.Input] {
+				add(prefix+"input", "%q is neither \"source\" nor an earlier stage", st.Input)
+			}
+			if st.EventTime != nil {
+				validateEventTime(prefix+"event_time", st.EventTime, add)
+			}
+		}
+		seen[st.Name] = true
+		validateStage(prefix, &st, add)
+	}
+	return errors.Join(errs...)
+}
+
+func validateSource(s *Source, add func(key, format string, args ...any)) {
+	switch s.Type {
+	case "":
+		add("source.type", "required (file)")
+		return
+	case "file":
+	default:
+		add("source.type", "unknown source type %q (want file)", s.Type)
+		return
+	}
+	if s.Path == "" {
+		add("source.path", "required for a file source")
+	}
+	switch s.Format {
+	case "jsonl", "csv":
+	case "":
+		add("source.format", "required when the path has no .jsonl or .csv extension")
+	default:
+		add("source.format", "unknown format %q (want jsonl or csv)", s.Format)
+	}
+	for _, f := range s.Schema {
+		if _, err := parseTypeName(f.Type); err != nil {
+			add("source.schema."+f.Name, "%v", err)
+		}
+	}
+	if len([]rune(s.CSV.Delimiter)) != 1 {
+		add("source.csv.delimiter", "must be one character, got %q", s.CSV.Delimiter)
+	}
+	if s.CSV.Header != nil && !*s.CSV.Header && len(s.CSV.Columns) == 0 && s.Format == "csv" {
+		add("source.csv.columns", "required when csv.header is false")
+	}
+	if s.Ordinal != nil && s.Ordinal.Field == "" {
+		add("source.ordinal.field", "required")
+	}
+	if r := s.Replay; r != nil {
+		if r.Delay < 0 || r.MaxDelay < 0 {
+			add("source.replay", "delays must not be negative")
+		}
+		if r.MaxDelay < r.Delay {
+			add("source.replay.max_delay", "%s is less than delay %s", r.MaxDelay, r.Delay)
+		}
+		if r.StragglerFraction < 0 || r.StragglerFraction > 1 {
+			add("source.replay.straggler_fraction", "must be between 0 and 1")
+		}
+		if r.RedeliverFraction < 0 || r.RedeliverFraction > 1 {
+			add("source.replay.redeliver_fraction", "must be between 0 and 1")
+		}
+		if r.Partitions < 1 || r.Partitions > 4096 {
+			add("source.replay.partitions", "must be between 1 and 4096")
+		}
+		if s.ArrivalTimeField != "" {
+			add("source.replay", "replay records its own arrival times; drop arrival_time_field")
+		}
+		if s.PartitionField != "" {
+			add("source.replay", "replay assigns partitions itself; use replay.partition_by instead of partition_field")
+		}
+	}
+}
+
+// parseTypeName checks a declared type name without importing package row's
+// parser into the spec's public surface.
+func parseTypeName(t string) (string, error) {
+	switch t {
+	case "bool", "boolean", "int", "integer", "int64", "long", "decimal", "number", "numeric", "string", "text", "timestamp", "time":
+		return t, nil
+	}
+	return "", fmt.Errorf("unknown type %q (want bool, int, decimal, string or timestamp)", t)
+}
+
+func validateEventTime(key string, et *EventTime, add func(key, format string, args ...any)) {
+	if et.Field == "" {
+		add(key+".field", "required")
+	}
+	switch et.Format {
+	case "rfc3339", "epoch_ms", "epoch_s":
+		if et.Layout != "" {
+			add(key+".layout", "only with format layout")
+		}
+	case "layout":
+		if et.Layout == "" {
+			add(key+".layout", "required with format layout")
+		}
+		if et.Timezone == "" {
+			add(key+".timezone", "required with a layout: timestamps without an offset need a zone")
+		}
+	default:
+		add(key+".format", "unknown format %q (want rfc3339, epoch_ms, epoch_s or layout)", et.Format)
+	}
+	if et.Timezone != "" {
+		if _, err := time.LoadLocation(et.Timezone); err != nil {
+			add(key+".timezone", "unknown zone %q", et.Timezone)
+		}
+	}
+	if et.OutOfOrderness < 0 {
+		add(key+".out_of_orderness", "must not be negative")
+	}
+	if et.IdleTimeout < 0 {
+		add(key+".idle_timeout", "must not be negative")
+	}
+}
+
+func validateStage(prefix string, s *Stage, add func(key, format string, args ...any)) {
+	w := &s.Window
+	day := 24 * time.Hour
+	switch w.Type {
+	case "":
+		add(prefix+"window.type", "required (tumbling, sliding or session)")
+	case "tumbling":
+		if w.Size <= 0 {
+			add(prefix+"window.size", "required and positive for tumbling windows")
+		}
+		if w.Slide != 0 || w.Gap != 0 {
+			add(prefix+"window", "slide and gap are not used by tumbling windows")
+		}
+	case "sliding":
+		if w.Size <= 0 || w.Slide <= 0 {
+			add(prefix+"window", "size and slide are required and positive for sliding windows")
+		} else if w.Size%w.Slide != 0 {
+			add(prefix+"window.size", "%s must be a multiple of slide %s", w.Size, w.Slide)
+		} else if w.Size/w.Slide > 1000 {
+			add(prefix+"window.slide", "size/slide is %d windows per event; at most 1000", w.Size/w.Slide)
+		}
+		if w.Gap != 0 {
+			add(prefix+"window.gap", "not used by sliding windows")
+		}
+	case "session":
+		if w.Gap <= 0 {
+			add(prefix+"window.gap", "required and positive for session windows")
+		}
+		if w.Size != 0 || w.Slide != 0 || w.Offset != 0 {
+			add(prefix+"window", "size, slide and offset are not used by session windows")
+		}
+	default:
+		add(prefix+"window.type", "unknown window type %q (want tumbling, sliding or session)", w.Type)
+	}
+	if w.Size > 0 && w.Size.D()%time.Millisecond != 0 || w.Slide.D()%time.Millisecond != 0 || w.Gap.D()%time.Millisecond != 0 {
+		add(prefix+"window", "sizes are in whole milliseconds")
+	}
+	if w.Offset < 0 {
+		add(prefix+"window.offset", "must not be negative")
+	}
+	if w.Timezone != "" {
+		if _, err := time.LoadLocation(w.Timezone); err != nil {
+			add(prefix+"window.timezone", "unknown zone %q", w.Timezone)
+		}
+	}
+	if w.Offset != 0 && w.Size.D()%day == 0 && w.Size > 0 {
+		add(prefix+"window.offset", "calendar (whole-day) windows align to local midnight; use timezone instead of offset")
+	}
+	if s.AllowedLateness < 0 {
+		add(prefix+"allowed_lateness", "must not be negative")
+	}
+	if len(s.Aggregates) == 0 {
+		add(prefix+"aggregates", "at least one aggregate is required, e.g. {events: count()}")
+	}
+	names := map[string]bool{}
+	for _, k := range s.Key {
+		if k == "" {
+			add(prefix+"key", "empty field name")
+		}
+		if names[k] {
+			add(prefix+"key", "%q listed twice", k)
+		}
+		names[k] = true
+	}
+	for _, a := range s.Aggregates {
+		if names[a.Name] {
+			add(prefix+"aggregates."+a.Name, "name also used by a key column")
+		}
+		if reserved[a.Name] {
+			add(prefix+"aggregates."+a.Name, "%q is a reserved output column", a.Name)
+		}
+		names[a.Name] = true
+	}
+	for _, k := range s.Key {
+		if reserved[k] {
+			add(prefix+"key", "%q is a reserved output column; rename it with fields", k)
+		}
+	}
+	switch s.Emit.Mode {
+	case "final", "update", "retract":
+	default:
+		add(prefix+"emit.mode", "unknown mode %q (want final, update or retract)", s.Emit.Mode)
+	}
+	if s.Emit.EarlyEvery < 0 {
+		add(prefix+"emit.early_every", "must not be negative")
+	}
+	if s.Emit.EarlyEvery > 0 && s.Emit.Mode == "final" {
+		add(prefix+"emit.early_every", "early firings emit provisional rows; mode final emits only final rows (use update or retract)")
+	}
+	switch s.Late.Policy {
+	case "drop":
+		if s.Late.Sink != nil {
+			add(prefix+"late.sink", "policy drop writes nothing; remove the sink or use policy side_output")
+		}
+	case "side_output":
+		if s.Late.Sink == nil {
+			add(prefix+"late.sink", "required with policy side_output")
+		}
+	default:
+		add(prefix+"late.policy", "unknown policy %q (want drop or side_output)", s.Late.Policy)
+	}
+	if s.Late.Sink != nil {
+		validateSink(prefix+"late.sink", s.Late.Sink, false, add)
+	}
+	for i := range s.Sinks {
+		validateSink(fmt.Sprintf("%ssinks[%d]", prefix, i), &s.Sinks[i], true, add)
+	}
+}
+
+// reserved are the output columns every result row carries.
+var reserved = map[string]bool{
+	"window_start": true, "window_end": true, "version": true, "is_final": true,
+	"watermark_at": true, "updated_at": true, "op": true,
+}
+
+func validateSink(key string, s *Sink, results bool, add func(key, format string, args ...any)) {
+	switch s.Type {
+	case "sqlite":
+		if !results {
+			add(key+".type", "sqlite holds result tables; side outputs go to jsonl")
+		}
+		if s.Path == "" {
+			add(key+".path", "required for sqlite")
+		}
+		if s.Table != "" && !tableRE.MatchString(s.Table) {
+			add(key+".table", "%q is not a plain SQL identifier (letters, digits, '_')", s.Table)
+		}
+	case "jsonl":
+		if s.Path == "" {
+			add(key+".path", "required for jsonl")
+		}
+	case "stdout":
+	case "":
+		add(key+".type", "required (sqlite, jsonl or stdout)")
+	default:
+		add(key+".type", "unknown sink type %q (want sqlite, jsonl or stdout)", s.Type)
+	}
+}

@@ -1,0 +1,248 @@
+package spec
+
+// Pipeline is a whole pipeline: one source and one or more stages.
+//
+// The top-level stage keys (filter, fields, key, window, allowed_lateness,
+// aggregates, emit, late, sinks) describe a single stage named after the
+// pipeline; `stages:` lists several instead (a stage may read another
+// stage's changelog). Use one form or the other.
+type Pipeline struct {
+	// Name identifies the pipeline in outputs, commit markers and metrics.
+	// YAML `name`. Required; letters, digits, '_' and '-'.
+	Name string `yaml:"name"`
+	// Source is where records come from. YAML `source`. Required.
+	Source Source `yaml:"source"`
+	// EventTime says which field is event time and how far the watermark
+	// trails it. YAML `event_time`. Required.
+	EventTime EventTime `yaml:"event_time"`
+	// Quarantine is where records that cannot be decoded or that break a
+	// rule go. YAML `quarantine`. Optional: without a sink they are counted.
+	Quarantine Quarantine `yaml:"quarantine"`
+
+	// Filter keeps the records for which this expr-lang expression is true;
+	// it may use source fields only. YAML `filter`. Default: keep all.
+	Filter string `yaml:"filter"`
+	// Fields are derived fields, computed in order after the filter; each
+	// may use source fields and the derived fields before it. YAML `fields`.
+	Fields NamedExprs `yaml:"fields"`
+	// Key lists the group-key fields. YAML `key`. Default: none (one group).
+	Key []string `yaml:"key"`
+	// Window is the window assigner. YAML `window`. Required.
+	Window Window `yaml:"window"`
+	// AllowedLateness is how long after a window fires it still accepts
+	// late events and re-fires. YAML `allowed_lateness`. Default 0.
+	AllowedLateness Duration `yaml:"allowed_lateness"`
+	// Aggregates maps output column names to aggregate calls such as
+	// count(), sum(amount), avg(x), min(x), max(x), count_distinct(x).
+	// YAML `aggregates`. Required.
+	Aggregates NamedExprs `yaml:"aggregates"`
+	// Emit selects when and how results are emitted. YAML `emit`.
+	Emit Emit `yaml:"emit"`
+	// Late selects what happens to events beyond the allowed lateness.
+	// YAML `late`.
+	Late Late `yaml:"late"`
+	// Sinks receive the result rows. YAML `sinks`. Optional (a run with no
+	// sink still prints its summary).
+	Sinks []Sink `yaml:"sinks"`
+
+	// Stages replaces the top-level stage keys with a list of stages.
+	// YAML `stages`.
+	Stages []Stage `yaml:"stages"`
+}
+
+// Stage is one windowed aggregation: filter → derived fields → key → window
+// → aggregates → emit, reading the source or another stage's changelog.
+type Stage struct {
+	// Name of the stage. YAML `name`. Required in `stages:`.
+	Name string `yaml:"name"`
+	// Input is "source" or the name of an earlier stage whose changelog this
+	// stage reads. YAML `input`. Default: the previous stage, or the source
+	// for the first stage.
+	Input string `yaml:"input"`
+	// EventTime overrides the event-time field for a stage that reads
+	// another stage (e.g. window_start). YAML `event_time`. Optional.
+	EventTime *EventTime `yaml:"event_time"`
+
+	Filter          string     `yaml:"filter"`
+	Fields          NamedExprs `yaml:"fields"`
+	Key             []string   `yaml:"key"`
+	Window          Window     `yaml:"window"`
+	AllowedLateness Duration   `yaml:"allowed_lateness"`
+	Aggregates      NamedExprs `yaml:"aggregates"`
+	Emit            Emit       `yaml:"emit"`
+	Late            Late       `yaml:"late"`
+	Sinks           []Sink     `yaml:"sinks"`
+}
+
+// Source configures the record source.
+type Source struct {
+	// Type of source: "file". YAML `type`. Required.
+	Type string `yaml:"type"`
+	// Path is a file, a directory (every regular file in it, sorted by
+	// name) or a glob ("data/*.csv"), relative to the working directory.
+	// "${VAR}" and "${VAR:-default}" are expanded from the environment.
+	// YAML `path`. Required for type file.
+	Path string `yaml:"path"`
+	// Format is "jsonl" or "csv". YAML `format`. Default: from the file
+	// extension (.jsonl, .json, .ndjson → jsonl; .csv → csv).
+	Format string `yaml:"format"`
+	// Schema declares field types (bool, int, decimal, string, timestamp).
+	// A field the pipeline uses that is not declared is a string. JSON
+	// values are checked against the declared type; CSV text is parsed.
+	// Nested JSON fields are named with dots ("properties.time").
+	// YAML `schema`. Default: none.
+	Schema FieldTypes `yaml:"schema"`
+	// PartitionField names a field whose value is the record's source
+	// partition (for files that simulate a partitioned log). Each partition
+	// keeps its own watermark. YAML `partition_field`. Default: one
+	// partition per file.
+	PartitionField string `yaml:"partition_field"`
+	// ArrivalTimeField names a timestamp field that records when the event
+	// arrived; it drives the processing-time clock, so a replay of a capture
+	// is deterministic. YAML `arrival_time_field`. Default: the wall clock.
+	ArrivalTimeField string `yaml:"arrival_time_field"`
+	// Ordinal adds an int field numbering records within consecutive runs
+	// of the same value of another field (e.g. the line within an invoice).
+	// YAML `ordinal`. Optional.
+	Ordinal *Ordinal `yaml:"ordinal"`
+	// CSV options. YAML `csv`.
+	CSV CSVOptions `yaml:"csv"`
+	// Replay delivers the file's records in a seeded, bounded, shuffled
+	// arrival order with recorded arrival times, simulating a real log.
+	// YAML `replay`. Optional.
+	Replay *Replay `yaml:"replay"`
+}
+
+// Ordinal configures a derived record-number field.
+type Ordinal struct {
+	// Field is the name of the new int field (1-based). YAML `field`.
+	Field string `yaml:"field"`
+	// Per is the field whose consecutive equal values form a group; the
+	// number restarts at 1 when it changes. YAML `per`. Default: none (the
+	// number counts records of the file).
+	Per string `yaml:"per"`
+}
+
+// CSVOptions configures CSV decoding.
+type CSVOptions struct {
+	// Delimiter is the field separator, one character. YAML `delimiter`.
+	// Default ",".
+	Delimiter string `yaml:"delimiter"`
+	// Header: the first line of each file names the columns. YAML `header`.
+	// Default true. When false, Columns must be given.
+	Header *bool `yaml:"header"`
+	// Columns names the columns when there is no header line. YAML `columns`.
+	Columns []string `yaml:"columns"`
+}
+
+// Replay configures the file source's simulated delivery.
+type Replay struct {
+	// Seed makes the shuffle reproducible. YAML `seed`. Default 1.
+	Seed int64 `yaml:"seed"`
+	// Delay bounds the usual transport delay: each record arrives its
+	// event time plus a uniform delay in [0, delay]. YAML `delay`.
+	// Default 30s.
+	Delay Duration `yaml:"delay"`
+	// StragglerFraction of records (0..1) are delayed uniformly in
+	// [0, max_delay] instead. YAML `straggler_fraction`. Default 0.
+	StragglerFraction float64 `yaml:"straggler_fraction"`
+	// MaxDelay bounds every delay. YAML `max_delay`. Default: delay.
+	MaxDelay Duration `yaml:"max_delay"`
+	// RedeliverFraction of records (0..1) are delivered a second time,
+	// later (an at-least-once redelivery). YAML `redeliver_fraction`.
+	// Default 0.
+	RedeliverFraction float64 `yaml:"redeliver_fraction"`
+	// Partitions spreads records over this many simulated partitions.
+	// YAML `partitions`. Default 1.
+	Partitions int `yaml:"partitions"`
+	// PartitionBy names the field whose hash picks the partition, so that
+	// related records stay in order on one partition. YAML `partition_by`.
+	// Default: the record's sequence number.
+	PartitionBy string `yaml:"partition_by"`
+}
+
+// EventTime configures event-time extraction and the watermark.
+type EventTime struct {
+	// Field holding the event time. YAML `field`. Required.
+	Field string `yaml:"field"`
+	// Format of the field: "rfc3339" (an offset is required), "epoch_ms",
+	// "epoch_s", or "layout" (a Go reference layout in Layout, read in
+	// Timezone). YAML `format`. Default "rfc3339", or "layout" when Layout
+	// is set.
+	Format string `yaml:"format"`
+	// Layout is a Go time layout for timestamps that carry no offset
+	// ("2006-01-02 15:04:05"). YAML `layout`.
+	Layout string `yaml:"layout"`
+	// Timezone is the IANA zone in which Layout timestamps are read
+	// ("Europe/London"). YAML `timezone`. Required with Layout.
+	Timezone string `yaml:"timezone"`
+	// OutOfOrderness is how far the watermark trails the largest event
+	// time seen on a partition. YAML `out_of_orderness`. Default 0.
+	OutOfOrderness Duration `yaml:"out_of_orderness"`
+	// IdleTimeout marks a partition idle when it has had no record for this
+	// long in processing time; an idle partition does not hold the
+	// watermark back until its next record. YAML `idle_timeout`.
+	// Default 0 (never idle).
+	IdleTimeout Duration `yaml:"idle_timeout"`
+}
+
+// Window configures the window assigner.
+type Window struct {
+	// Type is "tumbling", "sliding" or "session". YAML `type`. Required.
+	Type string `yaml:"type"`
+	// Size of tumbling and sliding windows. YAML `size`.
+	Size Duration `yaml:"size"`
+	// Slide of sliding windows; size must be a multiple of it. YAML `slide`.
+	Slide Duration `yaml:"slide"`
+	// Gap of session windows: a session ends after this much event time
+	// without an event for its key. YAML `gap`.
+	Gap Duration `yaml:"gap"`
+	// Offset shifts fixed-length windows from the Unix epoch (Flink's
+	// window offset). YAML `offset`. Default 0.
+	Offset Duration `yaml:"offset"`
+	// Timezone is the IANA zone for calendar windows (sizes that are whole
+	// days align to local midnight, and a day with a DST change is 23 or 25
+	// hours long) and for rendering window times. YAML `timezone`.
+	// Default "UTC".
+	Timezone string `yaml:"timezone"`
+}
+
+// Emit configures result emission.
+type Emit struct {
+	// Mode is "final" (one row per window and key when it closes),
+	// "update" (a row at the on-time firing, at each late update and when
+	// the window closes, with version and is_final) or "retract" (the same
+	// firings as changelog pairs: update_before / update_after, delete).
+	// YAML `mode`. Default "update".
+	Mode string `yaml:"mode"`
+	// EarlyEvery adds provisional firings of open windows that changed, on
+	// the processing-time clock. Not with mode final. YAML `early_every`.
+	// Default 0 (none).
+	EarlyEvery Duration `yaml:"early_every"`
+}
+
+// Late configures events that arrive after their windows closed.
+type Late struct {
+	// Policy is "drop" (counted) or "side_output" (written to Sink).
+	// YAML `policy`. Default: side_output when a sink is set, else drop.
+	Policy string `yaml:"policy"`
+	// Sink receives late records. YAML `sink`.
+	Sink *Sink `yaml:"sink"`
+}
+
+// Quarantine configures the destination of invalid records.
+type Quarantine struct {
+	// Sink receives quarantined records. YAML `sink`.
+	Sink *Sink `yaml:"sink"`
+}
+
+// Sink configures one output.
+type Sink struct {
+	// Type is "sqlite", "jsonl" or "stdout". YAML `type`. Required.
+	Type string `yaml:"type"`
+	// Path of the database (sqlite) or file (jsonl), relative to the
+	// working directory; parent directories are created. YAML `path`.
+	Path string `yaml:"path"`
+	// Table for SQL sinks. YAML `table`. Default: the stage name.
+	Table string `yaml:"table"`
+}
