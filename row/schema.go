@@ -85,6 +85,32 @@ func (s *Schema) Shape(r *Row) {
 	r.SetAllNull(len(s.Fields))
 }
 
+// ExtendFrom makes r hold every field of s while keeping the values of the
+// first `from` fields (decoded by a reader that knew only those): slices
+// grow as needed and fields from index `from` on are set null. Use it when
+// s extends the schema r was shaped for (derived fields).
+func (s *Schema) ExtendFrom(r *Row, from int) {
+	r.I = growKeep(r.I, s.nI)
+	r.D = growKeep(r.D, s.nD)
+	r.S = growKeep(r.S, s.nS)
+	r.null = growKeep(r.null, (len(s.Fields)+63)/64)
+	for f := from; f < len(s.Fields); f++ {
+		r.SetNull(f)
+	}
+}
+
+func growKeep[T any](b []T, n int) []T {
+	if len(b) >= n {
+		return b
+	}
+	if cap(b) >= n {
+		return b[:n]
+	}
+	out := make([]T, n)
+	copy(out, b)
+	return out
+}
+
 func grow[T any](b []T, n int) []T {
 	if cap(b) >= n {
 		return b[:n]

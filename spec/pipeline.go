@@ -78,6 +78,9 @@ type Stage struct {
 type Source struct {
 	// Type of source: "file". YAML `type`. Required.
 	Type string `yaml:"type"`
+	// About says what the data is and where it comes from; it is printed
+	// when the source's files are missing. YAML `about`. Optional.
+	About string `yaml:"about"`
 	// Path is a file, a directory (every regular file in it, sorted by
 	// name) or a glob ("data/*.csv"), relative to the working directory.
 	// "${VAR}" and "${VAR:-default}" are expanded from the environment.

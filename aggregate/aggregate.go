@@ -1,0 +1,145 @@
+// Package aggregate implements window aggregate functions as columns of
+// accumulators.
+//
+// A Column holds one aggregate's accumulators for every slot of a stage's
+// state table: slot s is one (window, key). Storage is columnar (a []int64
+// of counts, a []Decimal of sums, ...) so the hot path indexes slices and
+// boxes nothing. Every function supports:
+//
+//   - Add: a row enters the slot;
+//   - Retract: a row previously added leaves it (changelog input, per-key
+//     upserts) — count, sum and avg are exact; min and max keep a multiset
+//     of values so that retracting the current extreme yields the next one
+//     (Flink's retractable MinWithRetractAggFunction does the same with a
+//     MapView);
+//   - Merge: two slots combine (session windows merging).
+//
+// Null arguments are ignored, as in SQL: sum, avg, min and max of no
+// non-null value are null; count(x) counts non-null x; count() counts rows.
+//
+// Functions and result kinds:
+//
+//	count()            int
+//	count(x)           int
+//	sum(x)             int for int x (overflow is an error, never a wrap),
+//	                   decimal for decimal x (exact)
+//	avg(x)             decimal: sum/count rounded half away from zero to
+//	                   max(6, scale of x) digits (Flink's DECIMAL avg scale
+//	                   rule; for int x Flink returns a truncated int, tidemark
+//	                   returns the exact decimal)
+//	min(x), max(x)     kind of x (int, decimal, string, timestamp, bool)
+//	count_distinct(x)  int: number of distinct non-null x (exact)
+package aggregate
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tidemark/tidemark/row"
+)
+
+// ErrNotRetractable is returned by Retract on a column built without
+// retraction support.
+var ErrNotRetractable = errors.New("aggregate built without retraction support")
+
+// Spec describes one aggregate column.
+type Spec struct {
+	Name    string    // output column name
+	Func    string    // count, sum, avg, min, max, count_distinct
+	Arg     row.Field // argument field
+	HasArg  bool      // false for count()
+	Retract bool      // the input may retract rows: build retractable accumulators
+}
+
+// Column holds one aggregate's accumulators for all slots.
+type Column interface {
+	// Kind is the result kind.
+	Kind() row.Kind
+	// Grow makes slots [0, n) usable; new slots are empty.
+	Grow(n int)
+	// Add adds row r to slot s. Errors: int overflow.
+	Add(s int32, r *row.Row) error
+	// Retract removes a row previously added to slot s. Errors:
+	// ErrNotRetractable, int overflow.
+	Retract(s int32, r *row.Row) error
+	// Merge adds slot src's contents into slot dst (src is left as is).
+	Merge(dst, src int32) error
+	// Result returns slot s's current value.
+	Result(s int32) row.Value
+	// Reset empties slot s for reuse.
+	Reset(s int32)
+	// SlotBytes is the fixed size of one slot in bytes.
+	SlotBytes() int
+	// ExtraBytes estimates heap bytes slot s holds beyond SlotBytes
+	// (multisets, distinct sets, long strings).
+	ExtraBytes(s int32) int
+}
+
+// New builds the column for spec. It returns an error for an unknown
+// function, a missing or extra argument, or an argument kind the function
+// does not accept (e.g. sum of a string).
+func New(sp Spec) (Column, error) {
+	k := sp.Arg.Kind
+	need := func() error {
+		if !sp.HasArg {
+			return fmt.Errorf("%s: %s() needs one argument", sp.Name, sp.Func)
+		}
+		return nil
+	}
+	switch sp.Func {
+	case "count":
+		if !sp.HasArg {
+			return &countCol{}, nil
+		}
+		return &countCol{arg: sp.Arg, field: true}, nil
+	case "sum":
+		if err := need(); err != nil {
+			return nil, err
+		}
+		switch k {
+		case row.KindInt:
+			return &sumIntCol{arg: sp.Arg}, nil
+		case row.KindDecimal:
+			return &sumDecCol{arg: sp.Arg}, nil
+		}
+		return nil, fmt.Errorf("%s: sum(%s) needs an int or decimal argument, %s is %s", sp.Name, sp.Arg.Name, sp.Arg.Name, k)
+	case "avg":
+		if err := need(); err != nil {
+			return nil, err
+		}
+		if !k.Numeric() {
+			return nil, fmt.Errorf("%s: avg(%s) needs an int or decimal argument, %s is %s", sp.Name, sp.Arg.Name, sp.Arg.Name, k)
+		}
+		return &avgCol{arg: sp.Arg}, nil
+	case "min", "max":
+		if err := need(); err != nil {
+			return nil, err
+		}
+		return newExtreme(sp)
+	case "count_distinct":
+		if err := need(); err != nil {
+			return nil, err
+		}
+		return newDistinct(sp), nil
+	}
+	return nil, fmt.Errorf("%s: unknown aggregate %s() (want count, sum, avg, min, max or count_distinct)", sp.Name, sp.Func)
+}
+
+func grow[T any](s []T, n int) []T {
+	if len(s) >= n {
+		return s
+	}
+	if cap(s) >= n {
+		return s[:n]
+	}
+	c := 2 * cap(s)
+	if c < n {
+		c = n
+	}
+	if c < 64 {
+		c = 64
+	}
+	out := make([]T, n, c)
+	copy(out, s)
+	return out
+}

@@ -1,0 +1,232 @@
+package aggregate
+
+import (
+	"cmp"
+	"strings"
+
+	"github.com/tidemark/tidemark/row"
+)
+
+// newExtreme builds min or max for the argument's kind, with a multiset per
+// slot when the input may retract.
+func newExtreme(sp Spec) (Column, error) {
+	isMax := sp.Func == "max"
+	f := sp.Arg
+	switch {
+	case f.Kind.InI():
+		get := func(r *row.Row) int64 { return r.I[f.Slot] }
+		box := func(v int64) row.Value { return row.Value{Kind: f.Kind, I: v} }
+		if sp.Retract {
+			return &multiExtreme[int64, int64]{arg: f, max: isMax, get: get, key: func(v int64) int64 { return v }, cmp: cmp.Compare[int64], box: box}, nil
+		}
+		return &extreme[int64]{arg: f, max: isMax, get: get, cmp: cmp.Compare[int64], box: box, keep: func(v int64) int64 { return v }}, nil
+	case f.Kind == row.KindString:
+		get := func(r *row.Row) string { return r.S[f.Slot] }
+		box := func(v string) row.Value { return row.Str(v) }
+		if sp.Retract {
+			return &multiExtreme[string, string]{arg: f, max: isMax, get: get, key: func(v string) string { return v }, cmp: strings.Compare, box: box, clone: true}, nil
+		}
+		return &extreme[string]{arg: f, max: isMax, get: get, cmp: strings.Compare, box: box, keep: strings.Clone}, nil
+	case f.Kind == row.KindDecimal:
+		get := func(r *row.Row) row.Decimal { return r.D[f.Slot] }
+		box := func(v row.Decimal) row.Value { return row.Dec(v) }
+		dc := func(a, b row.Decimal) int { return a.Cmp(b) }
+		if sp.Retract {
+			// Key decimals by their trimmed text so 2.0 and 2.00 are one value.
+			return &multiExtreme[row.Decimal, string]{arg: f, max: isMax, get: get, key: func(v row.Decimal) string { return v.String() }, cmp: dc, box: box}, nil
+		}
+		return &extreme[row.Decimal]{arg: f, max: isMax, get: get, cmp: dc, box: box, keep: func(v row.Decimal) row.Decimal { return v }}, nil
+	}
+	return nil, &argKindError{sp}
+}
+
+type argKindError struct{ sp Spec }
+
+func (e *argKindError) Error() string {
+	return e.sp.Name + ": " + e.sp.Func + "(" + e.sp.Arg.Name + ") does not accept " + e.sp.Arg.Kind.String()
+}
+
+// extreme keeps the running min or max; it cannot retract.
+type extreme[T any] struct {
+	arg   row.Field
+	max   bool
+	get   func(*row.Row) T
+	cmp   func(a, b T) int
+	box   func(T) row.Value
+	keep  func(T) T // copies values that point into decoder buffers
+	v     []T
+	valid []bool
+}
+
+func (c *extreme[T]) Kind() row.Kind { return c.arg.Kind }
+func (c *extreme[T]) Grow(n int)     { c.v, c.valid = grow(c.v, n), grow(c.valid, n) }
+func (c *extreme[T]) better(a, b T) bool {
+	if c.max {
+		return c.cmp(a, b) > 0
+	}
+	return c.cmp(a, b) < 0
+}
+func (c *extreme[T]) Add(s int32, r *row.Row) error {
+	if r.IsNull(c.arg.Index) {
+		return nil
+	}
+	x := c.get(r)
+	if !c.valid[s] || c.better(x, c.v[s]) {
+		c.v[s], c.valid[s] = c.keep(x), true
+	}
+	return nil
+}
+func (c *extreme[T]) Retract(int32, *row.Row) error { return ErrNotRetractable }
+func (c *extreme[T]) Merge(dst, src int32) error {
+	if c.valid[src] && (!c.valid[dst] || c.better(c.v[src], c.v[dst])) {
+		c.v[dst], c.valid[dst] = c.v[src], true
+	}
+	return nil
+}
+func (c *extreme[T]) Result(s int32) row.Value {
+	if !c.valid[s] {
+		return row.Null
+	}
+	return c.box(c.v[s])
+}
+func (c *extreme[T]) Reset(s int32) {
+	var zero T
+	c.v[s], c.valid[s] = zero, false
+}
+func (c *extreme[T]) SlotBytes() int {
+	var zero T
+	switch any(zero).(type) {
+	case int64:
+		return 9
+	case string:
+		return 17
+	}
+	return 33
+}
+func (c *extreme[T]) ExtraBytes(s int32) int {
+	if v, ok := any(c.v[s]).(string); ok {
+		return len(v)
+	}
+	return 0
+}
+
+// multiset is the per-slot state of a retractable min/max: value counts and
+// the current extreme.
+type multiset[T any, K comparable] struct {
+	counts map[K]int64
+	vals   map[K]T
+	best   T
+	valid  bool
+}
+
+// multiExtreme is min or max with retraction: a multiset per slot, and a
+// rescan when the current extreme is retracted to zero.
+type multiExtreme[T any, K comparable] struct {
+	arg   row.Field
+	max   bool
+	get   func(*row.Row) T
+	key   func(T) K
+	cmp   func(a, b T) int
+	box   func(T) row.Value
+	clone bool // string values must be copied out of decoder buffers
+	m     []*multiset[T, K]
+}
+
+func (c *multiExtreme[T, K]) Kind() row.Kind { return c.arg.Kind }
+func (c *multiExtreme[T, K]) Grow(n int)     { c.m = grow(c.m, n) }
+func (c *multiExtreme[T, K]) better(a, b T) bool {
+	if c.max {
+		return c.cmp(a, b) > 0
+	}
+	return c.cmp(a, b) < 0
+}
+func (c *multiExtreme[T, K]) own(x T) T {
+	if c.clone {
+		if s, ok := any(x).(string); ok {
+			return any(strings.Clone(s)).(T)
+		}
+	}
+	return x
+}
+func (c *multiExtreme[T, K]) add(s int32, x T, n int64) {
+	ms := c.m[s]
+	if ms == nil {
+		ms = &multiset[T, K]{counts: map[K]int64{}, vals: map[K]T{}}
+		c.m[s] = ms
+	}
+	k := c.key(x)
+	if _, ok := ms.counts[k]; !ok {
+		x = c.own(x)
+		k = c.key(x)
+		ms.vals[k] = x
+	}
+	ms.counts[k] += n
+	if !ms.valid || c.better(x, ms.best) {
+		ms.best, ms.valid = ms.vals[k], true
+	}
+}
+func (c *multiExtreme[T, K]) Add(s int32, r *row.Row) error {
+	if r.IsNull(c.arg.Index) {
+		return nil
+	}
+	c.add(s, c.get(r), 1)
+	return nil
+}
+func (c *multiExtreme[T, K]) Retract(s int32, r *row.Row) error {
+	if r.IsNull(c.arg.Index) {
+		return nil
+	}
+	ms := c.m[s]
+	if ms == nil {
+		return nil
+	}
+	x := c.get(r)
+	k := c.key(x)
+	n, ok := ms.counts[k]
+	if !ok {
+		return nil // retracting a value never added: nothing to undo
+	}
+	if n > 1 {
+		ms.counts[k] = n - 1
+		return nil
+	}
+	delete(ms.counts, k)
+	delete(ms.vals, k)
+	if c.cmp(x, ms.best) == 0 {
+		ms.valid = false
+		for _, v := range ms.vals { // order-independent: the extreme is unique
+			if !ms.valid || c.better(v, ms.best) {
+				ms.best, ms.valid = v, true
+			}
+		}
+	}
+	return nil
+}
+func (c *multiExtreme[T, K]) Merge(dst, src int32) error {
+	ms := c.m[src]
+	if ms == nil {
+		return nil
+	}
+	for k, n := range ms.counts { // order-independent: counts add, the extreme is unique
+		c.add(dst, ms.vals[k], n)
+	}
+	return nil
+}
+func (c *multiExtreme[T, K]) Result(s int32) row.Value {
+	ms := c.m[s]
+	if ms == nil || !ms.valid {
+		return row.Null
+	}
+	return c.box(ms.best)
+}
+func (c *multiExtreme[T, K]) Reset(s int32) { c.m[s] = nil }
+func (c *multiExtreme[T, K]) SlotBytes() int {
+	return 8
+}
+func (c *multiExtreme[T, K]) ExtraBytes(s int32) int {
+	ms := c.m[s]
+	if ms == nil {
+		return 0
+	}
+	return 96 + len(ms.counts)*80
+}

@@ -1,0 +1,248 @@
+package expr
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/parser/lexer"
+)
+
+// Parsed is an expression that parsed: its source and expr-lang syntax tree.
+// It is not yet bound to a schema; see Compile.
+type Parsed struct {
+	src  string
+	root ast.Node
+}
+
+// Parse parses src with expr-lang's parser. It returns an error, wrapping
+// expr-lang's positioned syntax error, when src is not a syntactically valid
+// expr-lang expression. A Parsed may still fail to Compile (unknown fields,
+// kind mismatches, unsupported constructs).
+func Parse(src string) (*Parsed, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, errors.New("empty expression")
+	}
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("syntax error in %q: %w", src, err)
+	}
+	if tree == nil || tree.Node == nil {
+		return nil, fmt.Errorf("syntax error in %q", src)
+	}
+	return &Parsed{src: src, root: tree.Node}, nil
+}
+
+// Source returns the text the expression was parsed from.
+func (p *Parsed) Source() string { return p.src }
+
+// Identifiers returns the field names the expression references,
+// deduplicated, in order of first use in the source. A member chain a.b.c
+// (or a["b"].c) is one dotted name "a.b.c". Function names are not included.
+func (p *Parsed) Identifiers() []string {
+	type use struct {
+		name string
+		at   int
+	}
+	var uses []use
+	var walk func(n ast.Node)
+	walk = func(n ast.Node) {
+		switch n := n.(type) {
+		case nil:
+		case *ast.IdentifierNode:
+			uses = append(uses, use{n.Value, n.Location().From})
+		case *ast.MemberNode:
+			if name, base, ok := memberName(n); ok {
+				uses = append(uses, use{name, base.Location().From})
+				return
+			}
+			walk(n.Node)
+			walk(n.Property)
+		case *ast.CallNode:
+			if _, isName := n.Callee.(*ast.IdentifierNode); !isName {
+				walk(n.Callee)
+			}
+			for _, a := range n.Arguments {
+				walk(a)
+			}
+		default:
+			for _, c := range children(n) {
+				walk(c)
+			}
+		}
+	}
+	walk(p.root)
+	sort.SliceStable(uses, func(i, j int) bool { return uses[i].at < uses[j].at })
+	seen := make(map[string]bool, len(uses))
+	out := make([]string, 0, len(uses))
+	for _, u := range uses {
+		if !seen[u.name] {
+			seen[u.name] = true
+			out = append(out, u.name)
+		}
+	}
+	return out
+}
+
+// children returns the sub-nodes of n in source order (for the node types
+// Identifiers does not handle itself).
+func children(n ast.Node) []ast.Node {
+	switch n := n.(type) {
+	case *ast.UnaryNode:
+		return []ast.Node{n.Node}
+	case *ast.BinaryNode:
+		return []ast.Node{n.Left, n.Right}
+	case *ast.ChainNode:
+		return []ast.Node{n.Node}
+	case *ast.MemberNode:
+		return []ast.Node{n.Node, n.Property}
+	case *ast.SliceNode:
+		return []ast.Node{n.Node, n.From, n.To}
+	case *ast.BuiltinNode:
+		return n.Arguments
+	case *ast.PredicateNode:
+		return []ast.Node{n.Node}
+	case *ast.ConditionalNode:
+		return []ast.Node{n.Cond, n.Exp1, n.Exp2}
+	case *ast.VariableDeclaratorNode:
+		return []ast.Node{n.Value, n.Expr}
+	case *ast.SequenceNode:
+		return n.Nodes
+	case *ast.ArrayNode:
+		return n.Nodes
+	case *ast.MapNode:
+		return n.Pairs
+	case *ast.PairNode:
+		return []ast.Node{n.Key, n.Value}
+	}
+	return nil
+}
+
+// memberName resolves a chain of identifier and constant-string member
+// accesses (a.b.c, a["b"].c) to its dotted name and the chain's base
+// identifier. ok is false for anything else (index by a non-string, method,
+// optional access).
+func memberName(n ast.Node) (name string, base *ast.IdentifierNode, ok bool) {
+	switch n := n.(type) {
+	case *ast.IdentifierNode:
+		return n.Value, n, true
+	case *ast.MemberNode:
+		if n.Optional || n.Method {
+			return "", nil, false
+		}
+		prop, isStr := n.Property.(*ast.StringNode)
+		if !isStr {
+			return "", nil, false
+		}
+		name, base, ok := memberName(n.Node)
+		if !ok {
+			return "", nil, false
+		}
+		return name + "." + prop.Value, base, true
+	}
+	return "", nil, false
+}
+
+// byteOffset converts a rune offset in src (expr-lang's locations count
+// runes) to a byte offset, clamped to len(src).
+func byteOffset(src string, runeOff int) int {
+	if runeOff <= 0 {
+		return 0
+	}
+	n := 0
+	for i := range src {
+		if n == runeOff {
+			return i
+		}
+		n++
+	}
+	return len(src)
+}
+
+// text returns the source text of loc.
+func text(src string, loc file.Location) string {
+	from, to := byteOffset(src, loc.From), byteOffset(src, loc.To)
+	if to < from {
+		to = from
+	}
+	return src[from:to]
+}
+
+// ParseCall parses an aggregate call such as "count()", "sum(delta)",
+// "sum(Quantity * UnitPrice)", "count_distinct(customer)" or
+// "max_by(price, auction)". It returns the lower-cased function name and
+// each argument parsed on its own (an argument's Source is its exact text).
+//
+// It returns an error for anything that is not a single call of a plain
+// identifier (a method call, an operator around the call, trailing tokens,
+// an empty argument) and for an argument that does not parse.
+//
+// The call is split with expr-lang's lexer rather than its parser because
+// expr-lang treats count/sum/min/max as predicate builtins ("count()" is a
+// syntax error there) and records no end position for arguments.
+func ParseCall(src string) (name string, args []*Parsed, err error) {
+	bad := func(format string, a ...any) (string, []*Parsed, error) {
+		return "", nil, fmt.Errorf("aggregate %q: %s", src, fmt.Sprintf(format, a...))
+	}
+	if !utf8.ValidString(src) {
+		return bad("not valid UTF-8")
+	}
+	toks, lerr := lexer.Lex(file.NewSource(src))
+	if lerr != nil {
+		return "", nil, fmt.Errorf("aggregate %q: %w", src, lerr)
+	}
+	if n := len(toks); n > 0 && toks[n-1].Kind == lexer.EOF {
+		toks = toks[:n-1]
+	}
+	if len(toks) < 3 || toks[0].Kind != lexer.Identifier || !toks[1].Is(lexer.Bracket, "(") {
+		return bad("want a function call such as sum(amount)")
+	}
+	if !toks[len(toks)-1].Is(lexer.Bracket, ")") {
+		return bad("want a single function call, found more after it")
+	}
+	name = strings.ToLower(toks[0].Value)
+	body := toks[2 : len(toks)-1]
+	depth := 0
+	start := 0
+	var spans [][]lexer.Token
+	for i, t := range body {
+		if t.Kind == lexer.Bracket {
+			switch t.Value {
+			case "(", "[", "{":
+				depth++
+			default:
+				depth--
+				if depth < 0 {
+					return bad("want a single function call, found more after it")
+				}
+			}
+		}
+		if depth == 0 && t.Is(lexer.Operator, ",") {
+			spans = append(spans, body[start:i])
+			start = i + 1
+		}
+	}
+	if depth != 0 {
+		return bad("unbalanced brackets")
+	}
+	if len(body) > 0 {
+		spans = append(spans, body[start:])
+	}
+	for i, sp := range spans {
+		if len(sp) == 0 {
+			return bad("argument %d is empty", i+1)
+		}
+		argSrc := text(src, file.Location{From: sp[0].From, To: sp[len(sp)-1].To})
+		p, perr := Parse(argSrc)
+		if perr != nil {
+			return "", nil, fmt.Errorf("aggregate %q, argument %d: %w", src, i+1, perr)
+		}
+		args = append(args, p)
+	}
+	return name, args, nil
+}

@@ -1,0 +1,109 @@
+package operator
+
+import (
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/window"
+)
+
+// inst is one (window, key) instance: its accumulator slot and emission
+// bookkeeping.
+type inst struct {
+	key     uint32
+	slot    int32 // −1 once removed
+	rows    int64 // rows contributing (adds − retractions)
+	version uint32
+	emitted bool          // a row for this instance is live downstream
+	dirty   bool          // changed since the last emission
+	emitW   window.Window // window of the live downstream row (its identity)
+	emitV   uint32        // version of the live downstream row
+}
+
+// firing is why an instance is being emitted.
+type firing uint8
+
+const (
+	fireEarly  firing = iota // processing-time early firing
+	fireOnTime               // the watermark reached the window end
+	fireLate                 // a late record updated a fired window
+	fireClose                // the allowed lateness passed: final
+)
+
+// emit produces the rows for one firing of an instance, per emit mode.
+func (o *Operator) emit(in *inst, w window.Window, kind firing) {
+	if in.rows <= 0 {
+		return
+	}
+	if o.cfg.Mode == Final {
+		if kind != fireClose {
+			return
+		}
+		in.version++
+		o.push(changelog.Insert, in.key, w, o.results(in.slot), in.version, true)
+		in.emitted, in.dirty, in.emitW, in.emitV = true, false, w, in.version
+		return
+	}
+	final := kind == fireClose
+	if !final && in.emitted && !in.dirty {
+		return // nothing changed since the last row
+	}
+	op := changelog.Insert
+	if in.emitted {
+		op = changelog.UpdateAfter
+		if o.cfg.Mode == Retract {
+			o.push(changelog.UpdateBefore, in.key, in.emitW, o.prev(in.slot), in.emitV, false)
+		}
+	}
+	in.version++
+	vals := o.results(in.slot)
+	o.push(op, in.key, w, vals, in.version, final)
+	if o.cfg.Mode == Retract {
+		o.slots.prev[in.slot] = append(o.slots.prev[in.slot][:0], vals...)
+	}
+	in.emitted, in.dirty, in.emitW, in.emitV = true, false, w, in.version
+}
+
+// emitDelete withdraws an instance's live downstream row, if any.
+func (o *Operator) emitDelete(in *inst) {
+	if !in.emitted || o.cfg.Mode == Final {
+		return
+	}
+	in.version++
+	var vals []row.Value
+	if o.cfg.Mode == Retract {
+		vals = o.prev(in.slot)
+	} else {
+		vals = o.results(in.slot)
+	}
+	o.push(changelog.Delete, in.key, in.emitW, vals, in.version, false)
+	in.emitted = false
+}
+
+// results returns slot s's current results in the output arena.
+func (o *Operator) results(s int32) []row.Value {
+	start := len(o.vals)
+	o.vals = o.slots.results(o.vals, s)
+	return o.vals[start:len(o.vals):len(o.vals)]
+}
+
+// prev returns a copy of slot s's last emitted results in the output arena.
+func (o *Operator) prev(s int32) []row.Value {
+	start := len(o.vals)
+	o.vals = append(o.vals, o.slots.prev[s]...)
+	return o.vals[start:len(o.vals):len(o.vals)]
+}
+
+func (o *Operator) push(op changelog.Op, key uint32, w window.Window, vals []row.Value, version uint32, final bool) {
+	o.out = append(o.out, changelog.Row{
+		Op:          op,
+		WindowStart: w.Start,
+		WindowEnd:   w.End,
+		Key:         o.keys.ents[key].vals,
+		Values:      vals,
+		Version:     uint64(version),
+		IsFinal:     final,
+		WatermarkAt: o.wm,
+		UpdatedAt:   o.now,
+	})
+	o.emitted++
+}

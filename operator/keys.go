@@ -1,0 +1,164 @@
+package operator
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/tidemark/tidemark/row"
+)
+
+// appendKey appends the encoding of one key field of r: a kind tag and the
+// value (null 0x00; int, bool, time 0x01 + 8 bytes big endian; string 0x02 +
+// uvarint length + bytes; decimal 0x03 + length + trimmed text, so 2.0 and
+// 2.00 are one key).
+func appendKey(dst []byte, r *row.Row, f row.Field) []byte {
+	if r.IsNull(f.Index) {
+		return append(dst, 0)
+	}
+	switch f.Kind {
+	case row.KindString:
+		s := r.S[f.Slot]
+		dst = append(dst, 2)
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+		return append(dst, s...)
+	case row.KindDecimal:
+		s := r.D[f.Slot].String()
+		dst = append(dst, 3)
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+		return append(dst, s...)
+	default:
+		dst = append(dst, 1)
+		return binary.BigEndian.AppendUint64(dst, uint64(r.I[f.Slot]))
+	}
+}
+
+// decodeKey turns an encoded key back into values; string values are
+// substrings of enc (which the key table owns), so they cost no copy.
+func decodeKey(enc string, fields []row.Field) []row.Value {
+	vals := make([]row.Value, len(fields))
+	p := 0
+	for i, f := range fields {
+		tag := enc[p]
+		p++
+		switch tag {
+		case 0:
+			vals[i] = row.Null
+		case 1:
+			v := int64(binary.BigEndian.Uint64([]byte(enc[p : p+8])))
+			p += 8
+			vals[i] = row.Value{Kind: f.Kind, I: v}
+		case 2, 3:
+			n, w := binary.Uvarint([]byte(enc[p:min(len(enc), p+binary.MaxVarintLen64)]))
+			p += w
+			s := enc[p : p+int(n)]
+			p += int(n)
+			if tag == 2 {
+				vals[i] = row.Str(s)
+			} else {
+				d, err := row.ParseDecimal([]byte(s))
+				if err != nil {
+					vals[i] = row.Null
+				} else {
+					vals[i] = row.Dec(d)
+				}
+			}
+		}
+	}
+	return vals
+}
+
+// fnv1a64 hashes an encoded key; key group = fnv1a64(key) mod key groups.
+// FNV-1a (Fowler–Noll–Vo) is stable across processes and versions, which
+// checkpoints stored per key group need.
+func fnv1a64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// keyEntry is one distinct group key.
+type keyEntry struct {
+	enc      string      // encoded key (map key)
+	vals     []row.Value // decoded values, for output rows
+	refs     int32       // (window, key) instances holding the key
+	group    uint16      // key group
+	sessions []*session  // open sessions of this key, by start (session windows)
+}
+
+// keyTable interns group keys to dense ids and frees them when no window
+// holds them.
+type keyTable struct {
+	ids    map[string]uint32
+	ents   []keyEntry
+	free   []uint32
+	fields []row.Field
+	groups int
+}
+
+func newKeyTable(fields []row.Field, groups int) *keyTable {
+	return &keyTable{ids: map[string]uint32{}, fields: fields, groups: groups}
+}
+
+// lookup returns the id of an encoded key if it is known.
+func (k *keyTable) lookup(enc []byte) (uint32, bool) {
+	id, ok := k.ids[string(enc)] // no allocation: the compiler optimizes map[string(b)]
+	return id, ok
+}
+
+// intern returns the id of an encoded key, adding it when new.
+func (k *keyTable) intern(enc []byte) uint32 {
+	if id, ok := k.ids[string(enc)]; ok {
+		return id
+	}
+	s := string(enc)
+	e := keyEntry{enc: s, vals: decodeKey(s, k.fields)}
+	if k.groups > 0 {
+		e.group = uint16(fnv1a64(s) % uint64(k.groups))
+	}
+	var id uint32
+	if n := len(k.free); n > 0 {
+		id = k.free[n-1]
+		k.free = k.free[:n-1]
+		k.ents[id] = e
+	} else {
+		if len(k.ents) >= math.MaxUint32 {
+			panic("tidemark: more than 2^32 live keys") // invariant: state larger than memory long before
+		}
+		id = uint32(len(k.ents))
+		k.ents = append(k.ents, e)
+	}
+	k.ids[s] = id
+	return id
+}
+
+// ref and unref count the (window, key) instances holding a key; the last
+// unref frees it.
+func (k *keyTable) ref(id uint32) { k.ents[id].refs++ }
+
+func (k *keyTable) unref(id uint32) {
+	e := &k.ents[id]
+	e.refs--
+	if e.refs > 0 {
+		return
+	}
+	delete(k.ids, e.enc)
+	*e = keyEntry{}
+	k.free = append(k.free, id)
+}
+
+// live returns the number of live keys.
+func (k *keyTable) live() int { return len(k.ids) }
+
+// bytes estimates the key table's heap bytes.
+func (k *keyTable) bytes() int64 {
+	var n int64
+	for id := range k.ids {
+		n += int64(len(id))*2 + 48 // enc in map and entry, map overhead
+	}
+	n += int64(len(k.ents)) * int64(64+len(k.fields)*72)
+	return n
+}
+

@@ -1,0 +1,256 @@
+// Package operator implements the keyed event-time window aggregation
+// operator: tidemark's core step function.
+//
+// The operator is a pure, single-threaded state machine (no goroutines, no
+// clock, no IO). Inputs arrive through three calls:
+//
+//   - Process(row, event time, weight, now): a record (weight +1) or a
+//     retraction of an earlier record (weight −1) enters its windows;
+//   - AdvanceWatermark(wm, now): windows fire (wm ≥ end) and close
+//     (wm ≥ end + allowed lateness);
+//   - OnProcessingTime(now): early (provisional) firings every early_every.
+//
+// Each call appends result rows to an output buffer that the caller takes
+// with Drain. docs/semantics.md states the rules; the short form:
+//
+//   - A window [start, end) fires when the watermark reaches end. An event
+//     whose windows have all fired but not all closed updates the open ones
+//     and re-fires them (late but accepted). An event all of whose windows
+//     have closed is too late: Process returns TooLate and the caller applies
+//     the late policy.
+//   - Emit modes: Final emits one row per window and key when it closes;
+//     Update emits at the on-time firing, at every late update and at close
+//     (is_final = true), with versions 1, 2, 3 …; Retract emits the same
+//     firings as changelog pairs (update_before, update_after) and deletes.
+//   - Output order is deterministic: windows in order of (end, start), keys
+//     within a window in order of first arrival, sessions by (end, start,
+//     creation).
+package operator
+
+import (
+	"fmt"
+
+	"github.com/tidemark/tidemark/aggregate"
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/window"
+)
+
+// Mode is the emit mode.
+type Mode uint8
+
+// The emit modes.
+const (
+	Final   Mode = iota // one insert per window and key, at close
+	Update              // upsert stream: insert, update_after, delete; versions and is_final
+	Retract             // full changelog: insert, update_before, update_after, delete
+)
+
+// ParseMode maps "final", "update" and "retract" to a Mode.
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "final":
+		return Final, nil
+	case "update", "":
+		return Update, nil
+	case "retract":
+		return Retract, nil
+	}
+	return 0, fmt.Errorf("unknown emit mode %q", s)
+}
+
+// Outcome says what happened to a processed record.
+type Outcome uint8
+
+// The outcomes.
+const (
+	OnTime         Outcome = iota // entered windows that had not fired
+	LateAccepted                  // updated at least one window that had already fired
+	TooLate                       // every window of the record had closed; nothing changed
+	RetractMissing                // a retraction for which no window holds the row; ignored
+)
+
+// Config configures an Operator.
+type Config struct {
+	// Assigner gives tumbling or sliding windows; nil with Gap > 0 for
+	// session windows.
+	Assigner window.Assigner
+	// Gap is the session gap in ms (session windows only).
+	Gap int64
+	// AllowedLateness in ms.
+	AllowedLateness int64
+	// Mode is the emit mode.
+	Mode Mode
+	// EarlyEvery is the early-firing period in ms of processing time; 0 for
+	// none.
+	EarlyEvery int64
+	// Key lists the group-key fields of the input rows.
+	Key []row.Field
+	// Aggs are the aggregate columns, in output order.
+	Aggs []aggregate.Column
+	// KeyGroups is the number of key groups keys hash into (Flink's max
+	// parallelism); 0 means 128.
+	KeyGroups int
+}
+
+// Operator is the window aggregation operator. Not safe for concurrent use.
+type Operator struct {
+	cfg      Config
+	lateness int64
+	wm       int64 // current watermark
+	now      int64 // processing time of the current call
+
+	keys  *keyTable
+	slots slotTable
+	panes paneStore
+	sess  sessionStore
+
+	keyBuf []byte
+	wins   []window.Window
+
+	out       []changelog.Row
+	vals      []row.Value // backing for out[i].Values
+	nextEarly int64
+
+	emitted int64 // rows emitted, total
+}
+
+// New returns an operator. It returns an error when neither an assigner
+// nor a positive gap is given, or when there are no aggregates.
+func New(cfg Config) (*Operator, error) {
+	if (cfg.Assigner == nil) == (cfg.Gap <= 0) {
+		return nil, fmt.Errorf("operator: need exactly one of a window assigner or a session gap")
+	}
+	if len(cfg.Aggs) == 0 {
+		return nil, fmt.Errorf("operator: no aggregates")
+	}
+	if cfg.AllowedLateness < 0 || cfg.EarlyEvery < 0 {
+		return nil, fmt.Errorf("operator: negative allowed lateness or early firing period")
+	}
+	if cfg.KeyGroups <= 0 {
+		cfg.KeyGroups = 128
+	}
+	o := &Operator{
+		cfg:      cfg,
+		lateness: cfg.AllowedLateness,
+		wm:       changelog.WatermarkNone,
+		keys:     newKeyTable(cfg.Key, cfg.KeyGroups),
+		slots:    slotTable{cols: cfg.Aggs, keep: cfg.Mode == Retract},
+	}
+	o.panes.init()
+	o.sess.keys = o.keys
+	return o, nil
+}
+
+// Watermark returns the operator's current watermark (ms).
+func (o *Operator) Watermark() int64 { return o.wm }
+
+// Process applies one record with event time ts (ms) to its windows: weight
+// +1 adds it, −1 retracts an earlier identical record. now is the
+// processing time (ms). It returns the outcome, and an error only when an
+// aggregate fails (int overflow); the operator's state is then undefined.
+func (o *Operator) Process(r *row.Row, ts int64, weight int, now int64) (Outcome, error) {
+	o.now = now
+	o.keyBuf = o.keyBuf[:0]
+	for _, f := range o.cfg.Key {
+		o.keyBuf = appendKey(o.keyBuf, r, f)
+	}
+	if o.cfg.Gap > 0 {
+		return o.processSession(r, ts, weight)
+	}
+	return o.processPanes(r, ts, weight)
+}
+
+// closed reports whether a window ending at end has closed.
+func (o *Operator) closed(end int64) bool { return end+o.lateness <= o.wm }
+
+// fired reports whether a window ending at end has fired.
+func (o *Operator) firedAt(end int64) bool { return end <= o.wm }
+
+// AdvanceWatermark moves the watermark to wm (ignored unless it is later)
+// at processing time now, firing and closing windows. Errors: none today;
+// the signature leaves room for sinks of state.
+func (o *Operator) AdvanceWatermark(wm, now int64) error {
+	if wm <= o.wm {
+		return nil
+	}
+	o.wm = wm
+	o.now = now
+	if o.cfg.Gap > 0 {
+		o.advanceSessions()
+	} else {
+		o.advancePanes()
+	}
+	return nil
+}
+
+// OnProcessingTime runs early firings due at processing time now (ms).
+func (o *Operator) OnProcessingTime(now int64) {
+	if o.cfg.EarlyEvery <= 0 || o.cfg.Mode == Final {
+		return
+	}
+	if o.nextEarly == 0 {
+		o.nextEarly = now + o.cfg.EarlyEvery
+		return
+	}
+	if now < o.nextEarly {
+		return
+	}
+	o.now = now
+	if o.cfg.Gap > 0 {
+		o.earlySessions()
+	} else {
+		o.earlyPanes()
+	}
+	// Next firing: the first multiple of EarlyEvery after now, counted from
+	// the previous schedule, so the schedule does not drift.
+	o.nextEarly += ((now-o.nextEarly)/o.cfg.EarlyEvery + 1) * o.cfg.EarlyEvery
+}
+
+// Drain returns the rows emitted since the last Drain, in order. The slice
+// and the rows' Values are valid until the next call into the operator.
+func (o *Operator) Drain() []changelog.Row {
+	out := o.out
+	o.out = o.out[:0]
+	o.vals = o.vals[:0]
+	return out
+}
+
+// Pending reports how many rows wait to be drained.
+func (o *Operator) Pending() int { return len(o.out) }
+
+// Stats is a snapshot of the operator's state size.
+type Stats struct {
+	OpenWindows int   // panes (tumbling/sliding) or sessions holding state
+	Entries     int   // live (window, key) instances
+	Keys        int   // distinct live keys
+	StateBytes  int64 // estimated heap bytes of operator state
+	RowsEmitted int64 // result rows emitted so far
+}
+
+// Stats returns the current state size. It walks the state: call it for
+// reports, not per record.
+func (o *Operator) Stats() Stats {
+	st := Stats{Keys: o.keys.live(), RowsEmitted: o.emitted}
+	var extra int64
+	if o.cfg.Gap > 0 {
+		st.OpenWindows, st.Entries = o.sess.live, o.sess.live
+		for _, s := range o.sess.all() {
+			extra += int64(o.slots.extraBytes(s.slot))
+		}
+		st.StateBytes = int64(st.Entries)*int64(sessionBytes)
+	} else {
+		st.OpenWindows = len(o.panes.list)
+		for _, p := range o.panes.list {
+			st.Entries += p.live
+			st.StateBytes += int64(paneBytes) + int64(len(p.ents))*int64(entryBytes) + int64(len(p.idx))*mapEntryBytes
+			for i := range p.ents {
+				if p.ents[i].slot >= 0 {
+					extra += int64(o.slots.extraBytes(p.ents[i].slot))
+				}
+			}
+		}
+	}
+	st.StateBytes += int64(o.slots.n)*int64(o.slots.slotBytes()) + extra + o.keys.bytes()
+	return st
+}

@@ -1,0 +1,281 @@
+package operator
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/tidemark/tidemark/aggregate"
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/window"
+	"pgregory.net/rapid"
+)
+
+// testSchema is {k string, v int}.
+func testSchema(t interface{ Fatal(...any) }) (*row.Schema, row.Field, row.Field) {
+	s := row.NewSchema()
+	k, err := s.Add("k", row.KindString)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.Add("v", row.KindInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, k, v
+}
+
+type ev struct {
+	key string
+	ts  int64
+	v   int64
+}
+
+// step is one input: an event, or a watermark advance.
+type step struct {
+	isWM bool
+	wm   int64
+	e    ev
+}
+
+type wkey struct {
+	start, end int64
+	key        string
+}
+
+type tableRow struct {
+	vals    []string
+	version uint64
+	final   bool
+	end     int64
+}
+
+// applyChangelog folds emitted rows into a table keyed by (window, key),
+// checking version order and changelog well-formedness.
+// Rows are identified by (window_start, key) as in sinks; for sessions
+// (byStart) window_end is a value that may change.
+func applyChangelog(t *rapid.T, table map[wkey]tableRow, rows []changelog.Row, mode Mode, byStart bool) {
+	for _, r := range rows {
+		k := wkey{r.WindowStart, r.WindowEnd, r.Key[0].S}
+		if byStart {
+			k.end = 0
+		}
+		vals := make([]string, len(r.Values))
+		for i, v := range r.Values {
+			vals[i] = v.String()
+		}
+		old, had := table[k]
+		switch r.Op {
+		case changelog.Insert:
+			if had {
+				t.Fatalf("insert over live row %v", k)
+			}
+			table[k] = tableRow{vals, r.Version, r.IsFinal, r.WindowEnd}
+		case changelog.UpdateBefore:
+			if mode != Retract {
+				t.Fatalf("update_before in mode %d", mode)
+			}
+			if !had || old.version != r.Version || fmt.Sprint(old.vals) != fmt.Sprint(vals) || old.end != r.WindowEnd {
+				t.Fatalf("update_before %v v%d %v does not match live row %+v", k, r.Version, vals, old)
+			}
+		case changelog.UpdateAfter:
+			if !had || r.Version <= old.version {
+				t.Fatalf("update_after %v v%d over %+v", k, r.Version, old)
+			}
+			if old.final {
+				t.Fatalf("update after final row %v", k)
+			}
+			table[k] = tableRow{vals, r.Version, r.IsFinal, r.WindowEnd}
+		case changelog.Delete:
+			if !had || r.Version <= old.version || old.end != r.WindowEnd {
+				t.Fatalf("delete %v end %d v%d over %+v", k, r.WindowEnd, r.Version, old)
+			}
+			delete(table, k)
+		}
+		if mode == Final && (r.Op != changelog.Insert || !r.IsFinal || r.Version != 1) {
+			t.Fatalf("final mode emitted %v %v v%d final=%v", r.Op, k, r.Version, r.IsFinal)
+		}
+	}
+}
+
+// TestPanesMatchBatchModel checks the operator against a naive model: an
+// event counts in window w iff w had not closed (watermark < end +
+// lateness) when the event arrived. Every window/key ends with one final
+// row holding exactly the model's count and sum, whatever the emit mode.
+func TestPanesMatchBatchModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		schema, kf, vf := testSchema(t)
+		size := rapid.SampledFrom([]int64{10, 20}).Draw(t, "size")
+		slide := size
+		if rapid.Bool().Draw(t, "sliding") {
+			slide = size / 2
+		}
+		lateness := rapid.SampledFrom([]int64{0, 5, 15, 1000}).Draw(t, "lateness")
+		mode := Mode(rapid.IntRange(0, 2).Draw(t, "mode"))
+		count, _ := aggregate.New(aggregate.Spec{Name: "n", Func: "count"})
+		sum, _ := aggregate.New(aggregate.Spec{Name: "s", Func: "sum", Arg: vf, HasArg: true})
+		mx, _ := aggregate.New(aggregate.Spec{Name: "m", Func: "max", Arg: vf, HasArg: true})
+		op, err := New(Config{
+			Assigner:        &window.Fixed{Size: size, Slide: slide},
+			AllowedLateness: lateness,
+			Mode:            mode,
+			Key:             []row.Field{kf},
+			Aggs:            []aggregate.Column{count, sum, mx},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) step {
+			if rapid.IntRange(0, 4).Draw(t, "kind") == 0 {
+				return step{isWM: true, wm: rapid.Int64Range(0, 120).Draw(t, "wm")}
+			}
+			return step{e: ev{
+				key: rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "key"),
+				ts:  rapid.Int64Range(0, 100).Draw(t, "ts"),
+				v:   rapid.Int64Range(-5, 50).Draw(t, "v"),
+			}}
+		}), 1, 80).Draw(t, "steps")
+
+		type agg struct{ n, s, m int64 }
+		model := map[wkey]*agg{}
+		table := map[wkey]tableRow{}
+		r := schema.NewRow()
+		wm := int64(-1 << 62)
+		var tooLate int
+		for i, st := range steps {
+			now := int64(i)
+			if st.isWM {
+				if st.wm > wm {
+					wm = st.wm
+				}
+				if err := op.AdvanceWatermark(st.wm, now); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				schema.Shape(r)
+				r.Set(kf, row.Str(st.e.key))
+				r.Set(vf, row.Int(st.e.v))
+				out, err := op.Process(r, st.e.ts, 1, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				open := 0
+				for _, w := range (&window.Fixed{Size: size, Slide: slide}).Assign(st.e.ts, nil) {
+					if w.End+lateness <= wm {
+						continue
+					}
+					open++
+					k := wkey{w.Start, w.End, st.e.key}
+					a := model[k]
+					if a == nil {
+						a = &agg{m: st.e.v}
+						model[k] = a
+					}
+					a.n++
+					a.s += st.e.v
+					a.m = max(a.m, st.e.v)
+				}
+				if (open == 0) != (out == TooLate) {
+					t.Fatalf("event %+v at watermark %d: outcome %d, model open windows %d", st.e, wm, out, open)
+				}
+				if out == TooLate {
+					tooLate++
+				}
+			}
+			applyChangelog(t, table, op.Drain(), mode, false)
+		}
+		if err := op.AdvanceWatermark(changelog.WatermarkInfinity, int64(len(steps))); err != nil {
+			t.Fatal(err)
+		}
+		applyChangelog(t, table, op.Drain(), mode, false)
+		if len(table) != len(model) {
+			t.Fatalf("table has %d rows, model %d", len(table), len(model))
+		}
+		for k, a := range model {
+			got, ok := table[k]
+			want := []string{fmt.Sprint(a.n), fmt.Sprint(a.s), fmt.Sprint(a.m)}
+			if !ok || fmt.Sprint(got.vals) != fmt.Sprint(want) || !got.final {
+				t.Fatalf("window %v: got %+v, want %v final", k, got, want)
+			}
+		}
+		if st := op.Stats(); st.Entries != 0 || st.OpenWindows != 0 || st.Keys != 0 {
+			t.Fatalf("state left after the end: %+v", st)
+		}
+	})
+}
+
+// TestSessionsMatchBatchModel: with lateness large enough that no session
+// closes before the end, sessions equal the batch sessionization of each
+// key's events (consecutive events at most gap apart share a session), in
+// any arrival order and emit mode.
+func TestSessionsMatchBatchModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		schema, kf, vf := testSchema(t)
+		gap := rapid.Int64Range(1, 15).Draw(t, "gap")
+		mode := Mode(rapid.IntRange(0, 2).Draw(t, "mode"))
+		count, _ := aggregate.New(aggregate.Spec{Name: "n", Func: "count"})
+		sum, _ := aggregate.New(aggregate.Spec{Name: "s", Func: "sum", Arg: vf, HasArg: true})
+		op, err := New(Config{Gap: gap, AllowedLateness: 1 << 40, Mode: mode, Key: []row.Field{kf}, Aggs: []aggregate.Column{count, sum}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) ev {
+			return ev{
+				key: rapid.SampledFrom([]string{"a", "b"}).Draw(t, "key"),
+				ts:  rapid.Int64Range(0, 200).Draw(t, "ts"),
+				v:   rapid.Int64Range(0, 9).Draw(t, "v"),
+			}
+		}), 1, 60).Draw(t, "events")
+		table := map[wkey]tableRow{}
+		r := schema.NewRow()
+		wm := int64(0)
+		for i, e := range evs {
+			schema.Shape(r)
+			r.Set(kf, row.Str(e.key))
+			r.Set(vf, row.Int(e.v))
+			if _, err := op.Process(r, e.ts, 1, int64(i)); err != nil {
+				t.Fatal(err)
+			}
+			// Advance the watermark now and then so sessions fire and
+			// late events re-fire and merge fired sessions.
+			if rapid.IntRange(0, 3).Draw(t, "adv") == 0 {
+				wm += rapid.Int64Range(0, 60).Draw(t, "by")
+				op.AdvanceWatermark(wm, int64(i))
+			}
+			applyChangelog(t, table, op.Drain(), mode, true)
+		}
+		op.AdvanceWatermark(changelog.WatermarkInfinity, int64(len(evs)))
+		applyChangelog(t, table, op.Drain(), mode, true)
+
+		// Batch model.
+		byKey := map[string][]ev{}
+		for _, e := range evs {
+			byKey[e.key] = append(byKey[e.key], e)
+		}
+		want := map[wkey][]string{}
+		for k, es := range byKey {
+			sort.Slice(es, func(i, j int) bool { return es[i].ts < es[j].ts })
+			start, last, n, s := es[0].ts, es[0].ts, int64(0), int64(0)
+			for i, e := range es {
+				if i > 0 && e.ts-last > gap {
+					want[wkey{start, last + gap, k}] = []string{fmt.Sprint(n), fmt.Sprint(s)}
+					start, n, s = e.ts, 0, 0
+				}
+				last = e.ts
+				n++
+				s += e.v
+			}
+			want[wkey{start, last + gap, k}] = []string{fmt.Sprint(n), fmt.Sprint(s)}
+		}
+		if len(table) != len(want) {
+			t.Fatalf("table %v\nwant %v", table, want)
+		}
+		for k, w := range want {
+			got, ok := table[wkey{k.start, 0, k.key}]
+			if !ok || fmt.Sprint(got.vals) != fmt.Sprint(w) || !got.final || got.end != k.end {
+				t.Fatalf("session %v: got %+v, want %v\ntable %v", k, got, w, table)
+			}
+		}
+	})
+}

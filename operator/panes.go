@@ -1,0 +1,227 @@
+package operator
+
+import (
+	"sort"
+
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/window"
+)
+
+// Sizes used by Stats' state estimate (bytes, amd64).
+const (
+	paneBytes     = 128 // pane struct, its map header, list and index entries
+	entryBytes    = 40  // one inst in a pane's ents slice
+	mapEntryBytes = 12  // uint32 → int32 map entry incl. control bytes (approx.)
+	sessionBytes  = 120 // session struct, pointer in its key's list, two timers
+)
+
+// pane is the state of one tumbling or sliding window: an instance per key
+// in order of first arrival.
+type pane struct {
+	w     window.Window
+	fired bool
+	idx   map[uint32]int32 // key id → index in ents
+	ents  []inst           // in order of first arrival; slot −1 when removed
+	live  int
+}
+
+// paneStore holds the open panes in order of (end, start).
+type paneStore struct {
+	list    []*pane
+	byStart map[int64]*pane
+	last    *pane
+	pool    []*pane
+}
+
+func (ps *paneStore) init() { ps.byStart = map[int64]*pane{} }
+
+func (ps *paneStore) get(w window.Window) *pane {
+	if p := ps.last; p != nil && p.w == w {
+		return p
+	}
+	p := ps.byStart[w.Start]
+	if p != nil {
+		ps.last = p
+	}
+	return p
+}
+
+func (ps *paneStore) create(w window.Window, fired bool) *pane {
+	var p *pane
+	if n := len(ps.pool); n > 0 {
+		p = ps.pool[n-1]
+		ps.pool = ps.pool[:n-1]
+	} else {
+		p = &pane{idx: map[uint32]int32{}}
+	}
+	p.w, p.fired, p.live = w, fired, 0
+	ps.byStart[w.Start] = p
+	// Insert in (end, start) order; new panes usually go last.
+	i := len(ps.list)
+	if i > 0 && less(w, ps.list[i-1].w) {
+		i = sort.Search(len(ps.list), func(j int) bool { return less(w, ps.list[j].w) })
+	}
+	ps.list = append(ps.list, nil)
+	copy(ps.list[i+1:], ps.list[i:])
+	ps.list[i] = p
+	ps.last = p
+	return p
+}
+
+func less(a, b window.Window) bool {
+	if a.End != b.End {
+		return a.End < b.End
+	}
+	return a.Start < b.Start
+}
+
+// recycle returns a closed pane's memory to the pool.
+func (ps *paneStore) recycle(p *pane) {
+	delete(ps.byStart, p.w.Start)
+	if ps.last == p {
+		ps.last = nil
+	}
+	clear(p.idx)
+	p.ents = p.ents[:0]
+	ps.pool = append(ps.pool, p)
+}
+
+func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, error) {
+	o.wins = o.cfg.Assigner.Assign(ts, o.wins[:0])
+	var kid uint32
+	haveKey := false
+	accepted, late := 0, false
+	for _, w := range o.wins {
+		if o.closed(w.End) {
+			continue
+		}
+		p := o.panes.get(w)
+		if weight < 0 {
+			if p == nil {
+				continue
+			}
+			id, ok := o.keys.lookup(o.keyBuf)
+			if !ok {
+				continue
+			}
+			i, ok := p.idx[id]
+			if !ok {
+				continue
+			}
+			e := &p.ents[i]
+			if err := o.slots.apply(e.slot, r, -1); err != nil {
+				return OnTime, err
+			}
+			e.rows--
+			e.dirty = true
+			accepted++
+			if p.fired {
+				late = true
+			}
+			if e.rows <= 0 {
+				o.emitDelete(e)
+				o.removeEntry(p, i)
+			} else if p.fired {
+				o.emit(e, w, fireLate)
+			}
+			continue
+		}
+		if p == nil {
+			p = o.panes.create(w, o.firedAt(w.End))
+		}
+		if !haveKey {
+			kid = o.keys.intern(o.keyBuf)
+			haveKey = true
+		}
+		i, ok := p.idx[kid]
+		if !ok {
+			i = int32(len(p.ents))
+			p.ents = append(p.ents, inst{key: kid, slot: o.slots.alloc()})
+			p.idx[kid] = i
+			p.live++
+			o.keys.ref(kid)
+		}
+		e := &p.ents[i]
+		if err := o.slots.apply(e.slot, r, 1); err != nil {
+			return OnTime, err
+		}
+		e.rows++
+		e.dirty = true
+		accepted++
+		if p.fired {
+			late = true
+			o.emit(e, w, fireLate)
+		}
+	}
+	switch {
+	case accepted == 0 && weight < 0:
+		return RetractMissing, nil
+	case accepted == 0:
+		return TooLate, nil
+	case late:
+		return LateAccepted, nil
+	}
+	return OnTime, nil
+}
+
+func (o *Operator) removeEntry(p *pane, i int32) {
+	e := &p.ents[i]
+	o.slots.release(e.slot)
+	o.keys.unref(e.key)
+	delete(p.idx, e.key)
+	e.slot = -1
+	p.live--
+}
+
+func (o *Operator) advancePanes() {
+	// Closing panes form a prefix of the (end, start) order.
+	n := 0
+	for _, p := range o.panes.list {
+		if !o.closed(p.w.End) {
+			break
+		}
+		for i := range p.ents {
+			e := &p.ents[i]
+			if e.slot < 0 {
+				continue
+			}
+			o.emit(e, p.w, fireClose)
+			o.slots.release(e.slot)
+			o.keys.unref(e.key)
+		}
+		o.panes.recycle(p)
+		n++
+	}
+	if n > 0 {
+		m := copy(o.panes.list, o.panes.list[n:])
+		clear(o.panes.list[m:])
+		o.panes.list = o.panes.list[:m]
+	}
+	for _, p := range o.panes.list {
+		if !o.firedAt(p.w.End) {
+			break
+		}
+		if p.fired {
+			continue
+		}
+		p.fired = true
+		for i := range p.ents {
+			if p.ents[i].slot >= 0 {
+				o.emit(&p.ents[i], p.w, fireOnTime)
+			}
+		}
+	}
+}
+
+func (o *Operator) earlyPanes() {
+	for _, p := range o.panes.list {
+		if p.fired {
+			continue
+		}
+		for i := range p.ents {
+			if e := &p.ents[i]; e.slot >= 0 && e.dirty {
+				o.emit(e, p.w, fireEarly)
+			}
+		}
+	}
+}

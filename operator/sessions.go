@@ -1,0 +1,270 @@
+package operator
+
+import (
+	"container/heap"
+	"sort"
+
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/window"
+)
+
+// session is one session window of one key.
+type session struct {
+	inst
+	w     window.Window // [first event, last event + gap)
+	fired bool
+	dead  bool
+	seq   uint64 // creation order, for deterministic ordering
+}
+
+// timer kinds: at equal times a fire precedes a close.
+const (
+	timerFire  = 0
+	timerClose = 1
+)
+
+type timer struct {
+	at   int64
+	kind uint8
+	seq  uint64
+	s    *session
+}
+
+type timerHeap []timer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	a, b := &h[i], &h[j]
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if a.kind != b.kind {
+		return a.kind < b.kind
+	}
+	return a.seq < b.seq
+}
+func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timer)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return t
+}
+
+// sessionStore holds the session timers; the sessions themselves hang off
+// their key's entry, sorted by start.
+type sessionStore struct {
+	timers timerHeap
+	seq    uint64
+	live   int
+	keys   *keyTable
+}
+
+// all returns the live sessions ordered by (end, start, creation).
+func (ss *sessionStore) all() []*session {
+	var out []*session
+	if ss.keys == nil {
+		return nil
+	}
+	for i := range ss.keys.ents {
+		out = append(out, ss.keys.ents[i].sessions...)
+	}
+	sort.Slice(out, func(i, j int) bool { return sessionLess(out[i], out[j]) })
+	return out
+}
+
+func sessionLess(a, b *session) bool {
+	if a.w.End != b.w.End {
+		return a.w.End < b.w.End
+	}
+	if a.w.Start != b.w.Start {
+		return a.w.Start < b.w.Start
+	}
+	return a.seq < b.seq
+}
+
+func (o *Operator) schedule(s *session) {
+	if !s.fired {
+		heap.Push(&o.sess.timers, timer{at: s.w.End, kind: timerFire, seq: s.seq, s: s})
+	}
+	heap.Push(&o.sess.timers, timer{at: s.w.End + o.lateness, kind: timerClose, seq: s.seq, s: s})
+}
+
+func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, error) {
+	id, known := o.keys.lookup(o.keyBuf)
+	if weight < 0 {
+		if !known {
+			return RetractMissing, nil
+		}
+		for _, s := range o.keys.ents[id].sessions {
+			if !s.w.Contains(ts) {
+				continue
+			}
+			if err := o.slots.apply(s.slot, r, -1); err != nil {
+				return OnTime, err
+			}
+			s.rows--
+			s.dirty = true
+			late := s.fired
+			if s.rows <= 0 {
+				o.emitDelete(&s.inst)
+				o.dropSession(s)
+			} else if s.fired {
+				o.emit(&s.inst, s.w, fireLate)
+			}
+			if late {
+				return LateAccepted, nil
+			}
+			return OnTime, nil
+		}
+		return RetractMissing, nil
+	}
+
+	proto := window.Window{Start: ts, End: ts + o.cfg.Gap}
+	var list []*session
+	if known {
+		list = o.keys.ents[id].sessions
+	}
+	// Sessions of a key are disjoint and sorted by start; the ones that
+	// intersect (or touch) the proto-window form a run [lo, hi).
+	lo := sort.Search(len(list), func(i int) bool { return list[i].w.End >= proto.Start })
+	hi := lo
+	for hi < len(list) && list[hi].w.Start <= proto.End {
+		hi++
+	}
+	if lo == hi {
+		if o.closed(proto.End) {
+			return TooLate, nil
+		}
+		if !known {
+			id = o.keys.intern(o.keyBuf)
+		}
+		s := &session{inst: inst{key: id, slot: o.slots.alloc()}, w: proto, fired: o.firedAt(proto.End), seq: o.sess.seq}
+		o.sess.seq++
+		o.sess.live++
+		o.keys.ref(id)
+		ke := &o.keys.ents[id]
+		ke.sessions = append(ke.sessions, nil)
+		copy(ke.sessions[lo+1:], ke.sessions[lo:])
+		ke.sessions[lo] = s
+		if err := o.slots.apply(s.slot, r, 1); err != nil {
+			return OnTime, err
+		}
+		s.rows, s.dirty = 1, true
+		o.schedule(s)
+		if s.fired {
+			o.emit(&s.inst, s.w, fireLate)
+			return LateAccepted, nil
+		}
+		return OnTime, nil
+	}
+
+	target := list[lo]
+	merged := proto
+	wasFired := false
+	for _, s := range list[lo:hi] {
+		merged.Start = min(merged.Start, s.w.Start)
+		merged.End = max(merged.End, s.w.End)
+		wasFired = wasFired || s.fired
+	}
+	// Absorb the other sessions: their live rows are withdrawn, their state
+	// merges into the target.
+	maxVer := target.version
+	for _, s := range list[lo+1 : hi] {
+		o.emitDelete(&s.inst)
+		if err := o.slots.merge(target.slot, s.slot); err != nil {
+			return OnTime, err
+		}
+		target.rows += s.rows
+		maxVer = max(maxVer, s.version)
+		o.slots.release(s.slot)
+		s.slot, s.dead = -1, true
+		o.keys.ents[id].refs--
+		o.sess.live--
+	}
+	if hi-lo > 1 {
+		ke := &o.keys.ents[id]
+		n := copy(ke.sessions[lo+1:], ke.sessions[hi:])
+		clear(ke.sessions[lo+1+n:])
+		ke.sessions = ke.sessions[:lo+1+n]
+		target.dirty = true
+	}
+	// A row is identified downstream by (window_start, key): when the start
+	// moves, the old row is withdrawn and the merged session emits anew.
+	if target.emitted && target.emitW.Start != merged.Start {
+		o.emitDelete(&target.inst)
+	}
+	target.version = max(target.version, maxVer)
+	grew := merged != target.w
+	target.w = merged
+	if err := o.slots.apply(target.slot, r, 1); err != nil {
+		return OnTime, err
+	}
+	target.rows++
+	target.dirty = true
+	target.fired = o.firedAt(merged.End)
+	if grew {
+		o.schedule(target)
+	}
+	if target.fired {
+		o.emit(&target.inst, target.w, fireLate)
+	}
+	if wasFired {
+		return LateAccepted, nil
+	}
+	return OnTime, nil
+}
+
+// dropSession removes a session and releases its slot and key reference.
+func (o *Operator) dropSession(s *session) {
+	ke := &o.keys.ents[s.key]
+	for i, x := range ke.sessions {
+		if x == s {
+			copy(ke.sessions[i:], ke.sessions[i+1:])
+			ke.sessions[len(ke.sessions)-1] = nil
+			ke.sessions = ke.sessions[:len(ke.sessions)-1]
+			break
+		}
+	}
+	o.slots.release(s.slot)
+	s.slot, s.dead = -1, true
+	o.sess.live--
+	o.keys.unref(s.key)
+}
+
+func (o *Operator) advanceSessions() {
+	h := &o.sess.timers
+	for h.Len() > 0 && (*h)[0].at <= o.wm {
+		t := heap.Pop(h).(timer)
+		s := t.s
+		if s.dead {
+			continue
+		}
+		switch t.kind {
+		case timerFire:
+			if t.at != s.w.End || s.fired {
+				continue // stale: the session grew
+			}
+			s.fired = true
+			if !o.closed(s.w.End) {
+				o.emit(&s.inst, s.w, fireOnTime)
+			}
+		case timerClose:
+			if t.at != s.w.End+o.lateness {
+				continue // stale
+			}
+			s.fired = true
+			o.emit(&s.inst, s.w, fireClose)
+			o.dropSession(s)
+		}
+	}
+}
+
+func (o *Operator) earlySessions() {
+	for _, s := range o.sess.all() {
+		if !s.fired && s.dirty {
+			o.emit(&s.inst, s.w, fireEarly)
+		}
+	}
+}

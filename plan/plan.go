@@ -1,0 +1,496 @@
+// Package plan compiles a pipeline spec into an executable plan before the
+// first record is read: field names resolve to typed row slots, expressions
+// compile once, aggregates and window assigners are built, and every stage
+// knows its input, its output columns and its sinks.
+//
+// The stages form a graph: stage 0 reads the source; a later stage may read
+// an earlier stage's changelog (its input rows then carry the upstream
+// output columns and a weight: +1 for insert/update_after, −1 for
+// update_before/delete).
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark/aggregate"
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/eventtime"
+	"github.com/tidemark/tidemark/expr"
+	"github.com/tidemark/tidemark/operator"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/spec"
+	"github.com/tidemark/tidemark/window"
+)
+
+// Plan is a compiled pipeline.
+type Plan struct {
+	Spec *spec.Pipeline
+	// Source is what the source decodes: its schema and timestamp parsers.
+	SourceSchema *row.Schema
+	// TimeParsers maps source field indexes of timestamp fields to their
+	// parsers (the event-time field's format; RFC 3339 for others).
+	TimeParsers map[int]*eventtime.Parser
+	// EventTimeField is the name of the source's event-time field.
+	EventTimeField string
+	// Stages in dependency order.
+	Stages []*Stage
+}
+
+// Stage is one compiled windowed aggregation.
+type Stage struct {
+	Name  string
+	Input int // −1 for the source, else the index of the upstream stage
+	// Schema is the full row layout: input fields first (the first
+	// InputFields of them), then derived fields.
+	Schema      *row.Schema
+	InputFields int
+	EventTime   row.Field
+	// EventTimeShift is added to the event-time field's value (−1 ms when a
+	// downstream stage uses an upstream window_end, Flink's
+	// window.maxTimestamp()).
+	EventTimeShift int64
+	Filter         *expr.Expr // nil: keep all
+	Derived        []Derived
+	Key            []row.Field
+	Operator       operator.Config
+	Desc           changelog.Desc
+	Loc            *time.Location // zone for rendering times
+	Late           spec.Late
+	Sinks          []spec.Sink
+	// Retracting is true when the input may carry retractions.
+	Retracting bool
+}
+
+// Derived is one computed field.
+type Derived struct {
+	Field row.Field
+	Expr  *expr.Expr
+}
+
+// Compile builds the plan of a validated pipeline. Errors name the stage
+// and key ("revenue: aggregates.total: ...") and join every problem found.
+func Compile(p *spec.Pipeline) (*Plan, error) {
+	pl := &Plan{Spec: p, TimeParsers: map[int]*eventtime.Parser{}, EventTimeField: p.EventTime.Field}
+	stages := p.StageList()
+	idx := map[string]int{"source": -1}
+	for i, st := range stages {
+		idx[st.Name] = i
+	}
+	// Source fields: everything stage-0-like stages reference plus the
+	// source's own needs, typed by the declared schema (string otherwise).
+	var errs []error
+	need := newFieldSet()
+	need.add(p.EventTime.Field)
+	for _, f := range []string{p.Source.PartitionField, p.Source.ArrivalTimeField} {
+		need.add(f)
+	}
+	if o := p.Source.Ordinal; o != nil {
+		need.add(o.Per)
+	}
+	if r := p.Source.Replay; r != nil {
+		need.add(r.PartitionBy)
+	}
+	parsed := make([]*parsedStage, len(stages))
+	for i, st := range stages {
+		ps, err := parseStage(st)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", st.Name, err))
+			continue
+		}
+		parsed[i] = ps
+		if idx[st.Input] == -1 {
+			for _, n := range ps.inputRefs() {
+				need.add(n)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	src, err := sourceSchema(p, need.list())
+	if err != nil {
+		return nil, err
+	}
+	pl.SourceSchema = src
+	etParser, err := eventtime.New(p.EventTime)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range src.Fields {
+		if f.Kind != row.KindTime {
+			continue
+		}
+		if f.Name == p.EventTime.Field {
+			pl.TimeParsers[f.Index] = etParser
+		} else {
+			pl.TimeParsers[f.Index] = &eventtime.Parser{}
+		}
+	}
+	for i, st := range stages {
+		in := idx[st.Input]
+		var inSchema *row.Schema
+		etName := p.EventTime.Field
+		var shift int64
+		if st.EventTime != nil {
+			etName = st.EventTime.Field
+		}
+		retracting := false
+		if in == -1 {
+			inSchema = src
+		} else {
+			up := pl.Stages[in]
+			inSchema = changelogSchema(&up.Desc)
+			if st.EventTime == nil {
+				etName, shift = "window_end", -1
+			}
+			retracting = up.Desc.EmitMode != "final"
+			if up.Desc.EmitMode == "update" {
+				errs = append(errs, fmt.Errorf("%s: input %s emits mode update (an upsert stream without update_before); a stage reading it needs emit.mode retract or final upstream", st.Name, up.Name))
+				continue
+			}
+		}
+		s, err := compileStage(st, parsed[i], in, inSchema, etName, shift, retracting)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", st.Name, err))
+			continue
+		}
+		pl.Stages = append(pl.Stages, s)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return pl, nil
+}
+
+// fieldSet is an ordered set of field names.
+type fieldSet struct {
+	names []string
+	seen  map[string]bool
+}
+
+func newFieldSet() *fieldSet { return &fieldSet{seen: map[string]bool{}} }
+func (s *fieldSet) add(n string) {
+	if n != "" && !s.seen[n] {
+		s.seen[n] = true
+		s.names = append(s.names, n)
+	}
+}
+func (s *fieldSet) list() []string { return s.names }
+
+// sourceSchema types the referenced source fields: the event-time and
+// arrival-time fields are timestamps, the ordinal field an int filled by
+// the source, the rest as declared in source.schema or strings.
+func sourceSchema(p *spec.Pipeline, names []string) (*row.Schema, error) {
+	s := row.NewSchema()
+	var errs []error
+	ordinal := ""
+	if p.Source.Ordinal != nil {
+		ordinal = p.Source.Ordinal.Field
+	}
+	for _, n := range names {
+		k := row.KindString
+		if t, ok := p.Source.Schema.Lookup(n); ok {
+			kk, err := row.ParseKind(t)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("source.schema.%s: %w", n, err))
+				continue
+			}
+			k = kk
+		}
+		switch n {
+		case p.EventTime.Field, p.Source.ArrivalTimeField:
+			if t, ok := p.Source.Schema.Lookup(n); ok && t != "timestamp" && t != "time" {
+				errs = append(errs, fmt.Errorf("source.schema.%s: declared %s, but it is a time field; declare it timestamp or leave it out", n, t))
+			}
+			k = row.KindTime
+		case ordinal:
+			k = row.KindInt
+		}
+		if _, err := s.Add(n, k); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return s, errors.Join(errs...)
+}
+
+// changelogSchema is the row layout of a stage reading an upstream stage's
+// changelog.
+func changelogSchema(d *changelog.Desc) *row.Schema {
+	s := row.NewSchema()
+	s.Add("window_start", row.KindTime)
+	s.Add("window_end", row.KindTime)
+	for _, c := range d.Key {
+		s.Add(c.Name, c.Kind)
+	}
+	for _, c := range d.Values {
+		s.Add(c.Name, c.Kind)
+	}
+	s.Add("version", row.KindInt)
+	s.Add("is_final", row.KindBool)
+	return s
+}
+
+// parsedStage holds a stage's parsed (not yet type-checked) expressions.
+type parsedStage struct {
+	st      spec.Stage
+	filter  *expr.Parsed
+	fields  []*expr.Parsed
+	aggFunc []string
+	aggArgs [][]*expr.Parsed
+}
+
+func parseStage(st spec.Stage) (*parsedStage, error) {
+	ps := &parsedStage{st: st}
+	var errs []error
+	if st.Filter != "" {
+		f, err := expr.Parse(st.Filter)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("filter: %w", err))
+		}
+		ps.filter = f
+	}
+	for _, f := range st.Fields {
+		e, err := expr.Parse(f.Expr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("fields.%s: %w", f.Name, err))
+		}
+		ps.fields = append(ps.fields, e)
+	}
+	for _, a := range st.Aggregates {
+		name, args, err := expr.ParseCall(a.Expr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("aggregates.%s: %w", a.Name, err))
+		}
+		ps.aggFunc = append(ps.aggFunc, name)
+		ps.aggArgs = append(ps.aggArgs, args)
+	}
+	return ps, errors.Join(errs...)
+}
+
+// inputRefs lists the input fields the stage reads: identifiers that are
+// not its own derived fields.
+func (ps *parsedStage) inputRefs() []string {
+	derived := map[string]bool{}
+	for _, f := range ps.st.Fields {
+		derived[f.Name] = true
+	}
+	set := newFieldSet()
+	add := func(p *expr.Parsed) {
+		if p == nil {
+			return
+		}
+		for _, n := range p.Identifiers() {
+			if !derived[n] {
+				set.add(n)
+			}
+		}
+	}
+	add(ps.filter)
+	for _, f := range ps.fields {
+		add(f)
+	}
+	for _, k := range ps.st.Key {
+		if !derived[k] {
+			set.add(k)
+		}
+	}
+	for _, args := range ps.aggArgs {
+		for _, a := range args {
+			add(a)
+		}
+	}
+	return set.list()
+}
+
+func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, etName string, shift int64, retracting bool) (*Stage, error) {
+	s := &Stage{Name: st.Name, Input: in, Late: st.Late, Sinks: st.Sinks, Retracting: retracting, EventTimeShift: shift}
+	var errs []error
+	add := func(key string, err error) { errs = append(errs, fmt.Errorf("%s: %w", key, err)) }
+
+	// The stage schema starts as a copy of the input layout.
+	schema := row.NewSchema()
+	for _, f := range inSchema.Fields {
+		schema.Add(f.Name, f.Kind)
+	}
+	s.InputFields = schema.Len()
+	et, ok := schema.Lookup(etName)
+	switch {
+	case !ok:
+		add("event_time.field", fmt.Errorf("%q is not a field of the input", etName))
+	case et.Kind != row.KindTime:
+		add("event_time.field", fmt.Errorf("%q is %s, not a timestamp", etName, et.Kind))
+	}
+	s.EventTime = et
+
+	if ps.filter != nil {
+		derived := map[string]bool{}
+		for _, f := range st.Fields {
+			derived[f.Name] = true
+		}
+		for _, n := range ps.filter.Identifiers() {
+			if derived[n] {
+				add("filter", fmt.Errorf("uses derived field %q; the filter runs before fields are derived and may use input fields only", n))
+			}
+		}
+		f, err := expr.Compile(ps.filter, schema)
+		if err != nil {
+			add("filter", err)
+		} else if f.Kind() != row.KindBool {
+			add("filter", fmt.Errorf("%q is %s, not bool", st.Filter, f.Kind()))
+		} else {
+			s.Filter = f
+		}
+	}
+	for i, f := range st.Fields {
+		if _, exists := schema.Lookup(f.Name); exists {
+			add("fields."+f.Name, fmt.Errorf("already a field of the input; choose another name"))
+			continue
+		}
+		e, err := expr.Compile(ps.fields[i], schema)
+		if err != nil {
+			add("fields."+f.Name, err)
+			continue
+		}
+		k := e.Kind()
+		if k == row.KindNull {
+			add("fields."+f.Name, fmt.Errorf("%q is always null", f.Expr))
+			continue
+		}
+		fd, err := schema.Add(f.Name, k)
+		if err != nil {
+			add("fields."+f.Name, err)
+			continue
+		}
+		s.Derived = append(s.Derived, Derived{Field: fd, Expr: e})
+	}
+	for _, k := range st.Key {
+		f, ok := schema.Lookup(k)
+		if !ok {
+			add("key", fmt.Errorf("%q is not a field%s", k, suggest(k, schema)))
+			continue
+		}
+		s.Key = append(s.Key, f)
+	}
+	// Aggregates: a bare field argument is read directly; any other
+	// expression becomes a hidden derived field evaluated with the others,
+	// so that an evaluation error quarantines the record before any state
+	// changes.
+	var cols []aggregate.Column
+	var outs []changelog.Column
+	for i, a := range st.Aggregates {
+		sp := aggregate.Spec{Name: a.Name, Func: ps.aggFunc[i], Retract: retracting}
+		args := ps.aggArgs[i]
+		switch len(args) {
+		case 0:
+		case 1:
+			e, err := expr.Compile(args[0], schema)
+			if err != nil {
+				add("aggregates."+a.Name, err)
+				continue
+			}
+			if f, ok := e.IsField(); ok {
+				sp.Arg = f
+			} else {
+				fd, err := schema.Add("__"+a.Name, e.Kind())
+				if err != nil {
+					add("aggregates."+a.Name, err)
+					continue
+				}
+				s.Derived = append(s.Derived, Derived{Field: fd, Expr: e})
+				sp.Arg = fd
+			}
+			sp.HasArg = true
+		default:
+			add("aggregates."+a.Name, fmt.Errorf("%s() takes one argument, got %d", ps.aggFunc[i], len(args)))
+			continue
+		}
+		c, err := aggregate.New(sp)
+		if err != nil {
+			add("aggregates."+a.Name, err)
+			continue
+		}
+		cols = append(cols, c)
+		outs = append(outs, changelog.Column{Name: a.Name, Kind: c.Kind()})
+	}
+	mode, err := operator.ParseMode(st.Emit.Mode)
+	if err != nil {
+		add("emit.mode", err)
+	}
+	loc, err := time.LoadLocation(st.Window.Timezone)
+	if err != nil {
+		add("window.timezone", err)
+	}
+	s.Loc = loc
+	cfg := operator.Config{
+		AllowedLateness: st.AllowedLateness.Ms(),
+		Mode:            mode,
+		EarlyEvery:      st.Emit.EarlyEvery.Ms(),
+		Key:             s.Key,
+		Aggs:            cols,
+	}
+	if st.Window.Type == "session" {
+		cfg.Gap = st.Window.Gap.Ms()
+	} else if st.Window.Type != "" {
+		a, err := window.New(st.Window)
+		if err != nil {
+			add("window", err)
+		}
+		cfg.Assigner = a
+	}
+	s.Operator = cfg
+	s.Schema = schema
+	keyCols := make([]changelog.Column, len(s.Key))
+	for i, f := range s.Key {
+		keyCols[i] = changelog.Column{Name: f.Name, Kind: f.Kind}
+	}
+	s.Desc = changelog.Desc{
+		Stage:    st.Name,
+		Key:      keyCols,
+		Values:   outs,
+		Session:  st.Window.Type == "session",
+		Timezone: st.Window.Timezone,
+		EmitMode: st.Emit.Mode,
+	}
+	return s, errors.Join(errs...)
+}
+
+// suggest returns ", did you mean ..." listing schema fields close to name.
+func suggest(name string, s *row.Schema) string {
+	var close []string
+	ln := strings.ToLower(name)
+	for _, f := range s.Fields {
+		lf := strings.ToLower(f.Name)
+		if strings.Contains(lf, ln) || strings.Contains(ln, lf) || levenshtein(ln, lf) <= 2 {
+			close = append(close, f.Name)
+		}
+	}
+	if len(close) == 0 {
+		return ""
+	}
+	sort.Strings(close)
+	return fmt.Sprintf(" (did you mean %s?)", strings.Join(close, ", "))
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,99 @@
+package jsonl
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// bufferSize is the write buffer of every file sink.
+const bufferSize = 256 << 10
+
+// file is a buffered, truncated-at-open output file with durable Flush.
+type file struct {
+	path   string
+	f      *os.File
+	w      *bufio.Writer
+	closed bool
+}
+
+// create makes path's parent directories, truncates or creates the file
+// and fsyncs its directory so the file's existence survives a crash.
+func create(path string) (*file, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &file{path: path, f: f, w: bufio.NewWriterSize(f, bufferSize)}, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// check returns the error for a call after Close or with a done context.
+func (f *file) check(ctx context.Context) error {
+	if f.closed {
+		return fmt.Errorf("jsonl %s: %w", f.path, fs.ErrClosed)
+	}
+	return ctx.Err()
+}
+
+func (f *file) write(b []byte) error {
+	if _, err := f.w.Write(b); err != nil {
+		return fmt.Errorf("jsonl %s: %w", f.path, err)
+	}
+	return nil
+}
+
+func (f *file) flush(ctx context.Context) error {
+	if err := f.check(ctx); err != nil {
+		return err
+	}
+	return f.sync()
+}
+
+// sync writes the buffer and fsyncs the file.
+func (f *file) sync() error {
+	if err := f.w.Flush(); err != nil {
+		return fmt.Errorf("jsonl %s: %w", f.path, err)
+	}
+	if err := f.f.Sync(); err != nil {
+		return fmt.Errorf("jsonl %s: %w", f.path, err)
+	}
+	return nil
+}
+
+// close flushes and closes the file, even when ctx is done (a local
+// write is quick and the rows would be lost otherwise); a second close does
+// nothing.
+func (f *file) close() error {
+	if f.closed {
+		return nil
+	}
+	err := f.sync()
+	f.closed = true
+	if cerr := f.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("jsonl %s: %w", f.path, cerr)
+	}
+	return err
+}

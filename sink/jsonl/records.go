@@ -1,0 +1,58 @@
+package jsonl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tidemark/tidemark/sink"
+)
+
+// ErrNewline is returned (wrapped) by Records.WriteRecord for an object
+// holding a raw newline, which would split it over two lines.
+var ErrNewline = errors.New("record contains a newline")
+
+// Records writes side-output records to a file, one JSON object per line.
+type Records struct {
+	file *file
+}
+
+var _ sink.Records = (*Records)(nil)
+
+// NewRecords creates (or truncates) the file at path, creating its parent
+// directories.
+func NewRecords(path string) (*Records, error) {
+	f, err := create(path)
+	if err != nil {
+		return nil, fmt.Errorf("jsonl %s: %w", path, err)
+	}
+	return &Records{file: f}, nil
+}
+
+// WriteRecord buffers obj and a newline. obj is written as given (it is not
+// validated); it must not contain '\n' or '\r', else WriteRecord writes
+// nothing and returns an error wrapping ErrNewline (the record Append
+// functions of package changelog never produce one). It also returns an
+// error after Close, when ctx is done, or when the file cannot be written.
+func (r *Records) WriteRecord(ctx context.Context, obj []byte) error {
+	if err := r.file.check(ctx); err != nil {
+		return err
+	}
+	if bytes.IndexByte(obj, '\n') >= 0 || bytes.IndexByte(obj, '\r') >= 0 {
+		return fmt.Errorf("jsonl %s: %w", r.file.path, ErrNewline)
+	}
+	if err := r.file.write(obj); err != nil {
+		return err
+	}
+	return r.file.write(newline)
+}
+
+var newline = []byte{'\n'}
+
+// Flush writes the buffer to the file and fsyncs it.
+func (r *Records) Flush(ctx context.Context) error { return r.file.flush(ctx) }
+
+// Close flushes and closes the file, even when ctx is done. Closing twice
+// is not an error.
+func (r *Records) Close(ctx context.Context) error { return r.file.close() }

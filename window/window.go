@@ -1,0 +1,173 @@
+// Package window assigns event times to windows.
+//
+// A window is the half-open event-time interval [Start, End) in ms since the
+// epoch. Assigners (after Flink's TumblingEventTimeWindows,
+// SlidingEventTimeWindows and EventTimeSessionWindows):
+//
+//   - Tumbling (size): fixed-length, non-overlapping windows aligned to the
+//     Unix epoch plus offset. An event belongs to exactly one window.
+//   - Sliding (size, slide): fixed-length windows starting every slide; an
+//     event belongs to size/slide windows (1h/30m: 12:40 is in [12:00, 13:00)
+//     and [12:30, 13:30)).
+//   - Calendar (tumbling or sliding whose size and slide are whole days):
+//     windows start at local midnight in the configured IANA zone, so a day
+//     window in a zone with daylight saving is 23 or 25 hours long. Day
+//     numbers count from 1970-01-01 (local), and N-day windows align to
+//     multiples of N from there.
+//   - Session (gap): per key, an event opens [t, t+gap); overlapping or
+//     touching sessions merge (Flink's TimeWindow.intersects). Merging lives
+//     in the window operator, which owns per-key state; this package gives
+//     the proto-window.
+package window
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tidemark/tidemark/spec"
+)
+
+// Window is the event-time interval [Start, End) in ms since the epoch.
+type Window struct {
+	Start int64
+	End   int64
+}
+
+// Contains reports whether ts (ms) lies in [Start, End).
+func (w Window) Contains(ts int64) bool { return ts >= w.Start && ts < w.End }
+
+// String renders the window in UTC.
+func (w Window) String() string {
+	return fmt.Sprintf("[%s, %s)", time.UnixMilli(w.Start).UTC().Format(time.RFC3339), time.UnixMilli(w.End).UTC().Format(time.RFC3339))
+}
+
+// Assigner maps an event time to the windows that contain it.
+type Assigner interface {
+	// Assign appends to dst the windows containing ts, in ascending order of
+	// Start, and returns the extended slice.
+	Assign(ts int64, dst []Window) []Window
+	// MaxWindows is the largest number of windows Assign can return for one
+	// event (size/slide).
+	MaxWindows() int
+}
+
+// day is 24 hours in ms.
+const day = int64(24 * time.Hour / time.Millisecond)
+
+// New returns the assigner for a tumbling or sliding window spec. Sizes
+// that are whole days (with a slide of whole days) give calendar windows in
+// the spec's timezone. It returns an error for session windows (use Gap),
+// non-positive sizes, a size that is not a multiple of the slide, or an
+// unknown zone.
+func New(w spec.Window) (Assigner, error) {
+	size, slide := w.Size.Ms(), w.Size.Ms()
+	switch w.Type {
+	case "tumbling":
+	case "sliding":
+		slide = w.Slide.Ms()
+	default:
+		return nil, fmt.Errorf("window type %q has no fixed assigner", w.Type)
+	}
+	if size <= 0 || slide <= 0 || size%slide != 0 {
+		return nil, fmt.Errorf("window size %dms must be a positive multiple of slide %dms", size, slide)
+	}
+	if size%day == 0 && slide%day == 0 {
+		loc, err := time.LoadLocation(zoneOrUTC(w.Timezone))
+		if err != nil {
+			return nil, fmt.Errorf("window.timezone: %w", err)
+		}
+		return &Calendar{SizeDays: size / day, SlideDays: slide / day, Loc: loc}, nil
+	}
+	return &Fixed{Size: size, Slide: slide, Offset: w.Offset.Ms() % slide}, nil
+}
+
+func zoneOrUTC(z string) string {
+	if z == "" {
+		return "UTC"
+	}
+	return z
+}
+
+// Fixed assigns fixed-length windows of Size ms starting every Slide ms at
+// epoch + Offset (Slide == Size for tumbling windows).
+type Fixed struct {
+	Size, Slide, Offset int64
+}
+
+// floorDiv is floor(a / b) for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// Assign implements Assigner.
+func (f *Fixed) Assign(ts int64, dst []Window) []Window {
+	last := floorDiv(ts-f.Offset, f.Slide)*f.Slide + f.Offset // latest start ≤ ts
+	first := last - f.Size + f.Slide                            // earliest start with end > ts
+	for s := first; s <= last; s += f.Slide {
+		dst = append(dst, Window{Start: s, End: s + f.Size})
+	}
+	return dst
+}
+
+// MaxWindows implements Assigner.
+func (f *Fixed) MaxWindows() int { return int(f.Size / f.Slide) }
+
+// Calendar assigns windows of SizeDays local days starting every SlideDays
+// local days at local midnight in Loc.
+type Calendar struct {
+	SizeDays, SlideDays int64
+	Loc                 *time.Location
+	// cache of the last day computed: local day [cStart, cEnd) is day number cDay
+	cStart, cEnd, cDay int64
+	cValid             bool
+}
+
+// civilDay returns the number of days since 1970-01-01 of the civil date.
+func civilDay(y int, m time.Month, d int) int64 {
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400
+}
+
+// midnight returns the first instant (ms) of local day n (days since
+// 1970-01-01) in loc.
+func (c *Calendar) midnight(n int64) int64 {
+	t := time.Unix(n*86400, 0).UTC()
+	y, m, d := t.Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, c.Loc).UnixMilli()
+}
+
+// dayOf returns the local day number containing ts.
+func (c *Calendar) dayOf(ts int64) int64 {
+	if c.cValid && ts >= c.cStart && ts < c.cEnd {
+		return c.cDay
+	}
+	t := time.UnixMilli(ts).In(c.Loc)
+	n := civilDay(t.Date())
+	c.cDay, c.cStart, c.cEnd, c.cValid = n, c.midnight(n), c.midnight(n+1), true
+	// A zone whose midnight does not exist on some day can make the computed
+	// start later than ts; the cache must still contain ts.
+	if ts < c.cStart || ts >= c.cEnd {
+		c.cValid = false
+	}
+	return n
+}
+
+// Assign implements Assigner.
+func (c *Calendar) Assign(ts int64, dst []Window) []Window {
+	n := c.dayOf(ts)
+	if c.SizeDays == 1 && c.SlideDays == 1 && c.cValid {
+		return append(dst, Window{Start: c.cStart, End: c.cEnd})
+	}
+	last := floorDiv(n, c.SlideDays) * c.SlideDays
+	first := last - c.SizeDays + c.SlideDays
+	for s := first; s <= last; s += c.SlideDays {
+		dst = append(dst, Window{Start: c.midnight(s), End: c.midnight(s + c.SizeDays)})
+	}
+	return dst
+}
+
+// MaxWindows implements Assigner.
+func (c *Calendar) MaxWindows() int { return int(c.SizeDays / c.SlideDays) }
