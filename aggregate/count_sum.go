@@ -105,21 +105,30 @@ func decArg(f row.Field, r *row.Row) row.Decimal {
 	return r.D[f.Slot]
 }
 
-// sumDecCol sums decimal values exactly.
+// sumDecCol sums decimal values exactly. The result keeps the largest
+// scale of its inputs (19.99 + 0.01 = 20.00); zero is written 0, since the
+// decimal type normalizes zero to scale 0.
 type sumDecCol struct {
-	arg row.Field
-	sum []row.Decimal
-	n   []int64
+	arg   row.Field
+	sum   []row.Decimal
+	n     []int64
+	scale []uint8
 }
 
 func (c *sumDecCol) Kind() row.Kind { return row.KindDecimal }
-func (c *sumDecCol) Grow(n int)     { c.sum = grow(c.sum, n); c.n = grow(c.n, n) }
+func (c *sumDecCol) Grow(n int) {
+	c.sum, c.n, c.scale = grow(c.sum, n), grow(c.n, n), grow(c.scale, n)
+}
 func (c *sumDecCol) Add(s int32, r *row.Row) error {
 	if r.IsNull(c.arg.Index) {
 		return nil
 	}
-	c.sum[s] = c.sum[s].Add(r.D[c.arg.Slot])
+	d := r.D[c.arg.Slot]
+	c.sum[s] = c.sum[s].Add(d)
 	c.n[s]++
+	if p := d.PrecUint(); p > c.scale[s] {
+		c.scale[s] = p
+	}
 	return nil
 }
 func (c *sumDecCol) Retract(s int32, r *row.Row) error {
@@ -133,16 +142,17 @@ func (c *sumDecCol) Retract(s int32, r *row.Row) error {
 func (c *sumDecCol) Merge(dst, src int32) error {
 	c.sum[dst] = c.sum[dst].Add(c.sum[src])
 	c.n[dst] += c.n[src]
+	c.scale[dst] = max(c.scale[dst], c.scale[src])
 	return nil
 }
 func (c *sumDecCol) Result(s int32) row.Value {
 	if c.n[s] == 0 {
 		return row.Null
 	}
-	return row.Dec(c.sum[s])
+	return row.Dec(fixScale(c.sum[s], c.scale[s]))
 }
-func (c *sumDecCol) Reset(s int32)        { c.sum[s], c.n[s] = udecimal.Zero, 0 }
-func (c *sumDecCol) SlotBytes() int       { return 32 + 8 }
+func (c *sumDecCol) Reset(s int32)        { c.sum[s], c.n[s], c.scale[s] = udecimal.Zero, 0, 0 }
+func (c *sumDecCol) SlotBytes() int       { return 32 + 8 + 1 }
 func (c *sumDecCol) ExtraBytes(int32) int { return 0 }
 
 // avgCol keeps an exact decimal sum and a count.

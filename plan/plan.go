@@ -153,7 +153,16 @@ func Compile(p *spec.Pipeline) (*Plan, error) {
 				continue
 			}
 		}
-		s, err := compileStage(st, parsed[i], in, inSchema, etName, shift, retracting)
+		var undeclared map[string]bool
+		if in == -1 {
+			undeclared = map[string]bool{}
+			for _, f := range src.Fields {
+				if _, ok := p.Source.Schema.Lookup(f.Name); !ok && f.Kind == row.KindString {
+					undeclared[f.Name] = true
+				}
+			}
+		}
+		s, err := compileStage(st, parsed[i], in, inSchema, etName, shift, retracting, undeclared)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", st.Name, err))
 			continue
@@ -306,10 +315,24 @@ func (ps *parsedStage) inputRefs() []string {
 	return set.list()
 }
 
-func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, etName string, shift int64, retracting bool) (*Stage, error) {
+func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, etName string, shift int64, retracting bool, undeclared map[string]bool) (*Stage, error) {
 	s := &Stage{Name: st.Name, Input: in, Late: st.Late, Sinks: st.Sinks, Retracting: retracting, EventTimeShift: shift}
 	var errs []error
 	add := func(key string, err error) { errs = append(errs, fmt.Errorf("%s: %w", key, err)) }
+	// exprErr adds a compile error, noting source fields that are strings
+	// only because source.schema does not declare them.
+	exprErr := func(key string, p *expr.Parsed, err error) {
+		var names []string
+		for _, n := range p.Identifiers() {
+			if undeclared[n] {
+				names = append(names, n)
+			}
+		}
+		if len(names) > 0 {
+			err = fmt.Errorf("%w (%s not declared in source.schema, so read as string)", err, strings.Join(names, ", "))
+		}
+		add(key, err)
+	}
 
 	// The stage schema starts as a copy of the input layout.
 	schema := row.NewSchema()
@@ -338,7 +361,7 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		}
 		f, err := expr.Compile(ps.filter, schema)
 		if err != nil {
-			add("filter", err)
+			exprErr("filter", ps.filter, err)
 		} else if f.Kind() != row.KindBool {
 			add("filter", fmt.Errorf("%q is %s, not bool", st.Filter, f.Kind()))
 		} else {
@@ -352,7 +375,7 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		}
 		e, err := expr.Compile(ps.fields[i], schema)
 		if err != nil {
-			add("fields."+f.Name, err)
+			exprErr("fields."+f.Name, ps.fields[i], err)
 			continue
 		}
 		k := e.Kind()
@@ -389,7 +412,7 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		case 1:
 			e, err := expr.Compile(args[0], schema)
 			if err != nil {
-				add("aggregates."+a.Name, err)
+				exprErr("aggregates."+a.Name, args[0], err)
 				continue
 			}
 			if f, ok := e.IsField(); ok {
@@ -410,7 +433,11 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		}
 		c, err := aggregate.New(sp)
 		if err != nil {
-			add("aggregates."+a.Name, err)
+			if len(args) == 1 {
+				exprErr("aggregates."+a.Name, args[0], err)
+			} else {
+				add("aggregates."+a.Name, err)
+			}
 			continue
 		}
 		cols = append(cols, c)

@@ -1,0 +1,392 @@
+// Package engine runs a compiled plan: it reads the source in batches,
+// drives the watermark tracker and each stage's window operator, and writes
+// results and side outputs to sinks.
+//
+// The engine is the one place that touches clocks and IO; the operator and
+// the watermark tracker it drives are pure state machines. Processing time
+// comes from each record's recorded arrival time when the source has one
+// (file replay, arrival_time_field), otherwise from Options.Clock, read
+// once per batch.
+//
+// Per record, in order (docs/semantics.md, "Order of operations"):
+//
+//  1. processing time advances: idle partitions are detected and early
+//     firings run;
+//  2. an undecodable record, a null event time or an expression error sends
+//     the record to quarantine (it never moves the watermark);
+//  3. the filter drops records (they still move the watermark);
+//  4. derived fields are computed and the record enters its windows, judged
+//     against the watermark as it was before the record;
+//  5. the source partition's watermark observes the event time and the
+//     pipeline watermark, if it advanced, fires and closes windows.
+//
+// Rows a stage emits go to its sinks and, in the same order, to the stages
+// that read its changelog, before those stages see the new watermark.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/operator"
+	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/sink"
+	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/source/file"
+	"github.com/tidemark/tidemark/watermark"
+)
+
+// Options configures a run. The zero value is usable.
+type Options struct {
+	// Clock returns the processing time in ms since the epoch for records
+	// without a recorded arrival time. Default: the wall clock.
+	Clock func() int64
+	// Stdout receives stdout sinks. Default os.Stdout.
+	Stdout io.Writer
+	// Registry maps sink types to constructors. Default DefaultRegistry().
+	Registry *Registry
+	// Source replaces the source the spec describes (library use). It must
+	// decode rows shaped by Plan.SourceSchema.
+	Source source.Source
+	// BatchSize is the number of records read per source call. Default 1024.
+	BatchSize int
+	// Progress, when set, is called about every ProgressEvery records.
+	Progress func(Progress)
+	// ProgressEvery is in records. Default 200,000.
+	ProgressEvery int64
+	// FlushEvery is the number of batches between sink flushes. Default 512.
+	FlushEvery int
+}
+
+// Progress is a progress report during a run.
+type Progress struct {
+	Events    int64         // records read so far
+	Watermark int64         // pipeline watermark (ms)
+	Elapsed   time.Duration // wall time since the start
+}
+
+// Run executes the plan until the source is exhausted (a bounded input) or
+// ctx is cancelled, and returns the summary. Errors: a source or sink
+// failure, an aggregate overflow, or ctx's error; sinks are closed either
+// way.
+func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err error) {
+	if opts.Clock == nil {
+		opts.Clock = func() int64 { return time.Now().UnixMilli() }
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	if opts.Registry == nil {
+		opts.Registry = DefaultRegistry()
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 1024
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = 200_000
+	}
+	if opts.FlushEvery <= 0 {
+		opts.FlushEvery = 512
+	}
+	start := time.Now()
+	cpu0 := cpuTime()
+	rt := &runtime{plan: p, opts: opts, now: changelog.WatermarkNone}
+	defer func() {
+		if cerr := rt.close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	if err := rt.open(ctx); err != nil {
+		return nil, err
+	}
+	if err := rt.loop(ctx); err != nil {
+		return nil, err
+	}
+	if err := rt.finish(ctx); err != nil {
+		return nil, err
+	}
+	s := rt.summary()
+	s.Wall = time.Since(start)
+	s.CPU = cpuTime() - cpu0
+	return s, nil
+}
+
+type runtime struct {
+	plan       *plan.Plan
+	opts       Options
+	env        Env
+	src        source.Source
+	tracker    *watermark.Tracker
+	stages     []*stage
+	roots      []*stage
+	quarantine sink.Records
+	etField    row.Field
+
+	now       int64 // processing time, ms (monotone)
+	wm        int64 // pipeline watermark last pushed to the stages
+	parts     int   // partitions registered with the tracker
+	events    int64
+	redeliver int64
+	batches   int
+	buf       []byte
+	closed    bool
+}
+
+func (rt *runtime) open(ctx context.Context) error {
+	p := rt.plan
+	rt.env = Env{Stdout: rt.opts.Stdout}
+	rt.wm = watermark.None
+	et := p.Spec.EventTime
+	rt.tracker = watermark.New(et.OutOfOrderness.Ms(), et.IdleTimeout.Ms())
+	f, ok := p.SourceSchema.Lookup(p.EventTimeField)
+	if !ok {
+		return fmt.Errorf("event-time field %q missing from the source schema", p.EventTimeField)
+	}
+	rt.etField = f
+	if q := p.Spec.Quarantine.Sink; q != nil {
+		s, err := rt.opts.Registry.openRecords(ctx, *q, &rt.env)
+		if err != nil {
+			return fmt.Errorf("quarantine.sink: %w", err)
+		}
+		rt.quarantine = s
+	}
+	for _, sp := range p.Stages {
+		op, err := operator.New(sp.Operator)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sp.Name, err)
+		}
+		st := &stage{rt: rt, p: sp, op: op}
+		for i, sk := range sp.Sinks {
+			s, err := rt.opts.Registry.openResults(ctx, sk, sp.Desc, &rt.env)
+			if err != nil {
+				return fmt.Errorf("%s: sinks[%d] (%s): %w", sp.Name, i, sk.Type, err)
+			}
+			st.sinks = append(st.sinks, s)
+		}
+		if sp.Late.Policy == "side_output" && sp.Late.Sink != nil {
+			s, err := rt.opts.Registry.openRecords(ctx, *sp.Late.Sink, &rt.env)
+			if err != nil {
+				return fmt.Errorf("%s: late.sink: %w", sp.Name, err)
+			}
+			st.late = s
+		}
+		if sp.Input >= 0 {
+			up := rt.stages[sp.Input]
+			up.down = append(up.down, st)
+			st.in = sp.Schema.NewRow()
+		} else {
+			rt.roots = append(rt.roots, st)
+		}
+		rt.stages = append(rt.stages, st)
+	}
+	if rt.opts.Source != nil {
+		rt.src = rt.opts.Source
+		return nil
+	}
+	src, err := file.New(file.Config{
+		Spec:           p.Spec.Source,
+		Fields:         format.Fields{Schema: p.SourceSchema, Time: p.TimeParsers},
+		EventTimeField: p.EventTimeField,
+	})
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	rt.src = src
+	return nil
+}
+
+func (rt *runtime) loop(ctx context.Context) error {
+	var b source.Batch
+	nextProgress := rt.opts.ProgressEvery
+	start := time.Now()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b.Reset()
+		rerr := rt.src.Next(ctx, &b, rt.opts.BatchSize)
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			return fmt.Errorf("source: %w", rerr)
+		}
+		clock := changelog.WatermarkNone
+		for i := range b.Meta {
+			m := &b.Meta[i]
+			now := m.Arrival
+			if now == source.NoArrival {
+				if clock == changelog.WatermarkNone {
+					clock = rt.opts.Clock()
+				}
+				now = clock
+			}
+			if err := rt.record(ctx, &b.Rows[i], m, now); err != nil {
+				return err
+			}
+		}
+		rt.batches++
+		if rt.batches%rt.opts.FlushEvery == 0 {
+			if err := rt.flush(ctx); err != nil {
+				return err
+			}
+		}
+		if rt.opts.Progress != nil && rt.events >= nextProgress {
+			rt.opts.Progress(Progress{Events: rt.events, Watermark: rt.wm, Elapsed: time.Since(start)})
+			nextProgress = rt.events + rt.opts.ProgressEvery
+		}
+		if rerr != nil { // io.EOF
+			return nil
+		}
+	}
+}
+
+// record runs one source record through the root stages.
+func (rt *runtime) record(ctx context.Context, r *row.Row, m *source.Meta, now int64) error {
+	rt.events++
+	if m.Redelivery {
+		rt.redeliver++
+	}
+	if now > rt.now {
+		rt.now = now
+	}
+	now = rt.now
+	for rt.parts < len(rt.src.Partitions()) || rt.parts <= m.Partition {
+		rt.tracker.AddPartition(rt.parts, now)
+		rt.parts++
+	}
+	if wm := rt.tracker.Tick(now); wm > rt.wm {
+		if err := rt.advance(ctx, wm); err != nil {
+			return err
+		}
+	}
+	for _, st := range rt.stages {
+		st.op.OnProcessingTime(now)
+		if err := st.emitPending(ctx); err != nil {
+			return err
+		}
+	}
+	if m.Err != nil {
+		for _, st := range rt.roots {
+			st.cnt.In++
+			if err := st.quarantine(ctx, m.Raw, m.Err.Reason, m.Err.Field, m.Err.Rule, m.Pos); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if r.IsNull(rt.etField.Index) {
+		for _, st := range rt.roots {
+			st.cnt.In++
+			if err := st.quarantine(ctx, m.Raw, "event-time field "+rt.etField.Name+" is null or missing", rt.etField.Name, "event_time", m.Pos); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ts := r.I[rt.etField.Slot]
+	valid := false
+	org := origin{meta: m, src: rt.src}
+	for _, st := range rt.roots {
+		org.loc = st.p.Loc
+		ok, err := st.process(ctx, r, ts, 1, &org)
+		if err != nil {
+			return err
+		}
+		valid = valid || ok
+	}
+	if !valid {
+		return nil
+	}
+	if wm := rt.tracker.Observe(m.Partition, ts, now); wm > rt.wm {
+		return rt.advance(ctx, wm)
+	}
+	return nil
+}
+
+// advance pushes a new pipeline watermark through the stages.
+func (rt *runtime) advance(ctx context.Context, wm int64) error {
+	rt.wm = wm
+	for _, st := range rt.roots {
+		if err := st.advance(ctx, wm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (rt *runtime) finish(ctx context.Context) error {
+	if err := rt.advance(ctx, rt.tracker.End()); err != nil {
+		return err
+	}
+	return rt.flush(ctx)
+}
+
+func (rt *runtime) flush(ctx context.Context) error {
+	for _, st := range rt.stages {
+		for _, s := range st.sinks {
+			if err := s.Flush(ctx); err != nil {
+				return fmt.Errorf("%s: sink: %w", st.p.Name, err)
+			}
+		}
+		if st.late != nil {
+			if err := st.late.Flush(ctx); err != nil {
+				return fmt.Errorf("%s: late sink: %w", st.p.Name, err)
+			}
+		}
+	}
+	if rt.quarantine != nil {
+		if err := rt.quarantine.Flush(ctx); err != nil {
+			return fmt.Errorf("quarantine sink: %w", err)
+		}
+	}
+	return nil
+}
+
+func (rt *runtime) close(ctx context.Context) error {
+	if rt.closed {
+		return nil
+	}
+	rt.closed = true
+	var errs []error
+	for _, st := range rt.stages {
+		for _, s := range st.sinks {
+			errs = append(errs, s.Close(ctx))
+		}
+		if st.late != nil {
+			errs = append(errs, st.late.Close(ctx))
+		}
+	}
+	if rt.quarantine != nil {
+		errs = append(errs, rt.quarantine.Close(ctx))
+	}
+	if rt.src != nil && rt.opts.Source == nil {
+		errs = append(errs, rt.src.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (rt *runtime) summary() *Summary {
+	s := &Summary{
+		Pipeline:       rt.plan.Spec.Name,
+		EventsRead:     rt.events,
+		Redeliveries:   rt.redeliver,
+		Partitions:     rt.parts,
+		FinalWatermark: rt.tracker.Current(),
+	}
+	for _, st := range rt.stages {
+		os := st.op.Stats()
+		s.Stages = append(s.Stages, StageSummary{
+			Name:            st.p.Name,
+			Counters:        st.cnt,
+			OpenWindows:     os.OpenWindows,
+			StateBytes:      os.StateBytes,
+			FirstQuarantine: st.firstQ,
+		})
+	}
+	return s
+}

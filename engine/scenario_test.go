@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/goccy/go-yaml"
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/sink"
+	"github.com/tidemark/tidemark/spec"
+)
+
+// TestScenarios runs the scenario files in testdata/scenarios. Each file
+// holds commands:
+//
+//	pipeline        the pipeline YAML (no source path: the harness writes
+//	                the records of `run` to a file); prints "ok" or errors
+//	run [emit=M] [lateness=D] [policy=P] [idle=D] [ooo=D] [dates]
+//	                JSON records in arrival order; prints every emitted row,
+//	                late and quarantined record, then the counters
+//
+// Rows print as: op [window_start, window_end) key… | aggregates | version
+// [final] wm=watermark_at, times in the window's zone (with the date when
+// `dates` is given). Rewrite expectations with -rewrite.
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
+		var pipelineYAML string
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			switch td.Cmd {
+			case "pipeline":
+				pipelineYAML = td.Input
+				if _, err := scenarioSpec(t, pipelineYAML, td, t.TempDir()); err != nil {
+					return "error: " + err.Error()
+				}
+				return "ok"
+			case "run":
+				return runScenario(t, pipelineYAML, td)
+			}
+			t.Fatalf("unknown command %s", td.Cmd)
+			return ""
+		})
+	})
+}
+
+func scenarioSpec(t *testing.T, y string, td *datadriven.TestData, dir string) (*spec.Pipeline, error) {
+	var p spec.Pipeline
+	if err := yaml.UnmarshalWithOptions([]byte(y), &p, yaml.DisallowUnknownField()); err != nil {
+		return nil, err
+	}
+	if p.Name == "" {
+		p.Name = "scenario"
+	}
+	p.Source.Type = "file"
+	p.Source.Path = filepath.Join(dir, "input.jsonl")
+	p.Source.Format = "jsonl"
+	for _, a := range td.CmdArgs {
+		switch a.Key {
+		case "emit":
+			p.Emit.Mode = a.Vals[0]
+		case "lateness":
+			d, err := time.ParseDuration(a.Vals[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.AllowedLateness = spec.Duration(d)
+		case "policy":
+			p.Late.Policy = a.Vals[0]
+		case "idle":
+			d, _ := time.ParseDuration(a.Vals[0])
+			p.EventTime.IdleTimeout = spec.Duration(d)
+		case "ooo":
+			d, _ := time.ParseDuration(a.Vals[0])
+			p.EventTime.OutOfOrderness = spec.Duration(d)
+		}
+	}
+	// Capture every output in memory.
+	p.Sinks = []spec.Sink{{Type: "capture"}}
+	if p.Late.Policy != "drop" {
+		p.Late.Policy = "side_output"
+		p.Late.Sink = &spec.Sink{Type: "capture"}
+	}
+	p.Quarantine.Sink = &spec.Sink{Type: "capture"}
+	p.Defaults()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := plan.Compile(&p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// capture collects every output as text lines, in order.
+type capture struct {
+	lines   *[]string
+	loc     *time.Location
+	dates   bool
+	desc    changelog.Desc
+	refDate string
+}
+
+func (c *capture) t(ms int64) string {
+	switch ms {
+	case changelog.WatermarkInfinity:
+		return "+inf"
+	case changelog.WatermarkNone:
+		return "-inf"
+	}
+	tm := time.UnixMilli(ms).In(c.loc)
+	layout := "15:04"
+	if tm.Second() != 0 || tm.Nanosecond() != 0 {
+		layout = "15:04:05.999"
+	}
+	if c.dates {
+		layout = "2006-01-02T" + layout + "Z07:00"
+	}
+	return tm.Format(layout)
+}
+
+func (c *capture) Write(_ context.Context, rows []changelog.Row) error {
+	for _, r := range rows {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s [%s, %s)", r.Op.Short(), c.t(r.WindowStart), c.t(r.WindowEnd))
+		for _, k := range r.Key {
+			fmt.Fprintf(&b, " %s", k)
+		}
+		b.WriteString(" |")
+		for i, v := range r.Values {
+			fmt.Fprintf(&b, " %s=%s", c.desc.Values[i].Name, v)
+		}
+		fmt.Fprintf(&b, " | v%d", r.Version)
+		if r.IsFinal {
+			b.WriteString(" final")
+		}
+		fmt.Fprintf(&b, " wm=%s", c.t(r.WatermarkAt))
+		*c.lines = append(*c.lines, b.String())
+	}
+	return nil
+}
+func (c *capture) Flush(context.Context) error { return nil }
+func (c *capture) Close(context.Context) error { return nil }
+
+// records captures side outputs as their JSON, summarised.
+type records struct {
+	lines *[]string
+	kind  string
+	cap   *capture
+}
+
+func (r *records) WriteRecord(_ context.Context, obj []byte) error {
+	var m map[string]any
+	if err := yaml.Unmarshal(obj, &m); err != nil {
+		return err
+	}
+	switch r.kind {
+	case "late":
+		ts, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(m["event_time"]))
+		wm, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(m["current_watermark"]))
+		*r.lines = append(*r.lines, fmt.Sprintf("late: event_time=%s watermark=%s lateness_ms=%v event=%s",
+			r.cap.t(ts.UnixMilli()), r.cap.t(wm.UnixMilli()), m["lateness_ms"], compactJSON(m["event"])))
+	default:
+		src, _ := m["source"].(map[string]any)
+		*r.lines = append(*r.lines, fmt.Sprintf("quarantine: line %v rule=%v field=%v: %v", src["line"], m["rule"], m["field"], m["reason"]))
+	}
+	return nil
+}
+func (r *records) Flush(context.Context) error { return nil }
+func (r *records) Close(context.Context) error { return nil }
+
+func compactJSON(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	b, _ := yaml.MarshalWithOptions(m, yaml.Flow(true))
+	return strings.TrimSpace(string(b))
+}
+
+func runScenario(t *testing.T, y string, td *datadriven.TestData) string {
+	dir := t.TempDir()
+	p, err := scenarioSpec(t, y, td, dir)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	if err := os.WriteFile(p.Source.Path, []byte(td.Input+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Compile(p)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	var lines []string
+	loc := pl.Stages[0].Loc
+	cp := &capture{lines: &lines, loc: loc, dates: td.HasArg("dates"), desc: pl.Stages[0].Desc}
+	reg := DefaultRegistry()
+	reg.Results["capture"] = func(_ context.Context, _ spec.Sink, d changelog.Desc, _ *Env) (sink.Results, error) {
+		c := *cp
+		c.desc = d
+		return &c, nil
+	}
+	// The quarantine sink is the pipeline's; tell it apart by opening order.
+	opened := 0
+	reg.Records["capture"] = func(_ context.Context, s spec.Sink, _ *Env) (sink.Records, error) {
+		opened++
+		if opened == 1 {
+			return &records{lines: &lines, kind: "quarantine", cap: cp}, nil
+		}
+		return &records{lines: &lines, kind: "late", cap: cp}, nil
+	}
+	sum, err := Run(context.Background(), pl, Options{Registry: reg, Clock: func() int64 { return 0 }})
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	for _, st := range sum.Stages {
+		c := st.Counters
+		lines = append(lines, fmt.Sprintf("counters: in=%d on_time=%d late_accepted=%d too_late_side_output=%d too_late_dropped=%d quarantined=%d filtered=%d rows=%d",
+			c.In, c.OnTime, c.LateAccepted, c.TooLateSideOutput, c.TooLateDropped, c.Quarantined, c.Filtered, c.RowsEmitted))
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

@@ -1,0 +1,257 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/operator"
+	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/sink"
+	"github.com/tidemark/tidemark/source"
+)
+
+// stage is the runtime of one plan stage.
+type stage struct {
+	rt     *runtime
+	p      *plan.Stage
+	op     *operator.Operator
+	sinks  []sink.Results
+	late   sink.Records
+	down   []*stage
+	in     *row.Row // input row for a stage reading a changelog
+	cnt    Counters
+	firstQ string
+}
+
+// origin describes where an input record came from, for side outputs: a
+// source record, or an upstream stage's result row.
+type origin struct {
+	meta *source.Meta
+	src  source.Source
+	cr   *changelog.Row
+	up   *changelog.Desc
+	loc  *time.Location
+}
+
+// raw returns the record's original bytes.
+func (o *origin) raw() []byte {
+	if o.meta != nil {
+		return o.meta.Raw
+	}
+	return changelog.AppendRowJSON(nil, o.cr, o.up, o.loc)
+}
+
+// event appends the record as a JSON object.
+func (o *origin) event(dst []byte) []byte {
+	if o.meta != nil {
+		return o.src.EventJSON(dst, o.meta)
+	}
+	return changelog.AppendRowJSON(dst, o.cr, o.up, o.loc)
+}
+
+func (o *origin) pos() changelog.Position {
+	if o.meta != nil {
+		return o.meta.Pos
+	}
+	return changelog.Position{Source: "stage " + o.up.Stage}
+}
+
+// process runs one input record (weight +1, or −1 for a retraction) through
+// filter, derived fields and the operator. It reports whether the record
+// was valid (not quarantined).
+func (st *stage) process(ctx context.Context, r *row.Row, ts int64, weight int, org *origin) (bool, error) {
+	st.cnt.In++
+	p := st.p
+	if p.Filter != nil {
+		keep, ok, err := p.Filter.EvalBool(r)
+		if err != nil {
+			return false, st.quarantine(ctx, org.raw(), "filter: "+err.Error(), "", "expression", org.pos())
+		}
+		if !ok || !keep {
+			st.cnt.Filtered++
+			return true, nil
+		}
+	}
+	if len(p.Derived) > 0 {
+		p.Schema.ExtendFrom(r, p.InputFields)
+		for i := range p.Derived {
+			if err := derive(r, &p.Derived[i]); err != nil {
+				return false, st.quarantine(ctx, org.raw(), err.Error(), p.Derived[i].Field.Name, "expression", org.pos())
+			}
+		}
+	}
+	out, err := st.op.Process(r, ts, weight, st.rt.now)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	switch out {
+	case operator.OnTime:
+		st.cnt.OnTime++
+	case operator.LateAccepted:
+		st.cnt.LateAccepted++
+	case operator.RetractMissing:
+		st.cnt.RetractMissing++
+	case operator.TooLate:
+		if err := st.tooLate(ctx, ts, org); err != nil {
+			return false, err
+		}
+	}
+	return true, st.emitPending(ctx)
+}
+
+// derive evaluates one derived field into its slot.
+func derive(r *row.Row, d *plan.Derived) error {
+	f := d.Field
+	var ok bool
+	var err error
+	switch f.Kind {
+	case row.KindBool:
+		var v bool
+		v, ok, err = d.Expr.EvalBool(r)
+		if v {
+			r.I[f.Slot] = 1
+		} else {
+			r.I[f.Slot] = 0
+		}
+	case row.KindInt, row.KindTime:
+		r.I[f.Slot], ok, err = d.Expr.EvalInt(r)
+	case row.KindDecimal:
+		r.D[f.Slot], ok, err = d.Expr.EvalDecimal(r)
+	case row.KindString:
+		r.S[f.Slot], ok, err = d.Expr.EvalString(r)
+	default:
+		return fmt.Errorf("field %s: cannot store %s", f.Name, f.Kind)
+	}
+	if err != nil {
+		return err
+	}
+	if ok {
+		r.SetValid(f.Index)
+	} else {
+		r.SetNull(f.Index)
+	}
+	return nil
+}
+
+func (st *stage) quarantine(ctx context.Context, raw []byte, reason, field, rule string, pos changelog.Position) error {
+	st.cnt.Quarantined++
+	if st.firstQ == "" {
+		st.firstQ = pos.String() + ": " + reason
+	}
+	q := st.rt.quarantine
+	if q == nil {
+		return nil
+	}
+	rec := changelog.QuarantineRecord{Stage: st.p.Name, Raw: raw, Reason: reason, Field: field, Rule: rule, Position: pos}
+	st.rt.buf = changelog.AppendQuarantineJSON(st.rt.buf[:0], &rec, st.p.Loc)
+	if err := q.WriteRecord(ctx, st.rt.buf); err != nil {
+		return fmt.Errorf("quarantine sink: %w", err)
+	}
+	return nil
+}
+
+func (st *stage) tooLate(ctx context.Context, ts int64, org *origin) error {
+	if st.late == nil {
+		st.cnt.TooLateDropped++
+		return nil
+	}
+	st.cnt.TooLateSideOutput++
+	wm := st.op.Watermark()
+	rec := changelog.LateRecord{
+		Stage:            st.p.Name,
+		Event:            org.event(nil),
+		EventTime:        ts,
+		ObservedAt:       st.rt.now,
+		CurrentWatermark: wm,
+		LatenessMs:       wm - ts,
+		Reason: fmt.Sprintf("every window of the event had closed: watermark %s passed window end + allowed lateness %s",
+			row.FormatTime(wm, st.p.Loc), time.Duration(st.p.Operator.AllowedLateness)*time.Millisecond),
+		Position: org.pos(),
+	}
+	st.rt.buf = changelog.AppendLateJSON(st.rt.buf[:0], &rec, st.p.Loc)
+	if err := st.late.WriteRecord(ctx, st.rt.buf); err != nil {
+		return fmt.Errorf("%s: late sink: %w", st.p.Name, err)
+	}
+	return nil
+}
+
+// advance moves the stage's watermark, then its downstream stages'.
+func (st *stage) advance(ctx context.Context, wm int64) error {
+	if err := st.op.AdvanceWatermark(wm, st.rt.now); err != nil {
+		return err
+	}
+	if err := st.emitPending(ctx); err != nil {
+		return err
+	}
+	for _, d := range st.down {
+		if err := d.advance(ctx, wm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitPending hands the operator's emitted rows to the sinks and to the
+// downstream stages.
+func (st *stage) emitPending(ctx context.Context) error {
+	if st.op.Pending() == 0 {
+		return nil
+	}
+	rows := st.op.Drain()
+	st.cnt.RowsEmitted += int64(len(rows))
+	for i := range rows {
+		if rows[i].IsFinal {
+			st.cnt.FinalRows++
+		}
+	}
+	for _, s := range st.sinks {
+		if err := s.Write(ctx, rows); err != nil {
+			return fmt.Errorf("%s: sink: %w", st.p.Name, err)
+		}
+	}
+	for _, d := range st.down {
+		for i := range rows {
+			if err := d.changelogRow(ctx, &rows[i], &st.p.Desc); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// changelogRow feeds one upstream result row into this stage.
+func (st *stage) changelogRow(ctx context.Context, cr *changelog.Row, up *changelog.Desc) error {
+	r := st.in
+	st.p.Schema.Shape(r)
+	s := st.p.Schema
+	set := func(i int, v row.Value) { _ = r.Set(s.Fields[i], v) }
+	set(0, row.Time(cr.WindowStart))
+	set(1, row.Time(cr.WindowEnd))
+	i := 2
+	for _, v := range cr.Key {
+		set(i, v)
+		i++
+	}
+	for _, v := range cr.Values {
+		set(i, v)
+		i++
+	}
+	set(i, row.Int(int64(cr.Version)))
+	set(i+1, row.Bool(cr.IsFinal))
+	weight := 1
+	if cr.Op.Retracts() {
+		weight = -1
+	}
+	org := origin{cr: cr, up: up, loc: st.p.Loc}
+	et := st.p.EventTime
+	if r.IsNull(et.Index) {
+		st.cnt.In++
+		return st.quarantine(ctx, org.raw(), "event-time field "+et.Name+" is null", et.Name, "event_time", org.pos())
+	}
+	ts := r.I[et.Slot] + st.p.EventTimeShift
+	_, err := st.process(ctx, r, ts, weight, &org)
+	return err
+}

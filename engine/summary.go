@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/row"
+)
+
+// Counters are a stage's record counters. Every input record ends in
+// exactly one of Quarantined, Filtered, OnTime, LateAccepted, TooLate* or
+// RetractMissing.
+type Counters struct {
+	In                int64 // records that reached the stage
+	Quarantined       int64 // invalid: decode, type, event time or expression errors
+	Filtered          int64 // valid records the filter dropped
+	OnTime            int64 // entered windows that had not fired
+	LateAccepted      int64 // updated a window that had already fired (within allowed lateness)
+	TooLateDropped    int64 // beyond allowed lateness, policy drop
+	TooLateSideOutput int64 // beyond allowed lateness, written to the late side output
+	RetractMissing    int64 // retractions for rows no window held (changelog input)
+	RowsEmitted       int64 // result rows emitted (all ops)
+	FinalRows         int64 // rows emitted with is_final = true
+}
+
+// StageSummary reports one stage.
+type StageSummary struct {
+	Name string
+	Counters
+	OpenWindows int   // windows still holding state at the end (0 after a bounded run)
+	StateBytes  int64 // estimated operator state at the end
+	// FirstQuarantine is the reason of the first quarantined record, if any.
+	FirstQuarantine string
+}
+
+// Summary reports a run.
+type Summary struct {
+	Pipeline       string
+	EventsRead     int64 // records delivered by the source (including redeliveries)
+	Redeliveries   int64 // records the source marked as redelivered copies
+	Partitions     int   // source partitions seen
+	FinalWatermark int64 // ms; changelog.WatermarkInfinity after a bounded input
+	Wall           time.Duration
+	CPU            time.Duration // process CPU time (user+system) during the run
+	Stages         []StageSummary
+}
+
+// EventsPerSecond is EventsRead over wall time.
+func (s *Summary) EventsPerSecond() float64 {
+	if s.Wall <= 0 {
+		return 0
+	}
+	return float64(s.EventsRead) / s.Wall.Seconds()
+}
+
+// WriteText prints the summary for people, in the zone loc.
+func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
+	wm := "none"
+	switch s.FinalWatermark {
+	case changelog.WatermarkInfinity:
+		wm = "+inf (end of input: every window fired and closed)"
+	case changelog.WatermarkNone:
+	default:
+		wm = row.FormatTime(s.FinalWatermark, loc)
+	}
+	fmt.Fprintf(w, "pipeline %s\n", s.Pipeline)
+	fmt.Fprintf(w, "  events read          %12d", s.EventsRead)
+	if s.Redeliveries > 0 {
+		fmt.Fprintf(w, "  (%d redelivered copies)", s.Redeliveries)
+	}
+	fmt.Fprintf(w, "\n  source partitions    %12d\n", s.Partitions)
+	for _, st := range s.Stages {
+		if len(s.Stages) > 1 {
+			fmt.Fprintf(w, "  stage %s\n", st.Name)
+		}
+		fmt.Fprintf(w, "  quarantined          %12d", st.Quarantined)
+		if st.FirstQuarantine != "" {
+			fmt.Fprintf(w, "  (first: %s)", st.FirstQuarantine)
+		}
+		fmt.Fprintln(w)
+		if st.Filtered > 0 {
+			fmt.Fprintf(w, "  filtered out         %12d\n", st.Filtered)
+		}
+		fmt.Fprintf(w, "  on time              %12d\n", st.OnTime)
+		fmt.Fprintf(w, "  late, accepted       %12d\n", st.LateAccepted)
+		fmt.Fprintf(w, "  too late, side output%12d\n", st.TooLateSideOutput)
+		fmt.Fprintf(w, "  too late, dropped    %12d\n", st.TooLateDropped)
+		if st.RetractMissing > 0 {
+			fmt.Fprintf(w, "  retractions unmatched%12d\n", st.RetractMissing)
+		}
+		fmt.Fprintf(w, "  rows emitted         %12d  (%d final)\n", st.RowsEmitted, st.FinalRows)
+	}
+	fmt.Fprintf(w, "  final watermark      %s\n", wm)
+	fmt.Fprintf(w, "  wall time            %12s\n", s.Wall.Round(time.Millisecond))
+	fmt.Fprintf(w, "  throughput           %12.0f events/s", s.EventsPerSecond())
+	if s.CPU > 0 {
+		fmt.Fprintf(w, "  (%.0f events/s per CPU-second)", float64(s.EventsRead)/s.CPU.Seconds())
+	}
+	fmt.Fprintln(w)
+}

@@ -1,0 +1,97 @@
+// Package cli implements the tidemark command line (cobra).
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is the release version, set at link time
+// (-ldflags "-X github.com/tidemark/tidemark/internal/cli.Version=v0.1.0").
+var Version = "dev"
+
+// exitError carries a process exit status.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// Main runs the command line with args and returns the exit status:
+// 0 success, 1 runtime failure, 2 usage or configuration error.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRoot(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "tidemark: %v\n", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}
+
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "tidemark",
+		Short:         "Event-time stream processing: windows, watermarks, late data, exact results",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newRunCmd(stdout, stderr), newVersionCmd(stdout))
+	return root
+}
+
+func newVersionCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the tidemark version and build information",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(stdout, versionString())
+			return nil
+		},
+	}
+}
+
+// versionString is "tidemark VERSION (module version, vcs revision, go
+// version, os/arch)".
+func versionString() string {
+	v := Version
+	extra := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				extra += " rev " + s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					extra += "+dirty"
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("tidemark %s (%s%s, %s/%s)", v, runtime.Version(), extra, runtime.GOOS, runtime.GOARCH)
+}
