@@ -89,6 +89,7 @@ func Compile(p *spec.Pipeline) (*Plan, error) {
 		need.add(f)
 	}
 	if o := p.Source.Ordinal; o != nil {
+		need.add(o.Field)
 		need.add(o.Per)
 	}
 	if r := p.Source.Replay; r != nil {

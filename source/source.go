@@ -41,7 +41,7 @@ type Meta struct {
 // DecodeError says why a record could not be decoded.
 type DecodeError struct {
 	Field  string // the field at fault, "" for the whole record
-	Rule   string // "decode", "type" or "event_time"
+	Rule   string // "decode", "type", "timestamp" or "event_time"
 	Reason string // human-readable, quoting the offending text
 }
 

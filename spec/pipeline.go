@@ -97,8 +97,8 @@ type Source struct {
 	Schema FieldTypes `yaml:"schema"`
 	// PartitionField names a field whose value is the record's source
 	// partition (for files that simulate a partitioned log). Each partition
-	// keeps its own watermark. YAML `partition_field`. Default: one
-	// partition per file.
+	// keeps its own watermark. YAML `partition_field`. Default: the whole
+	// source is one partition.
 	PartitionField string `yaml:"partition_field"`
 	// ArrivalTimeField names a timestamp field that records when the event
 	// arrived; it drives the processing-time clock, so a replay of a capture

@@ -1,0 +1,141 @@
+package format
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
+)
+
+// JSON decodes JSON objects (one per line in a JSONL file) into rows. See
+// the package documentation for the conversions. Build one with NewJSON; it
+// is not safe for concurrent use.
+type JSON struct {
+	fields []plan
+	p      fastjson.Parser
+	arena  arena
+	num    []byte // scratch: the literal of a JSON number
+}
+
+// NewJSON returns a decoder for the fields of f.
+func NewJSON(f Fields) *JSON { return &JSON{fields: compile(f)} }
+
+// Decode fills r (already shaped by f.Schema.Shape, all null) from one JSON
+// object. Fields missing from the object, or null in it, stay null.
+//
+// It returns nil, or the first problem found: Rule "decode" (line is not
+// valid JSON or not an object; no field is decoded), Rule "type" (a value
+// of the wrong type, or a malformed number literal in a decoded field) or
+// Rule "timestamp" (the field's parser rejected the text). After a "type"
+// or "timestamp" error the other fields are still decoded.
+//
+// Strings in r stay valid until Reset, also across later calls to Decode.
+// line is not retained.
+func (d *JSON) Decode(line []byte, r *row.Row) *source.DecodeError {
+	v, err := d.p.ParseBytes(line)
+	if err != nil {
+		return syntaxError(line, err)
+	}
+	if t := v.Type(); t != fastjson.TypeObject {
+		return &source.DecodeError{Rule: "decode", Reason: "want a JSON object, got " + describeJSON(v, &d.num)}
+	}
+	var first *source.DecodeError
+	for i := range d.fields {
+		p := &d.fields[i]
+		fv := v.Get(p.path...)
+		if fv == nil && len(p.path) > 1 {
+			fv = v.Get(p.f.Name)
+		}
+		if fv == nil {
+			continue
+		}
+		if e := d.set(p, fv, r); e != nil && first == nil {
+			first = e
+		}
+	}
+	return first
+}
+
+// Reset releases the memory backing strings of rows decoded since the last
+// Reset: those strings must no longer be used.
+func (d *JSON) Reset() { d.arena.reset() }
+
+// set stores the JSON value v into field p of r.
+func (d *JSON) set(p *plan, v *fastjson.Value, r *row.Row) *source.DecodeError {
+	f := &p.f
+	switch v.Type() {
+	case fastjson.TypeNull:
+		return nil
+	case fastjson.TypeString:
+		b, _ := v.StringBytes() // cannot fail for TypeString
+		if f.Kind == row.KindString {
+			r.S[f.Slot] = d.arena.str(b)
+			r.SetValid(f.Index)
+			return nil
+		}
+		return setText(p, b, "string", r)
+	case fastjson.TypeNumber:
+		d.num = v.MarshalTo(d.num[:0])
+		if !validNumber(d.num) {
+			return &source.DecodeError{Field: f.Name, Rule: "decode", Reason: "invalid JSON number " + quote(d.num)}
+		}
+		switch {
+		case f.Kind == row.KindString:
+			r.S[f.Slot] = d.arena.str(d.num)
+			r.SetValid(f.Index)
+			return nil
+		case f.Kind == row.KindBool, f.Kind == row.KindTime && !epoch(p.parser):
+			return typeError(p, "number", d.num, "")
+		}
+		return setText(p, d.num, "number", r)
+	case fastjson.TypeTrue, fastjson.TypeFalse:
+		t := v.Type() == fastjson.TypeTrue
+		switch f.Kind {
+		case row.KindString:
+			r.S[f.Slot] = "false"
+			if t {
+				r.S[f.Slot] = "true"
+			}
+		case row.KindBool:
+			r.I[f.Slot] = 0
+			if t {
+				r.I[f.Slot] = 1
+			}
+		default:
+			return &source.DecodeError{Field: f.Name, Rule: "type", Reason: wantGot(p, describeJSON(v, &d.num), "")}
+		}
+		r.SetValid(f.Index)
+		return nil
+	default: // object, array
+		return &source.DecodeError{Field: f.Name, Rule: "type", Reason: wantGot(p, describeJSON(v, &d.num), "")}
+	}
+}
+
+// describeJSON renders v for an error message: its type and its JSON text,
+// cut to maxQuoted bytes. scratch is reused.
+func describeJSON(v *fastjson.Value, scratch *[]byte) string {
+	*scratch = v.MarshalTo((*scratch)[:0])
+	switch v.Type() {
+	case fastjson.TypeTrue, fastjson.TypeFalse, fastjson.TypeNull:
+		return clip(*scratch)
+	}
+	return v.Type().String() + " " + clip(*scratch)
+}
+
+// syntaxError reports a line that is not valid JSON. fastjson's message
+// shows the unparsed tail; encoding/json (run only on this error path) adds
+// the byte offset where it stopped.
+func syntaxError(line []byte, err error) *source.DecodeError {
+	reason := err.Error()
+	var se *json.SyntaxError
+	if jerr := json.Unmarshal(line, new(json.RawMessage)); errors.As(jerr, &se) {
+		reason = fmt.Sprintf("invalid JSON at byte %d: %s", se.Offset, reason)
+	} else {
+		reason = "invalid JSON: " + reason
+	}
+	return &source.DecodeError{Rule: "decode", Reason: reason}
+}

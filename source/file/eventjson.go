@@ -1,0 +1,157 @@
+package file
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/tidemark/tidemark/source"
+)
+
+// EventJSON appends the original record of m as a JSON object: for JSONL
+// the line itself (control characters, which fastjson tolerates, are
+// escaped inside strings and turned into spaces outside them, so the
+// result is one line), or {"_raw": "<the line>"} when that is still not a
+// valid JSON object (a quarantined line, or NaN in a member the decoder
+// skipped); for CSV an object of every header column in header
+// order, {"Column": "text", ...}, values as JSON strings. A CSV record
+// with more fields than its header adds "_9", "_10" … (1-based column
+// numbers) for the extra ones and leaves out columns it lacks; one that is
+// not valid CSV at all gives {"_raw": "<the bytes>"}.
+func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
+	if s.jsonl {
+		n := len(dst)
+		dst = appendOneLineJSON(dst, m.Raw)
+		if obj := bytes.TrimLeft(dst[n:], " \t"); len(obj) > 0 && obj[0] == '{' && json.Valid(obj) {
+			return dst
+		}
+		return appendRaw(dst[:n], m.Raw)
+	}
+	cr := csv.NewReader(bytes.NewReader(m.Raw))
+	cr.Comma = s.csv.comma
+	cr.FieldsPerRecord = -1
+	cr.LazyQuotes = true
+	rec, err := cr.Read()
+	if err != nil {
+		return appendRaw(dst, m.Raw)
+	}
+	header := s.heads[m.Pos.Source]
+	dst = append(dst, '{')
+	for i, v := range rec {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if i < len(header) {
+			dst = appendJSONString(dst, header[i])
+		} else {
+			dst = append(dst, `"_`...)
+			dst = appendInt(dst, i+1)
+			dst = append(dst, '"')
+		}
+		dst = append(dst, ':')
+		dst = appendJSONString(dst, v)
+	}
+	return append(dst, '}')
+}
+
+// appendRaw appends {"_raw": "<raw as a JSON string>"}.
+func appendRaw(dst, raw []byte) []byte {
+	dst = append(dst, `{"_raw":`...)
+	dst = appendJSONString(dst, string(raw))
+	return append(dst, '}')
+}
+
+func appendInt(dst []byte, n int) []byte {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	return append(dst, b[i:]...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string: '"', '\\' and control
+// characters are escaped, invalid UTF-8 becomes \ufffd.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			dst = appendEscape(dst, c)
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendEscape appends the JSON escape of the ASCII byte c.
+func appendEscape(dst []byte, c byte) []byte {
+	switch c {
+	case '"', '\\':
+		return append(dst, '\\', c)
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	}
+	return append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+}
+
+// appendOneLineJSON appends a JSON text with every control character made
+// safe: escaped inside strings, a space outside them.
+func appendOneLineJSON(dst []byte, raw []byte) []byte {
+	in, esc := false, false
+	start := 0
+	for i, c := range raw {
+		switch {
+		case esc:
+			esc = false
+			if c < 0x20 { // a backslash before a control character
+				dst = append(dst, raw[start:i]...)
+				dst = append(dst, 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+				start = i + 1
+			}
+		case c == '\\' && in:
+			esc = true
+		case c == '"':
+			in = !in
+		case c < 0x20:
+			dst = append(dst, raw[start:i]...)
+			if in {
+				dst = appendEscape(dst, c)
+			} else {
+				dst = append(dst, ' ')
+			}
+			start = i + 1
+		}
+	}
+	return append(dst, raw[start:]...)
+}

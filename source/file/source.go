@@ -1,0 +1,266 @@
+package file
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/spec"
+)
+
+// Config configures a file source.
+type Config struct {
+	// Spec is the source section of the pipeline: type file (or empty),
+	// path (a file, a directory or a glob), format jsonl or csv (default:
+	// from the path's extension), csv options, partition_field,
+	// arrival_time_field, ordinal and replay.
+	Spec spec.Source
+	// Fields says what to decode. It must include the event-time field,
+	// partition_field, arrival_time_field, ordinal.per and
+	// replay.partition_by when those are set. ordinal.field, when present,
+	// must be KindInt (the source fills it); when absent, nothing reads
+	// the ordinal and it is not computed.
+	Fields format.Fields
+	// EventTimeField names the event-time field (KindTime). Required with
+	// replay; otherwise optional (when set, a record whose event time is
+	// null never creates a partition).
+	EventTimeField string
+}
+
+// ErrClosed is returned by Next after Close.
+var ErrClosed = errors.New("file source is closed")
+
+// Source reads records from files. It implements source.Source; see the
+// package documentation for its behavior. It is not safe for concurrent
+// use.
+type Source struct {
+	files  []string
+	jsonl  bool
+	schema *row.Schema
+	fields format.Fields // with the ordinal field marked Derived
+	csv    csvOptions
+	heads  map[string][]string // CSV columns of each file, by path
+
+	json *format.JSON  // shared by all JSONL files (one string arena)
+	br   *bufio.Reader // shared by all JSONL files
+	cur  recordReader  // the open file, nil between files
+	next int           // index in files of the next file to open
+	raw  byteArena     // copies of JSONL lines for Meta.Raw
+	eof  bool          // every file has been read (direct mode)
+	shut bool          // Close was called
+
+	d  derive
+	rp *replayer // nil without replay
+}
+
+// recordReader yields the records of one file.
+type recordReader interface {
+	// next decodes the next record into r (shaped, all null) and sets
+	// m.Pos, m.Raw (valid until the next call) and m.Err. It returns
+	// io.EOF after the last record; any other error is fatal.
+	next(r *row.Row, m *source.Meta) error
+	close() error
+}
+
+var _ source.Source = (*Source)(nil)
+
+// New checks the configuration and the files and returns the source. It
+// returns a *NoFilesError when the path names no file, an error naming
+// the file when one cannot be opened or (CSV) its header lacks a schema
+// field (wrapping a *format.MissingColumnsError), and an error naming the
+// key for an invalid setting or a field missing from Fields.
+func New(cfg Config) (*Source, error) {
+	sp := &cfg.Spec
+	if sp.Type != "" && sp.Type != "file" {
+		return nil, fmt.Errorf("source.type: %q is not a file source", sp.Type)
+	}
+	if cfg.Fields.Schema == nil {
+		return nil, errors.New("file source: Fields.Schema is nil")
+	}
+	if sp.Path == "" {
+		return nil, errors.New("source.path: required for a file source")
+	}
+	s := &Source{schema: cfg.Fields.Schema, fields: cfg.Fields}
+	switch f := sourceFormat(sp); f {
+	case "jsonl":
+		s.jsonl = true
+	case "csv":
+	default:
+		return nil, fmt.Errorf("source.format: %q is neither jsonl nor csv", f)
+	}
+	if err := s.d.init(&cfg, &s.fields); err != nil {
+		return nil, err
+	}
+	if sp.Replay != nil {
+		rp, err := newReplayer(sp.Replay, &s.d, s.schema)
+		if err != nil {
+			return nil, err
+		}
+		s.rp = rp
+	}
+	files, err := listFiles(sp.Path)
+	if err != nil {
+		return nil, err
+	}
+	s.files = files
+	if s.jsonl {
+		s.json = format.NewJSON(s.fields)
+		for _, p := range files {
+			f, err := os.Open(p)
+			if err != nil {
+				return nil, err
+			}
+			f.Close()
+		}
+		return s, nil
+	}
+	if err := s.initCSV(sp); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// sourceFormat returns the configured format, or the one the path's
+// extension implies.
+func sourceFormat(sp *spec.Source) string {
+	if sp.Format != "" {
+		return sp.Format
+	}
+	p := strings.ToLower(sp.Path)
+	switch {
+	case strings.HasSuffix(p, ".jsonl"), strings.HasSuffix(p, ".json"), strings.HasSuffix(p, ".ndjson"):
+		return "jsonl"
+	case strings.HasSuffix(p, ".csv"):
+		return "csv"
+	}
+	return ""
+}
+
+// Partitions returns the partition names: "0" for an unpartitioned
+// source, the values of partition_field seen so far in first-seen order,
+// or "p0" … "pN-1" with replay (all known from the start).
+func (s *Source) Partitions() []string {
+	if s.rp != nil {
+		return s.rp.names
+	}
+	return s.d.partNames()
+}
+
+// Next appends up to max records (at least one) to b. It returns io.EOF,
+// possibly with records, once every file has been read (and, with replay,
+// every held record delivered), and ErrClosed after Close. Other errors
+// (a file that cannot be read) are fatal. Rows, their strings and
+// Meta.Raw stay valid until the next call.
+func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
+	if s.shut {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if max < 1 {
+		max = 1
+	}
+	if s.rp != nil {
+		return s.rp.next(s, b, max)
+	}
+	if s.eof {
+		return io.EOF
+	}
+	s.resetBuffers()
+	for range max {
+		r, m := b.Next(s.schema)
+		if err := s.read(r, m); err != nil {
+			b.Rows = b.Rows[:len(b.Rows)-1]
+			b.Meta = b.Meta[:len(b.Meta)-1]
+			if err == io.EOF {
+				s.eof = true
+			}
+			return err
+		}
+		s.d.assign(r, m)
+	}
+	return nil
+}
+
+// resetBuffers releases the strings and raw bytes of the previous batch.
+func (s *Source) resetBuffers() {
+	if s.json != nil {
+		s.json.Reset()
+	}
+	s.raw.reset()
+}
+
+// read decodes the next record of the files, in order, into r (shaped,
+// all null) and m, and numbers it (ordinal). It returns io.EOF after the
+// last record of the last file.
+func (s *Source) read(r *row.Row, m *source.Meta) error {
+	for {
+		if s.cur == nil {
+			if s.next == len(s.files) {
+				return io.EOF
+			}
+			if err := s.open(s.files[s.next]); err != nil {
+				return err
+			}
+			s.next++
+			s.d.newFile()
+		}
+		err := s.cur.next(r, m)
+		if err == io.EOF {
+			cerr := s.cur.close()
+			s.cur = nil
+			if cerr != nil {
+				return cerr
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if s.jsonl {
+			m.Raw = s.raw.copy(m.Raw)
+		}
+		s.d.number(r, m)
+		return nil
+	}
+}
+
+// open starts reading the file at path.
+func (s *Source) open(path string) error {
+	if s.jsonl {
+		j, err := openJSONL(path, s.json, s.br)
+		if err != nil {
+			return err
+		}
+		s.br = j.br
+		s.cur = j
+		return nil
+	}
+	c, err := openCSV(path, &s.csv, s.fields)
+	if err != nil {
+		return err
+	}
+	s.heads[path] = c.header
+	s.cur = c
+	return nil
+}
+
+// Close closes the open file. Next returns ErrClosed afterwards; closing
+// twice is not an error.
+func (s *Source) Close() error {
+	s.shut = true
+	if s.cur != nil {
+		err := s.cur.close()
+		s.cur = nil
+		return err
+	}
+	return nil
+}
