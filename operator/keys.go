@@ -161,4 +161,3 @@ func (k *keyTable) bytes() int64 {
 	n += int64(len(k.ents)) * int64(64+len(k.fields)*72)
 	return n
 }
-

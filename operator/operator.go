@@ -238,7 +238,7 @@ func (o *Operator) Stats() Stats {
 		for _, s := range o.sess.all() {
 			extra += int64(o.slots.extraBytes(s.slot))
 		}
-		st.StateBytes = int64(st.Entries)*int64(sessionBytes)
+		st.StateBytes = int64(st.Entries) * int64(sessionBytes)
 	} else {
 		st.OpenWindows = len(o.panes.list)
 		for _, p := range o.panes.list {

@@ -106,7 +106,7 @@ func floorDiv(a, b int64) int64 {
 // Assign implements Assigner.
 func (f *Fixed) Assign(ts int64, dst []Window) []Window {
 	last := floorDiv(ts-f.Offset, f.Slide)*f.Slide + f.Offset // latest start ≤ ts
-	first := last - f.Size + f.Slide                            // earliest start with end > ts
+	first := last - f.Size + f.Slide                          // earliest start with end > ts
 	for s := first; s <= last; s += f.Slide {
 		dst = append(dst, Window{Start: s, End: s + f.Size})
 	}
