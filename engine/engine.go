@@ -162,7 +162,7 @@ func (rt *runtime) open(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", sp.Name, err)
 		}
-		st := &stage{rt: rt, p: sp, op: op}
+		st := &stage{rt: rt, p: sp, op: op, enc: changelog.NewEncoder(sp.Loc)}
 		for i, sk := range sp.Sinks {
 			s, err := rt.opts.Registry.openResults(ctx, sk, sp.Desc, &rt.env)
 			if err != nil {

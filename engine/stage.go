@@ -22,6 +22,7 @@ type stage struct {
 	late   sink.Records
 	down   []*stage
 	in     *row.Row // input row for a stage reading a changelog
+	enc    *changelog.Encoder
 	cnt    Counters
 	firstQ string
 }
@@ -146,7 +147,7 @@ func (st *stage) quarantine(ctx context.Context, raw []byte, reason, field, rule
 		return nil
 	}
 	rec := changelog.QuarantineRecord{Stage: st.p.Name, Raw: raw, Reason: reason, Field: field, Rule: rule, Position: pos}
-	st.rt.buf = changelog.AppendQuarantineJSON(st.rt.buf[:0], &rec, st.p.Loc)
+	st.rt.buf = st.enc.Quarantine(st.rt.buf[:0], &rec)
 	if err := q.WriteRecord(ctx, st.rt.buf); err != nil {
 		return fmt.Errorf("quarantine sink: %w", err)
 	}
@@ -171,7 +172,7 @@ func (st *stage) tooLate(ctx context.Context, ts int64, org *origin) error {
 			row.FormatTime(wm, st.p.Loc), time.Duration(st.p.Operator.AllowedLateness)*time.Millisecond),
 		Position: org.pos(),
 	}
-	st.rt.buf = changelog.AppendLateJSON(st.rt.buf[:0], &rec, st.p.Loc)
+	st.rt.buf = st.enc.Late(st.rt.buf[:0], &rec)
 	if err := st.late.WriteRecord(ctx, st.rt.buf); err != nil {
 		return fmt.Errorf("%s: late sink: %w", st.p.Name, err)
 	}

@@ -19,10 +19,19 @@ type JSON struct {
 	p      fastjson.Parser
 	arena  arena
 	num    []byte // scratch: the literal of a JSON number
+	fast   bool   // every field is a top-level key: try the fast path (scan.go)
+	mark   []uint32
+	seen   uint32
+	hint   []int16 // field index found at each key position of the last line
 }
 
 // NewJSON returns a decoder for the fields of f.
-func NewJSON(f Fields) *JSON { return &JSON{fields: compile(f)} }
+func NewJSON(f Fields) *JSON {
+	d := &JSON{fields: compile(f)}
+	d.fast = flat(d.fields)
+	d.mark = make([]uint32, len(d.fields))
+	return d
+}
 
 // Decode fills r (already shaped by f.Schema.Shape, all null) from one JSON
 // object. Fields missing from the object, or null in it, stay null.
@@ -36,6 +45,15 @@ func NewJSON(f Fields) *JSON { return &JSON{fields: compile(f)} }
 // Strings in r stay valid until Reset, also across later calls to Decode.
 // line is not retained.
 func (d *JSON) Decode(line []byte, r *row.Row) *source.DecodeError {
+	if d.fast && d.fastDecode(line, r) {
+		return nil
+	}
+	return d.slowDecode(line, r)
+}
+
+// slowDecode decodes with fastjson: every line the fast path declines,
+// and the reference the fast path is checked against.
+func (d *JSON) slowDecode(line []byte, r *row.Row) *source.DecodeError {
 	v, err := d.p.ParseBytes(line)
 	if err != nil {
 		return syntaxError(line, err)

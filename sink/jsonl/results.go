@@ -14,7 +14,7 @@ import (
 type Results struct {
 	file *file
 	desc changelog.Desc
-	loc  *time.Location
+	enc  *changelog.Encoder
 	buf  []byte
 }
 
@@ -33,7 +33,7 @@ func NewResults(path string, d changelog.Desc) (*Results, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jsonl %s: %w", path, err)
 	}
-	return &Results{file: f, desc: d, loc: loc, buf: make([]byte, 0, 1024)}, nil
+	return &Results{file: f, desc: d, enc: changelog.NewEncoder(loc), buf: make([]byte, 0, 1024)}, nil
 }
 
 // Write buffers one line per row, every op included. It returns an error
@@ -44,7 +44,7 @@ func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 		return err
 	}
 	for i := range rows {
-		r.buf = changelog.AppendRowJSON(r.buf[:0], &rows[i], &r.desc, r.loc)
+		r.buf = r.enc.Row(r.buf[:0], &rows[i], &r.desc)
 		r.buf = append(r.buf, '\n')
 		if err := r.file.write(r.buf); err != nil {
 			return err

@@ -18,6 +18,7 @@ type encoder struct {
 	cols []column
 	nKey int
 	loc  *time.Location
+	tf   row.TimeFormatter
 	buf  []byte
 	last [4]struct {
 		ms   int64
@@ -79,7 +80,7 @@ func (e *encoder) encode(args []any, r *changelog.Row) ([]any, error) {
 func (e *encoder) instant(slot int, ms int64) string {
 	l := &e.last[slot]
 	if !l.ok || l.ms != ms {
-		e.buf = row.AppendTime(e.buf[:0], ms, e.loc)
+		e.buf = e.formatter().Append(e.buf[:0], ms)
 		l.ms, l.text, l.ok = ms, string(e.buf), true
 	}
 	return l.text
@@ -111,7 +112,15 @@ func (e *encoder) value(c *column, v row.Value) (any, error) {
 	case row.KindString:
 		return strings.Clone(v.S), nil // the row's strings may be reused after Write
 	default:
-		e.buf = row.AppendTime(e.buf[:0], v.I, e.loc)
+		e.buf = e.formatter().Append(e.buf[:0], v.I)
 		return string(e.buf), nil
 	}
+}
+
+// formatter returns the encoder's time formatter for loc, made on first use.
+func (e *encoder) formatter() *row.TimeFormatter {
+	if e.tf.Location() == nil {
+		e.tf = row.NewTimeFormatter(e.loc)
+	}
+	return &e.tf
 }

@@ -23,6 +23,7 @@ type Results struct {
 	w    *bufio.Writer
 	desc changelog.Desc
 	loc  *time.Location
+	enc  *changelog.Encoder
 	err  error // an unknown timezone, returned by every call
 	buf  []byte
 }
@@ -51,7 +52,10 @@ func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 		return err
 	}
 	for i := range rows {
-		r.buf = changelog.AppendRowJSON(r.buf[:0], &rows[i], &r.desc, r.loc)
+		if r.enc == nil {
+			r.enc = changelog.NewEncoder(r.loc)
+		}
+		r.buf = r.enc.Row(r.buf[:0], &rows[i], &r.desc)
 		r.buf = append(r.buf, '\n')
 		if _, err := r.w.Write(r.buf); err != nil {
 			return fmt.Errorf("stdout sink: %w", err)

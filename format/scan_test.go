@@ -1,0 +1,101 @@
+package format
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/tidemark/tidemark/eventtime"
+	"github.com/tidemark/tidemark/row"
+)
+
+// fastSlowFields is a flat schema of every kind.
+func fastSlowFields(t testing.TB) Fields {
+	s := row.NewSchema()
+	for _, f := range []struct {
+		n string
+		k row.Kind
+	}{{"s", row.KindString}, {"i", row.KindInt}, {"d", row.KindDecimal}, {"b", row.KindBool}, {"t", row.KindTime}, {"e", row.KindTime}} {
+		if _, err := s.Add(f.n, f.k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, _ := s.Lookup("e")
+	return Fields{Schema: s, Time: map[int]*eventtime.Parser{e.Index: {Format: eventtime.EpochMs}}}
+}
+
+// decodeBoth decodes line with the fast path enabled and disabled and
+// renders each outcome.
+func decodeBoth(f Fields, line []byte) (fast, slow string) {
+	render := func(useFast bool) string {
+		d := NewJSON(f)
+		d.fast = useFast
+		r := f.Schema.NewRow()
+		err := d.Decode(line, r)
+		out := ""
+		for _, fd := range f.Schema.Fields {
+			v := r.Get(fd)
+			out += fmt.Sprintf("%s=%s(%s) ", fd.Name, v, v.Kind)
+			if v.Kind == row.KindDecimal {
+				out += fmt.Sprintf("scale=%d ", v.D.Prec())
+			}
+		}
+		if err != nil {
+			out += "err=" + err.Error()
+		}
+		return out
+	}
+	return render(true), render(false)
+}
+
+func TestFastPathAgreesWithFastjson(t *testing.T) {
+	f := fastSlowFields(t)
+	for _, line := range []string{
+		`{"s":"a","i":3,"d":19.99,"b":true,"t":"2026-09-01T10:00:00+09:00","e":1700000000000}`,
+		`  {"i":"42","d":"0.10","x":{"nested":[1,2,{"a":null}]},"s":7}  `,
+		`{}`, `{"s":null}`, `{"s":"a","s":"b"}`, `{"i":2.0}`, `{"i":2.5}`, `{"d":1e3}`,
+		`{"s":"a\"b"}`, `{"x":"\u00e9","s":"ok"}`, `{"s":"x",}`, `{"s":"x"} x`, `[1]`, ``,
+		`{"t":1}`, `{"b":"TRUE"}`, `{"e":"123"}`, `{"i":-0}`, `{"i":01}`, `{"x":[[[[]]]],"i":1}`,
+		`{"s":"` + "\x01" + `"}`, `{"x":"\q","i":1}`, `{"i":9223372036854775808}`,
+	} {
+		fast, slow := decodeBoth(f, []byte(line))
+		if fast != slow {
+			t.Errorf("%q:\nfast %s\nslow %s", line, fast, slow)
+		}
+	}
+}
+
+// FuzzFastPath: for any line, the fast path and the fastjson path decode
+// the same row and the same error.
+func FuzzFastPath(f *testing.F) {
+	for _, s := range []string{
+		`{"s":"a","i":3,"d":19.99,"b":true,"t":"2026-09-01T10:00:00+09:00","e":1700000000000}`,
+		`{"x":{"y":[1,"2",{"z":null}]},"i":-1e2,"d":"5"}`, `{"s":"\u0041"}`, `{"b":false,"s":true}`,
+	} {
+		f.Add([]byte(s))
+	}
+	fields := fastSlowFields(f)
+	f.Fuzz(func(t *testing.T, line []byte) {
+		fast, slow := decodeBoth(fields, line)
+		if fast != slow {
+			t.Fatalf("%q:\nfast %s\nslow %s", line, fast, slow)
+		}
+	})
+}
+
+func BenchmarkJSONSlowPath(b *testing.B) {
+	f := testFields(b, orderSpecs...)
+	d := NewJSON(f)
+	d.fast = false
+	r := f.Schema.NewRow()
+	n := 0
+	for b.Loop() {
+		if n%1024 == 0 {
+			d.Reset()
+		}
+		n++
+		f.Schema.Shape(r)
+		if e := d.Decode(orderLine, r); e != nil {
+			b.Fatal(e)
+		}
+	}
+}
