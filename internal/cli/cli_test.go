@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := run(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "tidemark ") || !strings.Contains(out, "go1.") {
+		t.Fatalf("version: code %d, %q", code, out)
+	}
+}
+
+// TestRunMissingData: a source whose files are missing says where the data
+// comes from and exits non-zero.
+func TestRunMissingData(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "p.yaml")
+	os.WriteFile(p, []byte(`
+name: demo
+source:
+  type: file
+  path: `+filepath.Join(dir, "nowhere", "*.csv")+`
+  about: the demo data set, from example.org
+event_time: {field: ts}
+window: {type: tumbling, size: 1m}
+aggregates: {n: count()}
+`), 0o644)
+	code, _, errOut := run(t, "run", p)
+	if code != 1 || !strings.Contains(errOut, "no files match") || !strings.Contains(errOut, "about this source: the demo data set, from example.org") {
+		t.Fatalf("code %d, stderr %q", code, errOut)
+	}
+}
+
+// TestRunConfigError: configuration errors name the key and exit 2.
+func TestRunConfigError(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "p.yaml")
+	os.WriteFile(p, []byte(`
+name: demo
+source: {type: file, path: x.jsonl}
+event_time: {field: ts}
+window: {type: tumbling}
+aggregates: {n: count()}
+`), 0o644)
+	code, _, errOut := run(t, "run", p)
+	if code != 2 || !strings.Contains(errOut, "window.size: required and positive for tumbling windows") {
+		t.Fatalf("code %d, stderr %q", code, errOut)
+	}
+}
+
+// TestRunPrintsSummary runs a small pipeline end to end and checks the
+// summary's counts and the rows in the output file.
+func TestRunPrintsSummary(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "orders.jsonl")
+	os.WriteFile(in, []byte(`{"ts":"2026-09-01T10:02:00+09:00","store":"S1","amount":25000}
+{"ts":"2026-09-01T10:05:00+09:00","store":"S1","amount":-5000}
+{"ts":"2026-09-01T10:05:00","store":"S1","amount":1}
+`), 0o644)
+	p := filepath.Join(dir, "p.yaml")
+	out := filepath.Join(dir, "rows.jsonl")
+	os.WriteFile(p, []byte(`
+name: demo
+source: {type: file, path: `+in+`, schema: {amount: decimal}}
+event_time: {field: ts}
+key: [store]
+window: {type: tumbling, size: 10m, timezone: Asia/Seoul}
+aggregates: {revenue: sum(amount)}
+emit: {mode: final}
+sinks: [{type: jsonl, path: `+out+`}]
+`), 0o644)
+	code, stdout, errOut := run(t, "run", p)
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errOut)
+	}
+	for _, want := range []string{"events read                     3", "quarantined                     1", "on time                         2", "rows emitted                    1  (1 final)", "+inf"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	rows, _ := os.ReadFile(out)
+	want := `{"op":"insert","window_start":"2026-09-01T10:00:00+09:00","window_end":"2026-09-01T10:10:00+09:00","store":"S1","revenue":20000,"version":1,"is_final":true,"watermark_at":"infinity",`
+	if !strings.HasPrefix(string(rows), want) {
+		t.Fatalf("rows:\n%s\nwant prefix\n%s", rows, want)
+	}
+}
