@@ -32,7 +32,7 @@ func Parse(name string, data []byte) (*Pipeline, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	var p Pipeline
-	if err := yaml.UnmarshalWithOptions(data, &p, yaml.DisallowUnknownField()); err != nil {
+	if err := decode(data, &p); err != nil {
 		return nil, fmt.Errorf("%s: %s", name, yaml.FormatError(err, false, true))
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -43,6 +43,19 @@ func Parse(name string, data []byte) (*Pipeline, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &p, nil
+}
+
+// decode unmarshals data into p, unknown keys being errors. A panic of the
+// YAML library becomes an error: goccy/go-yaml v1.19.2 dereferences nil on
+// a tag without a value where a list is expected ("key: !foo"; upstream
+// issue goccy/go-yaml#735, found by FuzzParse).
+func decode(data []byte, p *Pipeline) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cannot decode the YAML (the decoder failed: %v); check for a tag such as !foo without a value", r)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(data, p, yaml.DisallowUnknownField())
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
@@ -211,9 +224,10 @@ func (p *Pipeline) Validate() error {
 		validateSink("quarantine.sink", p.Quarantine.Sink, false, add)
 	}
 	if len(p.Stages) > 0 {
-		if p.Filter != "" || len(p.Fields) > 0 || len(p.Key) > 0 || p.Window.Type != "" ||
-			len(p.Aggregates) > 0 || len(p.Sinks) > 0 || p.AllowedLateness != 0 {
-			add("stages", "use either stages or the top-level stage keys (filter, fields, key, window, aggregates, sinks), not both")
+		if p.Filter != "" || len(p.Fields) > 0 || len(p.Key) > 0 || p.Window != (Window{}) ||
+			len(p.Aggregates) > 0 || len(p.Sinks) > 0 || p.AllowedLateness != 0 ||
+			p.Emit != (Emit{}) || p.Late.Policy != "" || p.Late.Sink != nil {
+			add("stages", "use either stages or the top-level stage keys (filter, fields, key, window, allowed_lateness, aggregates, emit, late, sinks), not both")
 		}
 	}
 	seen := map[string]bool{"source": true}
@@ -282,10 +296,11 @@ func validateSource(s *Source, add func(key, format string, args ...any)) {
 		if r.MaxDelay < r.Delay {
 			add("source.replay.max_delay", "%s is less than delay %s", r.MaxDelay, r.Delay)
 		}
-		if r.StragglerFraction < 0 || r.StragglerFraction > 1 {
+		// Written so that NaN (YAML .nan) fails too.
+		if !(r.StragglerFraction >= 0 && r.StragglerFraction <= 1) {
 			add("source.replay.straggler_fraction", "must be between 0 and 1")
 		}
-		if r.RedeliverFraction < 0 || r.RedeliverFraction > 1 {
+		if !(r.RedeliverFraction >= 0 && r.RedeliverFraction <= 1) {
 			add("source.replay.redeliver_fraction", "must be between 0 and 1")
 		}
 		if r.Partitions < 1 || r.Partitions > 4096 {
@@ -319,6 +334,10 @@ func validateEventTime(key string, et *EventTime, add func(key, format string, a
 		if et.Layout != "" {
 			add(key+".layout", "only with format layout")
 		}
+	case "":
+		// Defaults fills the pipeline's format; a stage's event_time has
+		// no default.
+		add(key+".format", "required in a stage's event_time (write format: rfc3339; the upstream columns are timestamps already)")
 	case "layout":
 		if et.Layout == "" {
 			add(key+".layout", "required with format layout")
@@ -406,14 +425,19 @@ func validateStage(prefix string, s *Stage, add func(key, format string, args ..
 		}
 		names[k] = true
 	}
+	aggs := map[string]bool{}
 	for _, a := range s.Aggregates {
-		if names[a.Name] {
+		switch {
+		case names[a.Name]:
 			add(prefix+"aggregates."+a.Name, "name also used by a key column")
+		case aggs[a.Name]:
+			// Only from Go code: YAML rejects a repeated mapping key.
+			add(prefix+"aggregates."+a.Name, "listed twice")
 		}
+		aggs[a.Name] = true
 		if reserved[a.Name] {
 			add(prefix+"aggregates."+a.Name, "%q is a reserved output column", a.Name)
 		}
-		names[a.Name] = true
 	}
 	for _, k := range s.Key {
 		if reserved[k] {
@@ -475,7 +499,11 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 		}
 	case "stdout":
 	case "":
-		add(key+".type", "required (sqlite, jsonl or stdout)")
+		if results {
+			add(key+".type", "required (sqlite, jsonl or stdout)")
+		} else {
+			add(key+".type", "required (jsonl or stdout)")
+		}
 	default:
 		// Other types resolve through the engine's registry, which may hold
 		// sinks added by a library user; an unknown type fails when the

@@ -61,8 +61,16 @@ type Stage struct {
 	Input string `yaml:"input"`
 	// EventTime overrides the event-time field for a stage that reads
 	// another stage (e.g. window_start). YAML `event_time`. Optional.
+	// Default: the upstream window_end − 1 ms (Flink's
+	// window.maxTimestamp()); with it, the field's value as is. Only its
+	// field is used (the watermark is the pipeline's); format has no
+	// default here and must be given (rfc3339); the other keys are
+	// validated but have no effect.
 	EventTime *EventTime `yaml:"event_time"`
 
+	// The stage keys below are those of the same name at the top level of
+	// Pipeline, with the same meaning and defaults (table names default to
+	// this stage's name).
 	Filter          string     `yaml:"filter"`
 	Fields          NamedExprs `yaml:"fields"`
 	Key             []string   `yaml:"key"`
@@ -128,7 +136,8 @@ type Ordinal struct {
 
 // CSVOptions configures CSV decoding.
 type CSVOptions struct {
-	// Delimiter is the field separator, one character. YAML `delimiter`.
+	// Delimiter is the field separator, one character (not '"', CR or LF,
+	// which the source rejects when it opens). YAML `delimiter`.
 	// Default ",".
 	Delimiter string `yaml:"delimiter"`
 	// Header: the first line of each file names the columns. YAML `header`.
@@ -140,23 +149,25 @@ type CSVOptions struct {
 
 // Replay configures the file source's simulated delivery.
 type Replay struct {
-	// Seed makes the shuffle reproducible. YAML `seed`. Default 1.
+	// Seed makes the shuffle reproducible. YAML `seed`. Default 1 (0 also
+	// means 1).
 	Seed int64 `yaml:"seed"`
 	// Delay bounds the usual transport delay: each record arrives its
 	// event time plus a uniform delay in [0, delay]. YAML `delay`.
-	// Default 30s.
+	// Default 30s; 0 also means 30s.
 	Delay Duration `yaml:"delay"`
 	// StragglerFraction of records (0..1) are delayed uniformly in
 	// [0, max_delay] instead. YAML `straggler_fraction`. Default 0.
 	StragglerFraction float64 `yaml:"straggler_fraction"`
-	// MaxDelay bounds every delay. YAML `max_delay`. Default: delay.
+	// MaxDelay bounds every delay: stragglers' delays and the extra delay
+	// of a redelivery. YAML `max_delay`. Default (and when 0): delay.
 	MaxDelay Duration `yaml:"max_delay"`
-	// RedeliverFraction of records (0..1) are delivered a second time,
-	// later (an at-least-once redelivery). YAML `redeliver_fraction`.
-	// Default 0.
+	// RedeliverFraction of records (0..1) are delivered a second time, a
+	// uniform [0, max_delay] after the first delivery (an at-least-once
+	// redelivery). YAML `redeliver_fraction`. Default 0.
 	RedeliverFraction float64 `yaml:"redeliver_fraction"`
-	// Partitions spreads records over this many simulated partitions.
-	// YAML `partitions`. Default 1.
+	// Partitions spreads records over this many simulated partitions
+	// (1..4096). YAML `partitions`. Default 1 (0 also means 1).
 	Partitions int `yaml:"partitions"`
 	// PartitionBy names the field whose hash picks the partition, so that
 	// related records stay in order on one partition. YAML `partition_by`.
@@ -177,7 +188,8 @@ type EventTime struct {
 	// ("2006-01-02 15:04:05"). YAML `layout`.
 	Layout string `yaml:"layout"`
 	// Timezone is the IANA zone in which Layout timestamps are read
-	// ("Europe/London"). YAML `timezone`. Required with Layout.
+	// ("Europe/London"). YAML `timezone`. Required with Layout; checked
+	// but unused with the other formats.
 	Timezone string `yaml:"timezone"`
 	// OutOfOrderness is how far the watermark trails the largest event
 	// time seen on a partition. YAML `out_of_orderness`. Default 0.
@@ -201,7 +213,9 @@ type Window struct {
 	// without an event for its key. YAML `gap`.
 	Gap Duration `yaml:"gap"`
 	// Offset shifts fixed-length windows from the Unix epoch (Flink's
-	// window offset). YAML `offset`. Default 0.
+	// window offset), taken modulo the slide (the size for tumbling
+	// windows). Not with session windows or whole-day sizes. YAML
+	// `offset`. Default 0.
 	Offset Duration `yaml:"offset"`
 	// Timezone is the IANA zone for calendar windows (sizes that are whole
 	// days align to local midnight, and a day with a DST change is 23 or 25
@@ -229,13 +243,13 @@ type Late struct {
 	// Policy is "drop" (counted) or "side_output" (written to Sink).
 	// YAML `policy`. Default: side_output when a sink is set, else drop.
 	Policy string `yaml:"policy"`
-	// Sink receives late records. YAML `sink`.
+	// Sink receives late records: jsonl or stdout. YAML `sink`.
 	Sink *Sink `yaml:"sink"`
 }
 
 // Quarantine configures the destination of invalid records.
 type Quarantine struct {
-	// Sink receives quarantined records. YAML `sink`.
+	// Sink receives quarantined records: jsonl or stdout. YAML `sink`.
 	Sink *Sink `yaml:"sink"`
 }
 
@@ -244,8 +258,11 @@ type Sink struct {
 	// Type is "sqlite", "jsonl" or "stdout". YAML `type`. Required.
 	Type string `yaml:"type"`
 	// Path of the database (sqlite) or file (jsonl), relative to the
-	// working directory; parent directories are created. YAML `path`.
+	// working directory; parent directories are created (a jsonl file is
+	// truncated when the run opens it). YAML `path`. Required for sqlite
+	// and jsonl.
 	Path string `yaml:"path"`
-	// Table for SQL sinks. YAML `table`. Default: the stage name.
+	// Table for SQL sinks. YAML `table`. Default: the stage name with '-'
+	// replaced by '_'. Unused by other sink types.
 	Table string `yaml:"table"`
 }

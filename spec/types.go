@@ -55,7 +55,10 @@ type NamedExpr struct {
 }
 
 // NamedExprs is an ordered map from names to expressions; YAML order is kept
-// because a derived field may use the fields before it.
+// because a derived field may use the fields before it. A value that YAML
+// reads as a number or bool is turned back into text with fmt.Sprint, so
+// an unquoted decimal loses its written scale (2.50 becomes "2.5"): quote
+// such expressions.
 type NamedExprs []NamedExpr
 
 // UnmarshalYAML implements yaml.InterfaceUnmarshaler, keeping key order.
