@@ -137,6 +137,11 @@ type runtime struct {
 	batches   int
 	buf       []byte
 	closed    bool
+
+	// present marks source fields seen non-null in at least one record;
+	// absent counts those not yet seen (a misspelt name stays absent).
+	present []bool
+	absent  int
 }
 
 func (rt *runtime) open(ctx context.Context) error {
@@ -150,6 +155,8 @@ func (rt *runtime) open(ctx context.Context) error {
 		return fmt.Errorf("event-time field %q missing from the source schema", p.EventTimeField)
 	}
 	rt.etField = f
+	rt.present = make([]bool, p.SourceSchema.Len())
+	rt.absent = len(rt.present)
 	if q := p.Spec.Quarantine.Sink; q != nil {
 		s, err := rt.opts.Registry.openRecords(ctx, *q, &rt.env)
 		if err != nil {
@@ -279,6 +286,14 @@ func (rt *runtime) record(ctx context.Context, r *row.Row, m *source.Meta, now i
 		}
 		return nil
 	}
+	if rt.absent > 0 {
+		for i, seen := range rt.present {
+			if !seen && !r.IsNull(i) {
+				rt.present[i] = true
+				rt.absent--
+			}
+		}
+	}
 	if r.IsNull(rt.etField.Index) {
 		for _, st := range rt.roots {
 			st.cnt.In++
@@ -377,6 +392,13 @@ func (rt *runtime) summary() *Summary {
 		Redeliveries:   rt.redeliver,
 		Partitions:     rt.parts,
 		FinalWatermark: rt.tracker.Current(),
+	}
+	if rt.events > 0 {
+		for i, seen := range rt.present {
+			if !seen {
+				s.AbsentFields = append(s.AbsentFields, rt.plan.SourceSchema.Fields[i].Name)
+			}
+		}
 	}
 	for _, st := range rt.stages {
 		os := st.op.Stats()

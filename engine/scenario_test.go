@@ -223,5 +223,8 @@ func runScenario(t *testing.T, y string, td *datadriven.TestData) string {
 		lines = append(lines, fmt.Sprintf("counters: in=%d on_time=%d late_accepted=%d too_late_side_output=%d too_late_dropped=%d quarantined=%d filtered=%d rows=%d",
 			c.In, c.OnTime, c.LateAccepted, c.TooLateSideOutput, c.TooLateDropped, c.Quarantined, c.Filtered, c.RowsEmitted))
 	}
+	if len(sum.AbsentFields) > 0 {
+		lines = append(lines, fmt.Sprintf("absent fields: %v", sum.AbsentFields))
+	}
 	return strings.Join(lines, "\n") + "\n"
 }

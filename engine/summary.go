@@ -45,6 +45,9 @@ type Summary struct {
 	Wall           time.Duration
 	CPU            time.Duration // process CPU time (user+system) during the run
 	Stages         []StageSummary
+	// AbsentFields are source fields the pipeline uses that were null or
+	// missing in every record read: usually a misspelt name.
+	AbsentFields []string
 }
 
 // EventsPerSecond is EventsRead over wall time.
@@ -93,6 +96,9 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 		fmt.Fprintf(w, "  rows emitted         %12d  (%d final)\n", st.RowsEmitted, st.FinalRows)
 	}
 	fmt.Fprintf(w, "  final watermark      %s\n", wm)
+	for _, f := range s.AbsentFields {
+		fmt.Fprintf(w, "  warning: field %q was null or missing in every record (misspelt?)\n", f)
+	}
 	fmt.Fprintf(w, "  wall time            %12s\n", s.Wall.Round(time.Millisecond))
 	fmt.Fprintf(w, "  throughput           %12.0f events/s", s.EventsPerSecond())
 	if s.CPU > 0 {

@@ -45,6 +45,12 @@ const (
 	Layout                // a Go layout without offset, read in a zone
 )
 
+// maxEpochMs bounds epoch_ms values (about 285,000 years either side of
+// 1970), as epoch_s bounds its seconds: event times stay far from the ends
+// of int64, where watermark and window arithmetic would overflow (and
+// math.MinInt64 / math.MaxInt64 mean "no watermark" / "end of input").
+const maxEpochMs = 9_000_000_000_000_000
+
 // Parser parses one timestamp field. The zero Parser parses RFC 3339.
 type Parser struct {
 	Format Format
@@ -87,7 +93,7 @@ func (p *Parser) Parse(b []byte) (int64, error) {
 	switch p.Format {
 	case EpochMs:
 		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
+		if err != nil || v > maxEpochMs || v < -maxEpochMs {
 			return 0, fmt.Errorf("%w: %q is not integer epoch milliseconds", ErrSyntax, s)
 		}
 		return v, nil
@@ -103,7 +109,7 @@ func (p *Parser) Parse(b []byte) (int64, error) {
 		if !sameClock(t, s, p.Layout) {
 			return 0, fmt.Errorf("%w: %q in %s", ErrNonexistent, s, p.Loc)
 		}
-		return earlierOccurrence(t, p.Loc).UnixMilli(), nil
+		return earlierOccurrence(t).UnixMilli(), nil
 	default:
 		return ParseRFC3339(s)
 	}
@@ -122,13 +128,28 @@ func sameClock(t time.Time, s, layout string) bool {
 }
 
 // earlierOccurrence returns the first instant that shows t's wall clock in
-// loc: when clocks go back an hour, a local time occurs twice.
-func earlierOccurrence(t time.Time, loc *time.Location) time.Time {
-	for _, shift := range []time.Duration{-time.Hour, -30 * time.Minute} {
-		e := t.Add(shift)
-		if e.Hour() == t.Hour() && e.Minute() == t.Minute() && e.Second() == t.Second() && e.Day() == t.Day() {
-			return e
-		}
+// loc: when clocks go back, a local time occurs twice, and
+// time.ParseInLocation may return either occurrence. The earlier one lies
+// in the zone period before t's, shifted by the difference of the offsets
+// (1 h in most zones, 30 min on Lord Howe Island, 2 h at Troll).
+func earlierOccurrence(t time.Time) time.Time {
+	start, _ := t.ZoneBounds()
+	if start.IsZero() {
+		return t
+	}
+	_, off := t.Zone()
+	_, prevOff := start.Add(-time.Nanosecond).Zone()
+	if prevOff <= off {
+		return t
+	}
+	e := t.Add(-time.Duration(prevOff-off) * time.Second)
+	if !e.Before(start) {
+		return t
+	}
+	y1, m1, d1 := t.Date()
+	y2, m2, d2 := e.Date()
+	if y1 == y2 && m1 == m2 && d1 == d2 && t.Hour() == e.Hour() && t.Minute() == e.Minute() && t.Second() == e.Second() {
+		return e
 	}
 	return t
 }
@@ -136,6 +157,128 @@ func earlierOccurrence(t time.Time, loc *time.Location) time.Time {
 // ParseRFC3339 parses RFC 3339 text with a mandatory UTC offset ("Z",
 // "+09:00", "-0500") to ms since the epoch. A space may stand for the "T".
 func ParseRFC3339(s string) (int64, error) {
+	if ms, ok := parseRFC3339Fast(s); ok {
+		return ms, nil
+	}
+	return parseRFC3339Slow(s)
+}
+
+// parseRFC3339Fast parses the common shapes without allocating:
+// "2006-01-02T15:04:05", an optional fraction ".999…", and "Z", "±hh:mm"
+// or "±hhmm", with "T" or a space. It checks the fields as time.Parse does
+// (year 0000–9999, the month's days, hour < 24, minute and second < 60,
+// offset hour < 24 and minute < 60) and computes the same instant. For
+// anything else it reports false and parseRFC3339Slow decides, so the two
+// together accept and return exactly what parseRFC3339Slow alone does
+// (checked by TestParseRFC3339FastMatchesSlow and FuzzParseRFC3339).
+// The slow path allocates: "+0900" is tried as RFC 3339 first (an error
+// value), and an offset that is not a whole hour gets a time.FixedZone.
+func parseRFC3339Fast(s string) (int64, bool) {
+	if len(s) < len("2006-01-02T15:04:05Z") || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != ' ') || s[13] != ':' || s[16] != ':' {
+		return 0, false
+	}
+	year, ok1 := atoiFixed(s[0:4])
+	month, ok2 := atoiFixed(s[5:7])
+	day, ok3 := atoiFixed(s[8:10])
+	hour, ok4 := atoiFixed(s[11:13])
+	min, ok5 := atoiFixed(s[14:16])
+	sec, ok6 := atoiFixed(s[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || min > 59 || sec > 59 {
+		return 0, false
+	}
+	rest := s[19:]
+	var frac int64 // milliseconds; further digits are truncated
+	if rest[0] == '.' {
+		n := 1
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			if n <= 3 {
+				frac = frac*10 + int64(rest[n]-'0')
+			}
+			n++
+		}
+		if n == 1 {
+			return 0, false
+		}
+		for i := n; i <= 3; i++ {
+			frac *= 10
+		}
+		rest = rest[n:]
+	}
+	var off int64 // seconds east of UTC
+	switch {
+	case rest == "Z":
+	case len(rest) == 6 && rest[3] == ':', len(rest) == 5:
+		if rest[0] != '+' && rest[0] != '-' {
+			return 0, false
+		}
+		hh, ok1 := atoiFixed(rest[1:3])
+		mm, ok2 := atoiFixed(rest[len(rest)-2:])
+		if !ok1 || !ok2 || hh > 23 || mm > 59 {
+			return 0, false
+		}
+		off = (hh*60 + mm) * 60
+		if rest[0] == '-' {
+			off = -off
+		}
+	default:
+		return 0, false
+	}
+	secs := daysFromCivil(year, month, day)*86400 + hour*3600 + min*60 + sec - off
+	return secs*1000 + frac, true
+}
+
+// atoiFixed parses s, ASCII digits only.
+func atoiFixed(s string) (int64, bool) {
+	var v int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v, true
+}
+
+// daysIn returns the number of days of month m in year y (proleptic
+// Gregorian).
+func daysIn(m, y int64) int64 {
+	switch m {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil returns the days since 1970-01-01 of a proleptic Gregorian
+// date (Howard Hinnant, "chrono-Compatible Low-Level Date Algorithms",
+// days_from_civil).
+func daysFromCivil(y, m, d int64) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y
+	if era < 0 {
+		era -= 399
+	}
+	era /= 400
+	yoe := y - era*400
+	mp := m + 9
+	if m > 2 {
+		mp = m - 3
+	}
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+// parseRFC3339Slow is ParseRFC3339 through time.Parse, for every shape.
+func parseRFC3339Slow(s string) (int64, error) {
 	if !hasOffset(s) {
 		if _, err := time.Parse("2006-01-02T15:04:05", normalizeT(s)); err == nil || looksLikeLocal(s) {
 			return 0, fmt.Errorf("%w: %q", ErrNoOffset, s)
@@ -215,12 +358,17 @@ func parseEpochSeconds(s string) (int64, error) {
 			f += int64(c - '0')
 		}
 	}
+	sub := false // non-zero digits below the millisecond
 	for i := 3; i < len(frac); i++ {
 		if frac[i] < '0' || frac[i] > '9' {
 			return 0, fmt.Errorf("%w: %q is not epoch seconds", ErrSyntax, s)
 		}
+		sub = sub || frac[i] != '0'
 	}
 	if s[0] == '-' {
+		if sub {
+			f++ // truncate toward the past: -1.2345 s is -1234.5 ms, read as -1235
+		}
 		return ms - f, nil
 	}
 	return ms + f, nil

@@ -146,7 +146,12 @@ func Compile(p *spec.Pipeline) (*Plan, error) {
 			up := pl.Stages[in]
 			inSchema = changelogSchema(&up.Desc)
 			if st.EventTime == nil {
-				etName, shift = "window_end", -1
+				etName = "window_end"
+			}
+			if etName == "window_end" {
+				// window_end is exclusive: the last instant of the upstream
+				// window is end − 1 ms (Flink's window.maxTimestamp()).
+				shift = -1
 			}
 			retracting = up.Desc.EmitMode != "final"
 			if up.Desc.EmitMode == "update" {

@@ -37,6 +37,16 @@ func ParseDecimal(b []byte) (Decimal, error) {
 	if len(b) == 0 {
 		return Decimal{}, fmt.Errorf("%w: empty", ErrDecimalSyntax)
 	}
+	// A digit must follow the optional sign. udecimal reads literals of
+	// more than 41 bytes with big.Int, which takes a sign of its own, so
+	// it accepted "-+1000…0" as −1000…0.
+	i := 0
+	if b[0] == '+' || b[0] == '-' {
+		i = 1
+	}
+	if i == len(b) || b[i] < '0' || b[i] > '9' {
+		return Decimal{}, fmt.Errorf("%w: %q", ErrDecimalSyntax, b)
+	}
 	// Split an exponent, which udecimal does not accept.
 	e := -1
 	for i, c := range b {

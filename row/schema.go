@@ -93,7 +93,11 @@ func (s *Schema) ExtendFrom(r *Row, from int) {
 	r.I = growKeep(r.I, s.nI)
 	r.D = growKeep(r.D, s.nD)
 	r.S = growKeep(r.S, s.nS)
+	words := len(r.null)
 	r.null = growKeep(r.null, (len(s.Fields)+63)/64)
+	// Words taken back from spare capacity still hold the bits of an
+	// earlier, wider shape: clear them before marking the new fields null.
+	clear(r.null[min(words, len(r.null)):])
 	for f := from; f < len(s.Fields); f++ {
 		r.SetNull(f)
 	}

@@ -65,7 +65,7 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 // unset is an error naming it.
 func ExpandEnv(data []byte, lookup func(string) (string, bool)) ([]byte, error) {
 	var missing []string
-	out := envRef.ReplaceAllFunc(data, func(m []byte) []byte {
+	expand := func(m []byte) []byte {
 		sub := envRef.FindSubmatch(m)
 		name := string(sub[1])
 		v, ok := lookup(name)
@@ -77,11 +77,19 @@ func ExpandEnv(data []byte, lookup func(string) (string, bool)) ([]byte, error) 
 		}
 		missing = append(missing, name)
 		return m
-	})
+	}
+	// Lines that are only a comment are left as they are.
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for i, l := range lines {
+		if t := bytes.TrimLeft(l, " \t"); len(t) > 0 && t[0] == '#' {
+			continue
+		}
+		lines[i] = envRef.ReplaceAllFunc(l, expand)
+	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("environment variable %s is not set (write ${%s:-default} to give a default)", missing[0], missing[0])
 	}
-	return out, nil
+	return bytes.Join(lines, nil), nil
 }
 
 // Defaults fills in the documented defaults of unset keys.
@@ -151,6 +159,9 @@ func (p *Pipeline) Defaults() {
 	}
 	for i := range p.Stages {
 		defaultStage(&p.Stages[i])
+		if et := p.Stages[i].EventTime; et != nil && et.Format == "" {
+			et.Format = "rfc3339"
+		}
 	}
 }
 
@@ -335,9 +346,7 @@ func validateEventTime(key string, et *EventTime, add func(key, format string, a
 			add(key+".layout", "only with format layout")
 		}
 	case "":
-		// Defaults fills the pipeline's format; a stage's event_time has
-		// no default.
-		add(key+".format", "required in a stage's event_time (write format: rfc3339; the upstream columns are timestamps already)")
+		add(key+".format", "required (rfc3339, epoch_ms, epoch_s or layout)")
 	case "layout":
 		if et.Layout == "" {
 			add(key+".layout", "required with format layout")
@@ -349,8 +358,8 @@ func validateEventTime(key string, et *EventTime, add func(key, format string, a
 		add(key+".format", "unknown format %q (want rfc3339, epoch_ms, epoch_s or layout)", et.Format)
 	}
 	if et.Timezone != "" {
-		if _, err := time.LoadLocation(et.Timezone); err != nil {
-			add(key+".timezone", "unknown zone %q", et.Timezone)
+		if err := checkZone(et.Timezone); err != "" {
+			add(key+".timezone", "%s", err)
 		}
 	}
 	if et.OutOfOrderness < 0 {
@@ -402,8 +411,8 @@ func validateStage(prefix string, s *Stage, add func(key, format string, args ..
 		add(prefix+"window.offset", "must not be negative")
 	}
 	if w.Timezone != "" {
-		if _, err := time.LoadLocation(w.Timezone); err != nil {
-			add(prefix+"window.timezone", "unknown zone %q", w.Timezone)
+		if err := checkZone(w.Timezone); err != "" {
+			add(prefix+"window.timezone", "%s", err)
 		}
 	}
 	if w.Offset != 0 && w.Size.D()%day == 0 && w.Size > 0 {
@@ -512,4 +521,16 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 			add(key+".type", "%q is not a sink type name", s.Type)
 		}
 	}
+}
+
+// checkZone returns why zone is not usable, or "". "Local" is refused: it
+// would make results depend on the machine that runs the pipeline.
+func checkZone(zone string) string {
+	if zone == "Local" {
+		return `"Local" depends on the machine; name an IANA zone such as "Europe/London" or "UTC"`
+	}
+	if _, err := time.LoadLocation(zone); err != nil {
+		return fmt.Sprintf("unknown zone %q", zone)
+	}
+	return ""
 }

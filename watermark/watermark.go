@@ -41,8 +41,10 @@ type Partition struct {
 }
 
 // Watermark returns the partition's watermark given out-of-orderness ooo (ms).
+// It saturates at None rather than wrap: an event time within ooo of
+// math.MinInt64 must not turn into a watermark near +∞.
 func (p *Partition) Watermark(ooo int64) int64 {
-	if p.MaxEventTime == None {
+	if p.MaxEventTime == None || (ooo > 0 && p.MaxEventTime < None+ooo) {
 		return None
 	}
 	return p.MaxEventTime - ooo

@@ -13,7 +13,10 @@
 //     windows start at local midnight in the configured IANA zone, so a day
 //     window in a zone with daylight saving is 23 or 25 hours long. Day
 //     numbers count from 1970-01-01 (local), and N-day windows align to
-//     multiples of N from there.
+//     multiples of N from there. Precisely, day n begins at the first
+//     instant whose local date is day n or later: at the transition when
+//     clocks skip midnight, at the first occurrence when midnight repeats.
+//     Day windows tile the time line without gaps or overlaps.
 //   - Session (gap): per key, an event opens [t, t+gap); overlapping or
 //     touching sessions merge (Flink's TimeWindow.intersects). Merging lives
 //     in the window operator, which owns per-key state; this package gives
@@ -103,11 +106,16 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// Assign implements Assigner.
+// Assign implements Assigner. Event times within a window size of the ends
+// of int64 have windows that int64 cannot hold (eventtime keeps event
+// times far from them); Assign still returns MaxWindows windows.
 func (f *Fixed) Assign(ts int64, dst []Window) []Window {
 	last := floorDiv(ts-f.Offset, f.Slide)*f.Slide + f.Offset // latest start ≤ ts
 	first := last - f.Size + f.Slide                          // earliest start with end > ts
-	for s := first; s <= last; s += f.Slide {
+	// Count the windows rather than compare starts with last: near
+	// math.MaxInt64, s += Slide would wrap and never pass last.
+	for i, n := int64(0), f.Size/f.Slide; i < n; i++ {
+		s := first + i*f.Slide
 		dst = append(dst, Window{Start: s, End: s + f.Size})
 	}
 	return dst
@@ -132,33 +140,68 @@ func civilDay(y int, m time.Month, d int) int64 {
 }
 
 // midnight returns the first instant (ms) of local day n (days since
-// 1970-01-01) in loc.
+// 1970-01-01) in loc: the first instant whose local date is day n or
+// later. That is local midnight, except where a zone transition skips or
+// repeats midnight: when clocks jump over it (America/Sao_Paulo,
+// 2018-11-04) the day begins at the transition; when midnight occurs twice
+// (Asia/Amman, 2014-10-31) at its first occurrence; a day skipped entirely
+// (Pacific/Apia, 2011-12-30) is empty. time.Date is no help there: it
+// returns either side of the transition.
+//
+// An instant u shows day n or later iff u + offset(u) ≥ n days, so within
+// one zone period [start, end) with offset off the first such instant is
+// max(start, n days − off). The answer is the least of these over the
+// periods around local midnight (offsets are within ±maxOffset).
 func (c *Calendar) midnight(n int64) int64 {
-	t := time.Unix(n*86400, 0).UTC()
-	y, m, d := t.Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, c.Loc).UnixMilli()
+	l := n * 86400 // local midnight of day n, seconds, as if UTC
+	first := l + maxOffset
+	for u := l - maxOffset; u <= first; {
+		t := time.Unix(u, 0).In(c.Loc)
+		_, off := t.Zone()
+		start, end := t.ZoneBounds()
+		cand := l - int64(off)
+		if !start.IsZero() && cand < start.Unix() {
+			cand = start.Unix()
+		}
+		if (end.IsZero() || cand < end.Unix()) && cand < first {
+			first = cand
+		}
+		if end.IsZero() {
+			break
+		}
+		u = end.Unix()
+	}
+	return first * 1000
 }
 
-// dayOf returns the local day number containing ts.
+// maxOffset bounds the UTC offset of any zone (seconds; the largest in the
+// tz database are under 16 h).
+const maxOffset = 30 * 3600
+
+// dayOf returns the number of the local day whose window [midnight(n),
+// midnight(n+1)) contains ts. That is ts's local date, except after clocks
+// go back across midnight (America/St_Johns until 2011: 00:01 back to
+// 23:01): those instants show the previous date but come after the next
+// day began, and belong to it.
 func (c *Calendar) dayOf(ts int64) int64 {
 	if c.cValid && ts >= c.cStart && ts < c.cEnd {
 		return c.cDay
 	}
 	t := time.UnixMilli(ts).In(c.Loc)
 	n := civilDay(t.Date())
-	c.cDay, c.cStart, c.cEnd, c.cValid = n, c.midnight(n), c.midnight(n+1), true
-	// A zone whose midnight does not exist on some day can make the computed
-	// start later than ts; the cache must still contain ts.
-	if ts < c.cStart || ts >= c.cEnd {
-		c.cValid = false
+	start, end := c.midnight(n), c.midnight(n+1)
+	for ts >= end { // only after a transition back across midnight
+		n++
+		start, end = end, c.midnight(n+1)
 	}
+	c.cDay, c.cStart, c.cEnd, c.cValid = n, start, end, true
 	return n
 }
 
 // Assign implements Assigner.
 func (c *Calendar) Assign(ts int64, dst []Window) []Window {
 	n := c.dayOf(ts)
-	if c.SizeDays == 1 && c.SlideDays == 1 && c.cValid {
+	if c.SizeDays == 1 && c.SlideDays == 1 {
 		return append(dst, Window{Start: c.cStart, End: c.cEnd})
 	}
 	last := floorDiv(n, c.SlideDays) * c.SlideDays
