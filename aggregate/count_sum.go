@@ -34,15 +34,20 @@ func (c *countCol) Reset(s int32)              { c.n[s] = 0 }
 func (c *countCol) SlotBytes() int             { return 8 }
 func (c *countCol) ExtraBytes(int32) int       { return 0 }
 
-// sumIntCol sums int values exactly; overflow is an error.
+// sumIntCol sums int values exactly; overflow is an error. Each slot's
+// sum and count sit together (one cache line per update).
 type sumIntCol struct {
 	arg row.Field
-	sum []int64
-	n   []int64 // non-null values
+	acc []intAcc
+}
+
+type intAcc struct {
+	sum int64
+	n   int64 // non-null values
 }
 
 func (c *sumIntCol) Kind() row.Kind { return row.KindInt }
-func (c *sumIntCol) Grow(n int)     { c.sum = grow(c.sum, n); c.n = grow(c.n, n) }
+func (c *sumIntCol) Grow(n int)     { c.acc = grow(c.acc, n) }
 
 func addInt(a, b int64) (int64, bool) {
 	s := a + b
@@ -54,12 +59,13 @@ func (c *sumIntCol) Add(s int32, r *row.Row) error {
 	if r.IsNull(c.arg.Index) {
 		return nil
 	}
-	v, ok := addInt(c.sum[s], r.I[c.arg.Slot])
+	a := &c.acc[s]
+	v, ok := addInt(a.sum, r.I[c.arg.Slot])
 	if !ok {
 		return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
 	}
-	c.sum[s] = v
-	c.n[s]++
+	a.sum = v
+	a.n++
 	return nil
 }
 func (c *sumIntCol) Retract(s int32, r *row.Row) error {
@@ -70,30 +76,32 @@ func (c *sumIntCol) Retract(s int32, r *row.Row) error {
 	if x == -x && x != 0 { // MinInt64
 		return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
 	}
-	v, ok := addInt(c.sum[s], -x)
+	a := &c.acc[s]
+	v, ok := addInt(a.sum, -x)
 	if !ok {
 		return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
 	}
-	c.sum[s] = v
-	c.n[s]--
+	a.sum = v
+	a.n--
 	return nil
 }
 func (c *sumIntCol) Merge(dst, src int32) error {
-	v, ok := addInt(c.sum[dst], c.sum[src])
+	d, s := &c.acc[dst], &c.acc[src]
+	v, ok := addInt(d.sum, s.sum)
 	if !ok {
 		return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
 	}
-	c.sum[dst] = v
-	c.n[dst] += c.n[src]
+	d.sum = v
+	d.n += s.n
 	return nil
 }
 func (c *sumIntCol) Result(s int32) row.Value {
-	if c.n[s] == 0 {
+	if c.acc[s].n == 0 {
 		return row.Null
 	}
-	return row.Int(c.sum[s])
+	return row.Int(c.acc[s].sum)
 }
-func (c *sumIntCol) Reset(s int32)        { c.sum[s], c.n[s] = 0, 0 }
+func (c *sumIntCol) Reset(s int32)        { c.acc[s] = intAcc{} }
 func (c *sumIntCol) SlotBytes() int       { return 16 }
 func (c *sumIntCol) ExtraBytes(int32) int { return 0 }
 
@@ -107,27 +115,31 @@ func decArg(f row.Field, r *row.Row) row.Decimal {
 
 // sumDecCol sums decimal values exactly. The result keeps the largest
 // scale of its inputs (19.99 + 0.01 = 20.00); zero is written 0, since the
-// decimal type normalizes zero to scale 0.
+// decimal type normalizes zero to scale 0. Each slot's sum, count and
+// scale sit together.
 type sumDecCol struct {
-	arg   row.Field
-	sum   []row.Decimal
-	n     []int64
-	scale []uint8
+	arg row.Field
+	acc []decAcc
+}
+
+type decAcc struct {
+	sum   row.Decimal
+	n     int64 // non-null values
+	scale uint8 // largest input scale
 }
 
 func (c *sumDecCol) Kind() row.Kind { return row.KindDecimal }
-func (c *sumDecCol) Grow(n int) {
-	c.sum, c.n, c.scale = grow(c.sum, n), grow(c.n, n), grow(c.scale, n)
-}
+func (c *sumDecCol) Grow(n int)     { c.acc = grow(c.acc, n) }
 func (c *sumDecCol) Add(s int32, r *row.Row) error {
 	if r.IsNull(c.arg.Index) {
 		return nil
 	}
+	a := &c.acc[s]
 	d := r.D[c.arg.Slot]
-	c.sum[s] = c.sum[s].Add(d)
-	c.n[s]++
-	if p := d.PrecUint(); p > c.scale[s] {
-		c.scale[s] = p
+	a.sum = a.sum.Add(d)
+	a.n++
+	if p := d.PrecUint(); p > a.scale {
+		a.scale = p
 	}
 	return nil
 }
@@ -135,47 +147,47 @@ func (c *sumDecCol) Retract(s int32, r *row.Row) error {
 	if r.IsNull(c.arg.Index) {
 		return nil
 	}
-	c.sum[s] = c.sum[s].Sub(r.D[c.arg.Slot])
-	c.n[s]--
+	a := &c.acc[s]
+	a.sum = a.sum.Sub(r.D[c.arg.Slot])
+	a.n--
 	return nil
 }
 func (c *sumDecCol) Merge(dst, src int32) error {
-	c.sum[dst] = c.sum[dst].Add(c.sum[src])
-	c.n[dst] += c.n[src]
-	c.scale[dst] = max(c.scale[dst], c.scale[src])
+	d, s := &c.acc[dst], &c.acc[src]
+	d.sum = d.sum.Add(s.sum)
+	d.n += s.n
+	d.scale = max(d.scale, s.scale)
 	return nil
 }
 func (c *sumDecCol) Result(s int32) row.Value {
-	if c.n[s] == 0 {
+	a := &c.acc[s]
+	if a.n == 0 {
 		return row.Null
 	}
-	return row.Dec(fixScale(c.sum[s], c.scale[s]))
+	return row.Dec(fixScale(a.sum, a.scale))
 }
-func (c *sumDecCol) Reset(s int32)        { c.sum[s], c.n[s], c.scale[s] = udecimal.Zero, 0, 0 }
-func (c *sumDecCol) SlotBytes() int       { return 32 + 8 + 1 }
+func (c *sumDecCol) Reset(s int32)        { c.acc[s] = decAcc{} }
+func (c *sumDecCol) SlotBytes() int       { return 48 }
 func (c *sumDecCol) ExtraBytes(int32) int { return 0 }
 
-// avgCol keeps an exact decimal sum and a count.
+// avgCol keeps an exact decimal sum and a count per slot.
 type avgCol struct {
-	arg   row.Field
-	sum   []row.Decimal
-	n     []int64
-	scale []uint8 // largest input scale seen
+	arg row.Field
+	acc []decAcc
 }
 
 func (c *avgCol) Kind() row.Kind { return row.KindDecimal }
-func (c *avgCol) Grow(n int) {
-	c.sum, c.n, c.scale = grow(c.sum, n), grow(c.n, n), grow(c.scale, n)
-}
+func (c *avgCol) Grow(n int)     { c.acc = grow(c.acc, n) }
 func (c *avgCol) Add(s int32, r *row.Row) error {
 	if r.IsNull(c.arg.Index) {
 		return nil
 	}
+	a := &c.acc[s]
 	d := decArg(c.arg, r)
-	c.sum[s] = c.sum[s].Add(d)
-	c.n[s]++
-	if p := d.PrecUint(); p > c.scale[s] {
-		c.scale[s] = p
+	a.sum = a.sum.Add(d)
+	a.n++
+	if p := d.PrecUint(); p > a.scale {
+		a.scale = p
 	}
 	return nil
 }
@@ -183,39 +195,35 @@ func (c *avgCol) Retract(s int32, r *row.Row) error {
 	if r.IsNull(c.arg.Index) {
 		return nil
 	}
-	c.sum[s] = c.sum[s].Sub(decArg(c.arg, r))
-	c.n[s]--
+	a := &c.acc[s]
+	a.sum = a.sum.Sub(decArg(c.arg, r))
+	a.n--
 	return nil
 }
 func (c *avgCol) Merge(dst, src int32) error {
-	c.sum[dst] = c.sum[dst].Add(c.sum[src])
-	c.n[dst] += c.n[src]
-	if c.scale[src] > c.scale[dst] {
-		c.scale[dst] = c.scale[src]
-	}
+	d, s := &c.acc[dst], &c.acc[src]
+	d.sum = d.sum.Add(s.sum)
+	d.n += s.n
+	d.scale = max(d.scale, s.scale)
 	return nil
 }
 
 // Result is sum/count rounded half away from zero to max(6, input scale)
 // digits after the point.
 func (c *avgCol) Result(s int32) row.Value {
-	n := c.n[s]
-	if n <= 0 {
+	a := &c.acc[s]
+	if a.n <= 0 {
 		return row.Null
 	}
-	scale := c.scale[s]
-	if scale < 6 {
-		scale = 6
-	}
-	q, err := c.sum[s].Div(row.DecimalFromInt(n))
+	scale := max(a.scale, 6)
+	q, err := a.sum.Div(row.DecimalFromInt(a.n))
 	if err != nil {
 		return row.Null
 	}
-	q = q.RoundHAZ(scale)
-	return row.Dec(fixScale(q, scale))
+	return row.Dec(fixScale(q.RoundHAZ(scale), scale))
 }
-func (c *avgCol) Reset(s int32)        { c.sum[s], c.n[s], c.scale[s] = udecimal.Zero, 0, 0 }
-func (c *avgCol) SlotBytes() int       { return 32 + 8 + 1 }
+func (c *avgCol) Reset(s int32)        { c.acc[s] = decAcc{} }
+func (c *avgCol) SlotBytes() int       { return 48 }
 func (c *avgCol) ExtraBytes(int32) int { return 0 }
 
 // fixScale returns d with exactly scale digits after the point.

@@ -84,6 +84,7 @@ func BenchmarkJSONLEndToEnd(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.ReportAllocs()
 	b.ResetTimer()
 	var events int64
 	var cpu, wall time.Duration

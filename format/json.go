@@ -22,7 +22,7 @@ type JSON struct {
 	fast   bool   // every field is a top-level key: try the fast path (scan.go)
 	mark   []uint32
 	seen   uint32
-	hint   []int16 // field index found at each key position of the last line
+	hint   []keyHint // the key and field found at each key position of the last line
 }
 
 // NewJSON returns a decoder for the fields of f.

@@ -1,7 +1,8 @@
 package format
 
 import (
-	"bytes"
+	"encoding/binary"
+	"math/bits"
 
 	"github.com/tidemark/tidemark/row"
 )
@@ -70,10 +71,20 @@ func (d *JSON) fastDecode1(line []byte, r *row.Row) bool {
 			return false
 		}
 		ks := i + 1
-		ke, esc, ok := scanString(b, ks)
-		if !ok || esc {
-			return false
+		var fi, ke int
+		if h, ok := d.hintAt(b, ks, nkey); ok {
+			// The same key as at this position of the last object: its
+			// text (validated then) and closing quote match byte for byte.
+			fi, ke = int(h.field), ks+len(h.key)
+		} else {
+			var esc bool
+			ke, esc, ok = scanString(b, ks)
+			if !ok || esc {
+				return false
+			}
+			fi = d.lookup(b[ks:ke], nkey)
 		}
+		nkey++
 		i = skipWS(b, ke+1)
 		if i >= len(b) || b[i] != ':' {
 			return false
@@ -82,12 +93,11 @@ func (d *JSON) fastDecode1(line []byte, r *row.Row) bool {
 		if i >= len(b) {
 			return false
 		}
-		fi := d.lookup(b[ks:ke], nkey)
-		nkey++
 		if fi >= 0 && d.mark[fi] == d.seen {
 			fi = -1 // a repeated key: the first one wins
 		}
 		var next int
+		var ok bool
 		if fi < 0 {
 			next, ok = skipValue(b, i)
 		} else {
@@ -112,15 +122,27 @@ func (d *JSON) fastDecode1(line []byte, r *row.Row) bool {
 	}
 }
 
+// hintAt reports whether the object key starting at b[ks] is the key seen
+// at position n of the last object, followed by its closing quote.
+func (d *JSON) hintAt(b []byte, ks, n int) (*keyHint, bool) {
+	if n >= len(d.hint) {
+		return nil, false
+	}
+	h := &d.hint[n]
+	e := ks + len(h.key)
+	if e >= len(b) || b[e] != '"' || view(b[ks:e]) != h.key {
+		return nil, false
+	}
+	return h, true
+}
+
 // lookup returns the index in d.fields of the field named key, the nth
 // key of its object, or −1. Lines of one source usually list their keys in
 // the same order, so the field found at position n last time is tried
 // first.
 func (d *JSON) lookup(key []byte, n int) int {
-	if n < len(d.hint) {
-		if h := d.hint[n]; h >= 0 && d.fields[h].f.Name == view(key) {
-			return int(h)
-		}
+	if n < len(d.hint) && d.hint[n].key == view(key) {
+		return int(d.hint[n].field)
 	}
 	found := -1
 	for i := range d.fields {
@@ -131,13 +153,18 @@ func (d *JSON) lookup(key []byte, n int) int {
 	}
 	if n < maxHints {
 		for len(d.hint) <= n {
-			d.hint = append(d.hint, -1)
+			d.hint = append(d.hint, keyHint{field: -1})
 		}
-		if found >= 0 {
-			d.hint[n] = int16(found)
-		}
+		d.hint[n] = keyHint{key: string(key), field: int16(found)}
 	}
 	return found
+}
+
+// keyHint remembers the key seen at one position of the last object and
+// the field it named (−1: none).
+type keyHint struct {
+	key   string
+	field int16
 }
 
 // maxHints bounds the key positions remembered by lookup.
@@ -221,16 +248,14 @@ func skipWS(b []byte, i int) int {
 // fails on control characters and on escapes RFC 8259 does not define.
 func scanString(b []byte, i int) (end int, esc, ok bool) {
 	for {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
+		i = plainRun(b, i)
+		if i >= len(b) {
 			return 0, false, false
 		}
-		k := special(b[i : i+j])
-		if k < 0 {
-			return i + j, esc, true
-		}
-		i += k
-		if b[i] != '\\' || i+1 >= len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			return i, esc, true
+		case c != '\\' || i+1 >= len(b):
 			return 0, false, false // a control character, or a lone backslash
 		}
 		esc = true
@@ -248,15 +273,36 @@ func scanString(b []byte, i int) (end int, esc, ok bool) {
 	}
 }
 
-// special returns the index of the first control character or backslash in
-// b, or −1.
-func special(b []byte) int {
-	for k, c := range b {
-		if c < 0x20 || c == '\\' {
-			return k
+// SWAR constants: a byte lane of each word.
+const (
+	lo7        = 0x0101010101010101
+	hi7        = 0x8080808080808080
+	quoteLanes = 0x2222222222222222 // '"'
+	bslshLanes = 0x5c5c5c5c5c5c5c5c // '\\'
+	ctlLanes   = 0x2020202020202020 // bytes below 0x20 are control characters
+)
+
+// plainRun returns the index of the first byte at or after i that is a
+// quote, a backslash or a control character (len(b) if none). It tests
+// eight bytes at a time ("SIMD within a register": a byte lane is zero, or
+// below a bound, when subtracting 0x01/0x20 borrows into its high bit;
+// Hacker's Delight §6-1, "Find First 0-Byte").
+func plainRun(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ quoteLanes
+		s := x ^ bslshLanes
+		m := ((q - lo7) &^ q) | ((s - lo7) &^ s) | ((x - ctlLanes) &^ x)
+		if m &= hi7; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
-	return -1
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return i
 }
 
 func isHex(c byte) bool { return isDigit(c) || (c|0x20) >= 'a' && (c|0x20) <= 'f' }

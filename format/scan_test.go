@@ -99,3 +99,34 @@ func BenchmarkJSONSlowPath(b *testing.B) {
 		}
 	}
 }
+
+// TestPlainRunMatchesNaive checks the eight-bytes-at-a-time scan against a
+// byte loop on every position of inputs mixing all byte classes.
+func TestPlainRunMatchesNaive(t *testing.T) {
+	naive := func(b []byte, i int) int {
+		for ; i < len(b); i++ {
+			if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+				return i
+			}
+		}
+		return i
+	}
+	rng := uint64(1)
+	alphabet := []byte{'a', '"', '\\', 0x00, 0x1f, 0x20, 0x21, 0x7f, 0x80, 0xe2, 0xff, '!', '#', '[', ']', 0x5b, 0x5d}
+	for n := 0; n < 20000; n++ {
+		b := make([]byte, n%40)
+		for i := range b {
+			rng = rng*6364136223846793005 + 1442695040888963407
+			if rng>>60 < 10 {
+				b[i] = 'x'
+			} else {
+				b[i] = alphabet[(rng>>33)%uint64(len(alphabet))]
+			}
+		}
+		for i := 0; i <= len(b); i++ {
+			if got, want := plainRun(b, i), naive(b, i); got != want {
+				t.Fatalf("plainRun(%q, %d) = %d, want %d", b, i, got, want)
+			}
+		}
+	}
+}

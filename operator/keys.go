@@ -84,18 +84,22 @@ type keyEntry struct {
 	enc      string      // encoded key (map key)
 	vals     []row.Value // decoded values, for output rows
 	refs     int32       // (window, key) instances holding the key
+	idle     bool        // refs == 0 and not yet freed (see keyTable.sweep)
 	group    uint16      // key group
 	sessions []*session  // open sessions of this key, by start (session windows)
 }
 
-// keyTable interns group keys to dense ids and frees them when no window
-// holds them.
+// keyTable interns group keys to dense ids. A key no window holds is idle:
+// it is kept (a stable key set, such as stores, re-enters every window and
+// should not be re-interned each time) and freed by sweep once idle keys
+// outnumber live ones, so memory stays within twice the live keys.
 type keyTable struct {
 	ids    map[string]uint32
 	ents   []keyEntry
 	free   []uint32
 	fields []row.Field
 	groups int
+	idle   int // keys with refs == 0 still in ids
 }
 
 func newKeyTable(fields []row.Field, groups int) *keyTable {
@@ -134,23 +138,50 @@ func (k *keyTable) intern(enc []byte) uint32 {
 	return id
 }
 
-// ref and unref count the (window, key) instances holding a key; the last
-// unref frees it.
-func (k *keyTable) ref(id uint32) { k.ents[id].refs++ }
+// ref and unref count the (window, key) instances holding a key; a key
+// whose count drops to zero turns idle.
+func (k *keyTable) ref(id uint32) {
+	e := &k.ents[id]
+	if e.idle {
+		e.idle = false
+		k.idle--
+	}
+	e.refs++
+}
 
 func (k *keyTable) unref(id uint32) {
 	e := &k.ents[id]
 	e.refs--
-	if e.refs > 0 {
-		return
+	if e.refs == 0 {
+		e.idle = true
+		k.idle++
 	}
-	delete(k.ids, e.enc)
-	*e = keyEntry{}
-	k.free = append(k.free, id)
 }
 
-// live returns the number of live keys.
-func (k *keyTable) live() int { return len(k.ids) }
+// sweep frees idle keys when they outnumber live ones. Freed ids are reused
+// in ascending order, so the table evolves the same way in every run.
+func (k *keyTable) sweep() {
+	if k.idle <= 1024 || k.idle <= len(k.ids)-k.idle {
+		return
+	}
+	for id := range k.ents {
+		e := &k.ents[id]
+		if !e.idle {
+			continue
+		}
+		delete(k.ids, e.enc)
+		*e = keyEntry{}
+		k.free = append(k.free, uint32(id))
+	}
+	// Reuse low ids first.
+	for i, j := 0, len(k.free)-1; i < j; i, j = i+1, j-1 {
+		k.free[i], k.free[j] = k.free[j], k.free[i]
+	}
+	k.idle = 0
+}
+
+// live returns the number of keys held by at least one window.
+func (k *keyTable) live() int { return len(k.ids) - k.idle }
 
 // bytes estimates the key table's heap bytes.
 func (k *keyTable) bytes() int64 {

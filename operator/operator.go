@@ -181,6 +181,7 @@ func (o *Operator) AdvanceWatermark(wm, now int64) error {
 	} else {
 		o.advancePanes()
 	}
+	o.keys.sweep()
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark/aggregate"
@@ -15,7 +16,10 @@ import (
 
 // benchEvents returns n events over nKeys keys, one per ms of event time,
 // with 5% moved back by up to 5 s (out of order), amounts as decimals with
-// two digits after the point.
+// two digits after the point. Each event's key string is its own copy, as a
+// decoder produces it: a map lookup must compare the bytes, not only the
+// pointer (sharing one string per key would let a Go map skip the compare
+// and flatter whichever side stores the same pointer).
 func benchEvents(n, nKeys int) (schema *row.Schema, kf, af row.Field, rows []row.Row, ts []int64) {
 	schema = row.NewSchema()
 	kf, _ = schema.Add("store_id", row.KindString)
@@ -30,7 +34,7 @@ func benchEvents(n, nKeys int) (schema *row.Schema, kf, af row.Field, rows []row
 	base := int64(1_790_000_000_000)
 	for i := range rows {
 		schema.Shape(&rows[i])
-		rows[i].Set(kf, row.Str(keys[rng.IntN(nKeys)]))
+		rows[i].Set(kf, row.Str(strings.Clone(keys[rng.IntN(nKeys)])))
 		d, _ := row.ParseDecimal([]byte(fmt.Sprintf("%d.%02d", rng.IntN(500), rng.IntN(100))))
 		rows[i].Set(af, row.Dec(d))
 		ts[i] = base + int64(i)

@@ -11,7 +11,7 @@ import (
 const (
 	paneBytes     = 128 // pane struct, its map header, list and index entries
 	entryBytes    = 40  // one inst in a pane's ents slice
-	mapEntryBytes = 12  // uint32 → int32 map entry incl. control bytes (approx.)
+	mapEntryBytes = 24  // string → int32 map entry incl. control bytes (approx.; the string's bytes belong to the key table)
 	sessionBytes  = 120 // session struct, pointer in its key's list, two timers
 )
 
@@ -20,7 +20,7 @@ const (
 type pane struct {
 	w     window.Window
 	fired bool
-	idx   map[uint32]int32 // key id → index in ents
+	idx   map[string]int32 // encoded key (the key table's string) → index in ents
 	ents  []inst           // in order of first arrival; slot −1 when removed
 	live  int
 }
@@ -52,7 +52,7 @@ func (ps *paneStore) create(w window.Window, fired bool) *pane {
 		p = ps.pool[n-1]
 		ps.pool = ps.pool[:n-1]
 	} else {
-		p = &pane{idx: map[uint32]int32{}}
+		p = &pane{idx: map[string]int32{}}
 	}
 	p.w, p.fired, p.live = w, fired, 0
 	ps.byStart[w.Start] = p
@@ -88,8 +88,6 @@ func (ps *paneStore) recycle(p *pane) {
 
 func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, error) {
 	o.wins = o.cfg.Assigner.Assign(ts, o.wins[:0])
-	var kid uint32
-	haveKey := false
 	accepted, late := 0, false
 	for _, w := range o.wins {
 		if o.closed(w.End) {
@@ -100,11 +98,7 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 			if p == nil {
 				continue
 			}
-			id, ok := o.keys.lookup(o.keyBuf)
-			if !ok {
-				continue
-			}
-			i, ok := p.idx[id]
+			i, ok := p.idx[string(o.keyBuf)]
 			if !ok {
 				continue
 			}
@@ -129,15 +123,15 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 		if p == nil {
 			p = o.panes.create(w, o.firedAt(w.End))
 		}
-		if !haveKey {
-			kid = o.keys.intern(o.keyBuf)
-			haveKey = true
-		}
-		i, ok := p.idx[kid]
+		// One string-keyed lookup per event and window, as a hand-written
+		// map[key]sum would do; the key table is consulted only when the
+		// key first enters the window.
+		i, ok := p.idx[string(o.keyBuf)]
 		if !ok {
+			kid := o.keys.intern(o.keyBuf)
 			i = int32(len(p.ents))
 			p.ents = append(p.ents, inst{key: kid, slot: o.slots.alloc()})
-			p.idx[kid] = i
+			p.idx[o.keys.ents[kid].enc] = i
 			p.live++
 			o.keys.ref(kid)
 		}
@@ -167,8 +161,8 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 func (o *Operator) removeEntry(p *pane, i int32) {
 	e := &p.ents[i]
 	o.slots.release(e.slot)
+	delete(p.idx, o.keys.ents[e.key].enc)
 	o.keys.unref(e.key)
-	delete(p.idx, e.key)
 	e.slot = -1
 	p.live--
 }

@@ -12,6 +12,16 @@ type TimeFormatter struct {
 	start, end   int64 // ms: the cached zone period [start, end)
 	offsetSecs   int64
 	cached, slow bool
+	// recent texts: the rows of one firing share their window, watermark
+	// and processing times, so most instants repeat.
+	recent [4]recentTime
+	next   uint8
+}
+
+type recentTime struct {
+	ms  int64
+	n   uint8
+	txt [32]byte
 }
 
 // NewTimeFormatter returns a formatter for loc (UTC when nil). Use it by
@@ -30,6 +40,23 @@ const msPerDay = 86_400_000
 
 // Append appends ms (since the Unix epoch) like AppendTime(dst, ms, loc).
 func (f *TimeFormatter) Append(dst []byte, ms int64) []byte {
+	for i := range f.recent {
+		if r := &f.recent[i]; r.n > 0 && r.ms == ms {
+			return append(dst, r.txt[:r.n]...)
+		}
+	}
+	start := len(dst)
+	dst = f.format(dst, ms)
+	if n := len(dst) - start; n <= len(f.recent[0].txt) {
+		r := &f.recent[f.next%uint8(len(f.recent))]
+		r.ms, r.n = ms, uint8(n)
+		copy(r.txt[:], dst[start:])
+		f.next++
+	}
+	return dst
+}
+
+func (f *TimeFormatter) format(dst []byte, ms int64) []byte {
 	if !f.cached || ms < f.start || ms >= f.end {
 		f.load(ms)
 	}
