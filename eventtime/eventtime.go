@@ -56,6 +56,12 @@ type Parser struct {
 	Format Format
 	Layout string         // Go reference layout, for Format Layout
 	Loc    *time.Location // zone for Format Layout
+
+	// zone period cache for the layout fast path: local seconds − off is
+	// UTC inside [zStart, zEnd) (UTC seconds). A Parser with a layout is
+	// therefore not safe for concurrent use.
+	zStart, zEnd, zOff int64
+	zValid             bool
 }
 
 // New returns the parser for an event_time spec (format, layout, timezone).
@@ -100,6 +106,9 @@ func (p *Parser) Parse(b []byte) (int64, error) {
 	case EpochS:
 		return parseEpochSeconds(s)
 	case Layout:
+		if ms, ok := p.layoutFast(s); ok {
+			return ms, nil
+		}
 		t, err := time.ParseInLocation(p.Layout, s, p.Loc)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %q does not match layout %q", ErrSyntax, s, p.Layout)
@@ -109,10 +118,60 @@ func (p *Parser) Parse(b []byte) (int64, error) {
 		if !sameClock(t, s, p.Layout) {
 			return 0, fmt.Errorf("%w: %q in %s", ErrNonexistent, s, p.Loc)
 		}
-		return earlierOccurrence(t).UnixMilli(), nil
+		first := earlierOccurrence(t)
+		p.cacheZone(first)
+		return first.UnixMilli(), nil
 	default:
 		return ParseRFC3339(s)
 	}
+}
+
+// zoneMargin keeps the layout fast path away from offset changes: within
+// this distance of one, the local time may be skipped or repeated (or, as
+// when Samoa skipped a day, further off), and the slow path decides.
+const zoneMargin = 27 * 3600
+
+// layoutFast reads "2006-01-02 15:04:05" (or with a T) arithmetically when
+// the instant lies well inside the cached zone period, where local time
+// maps to UTC by one fixed offset. The slow path (time.ParseInLocation,
+// with its checks for skipped and repeated hours) handles the rest and
+// refreshes the cache.
+func (p *Parser) layoutFast(s string) (int64, bool) {
+	if !p.zValid || len(s) != 19 || (p.Layout != "2006-01-02 15:04:05" && p.Layout != "2006-01-02T15:04:05") {
+		return 0, false
+	}
+	if s[4] != '-' || s[7] != '-' || s[10] != p.Layout[10] || s[13] != ':' || s[16] != ':' {
+		return 0, false
+	}
+	year, ok1 := atoiFixed(s[0:4])
+	month, ok2 := atoiFixed(s[5:7])
+	day, ok3 := atoiFixed(s[8:10])
+	hour, ok4 := atoiFixed(s[11:13])
+	min, ok5 := atoiFixed(s[14:16])
+	sec, ok6 := atoiFixed(s[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || min > 59 || sec > 59 {
+		return 0, false
+	}
+	utc := daysFromCivil(year, month, day)*86400 + hour*3600 + min*60 + sec - p.zOff
+	if utc < p.zStart+zoneMargin || utc >= p.zEnd-zoneMargin {
+		return 0, false
+	}
+	return utc * 1000, true
+}
+
+// cacheZone remembers the zone period containing t (for layouts the fast
+// path reads).
+func (p *Parser) cacheZone(t time.Time) {
+	_, off := t.Zone()
+	start, end := t.ZoneBounds()
+	p.zOff, p.zStart, p.zEnd = int64(off), -1<<62, 1<<62
+	if !start.IsZero() {
+		p.zStart = start.Unix()
+	}
+	if !end.IsZero() {
+		p.zEnd = end.Unix()
+	}
+	p.zValid = true
 }
 
 // sameClock reports whether t shows the same wall clock as the text s in
