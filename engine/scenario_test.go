@@ -81,10 +81,19 @@ func scenarioSpec(t *testing.T, y string, td *datadriven.TestData, dir string) (
 		}
 	}
 	// Capture every output in memory.
-	p.Sinks = []spec.Sink{{Type: "capture"}}
-	if p.Late.Policy != "drop" {
-		p.Late.Policy = "side_output"
-		p.Late.Sink = &spec.Sink{Type: "capture"}
+	if len(p.Stages) == 0 {
+		p.Sinks = []spec.Sink{{Type: "capture"}}
+		if p.Late.Policy != "drop" {
+			p.Late.Policy = "side_output"
+			p.Late.Sink = &spec.Sink{Type: "capture"}
+		}
+	}
+	for i := range p.Stages {
+		p.Stages[i].Sinks = []spec.Sink{{Type: "capture"}}
+		if p.Stages[i].Late.Policy != "drop" {
+			p.Stages[i].Late.Policy = "side_output"
+			p.Stages[i].Late.Sink = &spec.Sink{Type: "capture"}
+		}
 	}
 	p.Quarantine.Sink = &spec.Sink{Type: "capture"}
 	p.Defaults()
@@ -99,6 +108,7 @@ func scenarioSpec(t *testing.T, y string, td *datadriven.TestData, dir string) (
 
 // capture collects every output as text lines, in order.
 type capture struct {
+	prefix  bool // name the stage (multi-stage pipelines)
 	lines   *[]string
 	loc     *time.Location
 	dates   bool
@@ -127,6 +137,9 @@ func (c *capture) t(ms int64) string {
 func (c *capture) Write(_ context.Context, rows []changelog.Row) error {
 	for _, r := range rows {
 		var b strings.Builder
+		if c.prefix {
+			fmt.Fprintf(&b, "%s: ", c.desc.Stage)
+		}
 		fmt.Fprintf(&b, "%s [%s, %s)", r.Op.Short(), c.t(r.WindowStart), c.t(r.WindowEnd))
 		for _, k := range r.Key {
 			fmt.Fprintf(&b, " %s", k)
@@ -198,7 +211,7 @@ func runScenario(t *testing.T, y string, td *datadriven.TestData) string {
 	}
 	var lines []string
 	loc := pl.Stages[0].Loc
-	cp := &capture{lines: &lines, loc: loc, dates: td.HasArg("dates"), desc: pl.Stages[0].Desc}
+	cp := &capture{lines: &lines, loc: loc, dates: td.HasArg("dates"), desc: pl.Stages[0].Desc, prefix: len(pl.Stages) > 1}
 	reg := DefaultRegistry()
 	reg.Results["capture"] = func(_ context.Context, _ spec.Sink, d changelog.Desc, _ *Env) (sink.Results, error) {
 		c := *cp
@@ -220,8 +233,12 @@ func runScenario(t *testing.T, y string, td *datadriven.TestData) string {
 	}
 	for _, st := range sum.Stages {
 		c := st.Counters
-		lines = append(lines, fmt.Sprintf("counters: in=%d on_time=%d late_accepted=%d too_late_side_output=%d too_late_dropped=%d quarantined=%d filtered=%d rows=%d",
-			c.In, c.OnTime, c.LateAccepted, c.TooLateSideOutput, c.TooLateDropped, c.Quarantined, c.Filtered, c.RowsEmitted))
+		name := ""
+		if len(sum.Stages) > 1 {
+			name = " " + st.Name
+		}
+		lines = append(lines, fmt.Sprintf("counters%s: in=%d on_time=%d late_accepted=%d too_late_side_output=%d too_late_dropped=%d quarantined=%d filtered=%d rows=%d",
+			name, c.In, c.OnTime, c.LateAccepted, c.TooLateSideOutput, c.TooLateDropped, c.Quarantined, c.Filtered, c.RowsEmitted))
 	}
 	if len(sum.AbsentFields) > 0 {
 		lines = append(lines, fmt.Sprintf("absent fields: %v", sum.AbsentFields))

@@ -214,13 +214,40 @@ func (st *stage) emitPending(ctx context.Context) error {
 		}
 	}
 	for _, d := range st.down {
-		for i := range rows {
+		for i := 0; i < len(rows); i++ {
+			// An update_before/update_after pair that changes no value
+			// (a window closing in retract mode: only is_final and the
+			// version change) is a no-op for a downstream aggregate.
+			if i+1 < len(rows) && noChange(&rows[i], &rows[i+1]) {
+				i++
+				continue
+			}
 			if err := d.changelogRow(ctx, &rows[i], &st.p.Desc); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// noChange reports whether a and b are an update_before/update_after pair
+// of one row with the same window and values.
+func noChange(a, b *changelog.Row) bool {
+	if a.Op != changelog.UpdateBefore || b.Op != changelog.UpdateAfter ||
+		a.WindowStart != b.WindowStart || a.WindowEnd != b.WindowEnd || len(a.Values) != len(b.Values) {
+		return false
+	}
+	for i := range a.Key {
+		if !a.Key[i].Equal(b.Key[i]) {
+			return false
+		}
+	}
+	for i := range a.Values {
+		if !a.Values[i].Equal(b.Values[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // changelogRow feeds one upstream result row into this stage.
