@@ -17,6 +17,10 @@
 //	}
 //	sum, err := tidemark.Run(ctx, p, engine.Options{})
 //
+// Compile and Run fill in defaults on the struct they are given. A program
+// that names IANA zones (timezone: Asia/Seoul) on machines without zone
+// data should import _ "time/tzdata", as the tidemark command does.
+//
 // docs/ARCHITECTURE.md maps the packages; docs/semantics.md states the
 // rules for time, windows, lateness and emission.
 package tidemark

@@ -82,7 +82,7 @@ func New(sp Spec) (Column, error) {
 	k := sp.Arg.Kind
 	need := func() error {
 		if !sp.HasArg {
-			return fmt.Errorf("%s: %s() needs one argument", sp.Name, sp.Func)
+			return fmt.Errorf("%s() needs one argument", sp.Func)
 		}
 		return nil
 	}
@@ -102,13 +102,13 @@ func New(sp Spec) (Column, error) {
 		case row.KindDecimal:
 			return &sumDecCol{arg: sp.Arg}, nil
 		}
-		return nil, fmt.Errorf("%s: sum(%s) needs an int or decimal argument, %s is %s", sp.Name, sp.Arg.Name, sp.Arg.Name, k)
+		return nil, fmt.Errorf("sum(%s) needs an int or decimal argument, %s is %s", sp.Arg.Name, sp.Arg.Name, k)
 	case "avg":
 		if err := need(); err != nil {
 			return nil, err
 		}
 		if !k.Numeric() {
-			return nil, fmt.Errorf("%s: avg(%s) needs an int or decimal argument, %s is %s", sp.Name, sp.Arg.Name, sp.Arg.Name, k)
+			return nil, fmt.Errorf("avg(%s) needs an int or decimal argument, %s is %s", sp.Arg.Name, sp.Arg.Name, k)
 		}
 		return &avgCol{arg: sp.Arg}, nil
 	case "min", "max":
@@ -122,7 +122,7 @@ func New(sp Spec) (Column, error) {
 		}
 		return newDistinct(sp), nil
 	}
-	return nil, fmt.Errorf("%s: unknown aggregate %s() (want count, sum, avg, min, max or count_distinct)", sp.Name, sp.Func)
+	return nil, fmt.Errorf("unknown aggregate %s() (want count, sum, avg, min, max or count_distinct)", sp.Func)
 }
 
 func grow[T any](s []T, n int) []T {

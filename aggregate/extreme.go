@@ -43,7 +43,7 @@ func newExtreme(sp Spec) (Column, error) {
 type argKindError struct{ sp Spec }
 
 func (e *argKindError) Error() string {
-	return e.sp.Name + ": " + e.sp.Func + "(" + e.sp.Arg.Name + ") does not accept " + e.sp.Arg.Kind.String()
+	return e.sp.Func + "(" + e.sp.Arg.Name + ") does not accept " + e.sp.Arg.Kind.String()
 }
 
 // extreme keeps the running min or max; it cannot retract.

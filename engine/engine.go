@@ -157,6 +157,21 @@ func (rt *runtime) open(ctx context.Context) error {
 	rt.etField = f
 	rt.present = make([]bool, p.SourceSchema.Len())
 	rt.absent = len(rt.present)
+	// The source opens first: a run that cannot read its input must not
+	// truncate or replace the outputs of the previous run.
+	if rt.opts.Source != nil {
+		rt.src = rt.opts.Source
+	} else {
+		src, err := file.New(file.Config{
+			Spec:           p.Spec.Source,
+			Fields:         format.Fields{Schema: p.SourceSchema, Time: p.TimeParsers},
+			EventTimeField: p.EventTimeField,
+		})
+		if err != nil {
+			return fmt.Errorf("source: %w", err)
+		}
+		rt.src = src
+	}
 	if q := p.Spec.Quarantine.Sink; q != nil {
 		s, err := rt.opts.Registry.openRecords(ctx, *q, &rt.env)
 		if err != nil {
@@ -193,19 +208,6 @@ func (rt *runtime) open(ctx context.Context) error {
 		}
 		rt.stages = append(rt.stages, st)
 	}
-	if rt.opts.Source != nil {
-		rt.src = rt.opts.Source
-		return nil
-	}
-	src, err := file.New(file.Config{
-		Spec:           p.Spec.Source,
-		Fields:         format.Fields{Schema: p.SourceSchema, Time: p.TimeParsers},
-		EventTimeField: p.EventTimeField,
-	})
-	if err != nil {
-		return fmt.Errorf("source: %w", err)
-	}
-	rt.src = src
 	return nil
 }
 
@@ -406,6 +408,8 @@ func (rt *runtime) summary() *Summary {
 			Name:            st.p.Name,
 			Counters:        st.cnt,
 			OpenWindows:     os.OpenWindows,
+			PartlyTooLate:   os.PartlyTooLate,
+			SkippedWindows:  os.SkippedWindows,
 			StateBytes:      os.StateBytes,
 			FirstQuarantine: st.firstQ,
 		})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/sink"
@@ -37,7 +39,11 @@ func DefaultRegistry() *Registry {
 	return &Registry{
 		Results: map[string]ResultSinkFactory{
 			"sqlite": func(ctx context.Context, s spec.Sink, d changelog.Desc, _ *Env) (sink.Results, error) {
-				return sqlite.New(ctx, s.Path, s.Table, d)
+				// A run recomputes its results from the start of its
+				// input: it replaces the table's rows (in its first
+				// commit) rather than being held back by the versions a
+				// previous run left.
+				return sqlite.NewWithOptions(ctx, s.Path, s.Table, d, sqlite.Options{Replace: true})
 			},
 			"jsonl": func(_ context.Context, s spec.Sink, d changelog.Desc, _ *Env) (sink.Results, error) {
 				return jsonl.NewResults(s.Path, d)
@@ -60,7 +66,7 @@ func DefaultRegistry() *Registry {
 func (r *Registry) openResults(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
 	f, ok := r.Results[s.Type]
 	if !ok {
-		return nil, fmt.Errorf("no result sink of type %q", s.Type)
+		return nil, fmt.Errorf("no result sink of type %q (known: %s)", s.Type, names(r.Results))
 	}
 	return f(ctx, s, d, env)
 }
@@ -68,9 +74,19 @@ func (r *Registry) openResults(ctx context.Context, s spec.Sink, d changelog.Des
 func (r *Registry) openRecords(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {
 	f, ok := r.Records[s.Type]
 	if !ok {
-		return nil, fmt.Errorf("no side-output sink of type %q", s.Type)
+		return nil, fmt.Errorf("no side-output sink of type %q (known: %s)", s.Type, names(r.Records))
 	}
 	return f(ctx, s, env)
+}
+
+// names lists a registry map's type names, sorted.
+func names[V any](m map[string]V) string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 // lineRecords writes side-output records as lines to a writer.

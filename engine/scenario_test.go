@@ -240,6 +240,11 @@ func runScenario(t *testing.T, y string, td *datadriven.TestData) string {
 		lines = append(lines, fmt.Sprintf("counters%s: in=%d on_time=%d late_accepted=%d too_late_side_output=%d too_late_dropped=%d quarantined=%d filtered=%d rows=%d",
 			name, c.In, c.OnTime, c.LateAccepted, c.TooLateSideOutput, c.TooLateDropped, c.Quarantined, c.Filtered, c.RowsEmitted))
 	}
+	for _, st := range sum.Stages {
+		if st.PartlyTooLate > 0 {
+			lines = append(lines, fmt.Sprintf("partly too late: %d records, %d window updates dropped", st.PartlyTooLate, st.SkippedWindows))
+		}
+	}
 	if len(sum.AbsentFields) > 0 {
 		lines = append(lines, fmt.Sprintf("absent fields: %v", sum.AbsentFields))
 	}

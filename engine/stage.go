@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark/changelog"
@@ -140,7 +141,11 @@ func derive(r *row.Row, d *plan.Derived) error {
 func (st *stage) quarantine(ctx context.Context, raw []byte, reason, field, rule string, pos changelog.Position) error {
 	st.cnt.Quarantined++
 	if st.firstQ == "" {
-		st.firstQ = pos.String() + ": " + reason
+		st.firstQ = pos.String() + ": "
+		if field != "" && !strings.Contains(reason, field) {
+			st.firstQ += "field " + field + ": "
+		}
+		st.firstQ += reason
 	}
 	q := st.rt.quarantine
 	if q == nil {

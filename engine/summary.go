@@ -29,8 +29,13 @@ type Counters struct {
 type StageSummary struct {
 	Name string
 	Counters
-	OpenWindows int   // windows still holding state at the end (0 after a bounded run)
-	StateBytes  int64 // estimated operator state at the end
+	OpenWindows int // windows still holding state at the end (0 after a bounded run)
+	// PartlyTooLate counts records (sliding windows) counted as on time or
+	// late accepted that were too late for some of their windows;
+	// SkippedWindows counts those window updates.
+	PartlyTooLate  int64
+	SkippedWindows int64
+	StateBytes     int64 // estimated operator state at the end
 	// FirstQuarantine is the reason of the first quarantined record, if any.
 	FirstQuarantine string
 }
@@ -90,6 +95,9 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 		fmt.Fprintf(w, "  late, accepted       %12d\n", st.LateAccepted)
 		fmt.Fprintf(w, "  too late, side output%12d\n", st.TooLateSideOutput)
 		fmt.Fprintf(w, "  too late, dropped    %12d\n", st.TooLateDropped)
+		if st.PartlyTooLate > 0 {
+			fmt.Fprintf(w, "  too late for some of their windows %d  (%d window updates dropped)\n", st.PartlyTooLate, st.SkippedWindows)
+		}
 		if st.RetractMissing > 0 {
 			fmt.Fprintf(w, "  retractions unmatched%12d\n", st.RetractMissing)
 		}

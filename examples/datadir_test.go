@@ -12,7 +12,11 @@ import (
 // unless TIDEMARK_REQUIRE_DATA is set (CI sets it), when it fails.
 func dataDir(t *testing.T) string {
 	t.Helper()
+	const need = "online-retail/by-day"
 	if d := os.Getenv("TIDEMARK_DATA"); d != "" {
+		if st, err := os.Stat(filepath.Join(d, "online-retail", "by-day")); err != nil || !st.IsDir() {
+			t.Fatalf("TIDEMARK_DATA=%s has no %s: point it at the directory that holds online-retail/", d, need)
+		}
 		return d
 	}
 	wd, err := os.Getwd()
@@ -28,7 +32,7 @@ func dataDir(t *testing.T) string {
 			break
 		}
 	}
-	msg := "data sets not found: set TIDEMARK_DATA to the directory holding online-retail/by-day (the UCI Online Retail data set, CC BY 4.0)"
+	msg := "data sets not found: set TIDEMARK_DATA to the directory that holds online-retail/ (its by-day/ CSV files are the UCI Online Retail data set, CC BY 4.0)"
 	if os.Getenv("TIDEMARK_REQUIRE_DATA") != "" {
 		t.Fatal(msg)
 	}

@@ -113,6 +113,9 @@ type Operator struct {
 	nextEarly int64
 
 	emitted int64 // rows emitted, total
+
+	partial        int64 // records in time for some of their windows, too late for others
+	skippedWindows int64 // window updates those records could not make
 }
 
 // New returns an operator. It returns an error when neither an assigner
@@ -227,12 +230,17 @@ type Stats struct {
 	Keys        int   // distinct live keys
 	StateBytes  int64 // estimated heap bytes of operator state
 	RowsEmitted int64 // result rows emitted so far
+	// PartlyTooLate counts records (sliding windows) that entered some of
+	// their windows but were too late for others; SkippedWindows counts
+	// the window updates they could not make.
+	PartlyTooLate  int64
+	SkippedWindows int64
 }
 
 // Stats returns the current state size. It walks the state: call it for
 // reports, not per record.
 func (o *Operator) Stats() Stats {
-	st := Stats{Keys: o.keys.live(), RowsEmitted: o.emitted}
+	st := Stats{Keys: o.keys.live(), RowsEmitted: o.emitted, PartlyTooLate: o.partial, SkippedWindows: o.skippedWindows}
 	var extra int64
 	if o.cfg.Gap > 0 {
 		st.OpenWindows, st.Entries = o.sess.live, o.sess.live

@@ -88,9 +88,10 @@ func (ps *paneStore) recycle(p *pane) {
 
 func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, error) {
 	o.wins = o.cfg.Assigner.Assign(ts, o.wins[:0])
-	accepted, late := 0, false
+	accepted, late, skipped := 0, false, 0
 	for _, w := range o.wins {
 		if o.closed(w.End) {
+			skipped++
 			continue
 		}
 		p := o.panes.get(w)
@@ -146,6 +147,12 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 			late = true
 			o.emit(e, w, fireLate)
 		}
+	}
+	if accepted > 0 && skipped > 0 {
+		// Sliding windows: in time for some windows, too late for others
+		// (Flink drops those assignments silently; tidemark counts them).
+		o.partial++
+		o.skippedWindows += int64(skipped)
 	}
 	switch {
 	case accepted == 0 && weight < 0:

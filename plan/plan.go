@@ -327,7 +327,13 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 	add := func(key string, err error) { errs = append(errs, fmt.Errorf("%s: %w", key, err)) }
 	// exprErr adds a compile error, noting source fields that are strings
 	// only because source.schema does not declare them.
+	failed := map[string]bool{} // derived fields that did not compile
 	exprErr := func(key string, p *expr.Parsed, err error) {
+		for _, n := range p.Identifiers() {
+			if failed[n] {
+				return // a knock-on error: the field's own error is reported
+			}
+		}
 		var names []string
 		for _, n := range p.Identifiers() {
 			if undeclared[n] {
@@ -360,18 +366,23 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		for _, f := range st.Fields {
 			derived[f.Name] = true
 		}
+		usesDerived := false
 		for _, n := range ps.filter.Identifiers() {
 			if derived[n] {
 				add("filter", fmt.Errorf("uses derived field %q; the filter runs before fields are derived and may use input fields only", n))
+				usesDerived = true
 			}
 		}
-		f, err := expr.Compile(ps.filter, schema)
-		if err != nil {
-			exprErr("filter", ps.filter, err)
-		} else if f.Kind() != row.KindBool {
-			add("filter", fmt.Errorf("%q is %s, not bool", st.Filter, f.Kind()))
-		} else {
-			s.Filter = f
+		if !usesDerived {
+			f, err := expr.Compile(ps.filter, schema)
+			switch {
+			case err != nil:
+				exprErr("filter", ps.filter, err)
+			case f.Kind() != row.KindBool:
+				add("filter", fmt.Errorf("%q is %s, not bool", st.Filter, f.Kind()))
+			default:
+				s.Filter = f
+			}
 		}
 	}
 	for i, f := range st.Fields {
@@ -382,6 +393,7 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		e, err := expr.Compile(ps.fields[i], schema)
 		if err != nil {
 			exprErr("fields."+f.Name, ps.fields[i], err)
+			failed[f.Name] = true
 			continue
 		}
 		k := e.Kind()
@@ -399,7 +411,9 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 	for _, k := range st.Key {
 		f, ok := schema.Lookup(k)
 		if !ok {
-			add("key", fmt.Errorf("%q is not a field%s", k, suggest(k, schema)))
+			if !failed[k] {
+				add("key", fmt.Errorf("%q is not a field%s", k, suggest(k, schema)))
+			}
 			continue
 		}
 		s.Key = append(s.Key, f)

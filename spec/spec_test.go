@@ -402,8 +402,9 @@ func TestParseYAMLErrors(t *testing.T) {
 		// must return an error instead.
 		{"tag without value for a list", pipe("key: !foo"), []string{"x.yaml: cannot decode the YAML (the decoder failed: "}},
 		{"tag without value for a list in a stage", "stages:\n  - key: !00\n", []string{"x.yaml: cannot decode the YAML"}},
-		{"expression null", pipe("fields: {a: }"), []string{"x.yaml: a: expression is empty"}},
-		{"schema type not a string", pipe("source: {type: file, path: e.jsonl, schema: {a: 1}}"), []string{"x.yaml: a: type must be a string such as int or decimal, got 1"}},
+		{"expression null", pipe("fields: {a: }"), []string{"x.yaml: [6:10] a: the expression is empty"}},
+		{"comma in a flow mapping", pipe("aggregates: {t: sum(round(x, 2))}"), []string{"2)): the expression is empty (in a flow mapping {a: f(x, y)} a comma ends the entry: quote expressions that hold commas)"}},
+		{"schema type not a string", pipe("source: {type: file, path: e.jsonl, schema: {a: [int]}}"), []string{"a: type must be a string such as int or decimal"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("x.yaml", []byte(tc.src))
@@ -431,22 +432,23 @@ func TestParseDurations(t *testing.T) {
 		{"250ms", Duration(250 * time.Millisecond), ""},
 		{"~", 0, ""},
 		{"", 0, ""},
-		{"30", 0, `x.yaml: duration must be a Go duration string such as "90s" or "3m", got 30`},
-		{"0", 0, `x.yaml: duration must be a Go duration string such as "90s" or "3m", got 0`},
-		{"1.5", 0, `x.yaml: duration must be a Go duration string such as "90s" or "3m", got 1.5`},
-		{"true", 0, `x.yaml: duration must be a Go duration string such as "90s" or "3m", got true`},
-		{`"30"`, 0, `x.yaml: duration "30": want a Go duration string such as "90s", "3m" or "24h"`},
-		{"5 minutes", 0, `x.yaml: duration "5 minutes": want a Go duration string such as "90s", "3m" or "24h"`},
-		{"1d", 0, `x.yaml: duration "1d": want a Go duration string such as "90s", "3m" or "24h"`},
-		{`""`, 0, `x.yaml: duration "": want a Go duration string such as "90s", "3m" or "24h"`},
+		{"30", 0, `x.yaml: [6:19] duration must be a Go duration string such as "90s" or "3m", got 30 (a bare number has no unit)`},
+		{"0", 0, `x.yaml: [6:19] duration must be a Go duration string such as "90s" or "3m", got 0 (a bare number has no unit)`},
+		{"1.5", 0, `x.yaml: [6:19] duration must be a Go duration string such as "90s" or "3m", got 1.5 (a bare number has no unit)`},
+		{"true", 0, `x.yaml: [6:19] duration must be a Go duration string such as "90s" or "3m", got true (a bare number has no unit)`},
+		{`"30"`, 0, `x.yaml: [6:19] duration "30": want a Go duration string such as "90s", "3m" or "24h"`},
+		{"5 minutes", 0, `x.yaml: [6:19] duration "5 minutes": want a Go duration string such as "90s", "3m" or "24h"`},
+		{"1d", 0, `x.yaml: [6:19] duration "1d": want a Go duration string such as "90s", "3m" or "24h"`},
+		{`""`, 0, `x.yaml: [6:19] duration "": want a Go duration string such as "90s", "3m" or "24h"`},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
 			src := pipe("allowed_lateness: " + tc.value)
 			p, err := Parse("x.yaml", []byte(src))
 			switch {
 			case tc.err != "":
-				if err == nil || err.Error() != tc.err {
-					t.Errorf("error = %v, want %s", err, tc.err)
+				// The message, then the offending line shown with a caret.
+				if err == nil || !strings.HasPrefix(err.Error(), tc.err+"\n") || !strings.Contains(err.Error(), ">  6 | allowed_lateness: "+tc.value) {
+					t.Errorf("error = %v, want %s and the line", err, tc.err)
 				}
 			case err != nil:
 				t.Errorf("Parse: %v", err)
@@ -466,7 +468,7 @@ func TestParseOrderedMaps(t *testing.T) {
 	eq(t, "source.schema", p.Source.Schema, FieldTypes{{"z", "int"}, {"a", "decimal"}, {"m", "timestamp"}, {"b", "bool"}})
 	// An unquoted number is read by YAML as a number: its written scale
 	// is lost (documented in NamedExprs and docs/pipeline.md).
-	eq(t, "fields", p.Fields, NamedExprs{{"zeta", "a * 2"}, {"alpha", "zeta + 1"}, {"mid", "2.50"}, {"num", "2.5"}, {"yes", "true"}})
+	eq(t, "fields", p.Fields, NamedExprs{{"zeta", "a * 2"}, {"alpha", "zeta + 1"}, {"mid", "2.50"}, {"num", "2.50"}, {"yes", "true"}})
 	eq(t, "aggregates", p.Aggregates, NamedExprs{{"z_last", "max(a)"}, {"a_first", "count()"}, {"m", "sum(zeta)"}})
 	if typ, ok := p.Source.Schema.Lookup("m"); !ok || typ != "timestamp" {
 		t.Errorf("Lookup(m) = %q, %v", typ, ok)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 )
 
 // Duration is a time.Duration written in YAML as a Go duration string
@@ -22,26 +23,70 @@ func (d Duration) Ms() int64 { return time.Duration(d).Milliseconds() }
 // String formats the duration like time.Duration.
 func (d Duration) String() string { return time.Duration(d).String() }
 
-// UnmarshalYAML implements yaml.InterfaceUnmarshaler.
-func (d *Duration) UnmarshalYAML(unmarshal func(any) error) error {
-	var s any
-	if err := unmarshal(&s); err != nil {
-		return err
-	}
-	str, ok := s.(string)
-	if !ok {
-		if s == nil {
-			*d = 0
-			return nil
+// UnmarshalYAML implements yaml.NodeUnmarshaler: errors carry the line and
+// column of the value.
+func (d *Duration) UnmarshalYAML(node ast.Node) error {
+	node = unwrap(node)
+	switch n := node.(type) {
+	case *ast.NullNode:
+		*d = 0
+		return nil
+	case *ast.StringNode:
+		v, err := time.ParseDuration(strings.TrimSpace(n.Value))
+		if err != nil {
+			return nodeError(node, fmt.Sprintf("duration %q: want a Go duration string such as \"90s\", \"3m\" or \"24h\"", n.Value))
 		}
-		return fmt.Errorf("duration must be a Go duration string such as \"90s\" or \"3m\", got %v", s)
+		*d = Duration(v)
+		return nil
 	}
-	v, err := time.ParseDuration(strings.TrimSpace(str))
-	if err != nil {
-		return fmt.Errorf("duration %q: want a Go duration string such as \"90s\", \"3m\" or \"24h\"", str)
+	return nodeError(node, fmt.Sprintf("duration must be a Go duration string such as \"90s\" or \"3m\", got %s (a bare number has no unit)", node.GetToken().Value))
+}
+
+// unwrap skips anchors and tags around a value.
+func unwrap(node ast.Node) ast.Node {
+	for {
+		switch n := node.(type) {
+		case *ast.AnchorNode:
+			node = n.Value
+		case *ast.TagNode:
+			node = n.Value
+		default:
+			return node
+		}
 	}
-	*d = Duration(v)
-	return nil
+}
+
+// nodeError is an error positioned at node, shown with its line by
+// yaml.FormatError.
+func nodeError(node ast.Node, msg string) error {
+	return &yaml.SyntaxError{Message: msg, Token: node.GetToken()}
+}
+
+// scalarText returns the text of a scalar node as written: a number keeps
+// its literal ("2.50", not 2.5).
+func scalarText(node ast.Node) (string, bool) {
+	switch n := unwrap(node).(type) {
+	case *ast.StringNode:
+		return n.Value, true
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+		return n.GetToken().Value, true
+	case *ast.LiteralNode:
+		return n.Value.Value, true
+	}
+	return "", false
+}
+
+// mapEntries returns the key/value pairs of a mapping node, in order.
+func mapEntries(node ast.Node, what string) ([]*ast.MappingValueNode, error) {
+	switch n := unwrap(node).(type) {
+	case *ast.MappingNode:
+		return n.Values, nil
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{n}, nil
+	case *ast.NullNode:
+		return nil, nil
+	}
+	return nil, nodeError(node, what+" must be a mapping of names to values")
 }
 
 // MarshalYAML implements yaml.InterfaceMarshaler.
@@ -61,26 +106,26 @@ type NamedExpr struct {
 // such expressions.
 type NamedExprs []NamedExpr
 
-// UnmarshalYAML implements yaml.InterfaceUnmarshaler, keeping key order.
-func (n *NamedExprs) UnmarshalYAML(unmarshal func(any) error) error {
-	var ms yaml.MapSlice
-	if err := unmarshal(&ms); err != nil {
+// UnmarshalYAML implements yaml.NodeUnmarshaler, keeping key order and the
+// written text of unquoted numbers; errors carry the line and column.
+func (n *NamedExprs) UnmarshalYAML(node ast.Node) error {
+	entries, err := mapEntries(node, "a map of expressions")
+	if err != nil {
 		return err
 	}
-	out := make(NamedExprs, 0, len(ms))
-	for _, it := range ms {
-		k, ok := it.Key.(string)
+	out := make(NamedExprs, 0, len(entries))
+	for _, e := range entries {
+		k, ok := scalarText(e.Key)
 		if !ok {
-			return fmt.Errorf("name %v must be a string", it.Key)
+			return nodeError(e.Key, "names must be plain strings")
 		}
-		var v string
-		switch x := it.Value.(type) {
-		case string:
-			v = x
-		case nil:
-			return fmt.Errorf("%s: expression is empty", k)
-		default:
-			v = fmt.Sprint(x)
+		v, ok := scalarText(e.Value)
+		if !ok || strings.TrimSpace(v) == "" {
+			msg := fmt.Sprintf("%s: the expression is empty", k)
+			if strings.ContainsAny(k, "()") {
+				msg += " (in a flow mapping {a: f(x, y)} a comma ends the entry: quote expressions that hold commas)"
+			}
+			return nodeError(e.Key, msg)
 		}
 		out = append(out, NamedExpr{Name: k, Expr: v})
 	}
@@ -106,21 +151,22 @@ type FieldType struct {
 // FieldTypes is an ordered map from field names to type names.
 type FieldTypes []FieldType
 
-// UnmarshalYAML implements yaml.InterfaceUnmarshaler, keeping key order.
-func (f *FieldTypes) UnmarshalYAML(unmarshal func(any) error) error {
-	var ms yaml.MapSlice
-	if err := unmarshal(&ms); err != nil {
+// UnmarshalYAML implements yaml.NodeUnmarshaler, keeping key order; errors
+// carry the line and column.
+func (f *FieldTypes) UnmarshalYAML(node ast.Node) error {
+	entries, err := mapEntries(node, "a schema")
+	if err != nil {
 		return err
 	}
-	out := make(FieldTypes, 0, len(ms))
-	for _, it := range ms {
-		k, ok := it.Key.(string)
+	out := make(FieldTypes, 0, len(entries))
+	for _, e := range entries {
+		k, ok := scalarText(e.Key)
 		if !ok {
-			return fmt.Errorf("field name %v must be a string", it.Key)
+			return nodeError(e.Key, "field names must be plain strings")
 		}
-		v, ok := it.Value.(string)
+		v, ok := scalarText(e.Value)
 		if !ok {
-			return fmt.Errorf("%s: type must be a string such as int or decimal, got %v", k, it.Value)
+			return nodeError(e.Value, fmt.Sprintf("%s: type must be a string such as int or decimal", k))
 		}
 		out = append(out, FieldType{Name: k, Type: v})
 	}

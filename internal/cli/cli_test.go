@@ -96,3 +96,11 @@ sinks: [{type: jsonl, path: `+out+`}]
 		t.Fatalf("rows:\n%s\nwant prefix\n%s", rows, want)
 	}
 }
+
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{{"run"}, {"run", "a", "b"}, {"bogus"}, {"run", "--nope", "x"}, {"version", "x"}} {
+		if code, _, errOut := run(t, args...); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, errOut)
+		}
+	}
+}

@@ -26,8 +26,12 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 Relative paths in the pipeline (source, sinks) are relative to the working
 directory; ${VAR} and ${VAR:-default} are expanded from the environment.
 At the end a summary goes to stdout; a progress line goes to stderr when it
-is a terminal.`,
-		Args: cobra.ExactArgs(1),
+is a terminal.
+
+Exit status: 0 when the run completed, 1 when it failed (source or sink
+error, an aggregate overflow, interrupted), 2 for a usage or pipeline
+configuration error (nothing was read or written).`,
+		Args: usage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := tidemark.Load(args[0])
 			if err != nil {

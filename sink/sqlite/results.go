@@ -41,6 +41,9 @@ type Results struct {
 	nullInsert *sql.Stmt
 	del        *sql.Stmt
 	closed     bool
+	// replace: the table's existing rows are deleted in the transaction of
+	// the first Flush (a run that recomputes the result from the start).
+	replace bool
 }
 
 // pendingRow is a buffered row waiting for Flush.
@@ -59,10 +62,26 @@ var _ sink.Results = (*Results)(nil)
 // an error when d.Timezone is not a known IANA zone ("" is UTC), when two
 // columns share a name, or when the database cannot be opened.
 func New(ctx context.Context, path, table string, d changelog.Desc) (*Results, error) {
+	return NewWithOptions(ctx, path, table, d, Options{})
+}
+
+// Options adjusts a sink.
+type Options struct {
+	// Replace deletes the table's existing rows in the transaction of the
+	// first Flush, so that a run recomputing the result from the start
+	// replaces the previous run's rows instead of being held back by their
+	// versions. Readers see the old contents until that commit.
+	// Default false: rows are upserted over whatever the table holds.
+	Replace bool
+}
+
+// NewWithOptions is New with options.
+func NewWithOptions(ctx context.Context, path, table string, d changelog.Desc, o Options) (*Results, error) {
 	r, err := open(ctx, path, table, d)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
+	r.replace = o.Replace
 	return r, nil
 }
 
@@ -191,7 +210,7 @@ func (r *Results) Flush(ctx context.Context) error {
 	if r.closed {
 		return fmt.Errorf("sqlite %s: %w", r.path, sql.ErrConnDone)
 	}
-	if len(r.ops) == 0 {
+	if len(r.ops) == 0 && !r.replace {
 		return nil
 	}
 	if err := r.apply(ctx); err != nil {
@@ -224,6 +243,11 @@ func (r *Results) apply(ctx context.Context) (err error) {
 			tx.Rollback()
 		}
 	}()
+	if r.replace {
+		if _, err = tx.ExecContext(ctx, "DELETE FROM "+quote(r.table)); err != nil {
+			return err
+		}
+	}
 	for _, g := range r.segments {
 		args := r.args[g.start*r.nCol : g.end*r.nCol]
 		switch g.kind {
@@ -238,7 +262,11 @@ func (r *Results) apply(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	return tx.Commit()
+	if err = tx.Commit(); err != nil {
+		return err
+	}
+	r.replace = false
+	return nil
 }
 
 // segment is a run of buffered rows [start, end) applied by one statement

@@ -365,3 +365,51 @@ func TestKeyLookupsUseThePrimaryKey(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaceOnFirstFlush: a sink opened with Replace deletes the rows a
+// previous run left (which its version guard would otherwise keep), in the
+// transaction of its first flush — even when the new run emits no row.
+func TestReplaceOnFirstFlush(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "r.db")
+	d := changelog.Desc{Stage: "s", Key: []changelog.Column{{Name: "k", Kind: row.KindString}}, Values: []changelog.Column{{Name: "n", Kind: row.KindInt}}}
+	write := func(o Options, n int64, version uint64) {
+		t.Helper()
+		r, err := NewWithOptions(ctx, path, "t", d, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= 0 {
+			if err := r.Write(ctx, []changelog.Row{{Op: changelog.Insert, WindowStart: 0, WindowEnd: 60000, Key: []row.Value{row.Str("a")}, Values: []row.Value{row.Int(n)}, Version: version, IsFinal: true, UpdatedAt: 1}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() (int, string) {
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var c int
+		var n sql.NullString
+		db.QueryRow(`SELECT count(*), max(n) FROM t`).Scan(&c, &n)
+		return c, n.String
+	}
+	write(Options{}, 5, 3)
+	write(Options{}, 7, 1) // a lower version: the guard keeps 5
+	if c, n := count(); c != 1 || n != "5" {
+		t.Fatalf("without replace: %d rows, n=%s; want 1, 5", c, n)
+	}
+	write(Options{Replace: true}, 7, 1)
+	if c, n := count(); c != 1 || n != "7" {
+		t.Fatalf("with replace: %d rows, n=%s; want 1, 7", c, n)
+	}
+	write(Options{Replace: true}, -1, 0)
+	if c, _ := count(); c != 0 {
+		t.Fatalf("replace with no rows left %d rows", c)
+	}
+}

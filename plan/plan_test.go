@@ -1,0 +1,95 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/spec"
+)
+
+func parse(t *testing.T, y string) *spec.Pipeline {
+	t.Helper()
+	p, err := spec.Parse("p.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const head = "name: p\nsource: {type: file, path: e.jsonl, schema: {amount: decimal, qty: int}}\nevent_time: {field: ts}\nwindow: {type: tumbling, size: 1m}\n"
+
+func TestCompileErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string // each must appear; the error count must match
+	}{
+		{"unknown key of a downstream stage", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\nstages:\n  - {name: a, key: [store], window: {type: tumbling, size: 1m}, aggregates: {n: count()}, emit: {mode: retract}}\n  - {name: b, key: [stor], window: {type: tumbling, size: 1m}, aggregates: {m: max(n)}}\n",
+			[]string{`b: key: "stor" is not a field (did you mean store?)`}},
+		{"knock-on errors are not repeated", head + "fields: {delta: -amout}\nkey: [delta]\naggregates: {total: sum(delta)}\n",
+			[]string{`p: fields.delta: unary - needs a number, not string at column 1 of "-amout" (amout not declared in source.schema, so read as string)`}},
+		{"sum of a string", head + "aggregates: {total: sum(name)}\n",
+			[]string{`p: aggregates.total: sum(name) needs an int or decimal argument, name is string (name not declared in source.schema, so read as string)`}},
+		{"filter uses a derived field", head + "filter: 'big'\nfields: {big: amount > 10}\naggregates: {n: count()}\n",
+			[]string{`p: filter: uses derived field "big"; the filter runs before fields are derived and may use input fields only`}},
+		{"filter not bool", head + "filter: amount\naggregates: {n: count()}\n",
+			[]string{`p: filter: "amount" is decimal, not bool`}},
+		{"unknown aggregate", head + "aggregates: {m: median(amount)}\n",
+			[]string{`p: aggregates.m: unknown aggregate median() (want count, sum, avg, min, max or count_distinct)`}},
+		{"two arguments", head + "aggregates: {m: 'sum(amount, qty)'}\n",
+			[]string{`p: aggregates.m: sum() takes one argument, got 2`}},
+		{"derived name clashes with an input field", head + "fields: {ts: qty * 2}\naggregates: {n: count()}\n",
+			[]string{`p: fields.ts: already a field of the input; choose another name`}},
+		{"downstream of an upsert stream", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\nstages:\n  - {name: a, window: {type: tumbling, size: 1m}, aggregates: {n: count()}}\n  - {name: b, window: {type: tumbling, size: 1m}, aggregates: {m: max(n)}}\n",
+			[]string{`b: input a emits mode update (an upsert stream without update_before); a stage reading it needs emit.mode retract or final upstream`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Compile(parse(t, tc.yaml))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(tc.want) {
+				t.Errorf("%d errors, want %d:\n%s", len(lines), len(tc.want), err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error\n%s\nlacks\n%s", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestCompileLayout: only referenced source fields are decoded, typed by the
+// schema (strings otherwise); derived fields and hidden aggregate arguments
+// follow the input fields in the stage schema.
+func TestCompileLayout(t *testing.T) {
+	p := parse(t, head+"filter: kind == \"PAY\"\nfields: {net: amount * qty}\nkey: [store]\naggregates: {total: sum(net), avg_qty: avg(qty * 2), n: count()}\n")
+	pl, err := Compile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range pl.SourceSchema.Fields {
+		got = append(got, f.Name+":"+f.Kind.String())
+	}
+	if strings.Join(got, " ") != "ts:timestamp kind:string amount:decimal qty:int store:string" {
+		t.Fatalf("source fields %v", got)
+	}
+	st := pl.Stages[0]
+	got = got[:0]
+	for _, f := range st.Schema.Fields[st.InputFields:] {
+		got = append(got, f.Name+":"+f.Kind.String())
+	}
+	if strings.Join(got, " ") != "net:decimal __avg_qty:int" {
+		t.Fatalf("derived fields %v", got)
+	}
+	var out []string
+	for _, c := range st.Desc.Values {
+		out = append(out, c.Name+":"+c.Kind.String())
+	}
+	if strings.Join(out, " ") != "total:decimal avg_qty:decimal n:int" || st.Desc.Key[0].Kind != row.KindString {
+		t.Fatalf("output columns %v key %v", out, st.Desc.Key)
+	}
+}
