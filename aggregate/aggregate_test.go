@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/tidemark/tidemark/row"
 )
@@ -136,5 +137,57 @@ func TestUnknownAndBadArguments(t *testing.T) {
 		if _, err := New(sp); err == nil {
 			t.Errorf("%+v: no error", sp)
 		}
+	}
+}
+
+// TestBorrowedStringsStayOwned: row strings point into decoder buffers that
+// are reused. Aggregates that keep strings (count_distinct, min/max) must
+// own copies even when a value is added again: here the buffer behind the
+// row's string is overwritten after each add, as the next batch would.
+func TestBorrowedStringsStayOwned(t *testing.T) {
+	s := row.NewSchema()
+	f, _ := s.Add("c", row.KindString)
+	cd, _ := New(Spec{Name: "d", Func: "count_distinct", Arg: f, HasArg: true, Retract: true})
+	mx, _ := New(Spec{Name: "m", Func: "max", Arg: f, HasArg: true, Retract: true})
+	cols := []Column{cd, mx}
+	for _, c := range cols {
+		c.Grow(1)
+	}
+	buf := []byte("x")
+	r := s.NewRow()
+	addBorrowed := func(b byte) {
+		buf[0] = b
+		r.Set(f, row.Str(unsafe.String(&buf[0], 1)))
+		for _, c := range cols {
+			if err := c.Add(0, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	addBorrowed('x')
+	addBorrowed('x') // an existing value added again
+	addBorrowed('y') // the buffer now says y
+	addBorrowed('a')
+	if got := cd.Result(0).String(); got != "3" {
+		t.Fatalf("count_distinct = %s, want 3 (x, y, a)", got)
+	}
+	buf[0] = 'z' // must not change what the aggregates hold
+	if got := mx.Result(0).String(); got != "y" {
+		t.Fatalf("max = %s, want y", got)
+	}
+	retract := func(v string) {
+		x := s.NewRow()
+		x.Set(f, row.Str(v))
+		for _, c := range cols {
+			c.Retract(0, x)
+		}
+	}
+	retract("y")
+	if got := mx.Result(0).String(); got != "x" {
+		t.Fatalf("max after retracting y = %s, want x", got)
+	}
+	retract("x")
+	if got := [2]string{cd.Result(0).String(), mx.Result(0).String()}; got != [2]string{"2", "x"} {
+		t.Fatalf("after one of two x retracted: %v, want [2 x]", got)
 	}
 }

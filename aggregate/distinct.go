@@ -21,12 +21,17 @@ func newDistinct(sp Spec) Column {
 	}
 }
 
+// distinct keeps each slot's values with their multiplicities. Counts are
+// held by pointer: an existing entry is updated through it and never
+// re-assigned, because assigning m[k] stores k again, and a string k read
+// from a row points into a decoder buffer that is reused (the map would
+// then hold a key whose bytes change under it).
 type distinct[K comparable] struct {
 	arg  row.Field
 	get  func(*row.Row) K
 	own  func(K) K
 	strs bool
-	m    []map[K]int64
+	m    []map[K]*int64
 }
 
 func (c *distinct[K]) Kind() row.Kind { return row.KindInt }
@@ -37,15 +42,16 @@ func (c *distinct[K]) Add(s int32, r *row.Row) error {
 	}
 	m := c.m[s]
 	if m == nil {
-		m = map[K]int64{}
+		m = map[K]*int64{}
 		c.m[s] = m
 	}
 	k := c.get(r)
 	if n, ok := m[k]; ok {
-		m[k] = n + 1
+		*n++
 		return nil
 	}
-	m[c.own(k)] = 1
+	one := int64(1)
+	m[c.own(k)] = &one
 	return nil
 }
 func (c *distinct[K]) Retract(s int32, r *row.Row) error {
@@ -55,8 +61,8 @@ func (c *distinct[K]) Retract(s int32, r *row.Row) error {
 	m := c.m[s]
 	k := c.get(r)
 	if n, ok := m[k]; ok {
-		if n > 1 {
-			m[k] = n - 1
+		if *n > 1 {
+			*n--
 		} else {
 			delete(m, k)
 		}
@@ -68,10 +74,15 @@ func (c *distinct[K]) Merge(dst, src int32) error {
 		return nil
 	}
 	if c.m[dst] == nil {
-		c.m[dst] = make(map[K]int64, len(c.m[src]))
+		c.m[dst] = make(map[K]*int64, len(c.m[src]))
 	}
-	for k, n := range c.m[src] { // order-independent: counts add
-		c.m[dst][k] += n
+	for k, n := range c.m[src] { // order-independent: counts add; src keys are owned
+		if d, ok := c.m[dst][k]; ok {
+			*d += *n
+		} else {
+			v := *n
+			c.m[dst][k] = &v
+		}
 	}
 	return nil
 }
@@ -83,9 +94,9 @@ func (c *distinct[K]) ExtraBytes(s int32) int {
 	if m == nil {
 		return 0
 	}
-	per := 24
+	per := 32
 	if c.strs {
-		per = 40
+		per = 48
 	}
 	n := 48 + len(m)*per
 	if c.strs {

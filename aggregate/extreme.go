@@ -110,13 +110,19 @@ func (c *extreme[T]) ExtraBytes(s int32) int {
 	return 0
 }
 
-// multiset is the per-slot state of a retractable min/max: value counts and
-// the current extreme.
+// multiset is the per-slot state of a retractable min/max: each value with
+// its multiplicity, and the current extreme. Entries are updated through
+// their pointer, never re-assigned: assigning m[k] would store a key that
+// may point into a reused decoder buffer (see distinct).
 type multiset[T any, K comparable] struct {
-	counts map[K]int64
-	vals   map[K]T
-	best   T
-	valid  bool
+	vals  map[K]*msEntry[T]
+	best  T
+	valid bool
+}
+
+type msEntry[T any] struct {
+	n int64
+	v T
 }
 
 // multiExtreme is min or max with retraction: a multiset per slot, and a
@@ -151,18 +157,18 @@ func (c *multiExtreme[T, K]) own(x T) T {
 func (c *multiExtreme[T, K]) add(s int32, x T, n int64) {
 	ms := c.m[s]
 	if ms == nil {
-		ms = &multiset[T, K]{counts: map[K]int64{}, vals: map[K]T{}}
+		ms = &multiset[T, K]{vals: map[K]*msEntry[T]{}}
 		c.m[s] = ms
 	}
-	k := c.key(x)
-	if _, ok := ms.counts[k]; !ok {
-		x = c.own(x)
-		k = c.key(x)
-		ms.vals[k] = x
+	e, ok := ms.vals[c.key(x)]
+	if ok {
+		e.n += n
+	} else {
+		e = &msEntry[T]{n: n, v: c.own(x)}
+		ms.vals[c.key(e.v)] = e
 	}
-	ms.counts[k] += n
-	if !ms.valid || c.better(x, ms.best) {
-		ms.best, ms.valid = ms.vals[k], true
+	if !ms.valid || c.better(e.v, ms.best) {
+		ms.best, ms.valid = e.v, true
 	}
 }
 func (c *multiExtreme[T, K]) Add(s int32, r *row.Row) error {
@@ -182,21 +188,20 @@ func (c *multiExtreme[T, K]) Retract(s int32, r *row.Row) error {
 	}
 	x := c.get(r)
 	k := c.key(x)
-	n, ok := ms.counts[k]
+	e, ok := ms.vals[k]
 	if !ok {
 		return nil // retracting a value never added: nothing to undo
 	}
-	if n > 1 {
-		ms.counts[k] = n - 1
+	if e.n > 1 {
+		e.n--
 		return nil
 	}
-	delete(ms.counts, k)
 	delete(ms.vals, k)
 	if c.cmp(x, ms.best) == 0 {
 		ms.valid = false
-		for _, v := range ms.vals { // order-independent: the extreme is unique
-			if !ms.valid || c.better(v, ms.best) {
-				ms.best, ms.valid = v, true
+		for _, e := range ms.vals { // order-independent: the extreme is unique
+			if !ms.valid || c.better(e.v, ms.best) {
+				ms.best, ms.valid = e.v, true
 			}
 		}
 	}
@@ -207,8 +212,8 @@ func (c *multiExtreme[T, K]) Merge(dst, src int32) error {
 	if ms == nil {
 		return nil
 	}
-	for k, n := range ms.counts { // order-independent: counts add, the extreme is unique
-		c.add(dst, ms.vals[k], n)
+	for _, e := range ms.vals { // order-independent: counts add, the extreme is unique
+		c.add(dst, e.v, e.n)
 	}
 	return nil
 }
@@ -228,5 +233,5 @@ func (c *multiExtreme[T, K]) ExtraBytes(s int32) int {
 	if ms == nil {
 		return 0
 	}
-	return 96 + len(ms.counts)*80
+	return 96 + len(ms.vals)*96
 }
