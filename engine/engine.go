@@ -157,6 +157,11 @@ func (rt *runtime) open(ctx context.Context) error {
 	rt.etField = f
 	rt.present = make([]bool, p.SourceSchema.Len())
 	rt.absent = len(rt.present)
+	if rt.opts.Source == nil {
+		if err := checkOutputPaths(p.Spec); err != nil {
+			return err
+		}
+	}
 	// The source opens first: a run that cannot read its input must not
 	// truncate or replace the outputs of the previous run.
 	if rt.opts.Source != nil {

@@ -104,3 +104,27 @@ func TestUsageErrorsExit2(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputInsideSourceRefused: an output path that is, or lies under, the
+// source path is refused before anything is written.
+func TestOutputInsideSourceRefused(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "data", "in.jsonl")
+	os.MkdirAll(filepath.Dir(in), 0o755)
+	os.WriteFile(in, []byte(`{"ts":"2026-09-01T10:02:00+09:00"}`+"\n"), 0o644)
+	for _, tc := range []struct{ source, sinks, key string }{
+		{in, "sinks: [{type: jsonl, path: " + in + "}]", "sinks[0].path"},
+		{filepath.Join(dir, "data"), "quarantine: {sink: {type: jsonl, path: " + filepath.Join(dir, "data", "q.jsonl") + "}}", "quarantine.sink.path"},
+		{filepath.Join(dir, "data", "*.jsonl"), "late: {sink: {type: jsonl, path: " + filepath.Join(dir, "data", "late.jsonl") + "}}", "late.sink.path"},
+	} {
+		p := filepath.Join(dir, "p.yaml")
+		os.WriteFile(p, []byte("name: demo\nsource: {type: file, format: jsonl, path: "+tc.source+"}\nevent_time: {field: ts}\nwindow: {type: tumbling, size: 1m}\naggregates: {n: count()}\n"+tc.sinks+"\n"), 0o644)
+		code, _, errOut := run(t, "run", p)
+		if code != 2 || !strings.Contains(errOut, tc.key+": ") || !strings.Contains(errOut, "is also an input of source.path") {
+			t.Errorf("%s: code %d, stderr %q", tc.key, code, errOut)
+		}
+		if b, _ := os.ReadFile(in); len(b) == 0 {
+			t.Fatalf("%s: the input was truncated", tc.key)
+		}
+	}
+}

@@ -56,6 +56,10 @@ configuration error (nothing was read or written).`,
 				fmt.Fprint(stderr, "\r\033[K")
 			}
 			if err != nil {
+				var ce *engine.ConfigError
+				if errors.As(err, &ce) {
+					return &exitError{code: 2, err: err}
+				}
 				var nf *file.NoFilesError
 				if errors.As(err, &nf) || errors.Is(err, fs.ErrNotExist) {
 					if p.Source.About != "" {
