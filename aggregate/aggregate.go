@@ -75,6 +75,16 @@ type Column interface {
 	ExtraBytes(s int32) int
 }
 
+// Checker is implemented by columns whose updates can fail (an int sum that
+// would overflow). Check returns the error Add (weight > 0) or Retract
+// (weight < 0) of row r on slot s would return, and CheckMerge the error of
+// Merge(dst, src), changing nothing — so that a caller can refuse a record
+// before any state changes.
+type Checker interface {
+	Check(s int32, r *row.Row, weight int) error
+	CheckMerge(dst, src int32) error
+}
+
 // New builds the column for spec. It returns an error for an unknown
 // function, a missing or extra argument, or an argument kind the function
 // does not accept (e.g. sum of a string).

@@ -95,6 +95,32 @@ func (c *sumIntCol) Merge(dst, src int32) error {
 	d.n += s.n
 	return nil
 }
+// Check implements Checker.
+func (c *sumIntCol) Check(s int32, r *row.Row, weight int) error {
+	if r.IsNull(c.arg.Index) {
+		return nil
+	}
+	x := r.I[c.arg.Slot]
+	if weight < 0 {
+		if x == -x && x != 0 {
+			return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
+		}
+		x = -x
+	}
+	if _, ok := addInt(c.acc[s].sum, x); !ok {
+		return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
+	}
+	return nil
+}
+
+// CheckMerge implements Checker.
+func (c *sumIntCol) CheckMerge(dst, src int32) error {
+	if _, ok := addInt(c.acc[dst].sum, c.acc[src].sum); !ok {
+		return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
+	}
+	return nil
+}
+
 func (c *sumIntCol) Result(s int32) row.Value {
 	if c.acc[s].n == 0 {
 		return row.Null

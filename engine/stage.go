@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -87,6 +88,10 @@ func (st *stage) process(ctx context.Context, r *row.Row, ts int64, weight int, 
 	}
 	out, err := st.op.Process(r, ts, weight, st.rt.now)
 	if err != nil {
+		var rej *operator.RejectError
+		if errors.As(err, &rej) {
+			return false, st.quarantine(ctx, org.raw(), rej.Error(), "", "aggregate", org.pos())
+		}
 		return false, fmt.Errorf("%s: %w", p.Name, err)
 	}
 	switch out {

@@ -59,6 +59,21 @@ func ParseMode(s string) (Mode, error) {
 	return 0, fmt.Errorf("unknown emit mode %q", s)
 }
 
+// RejectError says that a record was refused, leaving the state unchanged:
+// applying it would make an aggregate fail (an int64 sum overflow). The
+// caller quarantines the record.
+type RejectError struct {
+	Err    error
+	Window window.Window
+	Key    []row.Value
+}
+
+func (e *RejectError) Error() string {
+	return fmt.Sprintf("%v in window %s for key %v", e.Err, e.Window, e.Key)
+}
+
+func (e *RejectError) Unwrap() error { return e.Err }
+
 // Outcome says what happened to a processed record.
 type Outcome uint8
 
@@ -140,6 +155,11 @@ func New(cfg Config) (*Operator, error) {
 		keys:     newKeyTable(cfg.Key, cfg.KeyGroups),
 		slots:    slotTable{cols: cfg.Aggs, keep: cfg.Mode == Retract},
 	}
+	for _, c := range cfg.Aggs {
+		if ch, ok := c.(aggregate.Checker); ok {
+			o.slots.chk = append(o.slots.chk, ch)
+		}
+	}
 	o.panes.init()
 	o.sess.keys = o.keys
 	return o, nil
@@ -150,8 +170,9 @@ func (o *Operator) Watermark() int64 { return o.wm }
 
 // Process applies one record with event time ts (ms) to its windows: weight
 // +1 adds it, −1 retracts an earlier identical record. now is the
-// processing time (ms). It returns the outcome, and an error only when an
-// aggregate fails (int overflow); the operator's state is then undefined.
+// processing time (ms). It returns the outcome. A record an aggregate
+// cannot take (an int sum would overflow) is refused with a *RejectError
+// before any state changes; any other error leaves the state undefined.
 func (o *Operator) Process(r *row.Row, ts int64, weight int, now int64) (Outcome, error) {
 	o.now = now
 	o.keyBuf = o.keyBuf[:0]

@@ -88,6 +88,11 @@ func (ps *paneStore) recycle(p *pane) {
 
 func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, error) {
 	o.wins = o.cfg.Assigner.Assign(ts, o.wins[:0])
+	if len(o.slots.chk) > 0 {
+		if err := o.checkPanes(r, weight); err != nil {
+			return OnTime, err
+		}
+	}
 	accepted, late, skipped := 0, false, 0
 	for _, w := range o.wins {
 		if o.closed(w.End) {
@@ -163,6 +168,29 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 		return LateAccepted, nil
 	}
 	return OnTime, nil
+}
+
+// checkPanes refuses a record that some window could not take, before any
+// window changes. A window and key not seen yet starts empty and takes any
+// single value.
+func (o *Operator) checkPanes(r *row.Row, weight int) error {
+	for _, w := range o.wins {
+		if o.closed(w.End) {
+			continue
+		}
+		p := o.panes.get(w)
+		if p == nil {
+			continue
+		}
+		i, ok := p.idx[string(o.keyBuf)]
+		if !ok {
+			continue
+		}
+		if err := o.slots.check(p.ents[i].slot, r, weight); err != nil {
+			return &RejectError{Err: err, Window: w, Key: o.keys.ents[p.ents[i].key].vals}
+		}
+	}
+	return nil
 }
 
 func (o *Operator) removeEntry(p *pane, i int32) {

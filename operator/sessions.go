@@ -101,6 +101,9 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 			if !s.w.Contains(ts) {
 				continue
 			}
+			if err := o.slots.check(s.slot, r, -1); err != nil {
+				return OnTime, &RejectError{Err: err, Window: s.w, Key: o.keys.ents[id].vals}
+			}
 			if err := o.slots.apply(s.slot, r, -1); err != nil {
 				return OnTime, err
 			}
@@ -160,6 +163,11 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 		return OnTime, nil
 	}
 
+	if len(o.slots.chk) > 0 {
+		if err := o.checkSessions(r, list[lo:hi]); err != nil {
+			return OnTime, &RejectError{Err: err, Window: proto, Key: o.keys.ents[id].vals}
+		}
+	}
 	target := list[lo]
 	merged := proto
 	wasFired := false
@@ -214,6 +222,28 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 		return LateAccepted, nil
 	}
 	return OnTime, nil
+}
+
+// checkSessions refuses a record whose merge with the sessions it joins
+// would make an aggregate fail: it tries the merge and the add on a scratch
+// slot.
+func (o *Operator) checkSessions(r *row.Row, join []*session) error {
+	if len(join) == 1 {
+		return o.slots.check(join[0].slot, r, 1)
+	}
+	tmp := o.slots.alloc()
+	defer o.slots.release(tmp)
+	for _, s := range join {
+		for _, c := range o.slots.chk {
+			if err := c.CheckMerge(tmp, s.slot); err != nil {
+				return err
+			}
+		}
+		if err := o.slots.merge(tmp, s.slot); err != nil {
+			return err
+		}
+	}
+	return o.slots.check(tmp, r, 1)
 }
 
 // dropSession removes a session and releases its slot and key reference.

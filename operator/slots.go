@@ -9,6 +9,7 @@ import (
 // is one (window, key) instance in every column.
 type slotTable struct {
 	cols []aggregate.Column
+	chk  []aggregate.Checker // the columns whose updates can fail
 	n    int     // slots ever allocated
 	free []int32 // reusable slots
 	prev [][]row.Value
@@ -42,6 +43,17 @@ func (t *slotTable) release(s int32) {
 		t.prev[s] = t.prev[s][:0]
 	}
 	t.free = append(t.free, s)
+}
+
+// check returns the error applying r to slot s would meet, changing
+// nothing.
+func (t *slotTable) check(s int32, r *row.Row, weight int) error {
+	for _, c := range t.chk {
+		if err := c.Check(s, r, weight); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // apply adds (weight > 0) or retracts (weight < 0) row r in slot s.
