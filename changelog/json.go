@@ -110,7 +110,7 @@ func appendLate(dst []byte, l *LateRecord, tf *row.TimeFormatter) []byte {
 	switch {
 	case len(l.Event) == 0:
 		dst = append(dst, "null"...)
-	case json.Valid(l.Event):
+	case json.Valid(l.Event) && utf8.Valid(l.Event):
 		for _, c := range l.Event {
 			if c == '\n' || c == '\r' {
 				c = ' '

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
@@ -84,6 +85,11 @@ func (d *CSV) Decode(record []string, r *row.Row) *source.DecodeError {
 			continue
 		}
 		if p.f.Kind == row.KindString {
+			if !utf8.ValidString(s) {
+				// As for JSON: each invalid byte becomes U+FFFD, so a key
+				// is the same text in every output.
+				s = string(appendUnescapedText(nil, s))
+			}
 			r.S[p.f.Slot] = s
 			r.SetValid(p.f.Index)
 			continue

@@ -19,6 +19,7 @@ type JSON struct {
 	p      fastjson.Parser
 	arena  arena
 	num    []byte // scratch: the literal of a JSON number
+	esc    []byte // scratch: a string with its escapes decoded
 	fast   bool   // every field is a top-level key: try the fast path (scan.go)
 	mark   []uint32
 	seen   uint32
@@ -54,6 +55,11 @@ func (d *JSON) Decode(line []byte, r *row.Row) *source.DecodeError {
 // slowDecode decodes with fastjson: every line the fast path declines,
 // and the reference the fast path is checked against.
 func (d *JSON) slowDecode(line []byte, r *row.Row) *source.DecodeError {
+	// fastjson is lenient (raw control characters, "\q", NaN, 01 pass);
+	// a line must first be JSON by RFC 8259.
+	if e := strictJSON(line); e != nil {
+		return e
+	}
 	v, err := d.p.ParseBytes(line)
 	if err != nil {
 		return syntaxError(line, err)
@@ -85,6 +91,21 @@ func (d *JSON) Reset() { d.arena.reset() }
 // set stores the JSON value v into field p of r.
 func (d *JSON) set(p *plan, v *fastjson.Value, r *row.Row) *source.DecodeError {
 	f := &p.f
+	// A string's raw text, before fastjson unescapes it (MarshalTo of a
+	// string not yet looked at returns its bytes as written): decoded with
+	// the fast path's rules (encoding/json's: surrogates, U+FFFD for
+	// invalid UTF-8), so both paths give the same text.
+	if raw := v.MarshalTo(d.num[:0]); len(raw) >= 2 && raw[0] == '"' {
+		d.num = raw
+		d.esc = appendUnescaped(d.esc[:0], raw[1:len(raw)-1])
+		b := d.esc
+		if f.Kind == row.KindString {
+			r.S[f.Slot] = d.arena.str(b)
+			r.SetValid(f.Index)
+			return nil
+		}
+		return setText(p, b, "string", r)
+	}
 	switch v.Type() {
 	case fastjson.TypeNull:
 		return nil

@@ -2,9 +2,15 @@ package format
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"math/bits"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
 )
 
 // The fast path for flat JSON objects.
@@ -177,10 +183,16 @@ func (d *JSON) fastValue(p *plan, b []byte, i int, r *row.Row) (int, bool) {
 	switch c := b[i]; {
 	case c == '"':
 		end, esc, ok := scanString(b, i+1)
-		if !ok || esc {
+		if !ok {
 			return 0, false
 		}
 		s := b[i+1 : end]
+		if esc || !utf8.Valid(s) {
+			// Decode escapes and replace invalid UTF-8 with U+FFFD, as
+			// encoding/json does.
+			d.esc = appendUnescaped(d.esc[:0], s)
+			s = d.esc
+		}
 		if f.Kind == row.KindString {
 			r.S[f.Slot] = d.arena.str(s)
 			r.SetValid(f.Index)
@@ -305,6 +317,72 @@ func plainRun(b []byte, i int) int {
 	return i
 }
 
+// appendUnescaped appends the text of a JSON string body (already checked
+// by scanString) with its escapes decoded, following encoding/json: a
+// surrogate pair becomes one rune, a lone surrogate or an invalid UTF-8
+// byte becomes U+FFFD.
+func appendUnescaped(dst, s []byte) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			switch e := s[i+1]; e {
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r := hex4(s[i+2 : i+6])
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+						if r2 := utf16.DecodeRune(r, hex4(s[i+2:i+6])); r2 != utf8.RuneError {
+							dst = utf8.AppendRune(dst, r2)
+							i += 6
+							continue
+						}
+					}
+					r = utf8.RuneError
+				}
+				dst = utf8.AppendRune(dst, r)
+				continue
+			default: // '"', '\\', '/'
+				dst = append(dst, e)
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			i++
+		default:
+			r, n := utf8.DecodeRune(s[i:])
+			dst = utf8.AppendRune(dst, r) // RuneError for an invalid byte
+			i += n
+		}
+	}
+	return dst
+}
+
+// hex4 reads four hex digits (checked by scanString).
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		r <<= 4
+		switch {
+		case c <= '9':
+			r |= rune(c - '0')
+		default:
+			r |= rune(c|0x20-'a') + 10
+		}
+	}
+	return r
+}
+
 func isHex(c byte) bool { return isDigit(c) || (c|0x20) >= 'a' && (c|0x20) <= 'f' }
 
 // scanNumber returns the index after the number literal at b[i:], or −1
@@ -427,4 +505,31 @@ func objectKey(b []byte, i int) (int, bool) {
 		return -1, false
 	}
 	return i + 1, true
+}
+
+// strictJSON returns a decode error unless line is one JSON value (RFC
+// 8259) nested at most maxSkipDepth deep, with only whitespace around it.
+func strictJSON(line []byte) *source.DecodeError {
+	i := skipWS(line, 0)
+	if end, ok := skipValue(line, i); ok && skipWS(line, end) == len(line) {
+		return nil
+	}
+	var se *json.SyntaxError
+	switch err := json.Unmarshal(line, new(json.RawMessage)); {
+	case errors.As(err, &se):
+		return &source.DecodeError{Rule: "decode", Reason: fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, err)}
+	case err == nil:
+		return &source.DecodeError{Rule: "decode", Reason: fmt.Sprintf("JSON nested deeper than %d levels", maxSkipDepth)}
+	default:
+		return &source.DecodeError{Rule: "decode", Reason: "invalid JSON: " + err.Error()}
+	}
+}
+
+// appendUnescapedText appends s with each invalid UTF-8 byte replaced by
+// U+FFFD (no escapes: plain text such as a CSV field).
+func appendUnescapedText(dst []byte, s string) []byte {
+	for _, r := range s { // ranging yields RuneError for each invalid byte
+		dst = utf8.AppendRune(dst, r)
+	}
+	return dst
 }

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -126,6 +127,45 @@ func TestPlainRunMatchesNaive(t *testing.T) {
 		for i := 0; i <= len(b); i++ {
 			if got, want := plainRun(b, i), naive(b, i); got != want {
 				t.Fatalf("plainRun(%q, %d) = %d, want %d", b, i, got, want)
+			}
+		}
+	}
+}
+
+func TestFastPathStringsFollowEncodingJSON(t *testing.T) {
+	f := fastSlowFields(t)
+	for _, c := range []struct{ line, want string }{
+		{`{"s":"a\"b\\c\/d\n"}`, "a\"b\\c/d\n"},
+		{`{"s":"caf\u00e9 \ud83d\ude00"}`, "café 😀"},
+		{`{"s":"s\ud800"}`, "s\ufffd"},
+		{`{"s":"s\\ud800"}`, `s\ud800`},
+		{"{\"s\":\"k\xff\"}", "k\ufffd"},
+	} {
+		// encoding/json is the reference for the text.
+		var m map[string]string
+		if err := json.Unmarshal([]byte(c.line), &m); err != nil || m["s"] != c.want {
+			t.Fatalf("reference %q: %q %v, want %q", c.line, m["s"], err, c.want)
+		}
+		for _, fast := range []bool{true, false} {
+			d := NewJSON(f)
+			d.fast = fast
+			r := f.Schema.NewRow()
+			if err := d.Decode([]byte(c.line), r); err != nil {
+				t.Fatal(err)
+			}
+			sf, _ := f.Schema.Lookup("s")
+			if got := r.S[sf.Slot]; got != c.want {
+				t.Errorf("%q fast=%v: %q, want %q", c.line, fast, got, c.want)
+			}
+		}
+	}
+	// Invalid JSON that fastjson would accept is refused on both paths.
+	for _, line := range []string{"{\"s\":\"tab\traw\"}", `{"s":"\q"}`, `{"s":"x","junk":[01]}`, `{"s":"x","junk":NaN}`, `{"a":{"b":[1,2,}}}`} {
+		for _, fast := range []bool{true, false} {
+			d := NewJSON(f)
+			d.fast = fast
+			if err := d.Decode([]byte(line), f.Schema.NewRow()); err == nil || err.Rule != "decode" {
+				t.Errorf("%q fast=%v: %v, want a decode error", line, fast, err)
 			}
 		}
 	}
