@@ -197,3 +197,33 @@ func TestBorrowedStringsStayOwned(t *testing.T) {
 		t.Fatalf("after one of three x retracted: %v, want [2 x]", got)
 	}
 }
+
+// TestAvgRoundsHalfAwayFromZero at every scale, including 19 digits after
+// the point (expected values worked out by hand).
+func TestAvgRoundsHalfAwayFromZero(t *testing.T) {
+	s := row.NewSchema()
+	f, _ := s.Add("x", row.KindDecimal)
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"0.0000000000000000001", "0"}, "0.0000000000000000001"},
+		{[]string{"-5", "0.0000000000000000001"}, "-2.5000000000000000000"},
+		{[]string{"1", "2"}, "1.500000"},
+		{[]string{"1", "1", "2"}, "1.333333"},
+		{[]string{"2", "2", "1"}, "1.666667"},
+		{[]string{"-2", "-2", "-1"}, "-1.666667"},
+		{[]string{"0.0000005", "0"}, "0.0000003"},
+		{[]string{"-0.0000005", "0"}, "-0.0000003"},
+		{[]string{"19.99", "0.01", "0.01"}, "6.670000"},
+	} {
+		c, _ := New(Spec{Name: "a", Func: "avg", Arg: f, HasArg: true})
+		c.Grow(1)
+		for _, x := range tc.in {
+			c.Add(0, decRow(t, s, f, x))
+		}
+		if got := c.Result(0).String(); got != tc.want {
+			t.Errorf("avg%v = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

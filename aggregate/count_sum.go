@@ -235,18 +235,32 @@ func (c *avgCol) Merge(dst, src int32) error {
 }
 
 // Result is sum/count rounded half away from zero to max(6, input scale)
-// digits after the point.
+// digits after the point. The rounding is exact: the quotient truncated to
+// that scale is corrected by one unit in the last place when the remainder
+// is at least half of it (the decimal type's own division truncates at 19
+// digits, which leaves no digit to round on at scale 19).
 func (c *avgCol) Result(s int32) row.Value {
 	a := &c.acc[s]
 	if a.n <= 0 {
 		return row.Null
 	}
 	scale := max(a.scale, 6)
-	q, err := a.sum.Div(row.DecimalFromInt(a.n))
+	n := row.DecimalFromInt(a.n)
+	q, err := a.sum.Div(n)
 	if err != nil {
 		return row.Null
 	}
-	return row.Dec(fixScale(q.RoundHAZ(scale), scale))
+	q = q.Trunc(scale)
+	rem := a.sum.Sub(q.Mul(n)) // exact; same sign as the sum
+	ulp := udecimal.MustFromInt64(1, scale)
+	if rem.Abs().Mul(udecimal.MustFromInt64(2, 0)).Cmp(ulp.Mul(n)) >= 0 {
+		if a.sum.IsNeg() {
+			q = q.Sub(ulp)
+		} else {
+			q = q.Add(ulp)
+		}
+	}
+	return row.Dec(fixScale(q, scale))
 }
 func (c *avgCol) Reset(s int32)        { c.acc[s] = decAcc{} }
 func (c *avgCol) SlotBytes() int       { return 48 }

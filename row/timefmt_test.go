@@ -74,3 +74,20 @@ func BenchmarkTimeFormatter(b *testing.B) {
 		}
 	})
 }
+
+// TestLocalMeanTimeOffsets: an offset with seconds cannot be written in
+// RFC 3339, so such instants are written in UTC (Amsterdam used +00:19:32
+// until 1937).
+func TestLocalMeanTimeOffsets(t *testing.T) {
+	ams, err := time.LoadLocation("Europe/Amsterdam")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := time.Date(1930, 6, 1, 10, 0, 0, 0, time.UTC).UnixMilli()
+	f := NewTimeFormatter(ams)
+	for _, got := range []string{string(AppendTime(nil, ms, ams)), string(f.Append(nil, ms))} {
+		if got != "1930-06-01T10:00:00Z" {
+			t.Fatalf("got %s, want 1930-06-01T10:00:00Z", got)
+		}
+	}
+}

@@ -114,11 +114,16 @@ func (v Value) String() string { return string(v.AppendText(nil, nil)) }
 // AppendTime appends the instant ms (since the Unix epoch) in RFC 3339 with
 // its UTC offset, in loc (UTC when nil). Milliseconds are written only when
 // not zero: "2026-09-01T10:00:00+09:00", "2026-09-01T10:00:00.250+09:00".
+// An offset with seconds (local mean time, before zones adopted standard
+// offsets) cannot be written in RFC 3339: such instants are written in UTC.
 func AppendTime(dst []byte, ms int64, loc *time.Location) []byte {
 	if loc == nil {
 		loc = time.UTC
 	}
 	t := time.UnixMilli(ms).In(loc)
+	if _, off := t.Zone(); off%60 != 0 {
+		t = t.UTC()
+	}
 	if ms%1000 == 0 {
 		return t.AppendFormat(dst, time.RFC3339)
 	}

@@ -27,6 +27,7 @@ func Load(path string) (*Pipeline, error) {
 // expanding ${VAR} and ${VAR:-default} from the environment first, then
 // applies Defaults and Validate. Unknown keys are errors.
 func Parse(name string, data []byte) (*Pipeline, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte-order mark
 	data, err := ExpandEnv(data, os.LookupEnv)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -365,6 +366,8 @@ func validateEventTime(key string, et *EventTime, add func(key, format string, a
 	if et.OutOfOrderness < 0 {
 		add(key+".out_of_orderness", "must not be negative")
 	}
+	wholeMs(key+".out_of_orderness", et.OutOfOrderness, add)
+	wholeMs(key+".idle_timeout", et.IdleTimeout, add)
 	if et.IdleTimeout < 0 {
 		add(key+".idle_timeout", "must not be negative")
 	}
@@ -421,6 +424,9 @@ func validateStage(prefix string, s *Stage, add func(key, format string, args ..
 	if s.AllowedLateness < 0 {
 		add(prefix+"allowed_lateness", "must not be negative")
 	}
+	wholeMs(prefix+"allowed_lateness", s.AllowedLateness, add)
+	wholeMs(prefix+"emit.early_every", s.Emit.EarlyEvery, add)
+	wholeMs(prefix+"window.offset", w.Offset, add)
 	if len(s.Aggregates) == 0 {
 		add(prefix+"aggregates", "at least one aggregate is required, e.g. {events: count()}")
 	}
@@ -444,12 +450,12 @@ func validateStage(prefix string, s *Stage, add func(key, format string, args ..
 			add(prefix+"aggregates."+a.Name, "listed twice")
 		}
 		aggs[a.Name] = true
-		if reserved[a.Name] {
+		if reserved[strings.ToLower(a.Name)] {
 			add(prefix+"aggregates."+a.Name, "%q is a reserved output column", a.Name)
 		}
 	}
 	for _, k := range s.Key {
-		if reserved[k] {
+		if reserved[strings.ToLower(k)] {
 			add(prefix+"key", "%q is a reserved output column; rename it with fields", k)
 		}
 	}
@@ -533,4 +539,12 @@ func checkZone(zone string) string {
 		return fmt.Sprintf("unknown zone %q", zone)
 	}
 	return ""
+}
+
+// wholeMs refuses a duration with a fraction of a millisecond: tidemark's
+// clocks count milliseconds, and 999µs would silently mean 0.
+func wholeMs(key string, d Duration, add func(key, format string, args ...any)) {
+	if d.D()%time.Millisecond != 0 {
+		add(key, "%s is not a whole number of milliseconds", d)
+	}
 }
