@@ -30,7 +30,14 @@ func newExtreme(sp Spec) (Column, error) {
 	case f.Kind == row.KindDecimal:
 		get := func(r *row.Row) row.Decimal { return r.D[f.Slot] }
 		box := func(v row.Decimal) row.Value { return row.Dec(v) }
-		dc := func(a, b row.Decimal) int { return a.Cmp(b) }
+		// Equal values that differ in scale (0.1, 0.10) order by scale, so
+		// the text of the result does not depend on arrival order.
+		dc := func(a, b row.Decimal) int {
+			if c := a.Cmp(b); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.PrecUint(), b.PrecUint())
+		}
 		if sp.Retract {
 			// Key decimals by their trimmed text so 2.0 and 2.00 are one value.
 			return &multiExtreme[row.Decimal, string]{arg: f, max: isMax, get: get, key: func(v row.Decimal) string { return v.String() }, cmp: dc, box: box}, nil
@@ -163,6 +170,9 @@ func (c *multiExtreme[T, K]) add(s int32, x T, n int64) {
 	e, ok := ms.vals[c.key(x)]
 	if ok {
 		e.n += n
+		if c.better(x, e.v) { // equal values: keep the text min or max would pick
+			e.v = c.own(x)
+		}
 	} else {
 		e = &msEntry[T]{n: n, v: c.own(x)}
 		ms.vals[c.key(e.v)] = e

@@ -43,6 +43,10 @@ import (
 	"github.com/tidemark/tidemark/watermark"
 )
 
+// MaxPartitions bounds the source partitions of a run: each keeps a
+// watermark, and the pipeline watermark is their minimum.
+const MaxPartitions = 10_000
+
 // Options configures a run. The zero value is usable.
 type Options struct {
 	// Clock returns the processing time in ms since the epoch for records
@@ -270,6 +274,9 @@ func (rt *runtime) record(ctx context.Context, r *row.Row, m *source.Meta, now i
 	}
 	now = rt.now
 	for rt.parts < len(rt.src.Partitions()) || rt.parts <= m.Partition {
+		if rt.parts == MaxPartitions {
+			return fmt.Errorf("source: more than %d partitions: a partition (partition_field) stands for a log partition, a few dozen values each keeping a watermark, not an entity such as a customer (use it as a key instead)", MaxPartitions)
+		}
 		rt.tracker.AddPartition(rt.parts, now)
 		rt.parts++
 	}

@@ -89,9 +89,28 @@ func New(et spec.EventTime) (*Parser, error) {
 	return p, nil
 }
 
+// The instants tidemark accepts: years 0000 to 9999, the range RFC 3339
+// can write.
+const (
+	minMs = -62_167_219_200_000 // 0000-01-01T00:00:00Z
+	maxMs = 253_402_300_800_000 // 10000-01-01T00:00:00Z (exclusive)
+)
+
+// ErrRange is returned (wrapped) for an instant outside the years 0000 to
+// 9999.
+var ErrRange = errors.New("timestamp outside the years 0000 to 9999")
+
 // Parse converts text to ms since the epoch. Errors wrap ErrNoOffset,
-// ErrSyntax or ErrNonexistent and quote the text.
+// ErrSyntax, ErrNonexistent or ErrRange and quote the text.
 func (p *Parser) Parse(b []byte) (int64, error) {
+	ms, err := p.parse(b)
+	if err == nil && (ms < minMs || ms >= maxMs) {
+		return 0, fmt.Errorf("%w: %q", ErrRange, b)
+	}
+	return ms, err
+}
+
+func (p *Parser) parse(b []byte) (int64, error) {
 	if len(b) == 0 {
 		return 0, fmt.Errorf("%w: empty", ErrSyntax)
 	}

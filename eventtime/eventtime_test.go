@@ -158,11 +158,14 @@ func TestEpochMs(t *testing.T) {
 		{"+5", 5, nil},
 		{"-0", 0, nil},
 		{"007", 7, nil},
-		{"9000000000000000", 9_000_000_000_000_000, nil},
-		{"-9000000000000000", -9_000_000_000_000_000, nil},
-		// Beyond ±9e15 ms (±285 000 years): rejected, as epoch_s rejects
-		// more than 9e12 s. MinInt64 and MaxInt64 would read as "no
-		// watermark" and "end of input".
+		// Years 0000 to 9999 only (what RFC 3339 can write).
+		{"253402300799999", 253_402_300_799_999, nil},   // 9999-12-31T23:59:59.999Z
+		{"253402300800000", 0, ErrRange},                // 10000-01-01
+		{"-62167219200000", -62_167_219_200_000, nil},   // 0000-01-01T00:00:00Z
+		{"-62167219200001", 0, ErrRange},
+		{"9000000000000000", 0, ErrRange},
+		// Beyond ±9e15 ms the text is not even read as a number. MinInt64
+		// and MaxInt64 would read as "no watermark" and "end of input".
 		{"9000000000000001", 0, ErrSyntax},
 		{"-9223372036854775808", 0, ErrSyntax},
 		{"9223372036854775807", 0, ErrSyntax},
@@ -200,8 +203,9 @@ func TestEpochS(t *testing.T) {
 		{"-1.0000001", -1001, nil},
 		{"-1.0010", -1001, nil},
 		{"-14182940.0001", -14182940001, nil},
-		{"9000000000000", 9_000_000_000_000_000, nil},
-		{"-9000000000000.999", -9_000_000_000_000_999, nil},
+		{"9000000000000", 0, ErrRange},
+		{"253402300799.999", 253_402_300_799_999, nil},
+		{"-9000000000000.999", 0, ErrRange},
 		{"9000000000001", 0, ErrSyntax},
 		{"", 0, ErrSyntax},
 		{"-", 0, ErrSyntax},
@@ -658,7 +662,7 @@ func TestLayoutMatchesOccurrencesRandom(t *testing.T) {
 // Fuzz targets, one per format. Run each with -fuzztime 30000x.
 
 func checkSentinel(t *testing.T, in string, err error) {
-	if err != nil && !errors.Is(err, ErrSyntax) && !errors.Is(err, ErrNoOffset) && !errors.Is(err, ErrNonexistent) {
+	if err != nil && !errors.Is(err, ErrSyntax) && !errors.Is(err, ErrNoOffset) && !errors.Is(err, ErrNonexistent) && !errors.Is(err, ErrRange) {
 		t.Fatalf("%q: error %v wraps no sentinel", in, err)
 	}
 }
@@ -700,7 +704,7 @@ func FuzzParseEpochMs(f *testing.F) {
 		checkSentinel(t, string(b), err)
 		// Accepted exactly when the text is a decimal integer within ±9e15.
 		v, ok := new(big.Int).SetString(string(b), 10)
-		ok = ok && intText.Match(b) && v.CmpAbs(big.NewInt(maxEpochMs)) <= 0
+		ok = ok && intText.Match(b) && v.Cmp(big.NewInt(-62_167_219_200_000)) >= 0 && v.Cmp(big.NewInt(253_402_300_800_000)) < 0
 		if ok != (err == nil) || (ok && got != v.Int64()) {
 			t.Fatalf("%q: Parse = %d, %v; want %v, %v", b, got, err, v, ok)
 		}
@@ -727,7 +731,7 @@ func FuzzParseEpochS(f *testing.F) {
 			r, _ := new(big.Rat).SetString(s)
 			r.Mul(r, thousand)
 			fl := new(big.Int).Div(r.Num(), r.Denom()) // Euclidean: floor for a positive divisor
-			ok = w.Cmp(big.NewInt(9_000_000_000_000)) <= 0
+			ok = w.Cmp(big.NewInt(9_000_000_000_000)) <= 0 && fl.Cmp(big.NewInt(-62_167_219_200_000)) >= 0 && fl.Cmp(big.NewInt(253_402_300_800_000)) < 0
 			want = fl.Int64()
 		}
 		if ok != (err == nil) || (ok && got != want) {

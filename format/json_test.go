@@ -114,7 +114,7 @@ func TestJSONDecode(t *testing.T) {
 			name: "decimal too many places",
 			line: `{"d":0.12345678901234567890}`,
 			want: `s=null i=null d=null b=null t=null p.time=null n=null`,
-			err:  `d type: want decimal, got number 0.12345678901234567890`,
+			err:  `d type: want decimal, got number 0.12345678901234567890 (decimal "0.12345678901234567890" has 20 digits after the point, more than 19)`,
 		},
 		{
 			name: "decimal from bool",

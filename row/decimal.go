@@ -58,6 +58,9 @@ func ParseDecimal(b []byte) (Decimal, error) {
 	if e < 0 {
 		d, err := udecimal.Parse(unsafe.String(&b[0], len(b)))
 		if err != nil {
+			if n := fractionDigits(b); n > MaxDecimalScale {
+				return Decimal{}, fmt.Errorf("decimal %q has %d digits after the point, more than %d", b, n, MaxDecimalScale)
+			}
 			return Decimal{}, fmt.Errorf("%w: %q", ErrDecimalSyntax, b)
 		}
 		return d, nil
@@ -123,4 +126,22 @@ func FormatDecimal(dst []byte, d Decimal) []byte {
 func DecimalFromInt(v int64) Decimal {
 	d, _ := udecimal.NewFromInt64(v, 0) // cannot fail at scale 0
 	return d
+}
+
+// fractionDigits counts the digits after the point of a plain decimal
+// literal (0 when it has no point or is not plain).
+func fractionDigits(b []byte) int {
+	for i, c := range b {
+		if c == '.' {
+			n := 0
+			for _, d := range b[i+1:] {
+				if d < '0' || d > '9' {
+					return 0
+				}
+				n++
+			}
+			return n
+		}
+	}
+	return 0
 }

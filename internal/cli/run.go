@@ -55,6 +55,9 @@ configuration error (nothing was read or written).`,
 			if opts.Progress != nil {
 				fmt.Fprint(stderr, "\r\033[K")
 			}
+			if err != nil && cmd.Context().Err() != nil {
+				return fmt.Errorf("interrupted; the rows and records emitted so far were flushed to the sinks")
+			}
 			if err != nil {
 				var ce *engine.ConfigError
 				if errors.As(err, &ce) {
