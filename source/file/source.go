@@ -175,6 +175,7 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
 		return io.EOF
 	}
 	s.resetBuffers()
+	var bytes int
 	for range max {
 		r, m := b.Next(s.schema)
 		if err := s.read(r, m); err != nil {
@@ -186,9 +187,18 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
 			return err
 		}
 		s.d.assign(r, m)
+		// A batch holds its records' raw bytes until the next call: cut it
+		// short after MaxBatchBytes so that huge lines do not pile up.
+		if bytes += len(m.Raw); bytes >= MaxBatchBytes {
+			break
+		}
 	}
 	return nil
 }
+
+// MaxBatchBytes bounds the raw bytes of one batch (16 MiB): Next returns
+// fewer records than asked once its records hold this much.
+const MaxBatchBytes = 16 << 20
 
 // resetBuffers releases the strings and raw bytes of the previous batch.
 func (s *Source) resetBuffers() {
