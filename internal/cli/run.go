@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -18,6 +19,7 @@ import (
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var quiet bool
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "run PIPELINE.yaml",
 		Short: "Run a pipeline until its bounded input is exhausted (or until interrupted)",
@@ -40,6 +42,17 @@ configuration error (nothing was read or written).`,
 			pl, err := tidemark.Compile(p)
 			if err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("%s: %w", args[0], err)}
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
 			}
 			opts := engine.Options{Stdout: stdout}
 			if f, ok := stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) && !quiet {
@@ -79,5 +92,6 @@ configuration error (nothing was read or written).`,
 		},
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print neither progress nor the summary")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	return cmd
 }
