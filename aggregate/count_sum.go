@@ -95,6 +95,7 @@ func (c *sumIntCol) Merge(dst, src int32) error {
 	d.n += s.n
 	return nil
 }
+
 // Check implements Checker.
 func (c *sumIntCol) Check(s int32, r *row.Row, weight int) error {
 	if r.IsNull(c.arg.Index) {

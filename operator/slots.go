@@ -10,8 +10,8 @@ import (
 type slotTable struct {
 	cols []aggregate.Column
 	chk  []aggregate.Checker // the columns whose updates can fail
-	n    int     // slots ever allocated
-	free []int32 // reusable slots
+	n    int                 // slots ever allocated
+	free []int32             // reusable slots
 	prev [][]row.Value
 	keep bool // keep last emitted values per slot (retract mode)
 }
