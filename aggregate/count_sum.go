@@ -155,37 +155,40 @@ type decAcc struct {
 	scale uint8 // largest input scale
 }
 
-func (c *sumDecCol) Kind() row.Kind { return row.KindDecimal }
-func (c *sumDecCol) Grow(n int)     { c.acc = grow(c.acc, n) }
-func (c *sumDecCol) Add(s int32, r *row.Row) error {
-	if r.IsNull(c.arg.Index) {
-		return nil
-	}
-	a := &c.acc[s]
-	d := r.D[c.arg.Slot]
+func (a *decAcc) add(d row.Decimal) {
 	a.sum = a.sum.Add(d)
 	a.n++
 	if p := d.PrecUint(); p > a.scale {
 		a.scale = p
 	}
+}
+
+func (a *decAcc) sub(d row.Decimal) {
+	a.sum = a.sum.Sub(d)
+	a.n--
+}
+
+func (a *decAcc) merge(b *decAcc) {
+	a.sum = a.sum.Add(b.sum)
+	a.n += b.n
+	a.scale = max(a.scale, b.scale)
+}
+
+func (c *sumDecCol) Kind() row.Kind { return row.KindDecimal }
+func (c *sumDecCol) Grow(n int)     { c.acc = grow(c.acc, n) }
+func (c *sumDecCol) Add(s int32, r *row.Row) error {
+	if !r.IsNull(c.arg.Index) {
+		c.acc[s].add(r.D[c.arg.Slot])
+	}
 	return nil
 }
 func (c *sumDecCol) Retract(s int32, r *row.Row) error {
-	if r.IsNull(c.arg.Index) {
-		return nil
+	if !r.IsNull(c.arg.Index) {
+		c.acc[s].sub(r.D[c.arg.Slot])
 	}
-	a := &c.acc[s]
-	a.sum = a.sum.Sub(r.D[c.arg.Slot])
-	a.n--
 	return nil
 }
-func (c *sumDecCol) Merge(dst, src int32) error {
-	d, s := &c.acc[dst], &c.acc[src]
-	d.sum = d.sum.Add(s.sum)
-	d.n += s.n
-	d.scale = max(d.scale, s.scale)
-	return nil
-}
+func (c *sumDecCol) Merge(dst, src int32) error { c.acc[dst].merge(&c.acc[src]); return nil }
 func (c *sumDecCol) Result(s int32) row.Value {
 	a := &c.acc[s]
 	if a.n == 0 {
@@ -206,34 +209,18 @@ type avgCol struct {
 func (c *avgCol) Kind() row.Kind { return row.KindDecimal }
 func (c *avgCol) Grow(n int)     { c.acc = grow(c.acc, n) }
 func (c *avgCol) Add(s int32, r *row.Row) error {
-	if r.IsNull(c.arg.Index) {
-		return nil
-	}
-	a := &c.acc[s]
-	d := decArg(c.arg, r)
-	a.sum = a.sum.Add(d)
-	a.n++
-	if p := d.PrecUint(); p > a.scale {
-		a.scale = p
+	if !r.IsNull(c.arg.Index) {
+		c.acc[s].add(decArg(c.arg, r))
 	}
 	return nil
 }
 func (c *avgCol) Retract(s int32, r *row.Row) error {
-	if r.IsNull(c.arg.Index) {
-		return nil
+	if !r.IsNull(c.arg.Index) {
+		c.acc[s].sub(decArg(c.arg, r))
 	}
-	a := &c.acc[s]
-	a.sum = a.sum.Sub(decArg(c.arg, r))
-	a.n--
 	return nil
 }
-func (c *avgCol) Merge(dst, src int32) error {
-	d, s := &c.acc[dst], &c.acc[src]
-	d.sum = d.sum.Add(s.sum)
-	d.n += s.n
-	d.scale = max(d.scale, s.scale)
-	return nil
-}
+func (c *avgCol) Merge(dst, src int32) error { c.acc[dst].merge(&c.acc[src]); return nil }
 
 // Result is sum/count rounded half away from zero to max(6, input scale)
 // digits after the point. The rounding is exact: the quotient truncated to

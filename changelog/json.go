@@ -475,9 +475,11 @@ func appendDecimal(dst []byte, d row.Decimal) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string. Control characters, '"' and
+// AppendJSONString appends s as a JSON string. Control characters, '"' and
 // '\\' are escaped, as are U+2028 and U+2029 (so the text is also valid
-// JavaScript); invalid UTF-8 bytes become \ufffd.
+// JavaScript); invalid UTF-8 bytes become \ufffd. It allocates nothing.
+func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	dst = appendEscaped(dst, s)

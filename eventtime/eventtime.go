@@ -159,19 +159,14 @@ func (p *Parser) layoutFast(s string) (int64, bool) {
 	if !p.zValid || len(s) != 19 || (p.Layout != "2006-01-02 15:04:05" && p.Layout != "2006-01-02T15:04:05") {
 		return 0, false
 	}
-	if s[4] != '-' || s[7] != '-' || s[10] != p.Layout[10] || s[13] != ':' || s[16] != ':' {
+	if s[10] != p.Layout[10] {
 		return 0, false
 	}
-	year, ok1 := atoiFixed(s[0:4])
-	month, ok2 := atoiFixed(s[5:7])
-	day, ok3 := atoiFixed(s[8:10])
-	hour, ok4 := atoiFixed(s[11:13])
-	min, ok5 := atoiFixed(s[14:16])
-	sec, ok6 := atoiFixed(s[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || min > 59 || sec > 59 {
+	local, ok := dateTimeSeconds(s)
+	if !ok {
 		return 0, false
 	}
-	utc := daysFromCivil(year, month, day)*86400 + hour*3600 + min*60 + sec - p.zOff
+	utc := local - p.zOff
 	if utc < p.zStart+zoneMargin || utc >= p.zEnd-zoneMargin {
 		return 0, false
 	}
@@ -252,16 +247,11 @@ func ParseRFC3339(s string) (int64, error) {
 // The slow path allocates: "+0900" is tried as RFC 3339 first (an error
 // value), and an offset that is not a whole hour gets a time.FixedZone.
 func parseRFC3339Fast(s string) (int64, bool) {
-	if len(s) < len("2006-01-02T15:04:05Z") || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != ' ') || s[13] != ':' || s[16] != ':' {
+	if len(s) < len("2006-01-02T15:04:05Z") || (s[10] != 'T' && s[10] != ' ') {
 		return 0, false
 	}
-	year, ok1 := atoiFixed(s[0:4])
-	month, ok2 := atoiFixed(s[5:7])
-	day, ok3 := atoiFixed(s[8:10])
-	hour, ok4 := atoiFixed(s[11:13])
-	min, ok5 := atoiFixed(s[14:16])
-	sec, ok6 := atoiFixed(s[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || min > 59 || sec > 59 {
+	local, ok := dateTimeSeconds(s)
+	if !ok {
 		return 0, false
 	}
 	rest := s[19:]
@@ -301,8 +291,26 @@ func parseRFC3339Fast(s string) (int64, bool) {
 	default:
 		return 0, false
 	}
-	secs := daysFromCivil(year, month, day)*86400 + hour*3600 + min*60 + sec - off
-	return secs*1000 + frac, true
+	return (local-off)*1000 + frac, true
+}
+
+// dateTimeSeconds reads "YYYY-MM-DD?hh:mm:ss" at the start of s (any
+// separator at index 10) as seconds since the epoch of that wall clock
+// taken as UTC; false when a digit, separator or range is wrong.
+func dateTimeSeconds(s string) (int64, bool) {
+	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':' {
+		return 0, false
+	}
+	year, ok1 := atoiFixed(s[0:4])
+	month, ok2 := atoiFixed(s[5:7])
+	day, ok3 := atoiFixed(s[8:10])
+	hour, ok4 := atoiFixed(s[11:13])
+	min, ok5 := atoiFixed(s[14:16])
+	sec, ok6 := atoiFixed(s[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || min > 59 || sec > 59 {
+		return 0, false
+	}
+	return daysFromCivil(year, month, day)*86400 + hour*3600 + min*60 + sec, true
 }
 
 // atoiFixed parses s, ASCII digits only.

@@ -395,7 +395,7 @@ func (c *compiler) fieldRef(an ast.Node) (*node, error) {
 	f, found := c.schema.Lookup(name)
 	if !found {
 		e := c.errAt(at, "unknown field %q", name)
-		e.Suggestions = closeNames(c.schema, name)
+		e.Suggestions = CloseNames(c.schema, name)
 		if len(e.Suggestions) == 0 && len(c.schema.Fields) > 0 && len(c.schema.Fields) <= 12 {
 			names := make([]string, len(c.schema.Fields))
 			for i, f := range c.schema.Fields {

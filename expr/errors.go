@@ -101,10 +101,11 @@ func position(src string, at int) (line, col int) {
 	return line, col
 }
 
-// closeNames returns up to 3 field names of s that are close to name: equal
-// ignoring case, within a small edit distance, or one a prefix of the other.
-// Best matches first; ties in schema order.
-func closeNames(s *row.Schema, name string) []string {
+// CloseNames returns up to 3 field names of s that are close to name (for
+// "did you mean" messages): equal ignoring case, within a small edit
+// distance (Levenshtein), or one a prefix of the other. Best matches first;
+// ties in schema order.
+func CloseNames(s *row.Schema, name string) []string {
 	type cand struct {
 		name string
 		dist int

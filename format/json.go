@@ -1,10 +1,6 @@
 package format
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-
 	"github.com/valyala/fastjson"
 
 	"github.com/tidemark/tidemark/row"
@@ -62,7 +58,7 @@ func (d *JSON) slowDecode(line []byte, r *row.Row) *source.DecodeError {
 	}
 	v, err := d.p.ParseBytes(line)
 	if err != nil {
-		return syntaxError(line, err)
+		return syntaxError(err)
 	}
 	if t := v.Type(); t != fastjson.TypeObject {
 		return &source.DecodeError{Rule: "decode", Reason: "want a JSON object, got " + describeJSON(v, &d.num)}
@@ -132,22 +128,9 @@ func (d *JSON) set(p *plan, v *fastjson.Value, r *row.Row) *source.DecodeError {
 		}
 		return setText(p, d.num, "number", r)
 	case fastjson.TypeTrue, fastjson.TypeFalse:
-		t := v.Type() == fastjson.TypeTrue
-		switch f.Kind {
-		case row.KindString:
-			r.S[f.Slot] = "false"
-			if t {
-				r.S[f.Slot] = "true"
-			}
-		case row.KindBool:
-			r.I[f.Slot] = 0
-			if t {
-				r.I[f.Slot] = 1
-			}
-		default:
+		if !setBool(p, v.Type() == fastjson.TypeTrue, r) {
 			return &source.DecodeError{Field: f.Name, Rule: "type", Reason: wantGot(p, describeJSON(v, &d.num), "")}
 		}
-		r.SetValid(f.Index)
 		return nil
 	default: // object, array
 		return &source.DecodeError{Field: f.Name, Rule: "type", Reason: wantGot(p, describeJSON(v, &d.num), "")}
@@ -165,16 +148,8 @@ func describeJSON(v *fastjson.Value, scratch *[]byte) string {
 	return v.Type().String() + " " + clip(*scratch)
 }
 
-// syntaxError reports a line that is not valid JSON. fastjson's message
-// shows the unparsed tail; encoding/json (run only on this error path) adds
-// the byte offset where it stopped.
-func syntaxError(line []byte, err error) *source.DecodeError {
-	reason := err.Error()
-	var se *json.SyntaxError
-	if jerr := json.Unmarshal(line, new(json.RawMessage)); errors.As(jerr, &se) {
-		reason = fmt.Sprintf("invalid JSON at byte %d: %s", se.Offset, reason)
-	} else {
-		reason = "invalid JSON: " + reason
-	}
-	return &source.DecodeError{Rule: "decode", Reason: reason}
+// syntaxError reports a line that passed strictJSON but that fastjson
+// still refuses (one of its own limits).
+func syntaxError(err error) *source.DecodeError {
+	return &source.DecodeError{Rule: "decode", Reason: "cannot decode JSON: " + err.Error()}
 }

@@ -219,23 +219,7 @@ func (d *JSON) fastValue(p *plan, b []byte, i int, r *row.Row) (int, bool) {
 		if !ok {
 			return 0, false
 		}
-		t := c == 't'
-		switch f.Kind {
-		case row.KindString:
-			r.S[f.Slot] = "false"
-			if t {
-				r.S[f.Slot] = "true"
-			}
-		case row.KindBool:
-			r.I[f.Slot] = 0
-			if t {
-				r.I[f.Slot] = 1
-			}
-		default:
-			return 0, false
-		}
-		r.SetValid(f.Index)
-		return end, true
+		return end, setBool(p, c == 't', r)
 	case c == 'n':
 		return literal(b, i)
 	}

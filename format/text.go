@@ -207,3 +207,26 @@ func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // bytesOf returns s's bytes without copying; they must not be modified.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// setBool stores a JSON true or false into field p of r: a bool, or the
+// text "true"/"false" for a string field. It reports false (storing
+// nothing) for any other kind.
+func setBool(p *plan, t bool, r *row.Row) bool {
+	f := &p.f
+	switch f.Kind {
+	case row.KindString:
+		r.S[f.Slot] = "false"
+		if t {
+			r.S[f.Slot] = "true"
+		}
+	case row.KindBool:
+		r.I[f.Slot] = 0
+		if t {
+			r.I[f.Slot] = 1
+		}
+	default:
+		return false
+	}
+	r.SetValid(f.Index)
+	return true
+}

@@ -12,7 +12,6 @@ package plan
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -505,39 +504,12 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 	return s, errors.Join(errs...)
 }
 
-// suggest returns ", did you mean ..." listing schema fields close to name.
+// suggest returns " (did you mean a, b?)" listing schema fields close to
+// name, or "".
 func suggest(name string, s *row.Schema) string {
-	var close []string
-	ln := strings.ToLower(name)
-	for _, f := range s.Fields {
-		lf := strings.ToLower(f.Name)
-		if strings.Contains(lf, ln) || strings.Contains(ln, lf) || levenshtein(ln, lf) <= 2 {
-			close = append(close, f.Name)
-		}
-	}
+	close := expr.CloseNames(s, name)
 	if len(close) == 0 {
 		return ""
 	}
-	sort.Strings(close)
 	return fmt.Sprintf(" (did you mean %s?)", strings.Join(close, ", "))
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

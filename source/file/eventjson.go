@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"unicode/utf8"
 
+	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/source"
 )
 
@@ -43,14 +43,14 @@ func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
 			dst = append(dst, ',')
 		}
 		if i < len(header) {
-			dst = appendJSONString(dst, header[i])
+			dst = changelog.AppendJSONString(dst, header[i])
 		} else {
 			dst = append(dst, `"_`...)
 			dst = appendInt(dst, i+1)
 			dst = append(dst, '"')
 		}
 		dst = append(dst, ':')
-		dst = appendJSONString(dst, v)
+		dst = changelog.AppendJSONString(dst, v)
 	}
 	return append(dst, '}')
 }
@@ -58,7 +58,7 @@ func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
 // appendRaw appends {"_raw": "<raw as a JSON string>"}.
 func appendRaw(dst, raw []byte) []byte {
 	dst = append(dst, `{"_raw":`...)
-	dst = appendJSONString(dst, string(raw))
+	dst = changelog.AppendJSONString(dst, string(raw))
 	return append(dst, '}')
 }
 
@@ -77,38 +77,6 @@ func appendInt(dst []byte, n int) []byte {
 }
 
 const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string: '"', '\\' and control
-// characters are escaped, invalid UTF-8 becomes \ufffd.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			dst = appendEscape(dst, c)
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
 
 // appendEscape appends the JSON escape of the ASCII byte c.
 func appendEscape(dst []byte, c byte) []byte {
