@@ -27,23 +27,45 @@ package tidemark
 
 import (
 	"context"
+	"fmt"
+	"os"
 
+	"github.com/tidemark/tidemark/contract"
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/spec"
 )
 
-// Load reads a pipeline YAML file (see spec.Load).
-func Load(path string) (*spec.Pipeline, error) { return spec.Load(path) }
+// Load reads and decodes a pipeline YAML file (spec.Decode). Defaults and
+// validation come with Compile, after the pipeline's contract (if any)
+// has filled in its keys.
+func Load(path string) (*spec.Pipeline, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return spec.Decode(path, data)
+}
 
-// Compile applies defaults, validates and compiles a pipeline into a plan.
-// Errors name the offending keys.
+// Compile loads the pipeline's contract (p.Contract, a path), lets it fill
+// in unset keys (contract.Apply), applies defaults, validates, and
+// compiles the pipeline into a plan. Errors name the offending keys.
 func Compile(p *spec.Pipeline) (*plan.Plan, error) {
+	var c *contract.Contract
+	if p.Contract != "" {
+		var err error
+		if c, err = contract.Load(p.Contract); err != nil {
+			return nil, fmt.Errorf("contract: %w", err)
+		}
+		if err := contract.Apply(c, p); err != nil {
+			return nil, fmt.Errorf("contract %s: %w", p.Contract, err)
+		}
+	}
 	p.Defaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return plan.Compile(p)
+	return plan.Compile(p, c)
 }
 
 // Run compiles and runs a pipeline until its bounded source is exhausted or

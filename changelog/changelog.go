@@ -156,3 +156,16 @@ type QuarantineRecord struct {
 	Rule     string // the rule or check that failed (e.g. "decode", "event_time")
 	Position Position
 }
+
+// ConflictRecord is the side output for a delivery that reuses an event id
+// with a different payload: it is neither applied nor dropped silently.
+type ConflictRecord struct {
+	EventID          string
+	FirstPayloadHash uint32
+	FirstPayload     []byte // the first delivery as a JSON object; nil when no longer kept
+	NewPayloadHash   uint32
+	NewPayload       []byte // this delivery as a JSON object
+	EventTime        int64  // ms, of this delivery
+	ObservedAt       int64  // processing time (ms)
+	Position         Position
+}

@@ -58,6 +58,60 @@ func (e *Encoder) Row(dst []byte, r *Row, d *Desc) []byte { return appendRow(dst
 // Late is AppendLateJSON.
 func (e *Encoder) Late(dst []byte, l *LateRecord) []byte { return appendLate(dst, l, &e.tf) }
 
+// Conflict appends a conflict record as a JSON object:
+//
+//	{"event_id":…,"first_payload_hash":"9f0c…","first_payload":{…}|null,
+//	 "new_payload_hash":"…","new_payload":{…},"event_time":…,"observed_at":…,
+//	 "source":"file:line"}
+//
+// Hashes are 8 hex digits (the 32-bit canonical payload hash); payloads
+// are embedded as JSON objects (or strings when not valid JSON).
+func (e *Encoder) Conflict(dst []byte, c *ConflictRecord) []byte {
+	dst = append(dst, `{"event_id":`...)
+	dst = appendString(dst, c.EventID)
+	dst = append(dst, `,"first_payload_hash":`...)
+	dst = appendHash(dst, c.FirstPayloadHash)
+	dst = append(dst, `,"first_payload":`...)
+	dst = appendEmbedded(dst, c.FirstPayload)
+	dst = append(dst, `,"new_payload_hash":`...)
+	dst = appendHash(dst, c.NewPayloadHash)
+	dst = append(dst, `,"new_payload":`...)
+	dst = appendEmbedded(dst, c.NewPayload)
+	dst = append(dst, `,"event_time":`...)
+	dst = appendTime(dst, c.EventTime, &e.tf)
+	dst = append(dst, `,"observed_at":`...)
+	dst = appendTime(dst, c.ObservedAt, &e.tf)
+	dst = append(dst, `,"source":`...)
+	dst = appendPositionString(dst, c.Position)
+	return append(dst, '}')
+}
+
+func appendHash(dst []byte, h uint32) []byte {
+	dst = append(dst, '"')
+	for i := 28; i >= 0; i -= 4 {
+		dst = append(dst, hexDigits[(h>>uint(i))&0xf])
+	}
+	return append(dst, '"')
+}
+
+// appendEmbedded appends a JSON object as is (newlines made spaces), null
+// when empty, or a JSON string when it is not valid JSON.
+func appendEmbedded(dst, obj []byte) []byte {
+	switch {
+	case len(obj) == 0:
+		return append(dst, "null"...)
+	case json.Valid(obj) && utf8.Valid(obj):
+		for _, c := range obj {
+			if c == '\n' || c == '\r' {
+				c = ' '
+			}
+			dst = append(dst, c)
+		}
+		return dst
+	}
+	return appendString(dst, bytesToString(obj))
+}
+
 // Quarantine is AppendQuarantineJSON.
 func (e *Encoder) Quarantine(dst []byte, q *QuarantineRecord) []byte {
 	return AppendQuarantineJSON(dst, q, e.tf.Location())
@@ -107,19 +161,7 @@ func appendLate(dst []byte, l *LateRecord, tf *row.TimeFormatter) []byte {
 	dst = append(dst, `{"stage":`...)
 	dst = appendString(dst, l.Stage)
 	dst = append(dst, `,"event":`...)
-	switch {
-	case len(l.Event) == 0:
-		dst = append(dst, "null"...)
-	case json.Valid(l.Event) && utf8.Valid(l.Event):
-		for _, c := range l.Event {
-			if c == '\n' || c == '\r' {
-				c = ' '
-			}
-			dst = append(dst, c)
-		}
-	default:
-		dst = appendString(dst, bytesToString(l.Event))
-	}
+	dst = appendEmbedded(dst, l.Event)
 	dst = append(dst, `,"event_time":`...)
 	dst = appendTime(dst, l.EventTime, tf)
 	dst = append(dst, `,"observed_at":`...)

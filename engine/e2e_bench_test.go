@@ -80,7 +80,7 @@ func BenchmarkJSONLEndToEnd(b *testing.B) {
 	if err := p.Validate(); err != nil {
 		b.Fatal(err)
 	}
-	pl, err := plan.Compile(p)
+	pl, err := plan.Compile(p, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/dedup"
 	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/operator"
 	"github.com/tidemark/tidemark/plan"
@@ -146,6 +147,14 @@ type runtime struct {
 	// absent counts those not yet seen (a misspelt name stays absent).
 	present []bool
 	absent  int
+
+	enc       *changelog.Encoder // for pipeline-level side outputs
+	dedup     *dedupStep
+	order     *orderStep
+	conflictS sink.Records
+
+	quarantined, dups, conflicts, stale, superseded int64
+	firstQ                                          string
 }
 
 func (rt *runtime) open(ctx context.Context) error {
@@ -187,6 +196,27 @@ func (rt *runtime) open(ctx context.Context) error {
 			return fmt.Errorf("quarantine.sink: %w", err)
 		}
 		rt.quarantine = s
+	}
+	rt.enc = changelog.NewEncoder(p.Stages[0].Loc)
+	if c := p.Spec.Conflicts.Sink; c != nil {
+		s, err := rt.opts.Registry.openRecords(ctx, *c, &rt.env)
+		if err != nil {
+			return fmt.Errorf("conflicts.sink: %w", err)
+		}
+		rt.conflictS = s
+	}
+	if d := p.Dedup; d != nil {
+		rt.dedup = &dedupStep{
+			p:        d,
+			table:    dedup.New(d.TTL),
+			hasher:   dedup.NewHasher(d.Ignore),
+			payloads: payloadCache{capacity: d.KeepPayloads},
+			sink:     rt.conflictS,
+			enc:      rt.enc,
+		}
+	}
+	if o := p.OrderBy; o != nil {
+		rt.order = &orderStep{p: o, state: map[string]*version{}}
 	}
 	for _, sp := range p.Stages {
 		op, err := operator.New(sp.Operator)
@@ -292,13 +322,7 @@ func (rt *runtime) record(ctx context.Context, r *row.Row, m *source.Meta, now i
 		}
 	}
 	if m.Err != nil {
-		for _, st := range rt.roots {
-			st.cnt.In++
-			if err := st.quarantine(ctx, m.Raw, m.Err.Reason, m.Err.Field, m.Err.Rule, m.Pos); err != nil {
-				return err
-			}
-		}
-		return nil
+		return rt.quarantineAll(ctx, m, m.Err.Reason, m.Err.Field, m.Err.Rule)
 	}
 	if rt.absent > 0 {
 		for i, seen := range rt.present {
@@ -309,24 +333,40 @@ func (rt *runtime) record(ctx context.Context, r *row.Row, m *source.Meta, now i
 		}
 	}
 	if r.IsNull(rt.etField.Index) {
-		for _, st := range rt.roots {
-			st.cnt.In++
-			if err := st.quarantine(ctx, m.Raw, "event-time field "+rt.etField.Name+" is null or missing", rt.etField.Name, "event_time", m.Pos); err != nil {
-				return err
-			}
-		}
-		return nil
+		return rt.quarantineAll(ctx, m, "event-time field "+rt.etField.Name+" is null or missing", rt.etField.Name, "event_time")
 	}
 	ts := r.I[rt.etField.Slot]
-	valid := false
-	org := origin{meta: m, src: rt.src}
-	for _, st := range rt.roots {
-		org.loc = st.p.Loc
-		ok, err := st.process(ctx, r, ts, 1, &org)
-		if err != nil {
+	if rules := rt.plan.Rules; rules != nil {
+		arrival := now
+		if rt.plan.HasIngest && !r.IsNull(rt.plan.Ingest.Index) {
+			arrival = r.I[rt.plan.Ingest.Slot]
+		}
+		if rule, field, reason, ok := rules.Check(r, ts, arrival); !ok {
+			return rt.quarantineAll(ctx, m, reason, field, rule)
+		}
+	}
+	if rt.dedup != nil {
+		first, err := rt.dedup.observe(ctx, rt, r, m, ts)
+		if err != nil || !first {
 			return err
 		}
-		valid = valid || ok
+	}
+	var valid bool
+	if rt.order != nil {
+		var err error
+		if valid, err = rt.order.apply(ctx, rt, r, m, ts); err != nil {
+			return err
+		}
+	} else {
+		org := origin{meta: m, src: rt.src}
+		for _, st := range rt.roots {
+			org.loc = st.p.Loc
+			ok, err := st.process(ctx, r, ts, 1, &org)
+			if err != nil {
+				return err
+			}
+			valid = valid || ok
+		}
 	}
 	if !valid {
 		return nil
@@ -340,6 +380,12 @@ func (rt *runtime) record(ctx context.Context, r *row.Row, m *source.Meta, now i
 // advance pushes a new pipeline watermark through the stages.
 func (rt *runtime) advance(ctx context.Context, wm int64) error {
 	rt.wm = wm
+	if rt.dedup != nil {
+		rt.dedup.table.Expire(wm)
+	}
+	if rt.order != nil {
+		rt.order.expire(wm)
+	}
 	for _, st := range rt.roots {
 		if err := st.advance(ctx, wm); err != nil {
 			return err
@@ -373,6 +419,11 @@ func (rt *runtime) flush(ctx context.Context) error {
 			return fmt.Errorf("quarantine sink: %w", err)
 		}
 	}
+	if rt.conflictS != nil {
+		if err := rt.conflictS.Flush(ctx); err != nil {
+			return fmt.Errorf("conflicts sink: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -393,6 +444,9 @@ func (rt *runtime) close(ctx context.Context) error {
 	if rt.quarantine != nil {
 		errs = append(errs, rt.quarantine.Close(ctx))
 	}
+	if rt.conflictS != nil {
+		errs = append(errs, rt.conflictS.Close(ctx))
+	}
 	if rt.src != nil && rt.opts.Source == nil {
 		errs = append(errs, rt.src.Close())
 	}
@@ -406,6 +460,15 @@ func (rt *runtime) summary() *Summary {
 		Redeliveries:   rt.redeliver,
 		Partitions:     rt.parts,
 		FinalWatermark: rt.tracker.Current(),
+		Quarantined:    rt.quarantined,
+		Duplicates:     rt.dups,
+		Conflicts:      rt.conflicts,
+		StaleVersions:  rt.stale,
+		Superseded:     rt.superseded,
+		FirstViolation: rt.firstQ,
+	}
+	if rt.dedup != nil {
+		s.DedupIDs, s.DedupBytes = rt.dedup.table.Len(), rt.dedup.table.Bytes()
 	}
 	if rt.events > 0 {
 		for i, seen := range rt.present {

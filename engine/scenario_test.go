@@ -95,12 +95,13 @@ func scenarioSpec(t *testing.T, y string, td *datadriven.TestData, dir string) (
 			p.Stages[i].Late.Sink = &spec.Sink{Type: "capture"}
 		}
 	}
-	p.Quarantine.Sink = &spec.Sink{Type: "capture"}
+	p.Quarantine.Sink = &spec.Sink{Type: "capture", Path: "quarantine"}
+	p.Conflicts.Sink = &spec.Sink{Type: "capture", Path: "conflicts"}
 	p.Defaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if _, err := plan.Compile(&p); err != nil {
+	if _, err := plan.Compile(&p, nil); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -173,6 +174,9 @@ func (r *records) WriteRecord(_ context.Context, obj []byte) error {
 		return err
 	}
 	switch r.kind {
+	case "conflicts":
+		*r.lines = append(*r.lines, fmt.Sprintf("conflict: event_id=%v first=%s new=%s event_time=%s",
+			m["event_id"], compactJSON(m["first_payload"]), compactJSON(m["new_payload"]), m["event_time"]))
 	case "late":
 		ts, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(m["event_time"]))
 		wm, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(m["current_watermark"]))
@@ -205,7 +209,7 @@ func runScenario(t *testing.T, y string, td *datadriven.TestData) string {
 	if err := os.WriteFile(p.Source.Path, []byte(td.Input+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pl, err := plan.Compile(p)
+	pl, err := plan.Compile(p, nil)
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -218,18 +222,21 @@ func runScenario(t *testing.T, y string, td *datadriven.TestData) string {
 		c.desc = d
 		return &c, nil
 	}
-	// The quarantine sink is the pipeline's; tell it apart by opening order.
-	opened := 0
+	// Side-output sinks are told apart by their path label.
 	reg.Records["capture"] = func(_ context.Context, s spec.Sink, _ *Env) (sink.Records, error) {
-		opened++
-		if opened == 1 {
-			return &records{lines: &lines, kind: "quarantine", cap: cp}, nil
+		kind := s.Path
+		if kind == "" {
+			kind = "late"
 		}
-		return &records{lines: &lines, kind: "late", cap: cp}, nil
+		return &records{lines: &lines, kind: kind, cap: cp}, nil
 	}
 	sum, err := Run(context.Background(), pl, Options{Registry: reg, Clock: func() int64 { return 0 }})
 	if err != nil {
 		return "error: " + err.Error()
+	}
+	if sum.Quarantined+sum.Duplicates+sum.Conflicts+sum.StaleVersions+sum.Superseded > 0 {
+		lines = append(lines, fmt.Sprintf("pipeline: quarantined=%d duplicates=%d conflicts=%d stale_versions=%d superseded=%d",
+			sum.Quarantined, sum.Duplicates, sum.Conflicts, sum.StaleVersions, sum.Superseded))
 	}
 	for _, st := range sum.Stages {
 		c := st.Counters
@@ -239,6 +246,9 @@ func runScenario(t *testing.T, y string, td *datadriven.TestData) string {
 		}
 		lines = append(lines, fmt.Sprintf("counters%s: in=%d on_time=%d late_accepted=%d too_late_side_output=%d too_late_dropped=%d quarantined=%d filtered=%d rows=%d",
 			name, c.In, c.OnTime, c.LateAccepted, c.TooLateSideOutput, c.TooLateDropped, c.Quarantined, c.Filtered, c.RowsEmitted))
+		if c.Retractions > 0 {
+			lines = append(lines, fmt.Sprintf("retractions%s: %d (unmatched %d, after close %d)", name, c.Retractions, c.RetractMissing, c.RetractTooLate))
+		}
 	}
 	for _, st := range sum.Stages {
 		if st.PartlyTooLate > 0 {

@@ -66,7 +66,11 @@ func (o *origin) pos() changelog.Position {
 // filter, derived fields and the operator. It reports whether the record
 // was valid (not quarantined).
 func (st *stage) process(ctx context.Context, r *row.Row, ts int64, weight int, org *origin) (bool, error) {
-	st.cnt.In++
+	if weight > 0 {
+		st.cnt.In++
+	} else {
+		st.cnt.Retractions++
+	}
 	p := st.p
 	if p.Filter != nil {
 		keep, ok, err := p.Filter.EvalBool(r)
@@ -74,7 +78,9 @@ func (st *stage) process(ctx context.Context, r *row.Row, ts int64, weight int, 
 			return false, st.quarantine(ctx, org.raw(), "filter: "+err.Error(), "", "expression", org.pos())
 		}
 		if !ok || !keep {
-			st.cnt.Filtered++
+			if weight > 0 {
+				st.cnt.Filtered++
+			}
 			return true, nil
 		}
 	}
@@ -96,11 +102,17 @@ func (st *stage) process(ctx context.Context, r *row.Row, ts int64, weight int, 
 	}
 	switch out {
 	case operator.OnTime:
-		st.cnt.OnTime++
+		if weight > 0 {
+			st.cnt.OnTime++
+		}
 	case operator.LateAccepted:
-		st.cnt.LateAccepted++
+		if weight > 0 {
+			st.cnt.LateAccepted++
+		}
 	case operator.RetractMissing:
 		st.cnt.RetractMissing++
+	case operator.RetractTooLate:
+		st.cnt.RetractTooLate++
 	case operator.TooLate:
 		if err := st.tooLate(ctx, ts, org); err != nil {
 			return false, err
@@ -286,7 +298,11 @@ func (st *stage) changelogRow(ctx context.Context, cr *changelog.Row, up *change
 	org := origin{cr: cr, up: up, loc: st.p.Loc}
 	et := st.p.EventTime
 	if r.IsNull(et.Index) {
-		st.cnt.In++
+		if weight > 0 {
+			st.cnt.In++
+		} else {
+			st.cnt.Retractions++
+		}
 		return st.quarantine(ctx, org.raw(), "event-time field "+et.Name+" is null", et.Name, "event_time", org.pos())
 	}
 	ts := r.I[et.Slot] + st.p.EventTimeShift

@@ -9,9 +9,10 @@ import (
 	"github.com/tidemark/tidemark/row"
 )
 
-// Counters are a stage's record counters. Every input record ends in
-// exactly one of Quarantined, Filtered, OnTime, LateAccepted, TooLate* or
-// RetractMissing.
+// Counters are a stage's record counters. Every input record (weight +1)
+// ends in exactly one of Quarantined, Filtered, OnTime, LateAccepted or
+// TooLate*. Retractions (weight −1: a superseded version, or an upstream
+// update_before/delete) are counted apart.
 type Counters struct {
 	In                int64 // records that reached the stage
 	Quarantined       int64 // invalid: decode, type, event time or expression errors
@@ -20,7 +21,9 @@ type Counters struct {
 	LateAccepted      int64 // updated a window that had already fired (within allowed lateness)
 	TooLateDropped    int64 // beyond allowed lateness, policy drop
 	TooLateSideOutput int64 // beyond allowed lateness, written to the late side output
-	RetractMissing    int64 // retractions for rows no window held (changelog input)
+	Retractions       int64 // retractions that reached the stage
+	RetractMissing    int64 // retractions for rows no window held
+	RetractTooLate    int64 // retractions whose windows had all closed (their final rows stay)
 	RowsEmitted       int64 // result rows emitted (all ops)
 	FinalRows         int64 // rows emitted with is_final = true
 }
@@ -53,6 +56,16 @@ type Summary struct {
 	// AbsentFields are source fields the pipeline uses that were null or
 	// missing in every record read: usually a misspelt name.
 	AbsentFields []string
+
+	// Before the stages (counted once, not per stage):
+	Quarantined    int64 // invalid records (decode, event time, contract rules, dedup key)
+	Duplicates     int64 // redeliveries of an event id with the same payload (not applied)
+	Conflicts      int64 // deliveries of a known event id with a different payload (to the conflict output)
+	StaleVersions  int64 // state events not newer than their entity's current version (ignored)
+	Superseded     int64 // versions replaced by a newer one (retracted from the stages)
+	DedupIDs       int   // event ids remembered at the end
+	DedupBytes     int   // dedup table bytes at the end
+	FirstViolation string
 }
 
 // EventsPerSecond is EventsRead over wall time.
@@ -79,15 +92,30 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 		fmt.Fprintf(w, "  (%d redelivered copies)", s.Redeliveries)
 	}
 	fmt.Fprintf(w, "\n  source partitions    %12d\n", s.Partitions)
+	if s.Duplicates+s.Conflicts+int64(s.DedupIDs) > 0 {
+		fmt.Fprintf(w, "  duplicates           %12d  (same event id and payload: not applied)\n", s.Duplicates)
+		fmt.Fprintf(w, "  conflicts            %12d  (same event id, other payload: to the conflict output)\n", s.Conflicts)
+	}
+	if s.StaleVersions+s.Superseded > 0 {
+		fmt.Fprintf(w, "  stale versions       %12d  (not newer than the entity's current version: ignored)\n", s.StaleVersions)
+		fmt.Fprintf(w, "  superseded versions  %12d  (retracted when a newer version arrived)\n", s.Superseded)
+	}
+	q, first := s.Quarantined, s.FirstViolation
+	for _, st := range s.Stages {
+		q += st.Quarantined
+		if first == "" {
+			first = st.FirstQuarantine
+		}
+	}
+	fmt.Fprintf(w, "  quarantined          %12d", q)
+	if first != "" {
+		fmt.Fprintf(w, "  (first: %s)", first)
+	}
+	fmt.Fprintln(w)
 	for _, st := range s.Stages {
 		if len(s.Stages) > 1 {
 			fmt.Fprintf(w, "  stage %s\n", st.Name)
 		}
-		fmt.Fprintf(w, "  quarantined          %12d", st.Quarantined)
-		if st.FirstQuarantine != "" {
-			fmt.Fprintf(w, "  (first: %s)", st.FirstQuarantine)
-		}
-		fmt.Fprintln(w)
 		if st.Filtered > 0 {
 			fmt.Fprintf(w, "  filtered out         %12d\n", st.Filtered)
 		}
@@ -98,8 +126,8 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 		if st.PartlyTooLate > 0 {
 			fmt.Fprintf(w, "  too late for some of their windows %d  (%d window updates dropped)\n", st.PartlyTooLate, st.SkippedWindows)
 		}
-		if st.RetractMissing > 0 {
-			fmt.Fprintf(w, "  retractions unmatched%12d\n", st.RetractMissing)
+		if st.Retractions > 0 {
+			fmt.Fprintf(w, "  retractions          %12d  (%d unmatched, %d after their window closed)\n", st.Retractions, st.RetractMissing, st.RetractTooLate)
 		}
 		fmt.Fprintf(w, "  rows emitted         %12d  (%d final)\n", st.RowsEmitted, st.FinalRows)
 	}

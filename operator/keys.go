@@ -87,6 +87,7 @@ type keyEntry struct {
 	idle     bool        // refs == 0 and not yet freed (see keyTable.sweep)
 	group    uint16      // key group
 	sessions []*session  // open sessions of this key, by start (session windows)
+	maxVer   uint32      // highest version a dropped session of this key reached
 }
 
 // keyTable interns group keys to dense ids. A key no window holds is idle:

@@ -83,6 +83,7 @@ const (
 	LateAccepted                  // updated at least one window that had already fired
 	TooLate                       // every window of the record had closed; nothing changed
 	RetractMissing                // a retraction for which no window holds the row; ignored
+	RetractTooLate                // a retraction whose windows have all closed; their final rows stay
 )
 
 // Config configures an Operator.

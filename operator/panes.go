@@ -105,7 +105,7 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 				continue
 			}
 			i, ok := p.idx[string(o.keyBuf)]
-			if !ok {
+			if !ok || p.ents[i].slot < 0 {
 				continue
 			}
 			e := &p.ents[i]
@@ -133,13 +133,20 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 		// map[key]sum would do; the key table is consulted only when the
 		// key first enters the window.
 		i, ok := p.idx[string(o.keyBuf)]
-		if !ok {
+		switch {
+		case !ok:
 			kid := o.keys.intern(o.keyBuf)
 			i = int32(len(p.ents))
 			p.ents = append(p.ents, inst{key: kid, slot: o.slots.alloc()})
 			p.idx[o.keys.ents[kid].enc] = i
 			p.live++
 			o.keys.ref(kid)
+		case p.ents[i].slot < 0:
+			// The key's row was retracted away (and deleted downstream):
+			// it comes back under the same identity, its versions going on
+			// from the delete's.
+			p.ents[i].slot = o.slots.alloc()
+			p.live++
 		}
 		e := &p.ents[i]
 		if err := o.slots.apply(e.slot, r, 1); err != nil {
@@ -160,6 +167,8 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 		o.skippedWindows += int64(skipped)
 	}
 	switch {
+	case accepted == 0 && weight < 0 && skipped > 0:
+		return RetractTooLate, nil
 	case accepted == 0 && weight < 0:
 		return RetractMissing, nil
 	case accepted == 0:
@@ -183,7 +192,7 @@ func (o *Operator) checkPanes(r *row.Row, weight int) error {
 			continue
 		}
 		i, ok := p.idx[string(o.keyBuf)]
-		if !ok {
+		if !ok || p.ents[i].slot < 0 {
 			continue
 		}
 		if err := o.slots.check(p.ents[i].slot, r, weight); err != nil {
@@ -193,12 +202,16 @@ func (o *Operator) checkPanes(r *row.Row, weight int) error {
 	return nil
 }
 
+// removeEntry frees the accumulator of a (window, key) whose rows were all
+// retracted. The entry stays as a tombstone holding its key and version
+// until the pane closes, so that a row for the key that comes back
+// continues the version sequence (a version-guarded sink must not take it
+// for a stale write).
 func (o *Operator) removeEntry(p *pane, i int32) {
 	e := &p.ents[i]
 	o.slots.release(e.slot)
-	delete(p.idx, o.keys.ents[e.key].enc)
-	o.keys.unref(e.key)
 	e.slot = -1
+	e.rows = 0
 	p.live--
 }
 
@@ -211,11 +224,10 @@ func (o *Operator) advancePanes() {
 		}
 		for i := range p.ents {
 			e := &p.ents[i]
-			if e.slot < 0 {
-				continue
+			if e.slot >= 0 {
+				o.emit(e, p.w, fireClose)
+				o.slots.release(e.slot)
 			}
-			o.emit(e, p.w, fireClose)
-			o.slots.release(e.slot)
 			o.keys.unref(e.key)
 		}
 		o.panes.recycle(p)

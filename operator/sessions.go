@@ -143,7 +143,10 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 		if !known {
 			id = o.keys.intern(o.keyBuf)
 		}
-		s := &session{inst: inst{key: id, slot: o.slots.alloc()}, w: proto, fired: o.firedAt(proto.End), seq: o.sess.seq}
+		// A new session continues the key's versions, so that no row it
+		// emits can look older than a row a dropped session of the key
+		// emitted (or deleted) under the same window start.
+		s := &session{inst: inst{key: id, slot: o.slots.alloc(), version: o.keys.ents[id].maxVer}, w: proto, fired: o.firedAt(proto.End), seq: o.sess.seq}
 		o.sess.seq++
 		o.sess.live++
 		o.keys.ref(id)
@@ -249,6 +252,7 @@ func (o *Operator) checkSessions(r *row.Row, join []*session) error {
 // dropSession removes a session and releases its slot and key reference.
 func (o *Operator) dropSession(s *session) {
 	ke := &o.keys.ents[s.key]
+	ke.maxVer = max(ke.maxVer, s.version)
 	for i, x := range ke.sessions {
 		if x == s {
 			copy(ke.sessions[i:], ke.sessions[i+1:])

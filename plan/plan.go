@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidemark/tidemark/aggregate"
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/contract"
 	"github.com/tidemark/tidemark/eventtime"
 	"github.com/tidemark/tidemark/expr"
 	"github.com/tidemark/tidemark/operator"
@@ -37,6 +38,34 @@ type Plan struct {
 	EventTimeField string
 	// Stages in dependency order.
 	Stages []*Stage
+
+	// Contract is the pipeline's data contract (nil without one), and
+	// Rules its quality checks compiled against SourceSchema.
+	Contract *contract.Contract
+	Rules    *contract.Checker
+	// Ingest is the contract's ingest-time field (HasIngest false without
+	// one): the arrival the time rules compare with.
+	Ingest    row.Field
+	HasIngest bool
+	// Dedup is the deduplication plan (nil without dedup).
+	Dedup *Dedup
+	// OrderBy is the version-ordering plan (nil without order_by).
+	OrderBy *OrderBy
+}
+
+// Dedup is a compiled dedup spec.
+type Dedup struct {
+	Key          *expr.Expr // the event id; its text is hashed
+	TTL          int64      // ms of event time
+	KeepPayloads int
+	Ignore       []string // top-level fields left out of the payload hash
+}
+
+// OrderBy is a compiled order_by spec.
+type OrderBy struct {
+	Key     row.Field // the entity
+	Version row.Field // int
+	TTL     int64     // ms of event time; 0 keeps state for the run
 }
 
 // Stage is one compiled windowed aggregation.
@@ -70,10 +99,12 @@ type Derived struct {
 	Expr  *expr.Expr
 }
 
-// Compile builds the plan of a validated pipeline. Errors name the stage
-// and key ("revenue: aggregates.total: ...") and join every problem found.
-func Compile(p *spec.Pipeline) (*Plan, error) {
-	pl := &Plan{Spec: p, TimeParsers: map[int]*eventtime.Parser{}, EventTimeField: p.EventTime.Field}
+// Compile builds the plan of a validated pipeline, with its contract (nil
+// without one; contract.Apply has filled the pipeline's keys from it).
+// Errors name the stage and key ("revenue: aggregates.total: ...") and join
+// every problem found.
+func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
+	pl := &Plan{Spec: p, TimeParsers: map[int]*eventtime.Parser{}, EventTimeField: p.EventTime.Field, Contract: c}
 	stages := p.StageList()
 	idx := map[string]int{"source": -1}
 	for i, st := range stages {
@@ -93,6 +124,32 @@ func Compile(p *spec.Pipeline) (*Plan, error) {
 	}
 	if r := p.Source.Replay; r != nil {
 		need.add(r.PartitionBy)
+		need.add(r.ConflictField)
+	}
+	var dedupKey *expr.Parsed
+	if d := p.Dedup; d != nil {
+		k, err := expr.Parse(d.Key)
+		if err != nil {
+			return nil, fmt.Errorf("dedup.key: %w", err)
+		}
+		dedupKey = k
+		for _, n := range k.Identifiers() {
+			need.add(n)
+		}
+	}
+	if o := p.OrderBy; o != nil {
+		need.add(o.Key)
+		need.add(o.Version)
+	}
+	if c != nil {
+		names, err := contract.RuleFields(c)
+		if err != nil {
+			return nil, fmt.Errorf("contract: %w", err)
+		}
+		for _, n := range names {
+			need.add(n)
+		}
+		need.add(c.IngestTime)
 	}
 	parsed := make([]*parsedStage, len(stages))
 	for i, st := range stages {
@@ -111,11 +168,14 @@ func Compile(p *spec.Pipeline) (*Plan, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	src, err := sourceSchema(p, need.list())
+	src, err := sourceSchema(p, need.list(), c)
 	if err != nil {
 		return nil, err
 	}
 	pl.SourceSchema = src
+	if err := pl.compileSourceSteps(dedupKey); err != nil {
+		return nil, err
+	}
 	etParser, err := eventtime.New(p.EventTime)
 	if err != nil {
 		return nil, err
@@ -198,7 +258,7 @@ func (s *fieldSet) list() []string { return s.names }
 // sourceSchema types the referenced source fields: the event-time and
 // arrival-time fields are timestamps, the ordinal field an int filled by
 // the source, the rest as declared in source.schema or strings.
-func sourceSchema(p *spec.Pipeline, names []string) (*row.Schema, error) {
+func sourceSchema(p *spec.Pipeline, names []string, c *contract.Contract) (*row.Schema, error) {
 	s := row.NewSchema()
 	var errs []error
 	ordinal := ""
@@ -215,8 +275,12 @@ func sourceSchema(p *spec.Pipeline, names []string) (*row.Schema, error) {
 			}
 			k = kk
 		}
+		ingest := ""
+		if c != nil {
+			ingest = c.IngestTime
+		}
 		switch n {
-		case p.EventTime.Field, p.Source.ArrivalTimeField:
+		case p.EventTime.Field, p.Source.ArrivalTimeField, ingest:
 			if t, ok := p.Source.Schema.Lookup(n); ok && t != "timestamp" && t != "time" {
 				errs = append(errs, fmt.Errorf("source.schema.%s: declared %s, but it is a time field; declare it timestamp or leave it out", n, t))
 			}
@@ -229,6 +293,44 @@ func sourceSchema(p *spec.Pipeline, names []string) (*row.Schema, error) {
 		}
 	}
 	return s, errors.Join(errs...)
+}
+
+// compileSourceSteps compiles what runs on source records before the
+// stages: the contract's checks, the dedup key, the version ordering.
+func (pl *Plan) compileSourceSteps(dedupKey *expr.Parsed) error {
+	src, p, c := pl.SourceSchema, pl.Spec, pl.Contract
+	var errs []error
+	if c != nil {
+		if c.IngestTime != "" {
+			pl.Ingest, pl.HasIngest = src.Lookup(c.IngestTime)
+		}
+		ch, err := contract.Compile(c, src, pl.Ingest, pl.HasIngest)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("contract: %w", err))
+		}
+		pl.Rules = ch
+	}
+	if d := p.Dedup; d != nil {
+		k, err := expr.Compile(dedupKey, src)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("dedup.key: %w", err))
+		case k.Kind() == row.KindNull || k.Kind() == row.KindBool:
+			errs = append(errs, fmt.Errorf("dedup.key: %q is %s; an event id is a string or a number", d.Key, k.Kind()))
+		default:
+			pl.Dedup = &Dedup{Key: k, TTL: d.TTL.Ms(), KeepPayloads: d.KeepPayloads, Ignore: d.Ignore}
+		}
+	}
+	if o := p.OrderBy; o != nil {
+		kf, _ := src.Lookup(o.Key)
+		vf, _ := src.Lookup(o.Version)
+		if vf.Kind != row.KindInt {
+			errs = append(errs, fmt.Errorf("order_by.version: field %q is %s; declare it int (source.schema or the contract)", o.Version, vf.Kind))
+		} else {
+			pl.OrderBy = &OrderBy{Key: kf, Version: vf, TTL: o.TTL.Ms()}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // changelogSchema is the row layout of a stage reading an upstream stage's

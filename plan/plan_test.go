@@ -44,7 +44,7 @@ func TestCompileErrors(t *testing.T) {
 			[]string{`b: input a emits mode update (an upsert stream without update_before); a stage reading it needs emit.mode retract or final upstream`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Compile(parse(t, tc.yaml))
+			_, err := Compile(parse(t, tc.yaml), nil)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -66,7 +66,7 @@ func TestCompileErrors(t *testing.T) {
 // follow the input fields in the stage schema.
 func TestCompileLayout(t *testing.T) {
 	p := parse(t, head+"filter: kind == \"PAY\"\nfields: {net: amount * qty}\nkey: [store]\naggregates: {total: sum(net), avg_qty: avg(qty * 2), n: count()}\n")
-	pl, err := Compile(p)
+	pl, err := Compile(p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

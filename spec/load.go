@@ -25,8 +25,24 @@ func Load(path string) (*Pipeline, error) {
 
 // Parse decodes a pipeline from YAML (name is used in error messages),
 // expanding ${VAR} and ${VAR:-default} from the environment first, then
-// applies Defaults and Validate. Unknown keys are errors.
+// applies Defaults and Validate. Unknown keys are errors. A pipeline that
+// names a contract is validated after the contract fills in its keys:
+// decode it with Decode and use tidemark.Compile.
 func Parse(name string, data []byte) (*Pipeline, error) {
+	p, err := Decode(name, data)
+	if err != nil {
+		return nil, err
+	}
+	p.Defaults()
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return p, nil
+}
+
+// Decode decodes a pipeline from YAML like Parse, without applying
+// defaults or validating it.
+func Decode(name string, data []byte) (*Pipeline, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte-order mark
 	data, err := ExpandEnv(data, os.LookupEnv)
 	if err != nil {
@@ -38,10 +54,6 @@ func Parse(name string, data []byte) (*Pipeline, error) {
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%s: empty pipeline file", name)
-	}
-	p.Defaults()
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &p, nil
 }
@@ -101,6 +113,14 @@ func (p *Pipeline) Defaults() {
 			et.Format = "layout"
 		} else {
 			et.Format = "rfc3339"
+		}
+	}
+	if d := p.Dedup; d != nil {
+		if d.KeepPayloads == 0 {
+			d.KeepPayloads = 100_000
+		}
+		if d.Ignore == nil && p.Source.ArrivalTimeField != "" {
+			d.Ignore = []string{p.Source.ArrivalTimeField}
 		}
 	}
 	if p.Source.Replay != nil {
@@ -234,6 +254,33 @@ func (p *Pipeline) Validate() error {
 	validateEventTime("event_time", &p.EventTime, add)
 	if p.Quarantine.Sink != nil {
 		validateSink("quarantine.sink", p.Quarantine.Sink, false, add)
+	}
+	if p.Conflicts.Sink != nil {
+		validateSink("conflicts.sink", p.Conflicts.Sink, false, add)
+	}
+	if d := p.Dedup; d != nil {
+		if d.Key == "" {
+			add("dedup.key", "required (an event id field or expression), or name a contract with an event_id")
+		}
+		if d.TTL <= 0 {
+			add("dedup.ttl", "required and positive: how long in event time an id is remembered (e.g. 24h)")
+		}
+		wholeMs("dedup.ttl", d.TTL, add)
+		if d.KeepPayloads < 0 {
+			add("dedup.keep_payloads", "must not be negative")
+		}
+	}
+	if o := p.OrderBy; o != nil {
+		if o.Key == "" {
+			add("order_by.key", "required (the entity field, e.g. order_id), or name a contract with an ordering")
+		}
+		if o.Version == "" {
+			add("order_by.version", "required (an int field that grows with each state change)")
+		}
+		if o.TTL < 0 {
+			add("order_by.ttl", "must not be negative")
+		}
+		wholeMs("order_by.ttl", o.TTL, add)
 	}
 	if len(p.Stages) > 0 {
 		if p.Filter != "" || len(p.Fields) > 0 || len(p.Key) > 0 || p.Window != (Window{}) ||

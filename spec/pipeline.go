@@ -18,6 +18,22 @@ type Pipeline struct {
 	// Quarantine is where records that cannot be decoded or that break a
 	// rule go. YAML `quarantine`. Optional: without a sink they are counted.
 	Quarantine Quarantine `yaml:"quarantine"`
+	// Contract is the path of a data contract (YAML) whose field types,
+	// event id, event time, ordering and quality rules the pipeline
+	// follows; records that break a rule are quarantined with its name.
+	// YAML `contract`. Optional. See docs/contracts.md.
+	Contract string `yaml:"contract"`
+	// Dedup drops redelivered events by a stable event id. YAML `dedup`.
+	// Optional.
+	Dedup *Dedup `yaml:"dedup"`
+	// OrderBy keeps only the newest version of each entity (state events)
+	// and turns it into an upsert stream for the stages. YAML `order_by`.
+	// Optional.
+	OrderBy *OrderBy `yaml:"order_by"`
+	// Conflicts is where deliveries that reuse an event id with a
+	// different payload go. YAML `conflicts`. Optional: without a sink
+	// they are counted.
+	Conflicts Quarantine `yaml:"conflicts"`
 
 	// Filter keeps the records for which this expr-lang expression is true;
 	// it may use source fields only. YAML `filter`. Default: keep all.
@@ -166,6 +182,15 @@ type Replay struct {
 	// uniform [0, max_delay] after the first delivery (an at-least-once
 	// redelivery). YAML `redeliver_fraction`. Default 0.
 	RedeliverFraction float64 `yaml:"redeliver_fraction"`
+	// ConflictFraction of records (0..1) are delivered a second time with
+	// a changed payload (the same event id, a different ConflictField): a
+	// producer bug the pipeline must report. YAML `conflict_fraction`.
+	// Default 0.
+	ConflictFraction float64 `yaml:"conflict_fraction"`
+	// ConflictField is the field a conflicting redelivery changes: a
+	// number gets 1 added, a string gets "-x" appended. YAML
+	// `conflict_field`. Required with conflict_fraction.
+	ConflictField string `yaml:"conflict_field"`
 	// Partitions spreads records over this many simulated partitions
 	// (1..4096). YAML `partitions`. Default 1 (0 also means 1).
 	Partitions int `yaml:"partitions"`
@@ -245,6 +270,43 @@ type Late struct {
 	Policy string `yaml:"policy"`
 	// Sink receives late records: jsonl or stdout. YAML `sink`.
 	Sink *Sink `yaml:"sink"`
+}
+
+// Dedup configures deduplication by event id (docs/semantics.md,
+// "Duplicates").
+type Dedup struct {
+	// Key is the event id: a field name, or an expr-lang expression over
+	// the source fields for a composite id (`InvoiceNo + "-" +
+	// string(line_no)`). YAML `key`. Default: the contract's event_id.
+	Key string `yaml:"key"`
+	// TTL is how long, in event time, an id is remembered: a redelivery
+	// within TTL of the event is caught; one later is taken for a new
+	// event. YAML `ttl`. Required.
+	TTL Duration `yaml:"ttl"`
+	// KeepPayloads is how many first payloads are kept (newest first) so
+	// that a conflict record can show the first delivery next to the new
+	// one; older first payloads are shown by hash only. YAML
+	// `keep_payloads`. Default 100000.
+	KeepPayloads int `yaml:"keep_payloads"`
+	// Ignore lists top-level fields that describe the delivery, not the
+	// event (ingested_at): two deliveries differing only there are
+	// duplicates, not a conflict. YAML `ignore`. Default: the contract's
+	// metadata fields and ingest_time, and source.arrival_time_field.
+	Ignore []string `yaml:"ignore"`
+}
+
+// OrderBy configures per-key version ordering of state events.
+type OrderBy struct {
+	// Key is the field identifying the entity (order_id). YAML `key`.
+	// Default: the contract's ordering.key.
+	Key string `yaml:"key"`
+	// Version is the int field that grows with each state change. YAML
+	// `version`. Default: the contract's ordering.version.
+	Version string `yaml:"version"`
+	// TTL is how long, in event time after its latest version, an
+	// entity's state is kept; 0 keeps it for the whole run. YAML `ttl`.
+	// Default 0.
+	TTL Duration `yaml:"ttl"`
 }
 
 // Quarantine configures the destination of invalid records.

@@ -74,7 +74,8 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(stdout, stderr), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout), newVersionCmd(stdout))
+	root.AddCommand(newPerturbCmd(stderr))
 	return root
 }
 

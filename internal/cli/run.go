@@ -19,7 +19,7 @@ import (
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var quiet bool
-	var cpuProfile string
+	var cpuProfile, contractPath string
 	cmd := &cobra.Command{
 		Use:   "run PIPELINE.yaml",
 		Short: "Run a pipeline until its bounded input is exhausted (or until interrupted)",
@@ -38,6 +38,9 @@ configuration error (nothing was read or written).`,
 			p, err := tidemark.Load(args[0])
 			if err != nil {
 				return &exitError{code: 2, err: err}
+			}
+			if contractPath != "" {
+				p.Contract = contractPath
 			}
 			pl, err := tidemark.Compile(p)
 			if err != nil {
@@ -93,5 +96,6 @@ configuration error (nothing was read or written).`,
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print neither progress nor the summary")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	cmd.Flags().StringVar(&contractPath, "contract", "", "data contract (YAML) to follow; overrides the pipeline's contract key")
 	return cmd
 }

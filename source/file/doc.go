@@ -66,25 +66,40 @@
 //
 // With replay the source simulates a transport between producers and the
 // pipeline, deterministically: the same seed and the same files give the
-// same sequence of records, partitions and arrival times.
+// same sequence of records, partitions and arrival times. The transport
+// model is package perturb's Scheduler and the order its Queue, which the
+// perturb command uses too; the replayer holds typed rows in the queue.
 //
 // A PCG generator (math/rand/v2) seeded with replay.seed draws four values
 // for every record read: whether it straggles (probability
 // straggler_fraction), its delay d (uniform integer ms in [0, delay], or
 // [0, max_delay] for a straggler), whether it is redelivered (probability
 // redeliver_fraction) and the redelivery's extra delay (uniform in [0,
-// max_delay]). Its arrival is event time + d; a redelivered copy (with
-// Meta.Redelivery set) arrives at arrival + the extra delay. A record the
-// engine will quarantine (decode failed, or event time null) arrives at
-// the current horizon (below) and is never redelivered; one read before
-// any event time is known arrives at the first event time read (or 0 if
-// the input holds none).
+// max_delay]). With conflict_fraction, a second PCG stream draws two more:
+// whether the record conflicts and the conflicting copy's extra delay, so
+// turning conflicts on moves no other delivery. Its arrival is event time
+// + d; a redelivered copy (with Meta.Redelivery set) arrives at arrival +
+// the extra delay. A record the engine will quarantine (decode failed, or
+// event time null) arrives at the current horizon (below) and has no
+// copies; one read before any event time is known arrives at the first
+// event time read (or 0 if the input holds none).
 //
-// Deliveries are emitted in (arrival, read order) order from a min-heap.
-// The horizon is the largest event time read so far: a delivery is
-// emitted once its arrival is at most the horizon, and at the end of the
-// input everything held is drained. Because the input files are in event-
-// time order, every record still to be read arrives at or after the
+// A conflicting copy is a redelivery (Meta.Redelivery set, same position
+// and ordinal) whose conflict_field is changed in its raw bytes, by the
+// field's declared type: an int or decimal plus one, exactly and in its
+// written form (perturb.AddOne), a string plus "-x". A JSONL line has the
+// JSON value rewritten (perturb.AppendChanged); a CSV record is parsed
+// and encoded again with encoding/csv. The copy's row is decoded from the
+// new bytes, so the row, Meta.Raw and EventJSON agree. A record whose
+// field is null, or whose changed value does not decode, gets no
+// conflicting copy.
+//
+// Deliveries are emitted in (arrival, read order, kind) order from a
+// min-heap, first deliveries before redeliveries before conflicting
+// copies. The horizon is the largest event time read so far: a delivery
+// is emitted once its arrival is at most the horizon, and at the end of
+// the input everything held is drained. Because the input files are in
+// event-time order, every record still to be read arrives at or after the
 // horizon, so the emitted order is exactly the arrival order, and the heap
 // holds only records whose arrival lies ahead of the horizon: about the
 // records of the last max_delay of event time. This bound is what makes
@@ -95,8 +110,8 @@
 // Records go to replay.partitions partitions named "p0" … "pN-1", all
 // known from the start: the 32-bit FNV-1a hash of the partition_by field's
 // text modulo N, or, without partition_by or when the field is null, the
-// record's read sequence number (0-based) modulo N. A redelivered copy
-// stays on its original's partition. Meta.Arrival is the arrival time.
+// record's read sequence number (0-based) modulo N. A copy stays on its
+// original's partition. Meta.Arrival is the arrival time.
 //
 // # Memory
 //

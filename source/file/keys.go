@@ -25,13 +25,3 @@ func appendText(dst []byte, r *row.Row, f row.Field) []byte {
 	}
 	return dst
 }
-
-// fnv1a is the 32-bit FNV-1a hash of b.
-func fnv1a(b []byte) uint32 {
-	h := uint32(2166136261)
-	for _, c := range b {
-		h ^= uint32(c)
-		h *= 16777619
-	}
-	return h
-}

@@ -1,47 +1,48 @@
 package file
 
 import (
+	"bytes"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
-	"strconv"
 	"unsafe"
 
+	"github.com/tidemark/tidemark/perturb"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/spec"
 )
 
-// pcgStream is the second PCG seed word; the first is replay.seed.
-const pcgStream = 0x7469_6465_6d61_726b // "tidemark"
-
 // replayer delivers the records of a source in a simulated transport's
-// order. See the package documentation, "Replay".
+// order. See the package documentation, "Replay". The transport model
+// (delays, stragglers, copies, partitions) and the order of deliveries
+// are package perturb's Scheduler and Queue; the replayer holds typed
+// rows in the queue and writes conflicting copies.
 type replayer struct {
-	rng         *rand.Rand
-	delay       int64 // ms
-	maxDelay    int64 // ms
-	straggler   float64
-	redeliver   float64
-	parts       int
+	sch         *perturb.Scheduler
+	q           perturb.Queue[*entry]
 	names       []string
 	by          row.Field
 	hasBy       bool
+	cf          row.Field // conflict_field
+	hasCF       bool
+	change      perturb.Change // how a conflicting copy changes a JSON value
 	schema      *row.Schema
 	d           *derive
-	text        []byte // scratch
-	seq         int64  // records read so far
-	horizon     int64  // largest event time read so far (ms)
-	known       bool   // horizon is set
+	text        []byte // scratch: the partition key
 	inputDone   bool
-	heap        []*entry
-	pending     []*entry // records read before the first event time
 	free        []*entry
 	delivered   []*entry // in the caller's batch until the next call
 	scratch     row.Row
 	scratchMeta source.Meta
+
+	// scratch of conflicting copies
+	crow  row.Row
+	cmeta source.Meta
+	craw  []byte
+	cbuf  bytes.Buffer
+	ctext []byte
 }
 
 // entry is one delivery held by the replayer. Its row and raw bytes are
@@ -49,13 +50,10 @@ type replayer struct {
 // row's strings. An entry is reused once its delivery has left the
 // caller's batch, so a held record costs no allocation in steady state.
 type entry struct {
-	arrival    int64
-	seq        int64
-	redelivery bool
-	row        row.Row
-	meta       source.Meta
-	raw        []byte
-	strs       []byte
+	row  row.Row
+	meta source.Meta
+	raw  []byte
+	strs []byte
 }
 
 func newReplayer(c *spec.Replay, d *derive, schema *row.Schema) (*replayer, error) {
@@ -68,37 +66,20 @@ func newReplayer(c *spec.Replay, d *derive, schema *row.Schema) (*replayer, erro
 	if d.hasArr {
 		return nil, errors.New("source.replay: replay records its own arrival times; drop arrival_time_field")
 	}
-	rp := &replayer{
-		rng:       rand.New(rand.NewPCG(uint64(c.Seed), pcgStream)),
-		delay:     c.Delay.Ms(),
-		maxDelay:  c.MaxDelay.Ms(),
-		straggler: c.StragglerFraction,
-		redeliver: c.RedeliverFraction,
-		parts:     c.Partitions,
-		schema:    schema,
-		d:         d,
+	sch, err := perturb.NewScheduler(perturb.Options{
+		Seed:              c.Seed,
+		Delay:             c.Delay.D(),
+		MaxDelay:          c.MaxDelay.D(),
+		StragglerFraction: c.StragglerFraction,
+		RedeliverFraction: c.RedeliverFraction,
+		ConflictFraction:  c.ConflictFraction,
+		ConflictField:     c.ConflictField,
+		Partitions:        c.Partitions,
+	})
+	if err != nil {
+		return nil, replayOptionError(err)
 	}
-	if rp.maxDelay == 0 {
-		rp.maxDelay = rp.delay
-	}
-	if rp.parts == 0 {
-		rp.parts = 1
-	}
-	switch {
-	case rp.delay < 0 || rp.maxDelay < 0:
-		return nil, errors.New("source.replay: delays must not be negative")
-	case rp.maxDelay < rp.delay:
-		return nil, fmt.Errorf("source.replay.max_delay: %s is less than delay %s", c.MaxDelay, c.Delay)
-	case !(rp.straggler >= 0 && rp.straggler <= 1):
-		return nil, errors.New("source.replay.straggler_fraction: must be between 0 and 1")
-	case !(rp.redeliver >= 0 && rp.redeliver <= 1):
-		return nil, errors.New("source.replay.redeliver_fraction: must be between 0 and 1")
-	case rp.parts < 1 || rp.parts > 4096:
-		return nil, errors.New("source.replay.partitions: must be between 1 and 4096")
-	}
-	for i := range rp.parts {
-		rp.names = append(rp.names, "p"+strconv.Itoa(i))
-	}
+	rp := &replayer{sch: sch, names: sch.PartitionNames(), schema: schema, d: d}
 	if n := c.PartitionBy; n != "" {
 		f, ok := schema.Lookup(n)
 		if !ok {
@@ -106,19 +87,61 @@ func newReplayer(c *spec.Replay, d *derive, schema *row.Schema) (*replayer, erro
 		}
 		rp.by, rp.hasBy = f, true
 	}
+	if n := c.ConflictField; n != "" && c.ConflictFraction > 0 {
+		f, err := lookupField(schema, "source.replay.conflict_field", n)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case d.hasOrd && f.Index == d.ord.Index:
+			return nil, fmt.Errorf("source.replay.conflict_field: %q is the ordinal field, which the source fills", n)
+		case f.Kind == row.KindInt || f.Kind == row.KindDecimal:
+			rp.change = perturb.AsNumber
+		case f.Kind == row.KindString:
+			rp.change = perturb.AsString
+		default:
+			return nil, fmt.Errorf("source.replay.conflict_field: field %q is %s, want a number or a string", n, f.Kind)
+		}
+		rp.cf, rp.hasCF = f, true
+	}
 	return rp, nil
 }
 
-// next fills b with up to max deliveries in (arrival, sequence) order:
-// it reads records until the earliest held delivery is due (its arrival
-// is at most the horizon), and drains what is held at the end of input.
+// replayOptionError names the source.replay key of perturb's option
+// errors.
+func replayOptionError(err error) error {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		var oe *perturb.OptionError
+		switch {
+		case !errors.As(e, &oe):
+			out[i] = fmt.Errorf("source.replay: %w", e)
+		case oe.Key == "":
+			out[i] = fmt.Errorf("source.replay: %s", oe.Reason)
+		default:
+			out[i] = fmt.Errorf("source.replay.%s: %s", oe.Key, oe.Reason)
+		}
+	}
+	return errors.Join(out...)
+}
+
+// next fills b with up to max deliveries in (arrival, sequence, kind)
+// order: it reads records until the earliest held delivery is due (its
+// arrival is at most the horizon), and drains what is held at the end of
+// input.
 func (rp *replayer) next(s *Source, b *source.Batch, max int) error {
 	rp.free = append(rp.free, rp.delivered...)
 	clear(rp.delivered)
 	rp.delivered = rp.delivered[:0]
 	start := b.Len()
 	for b.Len()-start < max {
-		if len(rp.heap) > 0 && (rp.inputDone || rp.heap[0].arrival <= rp.horizon) {
+		if rp.q.Due() {
 			rp.deliver(b)
 			continue
 		}
@@ -131,78 +154,134 @@ func (rp *replayer) next(s *Source, b *source.Batch, max int) error {
 		err := s.read(&rp.scratch, &rp.scratchMeta)
 		if err == io.EOF {
 			rp.inputDone = true
-			rp.releasePending(0)
+			rp.q.Close()
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		rp.add(&rp.scratch, &rp.scratchMeta)
+		rp.add(s, &rp.scratch, &rp.scratchMeta)
 	}
-	if rp.inputDone && len(rp.heap) == 0 {
+	if rp.inputDone && rp.q.Len() == 0 {
 		return io.EOF
 	}
 	return nil
 }
 
-// add takes one record just read: it draws the record's delays, assigns
-// its partition and arrival, and holds it (and a redelivered copy).
-func (rp *replayer) add(r *row.Row, m *source.Meta) {
-	seq := rp.seq
-	rp.seq++
-	// Exactly four draws per record, used or not, so that one record's
-	// validity never shifts another record's delays.
-	straggle := rp.rng.Float64() < rp.straggler
-	bound := rp.delay
-	if straggle {
-		bound = rp.maxDelay
-	}
-	d := rp.rng.Int64N(bound + 1)
-	again := rp.rng.Float64() < rp.redeliver
-	extra := rp.rng.Int64N(rp.maxDelay + 1)
-
+// add takes one record just read: the scheduler decides its partition,
+// its arrival and its copies; add holds the record and its copies.
+func (rp *replayer) add(s *Source, r *row.Row, m *source.Meta) {
 	valid := rp.d.valid(r, m)
+	et := perturb.NoTime
 	if valid {
-		if et := r.I[rp.d.et.Slot]; !rp.known || et > rp.horizon {
-			rp.horizon, rp.known = et, true
-			rp.releasePending(rp.horizon)
-		}
+		et = r.I[rp.d.et.Slot]
 	}
-	p := rp.partition(r, m, seq)
-	e := rp.hold(r, m, seq, p)
-	switch {
-	case valid:
-		e.arrival = addSat(r.I[rp.d.et.Slot], d)
-	case rp.known:
-		e.arrival = rp.horizon
-	default:
-		rp.pending = append(rp.pending, e)
+	hasKey := rp.hasBy && !r.IsNull(rp.by.Index)
+	rp.text = rp.text[:0]
+	if hasKey {
+		rp.text = appendText(rp.text, r, rp.by)
+	}
+	sc := rp.sch.Next(et, rp.text, hasKey)
+	e := rp.hold(r, m, sc.Partition)
+	if !valid {
+		rp.q.PushAtHorizon(sc.Seq, e)
 		return
 	}
-	rp.push(e)
-	if valid && again {
-		c := rp.hold(r, m, seq, p)
-		c.arrival = addSat(e.arrival, extra)
-		c.redelivery = true
+	rp.q.Observe(et)
+	rp.q.Push(sc.Arrival, sc.Seq, perturb.First, e)
+	if sc.Redeliver {
+		c := rp.hold(r, m, sc.Partition)
 		c.meta.Redelivery = true
-		rp.push(c)
+		rp.q.Push(sc.RedeliverAt, sc.Seq, perturb.Redelivery, c)
+	}
+	if sc.Conflict && rp.hasCF && rp.conflicting(s, r, m) {
+		c := rp.hold(&rp.crow, &rp.cmeta, sc.Partition)
+		c.meta.Redelivery = true
+		rp.q.Push(sc.ConflictAt, sc.Seq, perturb.Conflict, c)
 	}
 }
 
-// partition picks the record's partition: FNV-1a of the partition_by
-// field's text modulo the partition count, or the record's sequence
-// number modulo the partition count without partition_by or when the
-// field is null (like a log's producer spreading records without a key).
-func (rp *replayer) partition(r *row.Row, m *source.Meta, seq int64) int {
-	if rp.hasBy && !r.IsNull(rp.by.Index) {
-		rp.text = appendText(rp.text[:0], r, rp.by)
-		return int(fnv1a(rp.text) % uint32(rp.parts))
+// conflicting builds the conflicting copy of a valid record in rp.crow and
+// rp.cmeta: its raw bytes with conflict_field changed (a number plus one,
+// a string plus "-x"), decoded again so that the row, the raw bytes and
+// EventJSON agree. It returns false, and the record gets no conflicting
+// copy, when the field is null or its changed value does not decode.
+func (rp *replayer) conflicting(s *Source, r *row.Row, m *source.Meta) bool {
+	if r.IsNull(rp.cf.Index) {
+		return false
 	}
-	return int(seq % int64(rp.parts))
+	rp.schema.Shape(&rp.crow)
+	rp.cmeta = *m
+	var derr *source.DecodeError
+	if s.jsonl {
+		var ok bool
+		if rp.craw, ok = perturb.AppendChanged(rp.craw[:0], m.Raw, rp.cf.Name, rp.change); !ok {
+			return false
+		}
+		derr = s.json.Decode(rp.craw, &rp.crow)
+	} else {
+		c, ok := s.cur.(*csvReader)
+		if !ok || c.dec == nil {
+			return false
+		}
+		rec, ok := rp.changeCSV(s, c.header, m.Raw)
+		if !ok {
+			return false
+		}
+		derr = c.dec.Decode(rec, &rp.crow)
+	}
+	if derr != nil {
+		return false
+	}
+	if rp.d.hasOrd { // the ordinal is the record's, not decoded
+		rp.crow.I[rp.d.ord.Slot] = r.I[rp.d.ord.Slot]
+		rp.crow.SetValid(rp.d.ord.Index)
+	}
+	rp.cmeta.Raw = rp.craw
+	return true
 }
 
-// hold returns a free entry holding a copy of the record.
-func (rp *replayer) hold(r *row.Row, m *source.Meta, seq int64, p int) *entry {
+// changeCSV parses a CSV record's raw bytes, changes the conflict field's
+// column and encodes the record again (encoding/csv) into rp.craw. It
+// returns the changed fields.
+func (rp *replayer) changeCSV(s *Source, header []string, raw []byte) ([]string, bool) {
+	col := -1
+	for i, h := range header {
+		if h == rp.cf.Name {
+			col = i
+			break
+		}
+	}
+	cr := csv.NewReader(bytes.NewReader(raw))
+	cr.Comma = s.csv.comma
+	cr.FieldsPerRecord = -1
+	rec, err := cr.Read()
+	if err != nil || col < 0 || col >= len(rec) || rec[col] == "" {
+		return nil, false
+	}
+	rp.ctext = rp.ctext[:0]
+	if rp.change == perturb.AsNumber {
+		var ok bool
+		if rp.ctext, ok = perturb.AddOne(rp.ctext, []byte(rec[col])); !ok {
+			return nil, false
+		}
+	} else {
+		rp.ctext = append(append(rp.ctext, rec[col]...), perturb.StringSuffix...)
+	}
+	rec[col] = string(rp.ctext)
+	rp.cbuf.Reset()
+	w := csv.NewWriter(&rp.cbuf)
+	w.Comma = s.csv.comma
+	if err := w.Write(rec); err != nil {
+		return nil, false
+	}
+	w.Flush()
+	rp.craw = append(rp.craw[:0], trimNewline(rp.cbuf.Bytes())...)
+	return rec, true
+}
+
+// hold returns a free entry holding a copy of the record on partition p.
+func (rp *replayer) hold(r *row.Row, m *source.Meta, p int) *entry {
 	var e *entry
 	if n := len(rp.free); n > 0 {
 		e = rp.free[n-1]
@@ -211,7 +290,6 @@ func (rp *replayer) hold(r *row.Row, m *source.Meta, seq int64, p int) *entry {
 	} else {
 		e = &entry{}
 	}
-	e.seq, e.redelivery = seq, false
 	rp.own(e, r)
 	e.raw = append(e.raw[:0], m.Raw...)
 	e.meta = *m
@@ -259,34 +337,14 @@ func (rp *replayer) own(e *entry, r *row.Row) {
 	e.strs = buf
 }
 
-// releasePending schedules the records read before the first event time
-// at arrival (the first horizon, or 0 at the end of an input without a
-// single valid event time).
-func (rp *replayer) releasePending(arrival int64) {
-	for i, e := range rp.pending {
-		e.arrival = arrival
-		rp.push(e)
-		rp.pending[i] = nil
-	}
-	rp.pending = rp.pending[:0]
-}
-
 // deliver moves the earliest held delivery into b. The batch row takes
 // over the entry's memory; the entry keeps the batch row's old slices and
 // is reused only after the caller's next call.
 func (rp *replayer) deliver(b *source.Batch) {
-	e := rp.pop()
+	arrival, _, _, e := rp.q.Pop()
 	r, m := b.Next(rp.schema)
 	*r, e.row = e.row, *r
-	e.meta.Arrival = e.arrival
+	e.meta.Arrival = arrival
 	*m = e.meta
 	rp.delivered = append(rp.delivered, e)
-}
-
-// addSat returns a+b (b ≥ 0), saturating at math.MaxInt64.
-func addSat(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

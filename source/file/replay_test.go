@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark/perturb"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/spec"
 )
@@ -137,7 +138,7 @@ func TestReplayProperties(t *testing.T) {
 	for {
 		b.Reset()
 		err := s.Next(context.Background(), &b, 64)
-		maxHeld = max(maxHeld, len(s.rp.heap))
+		maxHeld = max(maxHeld, s.rp.q.Len())
 		for i := range b.Meta {
 			r, m := &b.Rows[i], &b.Meta[i]
 			if m.Arrival < last {
@@ -149,7 +150,7 @@ func TestReplayProperties(t *testing.T) {
 			}
 			key := strings.Clone(r.S[id.Slot]) // kept across batches
 			if !r.IsNull(store.Index) {
-				if want := int(fnv1a([]byte(r.S[store.Slot])) % 4); m.Partition != want {
+				if want := int(perturb.FNV1a([]byte(r.S[store.Slot])) % 4); m.Partition != want {
 					t.Fatalf("%s: partition %d, want %d", key, m.Partition, want)
 				}
 			}

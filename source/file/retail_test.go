@@ -228,7 +228,7 @@ func TestOnlineRetailReplay(t *testing.T) {
 	for {
 		b.Reset()
 		err := s.Next(context.Background(), &b, 4096)
-		maxHeld = max(maxHeld, len(s.rp.heap))
+		maxHeld = max(maxHeld, s.rp.q.Len())
 		for i := range b.Meta {
 			m := &b.Meta[i]
 			if m.Arrival < prev {

@@ -1,0 +1,295 @@
+package dedup
+
+import (
+	"encoding/binary"
+	"sort"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// IDHash hashes an event id's text (xxHash64).
+func IDHash(id []byte) uint64 { return xxhash.Sum64(id) }
+
+// Hasher computes canonical payload hashes of JSON objects: two deliveries
+// of one event hash equal when they differ only in key order, white space,
+// string escapes, or the values of the ignored top-level keys (delivery
+// metadata such as ingested_at). Numbers compare by their literal text
+// (1.0 and 1 differ). Not safe for concurrent use; reuse one per goroutine.
+type Hasher struct {
+	ignore map[string]bool
+	buf    []byte
+	keys   []member
+}
+
+type member struct {
+	key   []byte // unescaped
+	start int    // canonical value bytes: buf[start:end]
+	end   int
+}
+
+// NewHasher returns a hasher that skips the given top-level keys.
+func NewHasher(ignore []string) *Hasher {
+	h := &Hasher{ignore: map[string]bool{}}
+	for _, k := range ignore {
+		h.ignore[k] = true
+	}
+	return h
+}
+
+// Sum returns the 32-bit canonical hash of the JSON value obj (normally an
+// object) and whether obj parsed. A value that does not parse hashes its
+// raw bytes.
+func (h *Hasher) Sum(obj []byte) (uint32, bool) {
+	h.buf = h.buf[:0]
+	c := canon{b: obj, out: h.buf, ignore: h.ignore}
+	ok := c.value(true) && c.ws() == len(obj)
+	h.buf = c.out
+	if !ok {
+		return fold(xxhash.Sum64(obj)), false
+	}
+	return fold(xxhash.Sum64(h.buf)), true
+}
+
+// Canonical returns the canonical form Sum hashes (for tests and tools).
+func (h *Hasher) Canonical(obj []byte) ([]byte, bool) {
+	c := canon{b: obj, ignore: h.ignore}
+	ok := c.value(true) && c.ws() == len(obj)
+	return c.out, ok
+}
+
+func fold(x uint64) uint32 { return uint32(x) ^ uint32(x>>32) }
+
+// canon writes a canonical encoding of a JSON value: objects with members
+// sorted by key (bytewise), strings unescaped and length-prefixed, no white
+// space, numbers and literals as written.
+type canon struct {
+	b      []byte
+	i      int
+	out    []byte
+	ignore map[string]bool
+	depth  int
+}
+
+func (c *canon) ws() int {
+	for c.i < len(c.b) {
+		switch c.b[c.i] {
+		case ' ', '\t', '\n', '\r':
+			c.i++
+		default:
+			return c.i
+		}
+	}
+	return c.i
+}
+
+func (c *canon) value(top bool) bool {
+	c.ws()
+	if c.i >= len(c.b) {
+		return false
+	}
+	c.depth++
+	defer func() { c.depth-- }()
+	if c.depth > 300 {
+		return false
+	}
+	switch ch := c.b[c.i]; {
+	case ch == '{':
+		return c.object(top)
+	case ch == '[':
+		c.i++
+		c.out = append(c.out, '[')
+		if c.ws(); c.i < len(c.b) && c.b[c.i] == ']' {
+			c.i++
+			c.out = append(c.out, ']')
+			return true
+		}
+		for {
+			if !c.value(false) {
+				return false
+			}
+			c.ws()
+			if c.i >= len(c.b) {
+				return false
+			}
+			switch c.b[c.i] {
+			case ',':
+				c.i++
+				c.out = append(c.out, ',')
+			case ']':
+				c.i++
+				c.out = append(c.out, ']')
+				return true
+			default:
+				return false
+			}
+		}
+	case ch == '"':
+		s, ok := c.str()
+		if !ok {
+			return false
+		}
+		c.out = append(c.out, '"')
+		c.out = binary.AppendUvarint(c.out, uint64(len(s)))
+		c.out = append(c.out, s...)
+		return true
+	default:
+		start := c.i
+		for c.i < len(c.b) {
+			switch c.b[c.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				goto done
+			}
+			c.i++
+		}
+	done:
+		if c.i == start {
+			return false
+		}
+		c.out = append(c.out, 'v')
+		c.out = binary.AppendUvarint(c.out, uint64(c.i-start))
+		c.out = append(c.out, c.b[start:c.i]...)
+		return true
+	}
+}
+
+// object canonicalizes an object: members sorted by key; at the top level,
+// ignored keys are left out.
+func (c *canon) object(top bool) bool {
+	c.i++
+	base := len(c.out)
+	var members []member
+	for {
+		c.ws()
+		if c.i >= len(c.b) {
+			return false
+		}
+		if c.b[c.i] == '}' && len(members) == 0 {
+			c.i++
+			break
+		}
+		key, ok := c.str()
+		if !ok {
+			return false
+		}
+		key = append([]byte(nil), key...)
+		c.ws()
+		if c.i >= len(c.b) || c.b[c.i] != ':' {
+			return false
+		}
+		c.i++
+		start := len(c.out)
+		if !c.value(false) {
+			return false
+		}
+		if top && c.ignore[string(key)] {
+			c.out = c.out[:start]
+		} else {
+			members = append(members, member{key: key, start: start, end: len(c.out)})
+		}
+		c.ws()
+		if c.i >= len(c.b) {
+			return false
+		}
+		if c.b[c.i] == ',' {
+			c.i++
+			continue
+		}
+		if c.b[c.i] != '}' {
+			return false
+		}
+		c.i++
+		break
+	}
+	sort.SliceStable(members, func(i, j int) bool { return string(members[i].key) < string(members[j].key) })
+	vals := append([]byte(nil), c.out[base:]...)
+	c.out = append(c.out[:base], '{')
+	c.out = binary.AppendUvarint(c.out, uint64(len(members)))
+	for _, m := range members {
+		c.out = binary.AppendUvarint(c.out, uint64(len(m.key)))
+		c.out = append(c.out, m.key...)
+		c.out = append(c.out, vals[m.start-base:m.end-base]...)
+	}
+	return true
+}
+
+// str reads a JSON string at c.i and returns its unescaped bytes.
+func (c *canon) str() ([]byte, bool) {
+	if c.i >= len(c.b) || c.b[c.i] != '"' {
+		return nil, false
+	}
+	c.i++
+	var s []byte
+	for c.i < len(c.b) {
+		ch := c.b[c.i]
+		switch {
+		case ch == '"':
+			c.i++
+			return s, true
+		case ch == '\\':
+			if c.i+1 >= len(c.b) {
+				return nil, false
+			}
+			e := c.b[c.i+1]
+			switch e {
+			case 'b':
+				s = append(s, '\b')
+			case 'f':
+				s = append(s, '\f')
+			case 'n':
+				s = append(s, '\n')
+			case 'r':
+				s = append(s, '\r')
+			case 't':
+				s = append(s, '\t')
+			case 'u':
+				if c.i+6 > len(c.b) {
+					return nil, false
+				}
+				r, ok := hex4(c.b[c.i+2 : c.i+6])
+				if !ok {
+					return nil, false
+				}
+				c.i += 6
+				if utf16.IsSurrogate(r) && c.i+6 <= len(c.b) && c.b[c.i] == '\\' && c.b[c.i+1] == 'u' {
+					if r2, ok := hex4(c.b[c.i+2 : c.i+6]); ok {
+						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+							s = utf8.AppendRune(s, d)
+							c.i += 6
+							continue
+						}
+					}
+				}
+				if utf16.IsSurrogate(r) {
+					r = utf8.RuneError
+				}
+				s = utf8.AppendRune(s, r)
+				continue
+			default:
+				s = append(s, e)
+			}
+			c.i += 2
+		default:
+			s = append(s, ch)
+			c.i++
+		}
+	}
+	return nil, false
+}
+
+func hex4(b []byte) (rune, bool) {
+	var r rune
+	for _, ch := range b {
+		r <<= 4
+		switch {
+		case ch >= '0' && ch <= '9':
+			r |= rune(ch - '0')
+		case ch|0x20 >= 'a' && ch|0x20 <= 'f':
+			r |= rune(ch|0x20-'a') + 10
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
