@@ -1,7 +1,6 @@
 package file
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/tidemark/tidemark/format"
@@ -21,8 +20,11 @@ type derive struct {
 	hasOrd   bool
 	per      row.Field
 	hasPer   bool
-	n        int64  // ordinal of the previous record of the file; 0 at a file's start
-	prev     []byte // text of the previous record's per field
+	n        int64          // records of the file so far
+	group    map[string]int // per value text → index in counts
+	counts   []int64        // records of the file with each per value
+	nullN    int64          // records of the file with a null per value
+	prev     []byte         // text of the previous record's per field
 	prevNull bool
 	text     []byte // scratch
 
@@ -122,51 +124,64 @@ func (d *derive) initOrdinal(s *row.Schema, o *spec.Ordinal, fields *format.Fiel
 }
 
 // newFile restarts the ordinal at a file's first record.
-func (d *derive) newFile() { d.n = 0 }
+func (d *derive) newFile() {
+	d.n = 0
+	d.nullN = 0
+	clear(d.group)
+	d.counts = d.counts[:0]
+	d.prevNull = true
+}
 
-// number sets the ordinal field of a record just read: 1, 2, 3 … within
-// each run of consecutive records of the file with equal per values (null
-// equals null), or counting the file's records without per. Every record
-// is counted, including one that failed to decode; such a record whose
-// per field is null continues the current run, so a broken line does not
-// renumber the lines after it.
+// number sets the ordinal field of a record just read: 1, 2, 3 … over
+// the file's records with equal per values (null equals null), counted in
+// file order whether or not the records are adjacent, or counting the
+// file's records without per. Every record is counted, including one that
+// failed to decode; such a record whose per field is null is counted with
+// the previous record's per value, so a broken line does not renumber the
+// lines after it.
+//
+// Memory: one map entry per distinct per value of the current file.
 func (d *derive) number(r *row.Row, m *source.Meta) {
 	if !d.hasOrd {
 		return
 	}
-	switch {
-	case !d.hasPer || d.n == 0:
+	if !d.hasPer {
 		d.n++
-		if d.hasPer {
-			d.remember(r)
-		}
-	case m.Err != nil && r.IsNull(d.per.Index):
-		d.n++
-	default:
-		null := r.IsNull(d.per.Index)
-		d.text = d.text[:0]
+		r.I[d.ord.Slot] = d.n
+		r.SetValid(d.ord.Index)
+		return
+	}
+	null := r.IsNull(d.per.Index)
+	if null && m.Err != nil && d.n > 0 {
+		// A broken line: count it with the previous record's value.
+		null = d.prevNull
+	} else {
+		d.prevNull = null
+		d.prev = d.prev[:0]
 		if !null {
-			d.text = appendText(d.text, r, d.per)
-		}
-		if null == d.prevNull && bytes.Equal(d.text, d.prev) {
-			d.n++
-		} else {
-			d.n = 1
-			d.prev, d.text = d.text, d.prev
-			d.prevNull = null
+			d.prev = appendText(d.prev, r, d.per)
 		}
 	}
-	r.I[d.ord.Slot] = d.n
+	d.n++
+	var n int64
+	if null {
+		d.nullN++
+		n = d.nullN
+	} else {
+		i, ok := d.group[string(d.prev)]
+		if !ok {
+			if d.group == nil {
+				d.group = make(map[string]int)
+			}
+			i = len(d.counts)
+			d.group[string(d.prev)] = i
+			d.counts = append(d.counts, 0)
+		}
+		d.counts[i]++
+		n = d.counts[i]
+	}
+	r.I[d.ord.Slot] = n
 	r.SetValid(d.ord.Index)
-}
-
-// remember stores the per value of r as the current run's.
-func (d *derive) remember(r *row.Row) {
-	d.prevNull = r.IsNull(d.per.Index)
-	d.prev = d.prev[:0]
-	if !d.prevNull {
-		d.prev = appendText(d.prev, r, d.per)
-	}
 }
 
 // valid reports whether the engine will process the record (not

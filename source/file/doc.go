@@ -54,9 +54,9 @@
 //
 // # Ordinal
 //
-// ordinal.field is an int field the source fills: 1, 2, 3 … within each
-// run of consecutive records with equal ordinal.per values, in file order,
-// restarting with each file (without per it counts the file's records).
+// ordinal.field is an int field the source fills: 1, 2, 3 … among the
+// records of a file with equal ordinal.per values, adjacent or not, in
+// file order, restarting with each file (without per it counts the file's records).
 // It is set when the record is read, before any replay shuffle, so it is a
 // stable record id: for the Online Retail data, InvoiceNo plus the ordinal
 // per InvoiceNo is the line's position within its invoice. Records that

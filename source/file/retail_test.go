@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"os"
@@ -53,7 +54,7 @@ type retailTruth struct {
 	lines      int
 	quantity   int64
 	revenue    *big.Rat // sum of Quantity × UnitPrice
-	ordinalSum int64    // sum of the line position within each invoice run
+	ordinalSum int64    // Σ k(k+1)/2 over invoices with k lines in a file
 	dstGap     []string // InvoiceDate in 2011-03-27 01:00–01:59 (does not exist in London)
 	dstRepeat  []string // InvoiceDate in 2011-10-30 01:00–01:59 (occurs twice in London)
 }
@@ -78,7 +79,7 @@ func computeRetailTruth(t testing.TB, dir string) retailTruth {
 		for i, h := range recs[0] {
 			col[h] = i
 		}
-		prev, n := "", int64(0)
+		perInvoice := map[string]int64{}
 		for _, r := range recs[1:] {
 			tr.lines++
 			q, err := strconv.ParseInt(r[col["Quantity"]], 10, 64)
@@ -91,18 +92,16 @@ func computeRetailTruth(t testing.TB, dir string) retailTruth {
 				t.Fatalf("%s: UnitPrice %q", p, r[col["UnitPrice"]])
 			}
 			tr.revenue.Add(tr.revenue, price.Mul(price, new(big.Rat).SetInt64(q)))
-			if inv := r[col["InvoiceNo"]]; inv == prev && n > 0 {
-				n++
-			} else {
-				prev, n = inv, 1
-			}
-			tr.ordinalSum += n
+			perInvoice[r[col["InvoiceNo"]]]++
 			switch d := r[col["InvoiceDate"]]; {
 			case strings.HasPrefix(d, "2011-03-27 01:"):
 				tr.dstGap = append(tr.dstGap, d)
 			case strings.HasPrefix(d, "2011-10-30 01:"):
 				tr.dstRepeat = append(tr.dstRepeat, d)
 			}
+		}
+		for _, k := range perInvoice {
+			tr.ordinalSum += k * (k + 1) / 2
 		}
 	}
 	return tr
@@ -145,6 +144,8 @@ func TestOnlineRetail(t *testing.T) {
 	price, _ := sc.Lookup("UnitPrice")
 	when, _ := sc.Lookup("InvoiceDate")
 	ord, _ := sc.Lookup("line_no")
+	inv, _ := sc.Lookup("InvoiceNo")
+	ids := make(map[string]bool, truth.lines) // InvoiceNo-line_no: each line's id is unique
 	var (
 		n, errs      int
 		sumQty       int64
@@ -173,6 +174,11 @@ func TestOnlineRetail(t *testing.T) {
 			prevFileLine[m.Pos.Source] = m.Pos.Line
 			sumQty += r.I[qty.Slot]
 			sumOrd += r.I[ord.Slot]
+			id := fmt.Sprintf("%v-%d", r.Get(inv), r.I[ord.Slot])
+			if ids[id] {
+				t.Errorf("%s: id %s already seen", m.Pos, id)
+			}
+			ids[id] = true
 			revenue = revenue.Add(r.D[price.Slot].Mul(row.DecimalFromInt(r.I[qty.Slot])))
 			ts := r.I[when.Slot]
 			if n == 1 {
