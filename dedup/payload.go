@@ -1,8 +1,9 @@
 package dedup
 
 import (
+	"bytes"
 	"encoding/binary"
-	"sort"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -19,14 +20,14 @@ func IDHash(id []byte) uint64 { return xxhash.Sum64(id) }
 // (1.0 and 1 differ). Not safe for concurrent use; reuse one per goroutine.
 type Hasher struct {
 	ignore map[string]bool
-	buf    []byte
-	keys   []member
+	c      canon // scratch buffers, reused by every Sum
 }
 
+// member is an object member being canonicalized: its unescaped key is
+// canon.keys[k0:k1], its canonical value canon.out[start:end].
 type member struct {
-	key   []byte // unescaped
-	start int    // canonical value bytes: buf[start:end]
-	end   int
+	k0, k1     int
+	start, end int
 }
 
 // NewHasher returns a hasher that skips the given top-level keys.
@@ -41,20 +42,24 @@ func NewHasher(ignore []string) *Hasher {
 // Sum returns the 32-bit canonical hash of the JSON value obj (normally an
 // object) and whether obj parsed. A value that does not parse hashes its
 // raw bytes.
+//
+// Sum does not allocate once its buffers have grown to the size of the
+// payloads it sees.
 func (h *Hasher) Sum(obj []byte) (uint32, bool) {
-	h.buf = h.buf[:0]
-	c := canon{b: obj, out: h.buf, ignore: h.ignore}
+	c := &h.c
+	c.reset(obj, h.ignore)
 	ok := c.value(true) && c.ws() == len(obj)
-	h.buf = c.out
+	c.b = nil
 	if !ok {
 		return fold(xxhash.Sum64(obj)), false
 	}
-	return fold(xxhash.Sum64(h.buf)), true
+	return fold(xxhash.Sum64(c.out)), true
 }
 
 // Canonical returns the canonical form Sum hashes (for tests and tools).
 func (h *Hasher) Canonical(obj []byte) ([]byte, bool) {
-	c := canon{b: obj, ignore: h.ignore}
+	var c canon
+	c.reset(obj, h.ignore)
 	ok := c.value(true) && c.ws() == len(obj)
 	return c.out, ok
 }
@@ -65,11 +70,20 @@ func fold(x uint64) uint32 { return uint32(x) ^ uint32(x>>32) }
 // sorted by key (bytewise), strings unescaped and length-prefixed, no white
 // space, numbers and literals as written.
 type canon struct {
-	b      []byte
-	i      int
-	out    []byte
-	ignore map[string]bool
-	depth  int
+	b       []byte
+	i       int
+	out     []byte
+	ignore  map[string]bool
+	depth   int
+	keys    []byte   // unescaped keys of the objects being read
+	members []member // a stack: each open object uses members[base:]
+	str     []byte   // an unescaped string with escapes
+	tmp     []byte   // an object's member values while they are reordered
+}
+
+func (c *canon) reset(obj []byte, ignore map[string]bool) {
+	c.b, c.i, c.ignore, c.depth = obj, 0, ignore, 0
+	c.out, c.keys, c.members = c.out[:0], c.keys[:0], c.members[:0]
 }
 
 func (c *canon) ws() int {
@@ -89,11 +103,16 @@ func (c *canon) value(top bool) bool {
 	if c.i >= len(c.b) {
 		return false
 	}
-	c.depth++
-	defer func() { c.depth-- }()
-	if c.depth > 300 {
+	if c.depth >= 300 {
 		return false
 	}
+	c.depth++
+	ok := c.value1(top)
+	c.depth--
+	return ok
+}
+
+func (c *canon) value1(top bool) bool {
 	switch ch := c.b[c.i]; {
 	case ch == '{':
 		return c.object(top)
@@ -126,7 +145,7 @@ func (c *canon) value(top bool) bool {
 			}
 		}
 	case ch == '"':
-		s, ok := c.str()
+		s, ok := c.string()
 		if !ok {
 			return false
 		}
@@ -159,21 +178,25 @@ func (c *canon) value(top bool) bool {
 func (c *canon) object(top bool) bool {
 	c.i++
 	base := len(c.out)
-	var members []member
+	mbase := len(c.members)
+	kbase := len(c.keys)
+	defer func() { c.members, c.keys = c.members[:mbase], c.keys[:kbase] }()
 	for {
 		c.ws()
 		if c.i >= len(c.b) {
 			return false
 		}
-		if c.b[c.i] == '}' && len(members) == 0 {
+		if c.b[c.i] == '}' && len(c.members) == mbase {
 			c.i++
 			break
 		}
-		key, ok := c.str()
+		key, ok := c.string()
 		if !ok {
 			return false
 		}
-		key = append([]byte(nil), key...)
+		k0 := len(c.keys)
+		c.keys = append(c.keys, key...)
+		k1 := len(c.keys)
 		c.ws()
 		if c.i >= len(c.b) || c.b[c.i] != ':' {
 			return false
@@ -183,10 +206,11 @@ func (c *canon) object(top bool) bool {
 		if !c.value(false) {
 			return false
 		}
-		if top && c.ignore[string(key)] {
+		if top && c.ignore[string(c.keys[k0:k1])] {
 			c.out = c.out[:start]
+			c.keys = c.keys[:k0]
 		} else {
-			members = append(members, member{key: key, start: start, end: len(c.out)})
+			c.members = append(c.members, member{k0: k0, k1: k1, start: start, end: len(c.out)})
 		}
 		c.ws()
 		if c.i >= len(c.b) {
@@ -202,25 +226,47 @@ func (c *canon) object(top bool) bool {
 		c.i++
 		break
 	}
-	sort.SliceStable(members, func(i, j int) bool { return string(members[i].key) < string(members[j].key) })
-	vals := append([]byte(nil), c.out[base:]...)
+	members := c.members[mbase:]
+	keys := c.keys
+	slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(keys[a.k0:a.k1], keys[b.k0:b.k1]) })
+	c.tmp = append(c.tmp[:0], c.out[base:]...)
 	c.out = append(c.out[:base], '{')
 	c.out = binary.AppendUvarint(c.out, uint64(len(members)))
 	for _, m := range members {
-		c.out = binary.AppendUvarint(c.out, uint64(len(m.key)))
-		c.out = append(c.out, m.key...)
-		c.out = append(c.out, vals[m.start-base:m.end-base]...)
+		c.out = binary.AppendUvarint(c.out, uint64(m.k1-m.k0))
+		c.out = append(c.out, keys[m.k0:m.k1]...)
+		c.out = append(c.out, c.tmp[m.start-base:m.end-base]...)
 	}
 	return true
 }
 
-// str reads a JSON string at c.i and returns its unescaped bytes.
-func (c *canon) str() ([]byte, bool) {
+// string reads a JSON string at c.i and returns its unescaped bytes: a
+// slice of the input when it has no escapes, else of c.str (valid until
+// the next call).
+func (c *canon) string() ([]byte, bool) {
 	if c.i >= len(c.b) || c.b[c.i] != '"' {
 		return nil, false
 	}
 	c.i++
-	var s []byte
+	start := c.i
+	for c.i < len(c.b) {
+		switch c.b[c.i] {
+		case '"':
+			c.i++
+			return c.b[start : c.i-1], true
+		case '\\':
+			return c.escaped(start)
+		}
+		c.i++
+	}
+	return nil, false
+}
+
+// escaped unescapes a string with escapes whose first bytes c.b[start:c.i]
+// have none, into c.str.
+func (c *canon) escaped(start int) ([]byte, bool) {
+	s := append(c.str[:0], c.b[start:c.i]...)
+	defer func() { c.str = s[:0] }()
 	for c.i < len(c.b) {
 		ch := c.b[c.i]
 		switch {

@@ -29,7 +29,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/tidemark/tidemark/changelog"
@@ -155,6 +157,7 @@ type runtime struct {
 
 	quarantined, dups, conflicts, stale, superseded int64
 	firstQ                                          string
+	byRule                                          map[string]int64 // quarantined records per contract rule
 }
 
 func (rt *runtime) open(ctx context.Context) error {
@@ -466,6 +469,9 @@ func (rt *runtime) summary() *Summary {
 		StaleVersions:  rt.stale,
 		Superseded:     rt.superseded,
 		FirstViolation: rt.firstQ,
+	}
+	for _, name := range slices.Sorted(maps.Keys(rt.byRule)) {
+		s.Rules = append(s.Rules, RuleCount{Rule: name, Count: rt.byRule[name]})
 	}
 	if rt.dedup != nil {
 		s.DedupIDs, s.DedupBytes = rt.dedup.table.Len(), rt.dedup.table.Bytes()

@@ -184,7 +184,17 @@ func (o *orderStep) expire(wm int64) {
 func (rt *runtime) quarantineAll(ctx context.Context, m *source.Meta, reason, field, rule string) error {
 	rt.quarantined++
 	if rt.firstQ == "" {
-		rt.firstQ = m.Pos.String() + ": " + reason
+		rt.firstQ = m.Pos.String() + ": "
+		if rule != "" {
+			rt.firstQ += "rule " + rule + ": "
+		}
+		rt.firstQ += reason
+	}
+	if rule != "" {
+		if rt.byRule == nil {
+			rt.byRule = map[string]int64{}
+		}
+		rt.byRule[rule]++
 	}
 	if rt.quarantine == nil {
 		return nil

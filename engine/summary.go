@@ -66,6 +66,16 @@ type Summary struct {
 	DedupIDs       int   // event ids remembered at the end
 	DedupBytes     int   // dedup table bytes at the end
 	FirstViolation string
+	// Rules counts the quarantined records of Quarantined by the rule
+	// they broke (contract rules, "required", "dedup", "order_by"), sorted
+	// by rule name; records that failed to decode have no rule.
+	Rules []RuleCount
+}
+
+// RuleCount is how many records one rule quarantined.
+type RuleCount struct {
+	Rule  string
+	Count int64
 }
 
 // EventsPerSecond is EventsRead over wall time.
@@ -112,6 +122,9 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 		fmt.Fprintf(w, "  (first: %s)", first)
 	}
 	fmt.Fprintln(w)
+	for _, r := range s.Rules {
+		fmt.Fprintf(w, "    rule %s: %d\n", r.Rule, r.Count)
+	}
 	for _, st := range s.Stages {
 		if len(s.Stages) > 1 {
 			fmt.Fprintf(w, "  stage %s\n", st.Name)

@@ -37,8 +37,11 @@ type groupVal struct {
 
 // batchGroupBy is the independent recomputation: a plain group-by over the
 // raw CSV files (encoding/csv, time.ParseInLocation, math/big), skipping
-// the lines whose "file:line" is in exclude.
-func batchGroupBy(t *testing.T, dir string, exclude map[string]bool) map[groupKey]*groupVal {
+// the lines whose "file:line" is in exclude and the lines that break the
+// contract's rules (examples/online-retail/contract.yaml: a negative
+// Quantity only on a "C" invoice, no negative UnitPrice), which it
+// returns by "file:line" with the rule's name.
+func batchGroupBy(t *testing.T, dir string, exclude map[string]bool) (map[groupKey]*groupVal, map[string]string) {
 	t.Helper()
 	london, err := time.LoadLocation("Europe/London")
 	if err != nil {
@@ -49,6 +52,7 @@ func batchGroupBy(t *testing.T, dir string, exclude map[string]bool) map[groupKe
 		t.Fatalf("no data files: %v", err)
 	}
 	out := map[groupKey]*groupVal{}
+	broken := map[string]string{}
 	for _, f := range files {
 		fh, err := os.Open(f)
 		if err != nil {
@@ -84,6 +88,15 @@ func batchGroupBy(t *testing.T, dir string, exclude map[string]bool) map[groupKe
 			if !ok || !ok2 {
 				t.Fatalf("%s:%d: bad number", f, line)
 			}
+			at := filepath.Base(f) + ":" + strconv.Itoa(line)
+			switch {
+			case q.Sign() < 0 && !strings.HasPrefix(rec[col["InvoiceNo"]], "C"):
+				broken[at] = "quantity_sign"
+				continue
+			case p.Sign() < 0:
+				broken[at] = "unit_price_not_negative"
+				continue
+			}
 			ms := ts.UnixMilli()
 			k := groupKey{ms - ms%3_600_000, rec[col["Country"]]}
 			g := out[k]
@@ -96,7 +109,7 @@ func batchGroupBy(t *testing.T, dir string, exclude map[string]bool) map[groupKe
 		}
 		fh.Close()
 	}
-	return out
+	return out, broken
 }
 
 // runExample runs the bundled pipeline with its outputs in a temporary
@@ -108,12 +121,16 @@ func runExample(t *testing.T, data string, mutate func(*spec.Pipeline)) (string,
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The pipeline names its contract relative to the repository root;
+	// tests run in examples/.
+	p.Contract = "online-retail/contract.yaml"
 	out := t.TempDir()
 	for i := range p.Sinks {
 		p.Sinks[i].Path = filepath.Join(out, filepath.Base(p.Sinks[i].Path))
 	}
 	p.Late.Sink.Path = filepath.Join(out, "late.jsonl")
 	p.Quarantine.Sink.Path = filepath.Join(out, "quarantine.jsonl")
+	p.Conflicts.Sink.Path = filepath.Join(out, "conflicts.jsonl")
 	if mutate != nil {
 		mutate(p)
 	}
@@ -184,51 +201,128 @@ func compareGroups(t *testing.T, got, want map[groupKey]*groupVal) {
 	}
 }
 
-// TestOnlineRetailMatchesBatch: the bundled run's final rows equal a plain
-// group-by over the same CSV lines minus the ones the run reported too late
-// (every too-late line is in the late side output, by file and line).
-func TestOnlineRetailMatchesBatch(t *testing.T) {
-	data := dataDir(t)
-	out, sum := runExample(t, data, nil)
-	st := sum.Stages[0]
-	if sum.EventsRead != 541_909 || st.Quarantined != 0 {
-		t.Fatalf("read %d events, %d quarantined; want 541909 and 0", sum.EventsRead, st.Quarantined)
-	}
-	if st.TooLateSideOutput == 0 || st.LateAccepted == 0 {
-		t.Fatalf("the replay should make some events late and some too late: %+v", st.Counters)
-	}
-	if st.OnTime+st.LateAccepted+st.TooLateSideOutput != sum.EventsRead {
-		t.Fatalf("counters do not add up: %+v", st.Counters)
-	}
-	late := map[string]bool{}
-	f, err := os.Open(filepath.Join(out, "late.jsonl"))
+// readJSONL decodes every line of a JSONL file into a new T.
+func readJSONL[T any](t *testing.T, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	var out []T
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var rec struct {
-			Source string `json:"source"`
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("%s: %v", path, err)
 		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatal(err)
-		}
+		out = append(out, v)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestOnlineRetailMatchesBatch: the bundled run (contract, dedup,
+// redeliveries and conflicting redeliveries) accounts for every delivery,
+// quarantines exactly the lines that break the contract's rules, and its
+// final rows equal a plain group-by over the same CSV lines minus those
+// and the ones the run reported too late (every too-late line is in the
+// late side output, by file and line).
+func TestOnlineRetailMatchesBatch(t *testing.T) {
+	data := dataDir(t)
+	out, sum := runExample(t, data, nil)
+	st := sum.Stages[0]
+	if sum.EventsRead != 541_909+sum.Redeliveries || sum.Redeliveries == 0 {
+		t.Fatalf("read %d events with %d redelivered copies; want 541909 + copies, some copies", sum.EventsRead, sum.Redeliveries)
+	}
+	if st.TooLateSideOutput == 0 || st.LateAccepted == 0 || sum.Duplicates == 0 || sum.Conflicts == 0 {
+		t.Fatalf("the replay should make some events late, too late, duplicated and conflicting: %+v %+v", sum, st.Counters)
+	}
+	if got := sum.Quarantined + sum.Duplicates + sum.Conflicts + st.Quarantined + st.OnTime + st.LateAccepted + st.TooLateSideOutput; got != sum.EventsRead {
+		t.Fatalf("counters add up to %d, want the %d events read: %+v %+v", got, sum.EventsRead, sum, st.Counters)
+	}
+
+	// Too late: one record per line, first deliveries only (a redelivery
+	// of a line is a duplicate before it can be late).
+	late := map[string]bool{}
+	for _, rec := range readJSONL[struct{ Source string }](t, filepath.Join(out, "late.jsonl")) {
 		late[filepath.Base(rec.Source)] = true
 	}
 	if int64(len(late)) != st.TooLateSideOutput {
 		t.Fatalf("late side output holds %d distinct lines, summary says %d", len(late), st.TooLateSideOutput)
 	}
-	want := batchGroupBy(t, data, late)
+	want, broken := batchGroupBy(t, data, late)
+
+	// Quarantine: exactly the lines that break a rule, with its name.
+	type qrec struct {
+		Rule   string
+		Source struct {
+			File string
+			Line int
+		}
+	}
+	quarantined := map[string]string{}
+	qrecs := readJSONL[qrec](t, filepath.Join(out, "quarantine.jsonl"))
+	if int64(len(qrecs)) != sum.Quarantined {
+		t.Fatalf("quarantine holds %d records, summary says %d", len(qrecs), sum.Quarantined)
+	}
+	perRule := map[string]int64{}
+	for _, q := range qrecs {
+		quarantined[filepath.Base(q.Source.File)+":"+strconv.Itoa(q.Source.Line)] = q.Rule
+		perRule[q.Rule]++
+	}
+	if len(quarantined) != len(broken) {
+		t.Errorf("%d distinct lines quarantined, %d break a rule", len(quarantined), len(broken))
+	}
+	for at, rule := range broken {
+		if quarantined[at] != rule {
+			t.Errorf("%s breaks %s, quarantined as %q", at, rule, quarantined[at])
+		}
+	}
+	for _, r := range sum.Rules {
+		if perRule[r.Rule] != r.Count {
+			t.Errorf("rule %s: summary %d, quarantine output %d", r.Rule, r.Count, perRule[r.Rule])
+		}
+	}
+
+	// Conflicts: one record per conflicting copy, its payloads differing
+	// in Quantity by one (source.replay.conflict_field).
+	type crec struct {
+		EventID      string            `json:"event_id"`
+		FirstPayload map[string]string `json:"first_payload"`
+		NewPayload   map[string]string `json:"new_payload"`
+		FirstHash    string            `json:"first_payload_hash"`
+		NewHash      string            `json:"new_payload_hash"`
+	}
+	crecs := readJSONL[crec](t, filepath.Join(out, "conflicts.jsonl"))
+	if int64(len(crecs)) != sum.Conflicts {
+		t.Fatalf("conflict output holds %d records, summary says %d", len(crecs), sum.Conflicts)
+	}
+	for _, c := range crecs {
+		a, _ := strconv.Atoi(c.FirstPayload["Quantity"])
+		b, _ := strconv.Atoi(c.NewPayload["Quantity"])
+		if c.FirstHash == c.NewHash || b != a+1 || c.EventID != c.FirstPayload["InvoiceNo"]+"-"+strings.SplitN(c.EventID, "-", 2)[1] {
+			t.Fatalf("conflict record %+v", c)
+		}
+		delete(c.FirstPayload, "Quantity")
+		delete(c.NewPayload, "Quantity")
+		if fmt.Sprint(c.FirstPayload) != fmt.Sprint(c.NewPayload) {
+			t.Fatalf("conflict %s differs beyond Quantity: %v / %v", c.EventID, c.FirstPayload, c.NewPayload)
+		}
+	}
+
 	got := finalRows(t, filepath.Join(out, "tidemark.db"))
 	compareGroups(t, got, want)
-	t.Logf("%d window/country rows equal the batch group-by; %d lines too late, %d late but accepted", len(got), st.TooLateSideOutput, st.LateAccepted)
+	t.Logf("%d window/country rows equal the batch group-by; %d lines too late, %d late but accepted; %d quarantined (%d lines), %d duplicates, %d conflicts",
+		len(got), st.TooLateSideOutput, st.LateAccepted, sum.Quarantined, len(broken), sum.Duplicates, sum.Conflicts)
 }
 
 // TestOnlineRetailNothingTooLate: with allowed lateness longer than any
 // replay delay nothing is too late, and the totals equal the group-by over
-// the raw CSV.
+// the raw CSV lines that pass the contract.
 func TestOnlineRetailNothingTooLate(t *testing.T) {
 	data := dataDir(t)
 	out, sum := runExample(t, data, func(p *spec.Pipeline) {
@@ -238,7 +332,8 @@ func TestOnlineRetailNothingTooLate(t *testing.T) {
 	if st.TooLateSideOutput != 0 || st.TooLateDropped != 0 {
 		t.Fatalf("too late with 4h lateness: %+v", st.Counters)
 	}
-	compareGroups(t, finalRows(t, filepath.Join(out, "tidemark.db")), batchGroupBy(t, data, nil))
+	want, _ := batchGroupBy(t, data, nil)
+	compareGroups(t, finalRows(t, filepath.Join(out, "tidemark.db")), want)
 }
 
 // TestOnlineRetailDeterministic: two runs over the same replayed input give
@@ -248,7 +343,7 @@ func TestOnlineRetailDeterministic(t *testing.T) {
 	data := dataDir(t)
 	a, _ := runExample(t, data, nil)
 	b, _ := runExample(t, data, nil)
-	for _, f := range []string{"revenue_hourly.changelog.jsonl", "late.jsonl", "quarantine.jsonl"} {
+	for _, f := range []string{"revenue_hourly.changelog.jsonl", "late.jsonl", "quarantine.jsonl", "conflicts.jsonl"} {
 		x, err := os.ReadFile(filepath.Join(a, f))
 		if err != nil {
 			t.Fatal(err)

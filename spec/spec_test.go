@@ -553,15 +553,29 @@ func TestParseEnv(t *testing.T) {
 
 func TestLoad(t *testing.T) {
 	t.Setenv("TIDEMARK_DATA", "")
-	p, err := Load("../examples/online-retail/pipeline.yaml")
+	// The example names a contract, which fills in dedup.key: Load, which
+	// validates without it, says so; Decode reads it.
+	const example = "../examples/online-retail/pipeline.yaml"
+	if _, err := Load(example); err == nil || !strings.Contains(err.Error(), "dedup.key: required") {
+		t.Errorf("Load(%s) = %v, want the dedup.key error (the contract is not applied)", example, err)
+	}
+	data, err := os.ReadFile(example)
 	if err != nil {
 		t.Fatal(err)
 	}
+	p, err := Decode(example, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Defaults()
+	eq(t, "contract", p.Contract, "examples/online-retail/contract.yaml")
 	eq(t, "source.path", p.Source.Path, "../shared/data/online-retail/by-day/*.csv")
 	eq(t, "source.replay", *p.Source.Replay, Replay{Seed: 7, Delay: Duration(2 * time.Minute), StragglerFraction: 0.03,
-		MaxDelay: Duration(3 * time.Hour), Partitions: 4, PartitionBy: "InvoiceNo"})
+		MaxDelay: Duration(3 * time.Hour), RedeliverFraction: 0.01, ConflictFraction: 0.0005, ConflictField: "Quantity",
+		Partitions: 4, PartitionBy: "InvoiceNo"})
 	eq(t, "event_time.format", p.EventTime.Format, "layout")
 	eq(t, "late.policy", p.Late.Policy, "side_output")
+	eq(t, "dedup.ttl", p.Dedup.TTL, Duration(24*time.Hour))
 
 	if _, err := Load("testdata/does-not-exist.yaml"); err == nil {
 		t.Error("Load of a missing file succeeded")

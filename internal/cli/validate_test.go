@@ -418,7 +418,7 @@ func retailRecompute(t *testing.T, dir string) retailTruth {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prevInvoice, n := "", 0
+		perInvoice := map[string]int{} // the ordinal: lines of each invoice in this file so far
 		for {
 			rec, err := r.Read()
 			if errors.Is(err, io.EOF) {
@@ -450,11 +450,8 @@ func retailRecompute(t *testing.T, dir string) retailTruth {
 				tr.negativePrice++
 			}
 			// The line's position within its run of equal invoice numbers.
-			if n == 0 || col["InvoiceNo"] != prevInvoice {
-				n = 0
-			}
-			n++
-			prevInvoice = col["InvoiceNo"]
+			perInvoice[col["InvoiceNo"]]++
+			n := perInvoice[col["InvoiceNo"]]
 			id := col["InvoiceNo"] + "-" + strconv.Itoa(n)
 			whole := strings.Join(rec, "\x00")
 			if f, seen := first[id]; !seen {
@@ -488,8 +485,8 @@ func TestValidateRetailData(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := run(t, "validate", "--contract", contractPath, "--ordinal", "line_no:InvoiceNo", "--format", "json", data)
-	if code != 1 {
-		t.Fatalf("exit %d (the data breaks quantity_sign and unit_price_not_negative), stderr %q", code, errOut)
+	if code != 0 {
+		t.Fatalf("exit %d (the data breaks quantity_sign and unit_price_not_negative, within their max_violation_rate), stderr %q", code, errOut)
 	}
 	var rep Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
@@ -498,7 +495,7 @@ func TestValidateRetailData(t *testing.T) {
 	tr := retailRecompute(t, data)
 
 	// The figures, as published in docs/contracts.md.
-	want := retailTruth{read: 541909, quantitySign: 1336, negativePrice: 2, duplicates: 4, conflictIDs: 4, conflictRecords: 4,
+	want := retailTruth{read: 541909, quantitySign: 1336, negativePrice: 2, duplicates: 0, conflictIDs: 0, conflictRecords: 0,
 		nulls: map[string]int64{"Description": 1454, "CustomerID": 135080}}
 	if tr.read != want.read || tr.quantitySign != want.quantitySign || tr.negativePrice != want.negativePrice ||
 		tr.duplicates != want.duplicates || tr.conflictIDs != want.conflictIDs || tr.conflictRecords != want.conflictRecords ||
@@ -518,10 +515,7 @@ func TestValidateRetailData(t *testing.T) {
 	if id.WithoutID != 0 || id.Duplicates != tr.duplicates || id.ConflictIDs != tr.conflictIDs || id.ConflictRecords != tr.conflictRecords {
 		t.Errorf("event ids %+v, recomputed %+v", id, tr)
 	}
-	// The duplicates are invoice 542806, whose lines are split in two runs
-	// in its file, so that the line ordinal restarts.
-	if len(id.ConflictExamples) != 3 || id.ConflictExamples[0].ID != "542806-1" ||
-		!strings.HasSuffix(id.ConflictExamples[0].First, "2011-02-01.csv:460") || !strings.HasSuffix(id.ConflictExamples[0].Second, "2011-02-01.csv:466") {
+	if len(id.ConflictExamples) != 0 {
 		t.Errorf("conflict examples %+v", id.ConflictExamples)
 	}
 	if rep.Arrival != nil {
@@ -546,7 +540,7 @@ func TestValidateRetailData(t *testing.T) {
 			t.Errorf("rule %s: %d violations, recomputed %d", name, got[name], n)
 		}
 	}
-	if rep.Pass || len(rep.Failures) != 2 {
+	if !rep.Pass || len(rep.Failures) != 0 {
 		t.Errorf("failures %q", rep.Failures)
 	}
 }

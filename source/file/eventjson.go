@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/source"
@@ -28,12 +31,8 @@ func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
 		}
 		return appendRaw(dst[:n], m.Raw)
 	}
-	cr := csv.NewReader(bytes.NewReader(m.Raw))
-	cr.Comma = s.csv.comma
-	cr.FieldsPerRecord = -1
-	cr.LazyQuotes = true
-	rec, err := cr.Read()
-	if err != nil {
+	rec, ok := s.splitCSV(m.Raw)
+	if !ok {
 		return appendRaw(dst, m.Raw)
 	}
 	header := s.heads[m.Pos.Source]
@@ -53,6 +52,33 @@ func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
 		dst = changelog.AppendJSONString(dst, v)
 	}
 	return append(dst, '}')
+}
+
+// splitCSV returns the fields of one CSV record. A record without quotes
+// or line breaks is split at the separator, which is what encoding/csv
+// returns for it, without a reader per record: its fields then alias raw
+// and s.csvFields, valid while raw is unchanged and until the next call. Any
+// other record goes through encoding/csv with lazy quotes.
+func (s *Source) splitCSV(raw []byte) ([]string, bool) {
+	comma := s.csv.comma
+	if comma < utf8.RuneSelf && len(raw) > 0 && bytes.IndexAny(raw, "\"\r\n") < 0 {
+		s.csvFields = s.csvFields[:0]
+		text := unsafe.String(unsafe.SliceData(raw), len(raw))
+		for {
+			i := strings.IndexByte(text, byte(comma))
+			if i < 0 {
+				return append(s.csvFields, text), true
+			}
+			s.csvFields = append(s.csvFields, text[:i])
+			text = text[i+1:]
+		}
+	}
+	cr := csv.NewReader(bytes.NewReader(raw))
+	cr.Comma = comma
+	cr.FieldsPerRecord = -1
+	cr.LazyQuotes = true
+	rec, err := cr.Read()
+	return rec, err == nil
 }
 
 // appendRaw appends {"_raw": "<raw as a JSON string>"}.

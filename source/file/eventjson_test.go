@@ -2,7 +2,10 @@ package file
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark/source"
@@ -75,4 +78,29 @@ func TestEventJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzSplitCSV checks the quote-free fast path of splitCSV against
+// encoding/csv with the same settings on any record.
+func FuzzSplitCSV(f *testing.F) {
+	for _, s := range []string{"a,b,c", "", ",", "a,,", " x , y ", "é,ü", "a\rb,c", `a,"b,c"`, "a;b", "a,b\nc"} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, raw string, semicolon bool) {
+		s := &Source{}
+		s.csv.comma = ','
+		if semicolon {
+			s.csv.comma = ';'
+		}
+		got, ok := s.splitCSV([]byte(raw))
+		cr := csv.NewReader(strings.NewReader(raw))
+		cr.Comma = s.csv.comma
+		cr.FieldsPerRecord = -1
+		cr.LazyQuotes = true
+		want, err := cr.Read()
+		if ok != (err == nil) || !slices.Equal(got, want) {
+			t.Fatalf("splitCSV(%q) = %q, %v; encoding/csv %q, %v", raw, got, ok, want, err)
+		}
+	})
 }

@@ -41,12 +41,13 @@ var ErrClosed = errors.New("file source is closed")
 // package documentation for its behavior. It is not safe for concurrent
 // use.
 type Source struct {
-	files  []string
-	jsonl  bool
-	schema *row.Schema
-	fields format.Fields // with the ordinal field marked Derived
-	csv    csvOptions
-	heads  map[string][]string // CSV columns of each file, by path
+	files     []string
+	jsonl     bool
+	schema    *row.Schema
+	fields    format.Fields // with the ordinal field marked Derived
+	csv       csvOptions
+	heads     map[string][]string // CSV columns of each file, by path
+	csvFields []string            // EventJSON's scratch: one CSV record's fields
 
 	json *format.JSON  // shared by all JSONL files (one string arena)
 	br   *bufio.Reader // shared by all JSONL files
