@@ -33,3 +33,33 @@ type Records interface {
 	// Close flushes and releases resources.
 	Close(ctx context.Context) error
 }
+
+// Committer is implemented by sinks that take part in checkpoints
+// (docs/checkpoints.md), a two-phase commit in the manner of Flink's
+// TwoPhaseCommitSinkFunction. Between two checkpoints, Write and
+// WriteRecord stage output that no reader sees yet (Flush does not publish
+// it). When the engine takes checkpoint id it calls Prepare on every sink,
+// writes the checkpoint (which stores what Prepare returned), and only
+// then calls Commit. After a crash, the engine restores the latest
+// complete checkpoint and calls Recover with what that checkpoint stored,
+// before any write.
+//
+// The calls are made from one goroutine, in the order Prepare(id),
+// Commit(id), Prepare(id+1)…; ids increase but need not be consecutive.
+type Committer interface {
+	// Prepare makes the output staged since the previous Prepare durable
+	// but unpublished, and returns what Commit or Recover needs to publish
+	// it (stored in the checkpoint; nil when nothing is needed). Staging
+	// restarts empty.
+	Prepare(ctx context.Context, id int64) ([]byte, error)
+	// Commit publishes the output prepared for checkpoint id, together
+	// with the sink's commit marker (pipeline, sink, id), atomically. It
+	// is a no-op when the marker already records id or a later one.
+	Commit(ctx context.Context, id int64, prepared []byte) error
+	// Recover brings the sink to the state of checkpoint id: it publishes
+	// prepared (as Commit) unless the marker already records id, and
+	// discards any output staged or prepared after it. id 0 with nil
+	// prepared means no checkpoint, a fresh start: the sink forgets its
+	// commit marker (and, for a result table, the rows of earlier runs).
+	Recover(ctx context.Context, id int64, prepared []byte) error
+}
