@@ -153,15 +153,29 @@ func runPerturb(ctx context.Context, args []string, f *perturbFlags, stderr io.W
 		return usageErr("%v", flagNames(err))
 	}
 
-	dir := filepath.Dir(f.out)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	// A regular file is replaced atomically (a temporary file renamed over
+	// it); a device or a pipe (/dev/stdout, /dev/null) is written in place,
+	// never replaced.
+	var tmp *os.File
+	special := false
+	if st, err := os.Stat(f.out); err == nil && !st.Mode().IsRegular() {
+		if st.IsDir() {
+			return usageErr("--out %s is a directory", f.out)
+		}
+		special = true
+		if tmp, err = os.OpenFile(f.out, os.O_WRONLY, 0); err != nil {
+			return err
+		}
+	} else {
+		dir := filepath.Dir(f.out)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if tmp, err = os.CreateTemp(dir, "."+filepath.Base(f.out)+".tmp-*"); err != nil {
+			return err
+		}
+		defer os.Remove(tmp.Name()) // after the rename, a no-op
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(f.out)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after the rename, a no-op
 	w := bufio.NewWriterSize(tmp, 256<<10)
 	drain := func() error {
 		for d, ok := sim.Next(); ok; d, ok = sim.Next() {
@@ -198,8 +212,10 @@ func runPerturb(ctx context.Context, args []string, f *perturbFlags, stderr io.W
 	if st.Unordered != 0 { // the disorder pass makes this impossible
 		return fmt.Errorf("perturb: %d deliveries out of arrival order (input changed while it was read?)", st.Unordered)
 	}
-	if err := os.Rename(tmp.Name(), f.out); err != nil {
-		return err
+	if !special {
+		if err := os.Rename(tmp.Name(), f.out); err != nil {
+			return err
+		}
 	}
 	writePerturbSummary(stderr, st, o, f.out)
 	return nil

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -219,5 +221,32 @@ func TestPerturbInputErrors(t *testing.T) {
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("%v: output written despite the error", tc.args)
 		}
+	}
+}
+
+// TestPerturbToFIFO: an --out that is not a regular file (a named pipe
+// here; /dev/null or /dev/stdout in use) is written in place, never
+// replaced by a regular file.
+func TestPerturbToFIFO(t *testing.T) {
+	dir := perturbInputs(t)
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo) // blocks until the writer opens and closes it
+		got <- b
+	}()
+	code, _, stderr := run(t, "perturb", filepath.Join(dir, "orders.jsonl"), "--out", fifo, "--event-time", "ts", "--seed", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if b := <-got; bytes.Count(b, []byte("\n")) != 5 {
+		t.Errorf("the pipe carried %q, want the 5 input events", b)
+	}
+	st, err := os.Lstat(fifo)
+	if err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("--out replaced the named pipe: %v %v", st.Mode(), err)
 	}
 }
