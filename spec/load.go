@@ -107,6 +107,14 @@ func ExpandEnv(data []byte, lookup func(string) (string, bool)) ([]byte, error) 
 
 // Defaults fills in the documented defaults of unset keys.
 func (p *Pipeline) Defaults() {
+	if c := p.Checkpoint; c != nil {
+		if c.Interval == 0 {
+			c.Interval = Duration(10 * time.Second)
+		}
+		if c.Retain == 0 {
+			c.Retain = 3
+		}
+	}
 	et := &p.EventTime
 	if et.Format == "" {
 		if et.Layout != "" {
@@ -252,6 +260,17 @@ func (p *Pipeline) Validate() error {
 	}
 	validateSource(&p.Source, add)
 	validateEventTime("event_time", &p.EventTime, add)
+	if c := p.Checkpoint; c != nil {
+		if c.Dir == "" {
+			add("checkpoint.dir", "required: the directory that holds the checkpoints")
+		}
+		if c.Interval < Duration(time.Millisecond) {
+			add("checkpoint.interval", "must be at least 1ms")
+		}
+		if c.Retain < 1 {
+			add("checkpoint.retain", "must be at least 1")
+		}
+	}
 	if p.Quarantine.Sink != nil {
 		validateSink("quarantine.sink", p.Quarantine.Sink, false, add)
 	}
@@ -544,6 +563,11 @@ var reserved = map[string]bool{
 }
 
 func validateSink(key string, s *Sink, results bool, add func(key, format string, args ...any)) {
+	switch s.Delivery {
+	case "", "exactly_once", "at_least_once":
+	default:
+		add(key+".delivery", "%q: want exactly_once or at_least_once", s.Delivery)
+	}
 	switch s.Type {
 	case "sqlite":
 		if !results {

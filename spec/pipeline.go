@@ -64,6 +64,24 @@ type Pipeline struct {
 	// Stages replaces the top-level stage keys with a list of stages.
 	// YAML `stages`.
 	Stages []Stage `yaml:"stages"`
+
+	// Checkpoint turns on periodic checkpoints, restore on start and
+	// exactly-once sinks. YAML `checkpoint`. Optional: without it a run
+	// recomputes from the start of its input and replaces its outputs.
+	Checkpoint *Checkpoint `yaml:"checkpoint"`
+}
+
+// Checkpoint configures checkpoints (docs/checkpoints.md).
+type Checkpoint struct {
+	// Dir holds the checkpoint files, relative to the working directory;
+	// created if absent. YAML `dir`. Required.
+	Dir string `yaml:"dir"`
+	// Interval is the wall-clock time between checkpoints. YAML
+	// `interval`. Default 10s; at least 1ms.
+	Interval Duration `yaml:"interval"`
+	// Retain is how many complete checkpoints are kept (the newest);
+	// older ones are deleted. YAML `retain`. Default 3; at least 1.
+	Retain int `yaml:"retain"`
 }
 
 // Stage is one windowed aggregation: filter → derived fields → key → window
@@ -327,4 +345,10 @@ type Sink struct {
 	// Table for SQL sinks. YAML `table`. Default: the stage name with '-'
 	// replaced by '_'. Unused by other sink types.
 	Table string `yaml:"table"`
+	// Delivery is "exactly_once" (the default with checkpoints: output is
+	// published when its checkpoint completes) or "at_least_once" (output
+	// is written as it comes; after a restore some of it is written
+	// again). A sink that cannot take part in checkpoints (stdout) needs
+	// at_least_once in a pipeline with checkpoints. YAML `delivery`.
+	Delivery string `yaml:"delivery"`
 }

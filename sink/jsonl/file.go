@@ -15,9 +15,15 @@ const bufferSize = 256 << 10
 // file is a buffered, truncated-at-open output file with durable Flush.
 type file struct {
 	path   string
-	f      *os.File
+	f      *os.File // the output file, or in exactly-once mode the pending file
 	w      *bufio.Writer
 	closed bool
+
+	// Exactly-once mode (txn.go): main is the published file, committed
+	// its size after the last publish.
+	txn       bool
+	main      *os.File
+	committed int64
 }
 
 // create makes path's parent directories, truncates or creates the file
@@ -69,6 +75,9 @@ func (f *file) flush(ctx context.Context) error {
 	if err := f.check(ctx); err != nil {
 		return err
 	}
+	if f.txn { // published at Commit
+		return nil
+	}
 	return f.sync()
 }
 
@@ -94,6 +103,11 @@ func (f *file) close() error {
 	f.closed = true
 	if cerr := f.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("jsonl %s: %w", f.path, cerr)
+	}
+	if f.main != nil {
+		if cerr := f.main.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("jsonl %s: %w", f.path, cerr)
+		}
 	}
 	return err
 }

@@ -23,7 +23,13 @@ var _ sink.Records = (*Records)(nil)
 // NewRecords creates (or truncates) the file at path, creating its parent
 // directories.
 func NewRecords(path string) (*Records, error) {
-	f, err := create(path)
+	return NewRecordsWithOptions(path, Options{})
+}
+
+// NewRecordsWithOptions is NewRecords with options (exactly-once or
+// append mode).
+func NewRecordsWithOptions(path string, o Options) (*Records, error) {
+	f, err := openFile(path, o)
 	if err != nil {
 		return nil, fmt.Errorf("jsonl %s: %w", path, err)
 	}
@@ -50,7 +56,23 @@ func (r *Records) WriteRecord(ctx context.Context, obj []byte) error {
 
 var newline = []byte{'\n'}
 
-// Flush writes the buffer to the file and fsyncs it.
+// Prepare, Commit and Recover implement sink.Committer as for Results.
+func (r *Records) Prepare(ctx context.Context, id int64) ([]byte, error) {
+	return r.file.prepare(ctx, id)
+}
+
+// Commit publishes checkpoint id's records.
+func (r *Records) Commit(ctx context.Context, id int64, prepared []byte) error {
+	return r.file.commit(ctx, id, prepared)
+}
+
+// Recover restores the file to checkpoint id.
+func (r *Records) Recover(ctx context.Context, id int64, prepared []byte) error {
+	return r.file.recover(ctx, id, prepared)
+}
+
+// Flush writes the buffer to the file and fsyncs it (nothing in
+// exactly-once mode).
 func (r *Records) Flush(ctx context.Context) error { return r.file.flush(ctx) }
 
 // Close flushes and closes the file, even when ctx is done. Closing twice

@@ -25,11 +25,17 @@ var _ sink.Results = (*Results)(nil)
 // d.Timezone is not a known IANA zone ("" is UTC) or the file cannot be
 // created.
 func NewResults(path string, d changelog.Desc) (*Results, error) {
+	return NewResultsWithOptions(path, d, Options{})
+}
+
+// NewResultsWithOptions is NewResults with options (exactly-once or
+// append mode).
+func NewResultsWithOptions(path string, d changelog.Desc, o Options) (*Results, error) {
 	loc, err := time.LoadLocation(d.Timezone)
 	if err != nil {
 		return nil, fmt.Errorf("jsonl %s: timezone: %w", path, err)
 	}
-	f, err := create(path)
+	f, err := openFile(path, o)
 	if err != nil {
 		return nil, fmt.Errorf("jsonl %s: %w", path, err)
 	}
@@ -53,7 +59,27 @@ func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 	return nil
 }
 
-// Flush writes the buffer to the file and fsyncs it.
+// Prepare, Commit and Recover implement sink.Committer for a sink opened
+// with Options.ExactlyOnce: rows are staged in PATH.pending and appended
+// to PATH when their checkpoint completes. Errors: a sink not opened for
+// exactly-once delivery, file errors, a prepared state that does not
+// parse, a pending file shorter than the checkpoint says.
+func (r *Results) Prepare(ctx context.Context, id int64) ([]byte, error) {
+	return r.file.prepare(ctx, id)
+}
+
+// Commit publishes checkpoint id's rows (see Prepare).
+func (r *Results) Commit(ctx context.Context, id int64, prepared []byte) error {
+	return r.file.commit(ctx, id, prepared)
+}
+
+// Recover restores the file to checkpoint id (see Prepare).
+func (r *Results) Recover(ctx context.Context, id int64, prepared []byte) error {
+	return r.file.recover(ctx, id, prepared)
+}
+
+// Flush writes the buffer to the file and fsyncs it (in exactly-once
+// mode it does nothing: rows are published by Commit).
 func (r *Results) Flush(ctx context.Context) error { return r.file.flush(ctx) }
 
 // Close flushes and closes the file, even when ctx is done. Closing twice
