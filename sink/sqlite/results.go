@@ -44,6 +44,11 @@ type Results struct {
 	// replace: the table's existing rows are deleted in the transaction of
 	// the first Flush (a run that recomputes the result from the start).
 	replace bool
+
+	// Exactly-once mode (commit.go).
+	exactlyOnce    bool
+	pipeline, name string // the commit marker's identity
+	prepared       *preparedRows
 }
 
 // pendingRow is a buffered row waiting for Flush.
@@ -73,6 +78,13 @@ type Options struct {
 	// versions. Readers see the old contents until that commit.
 	// Default false: rows are upserted over whatever the table holds.
 	Replace bool
+	// ExactlyOnce makes the sink a sink.Committer: rows wait for the
+	// checkpoint that covers them and are written in one transaction with
+	// the commit marker (Pipeline, Sink, checkpoint id) in the table
+	// tidemark_commits; Flush writes nothing.
+	ExactlyOnce bool
+	// Pipeline and Sink name the commit marker (ExactlyOnce only).
+	Pipeline, Sink string
 }
 
 // NewWithOptions is New with options.
@@ -82,6 +94,14 @@ func NewWithOptions(ctx context.Context, path, table string, d changelog.Desc, o
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
 	r.replace = o.Replace
+	r.exactlyOnce, r.pipeline, r.name = o.ExactlyOnce, o.Pipeline, o.Sink
+	if o.ExactlyOnce {
+		if _, err := r.db.ExecContext(ctx, createCommitsSQL); err != nil {
+			r.closeStatements()
+			r.db.Close()
+			return nil, fmt.Errorf("sqlite %s: create table tidemark_commits: %w", path, err)
+		}
+	}
 	return r, nil
 }
 
@@ -210,7 +230,7 @@ func (r *Results) Flush(ctx context.Context) error {
 	if r.closed {
 		return fmt.Errorf("sqlite %s: %w", r.path, sql.ErrConnDone)
 	}
-	if len(r.ops) == 0 && !r.replace {
+	if r.exactlyOnce || len(r.ops) == 0 && !r.replace {
 		return nil
 	}
 	if err := r.apply(ctx); err != nil {
@@ -222,8 +242,16 @@ func (r *Results) Flush(ctx context.Context) error {
 }
 
 // apply writes every buffered row in one transaction.
-func (r *Results) apply(ctx context.Context) (err error) {
-	r.segments = r.split(r.segments[:0])
+func (r *Results) apply(ctx context.Context) error {
+	return r.applyRows(ctx, r.ops, r.args, nil)
+}
+
+// applyRows writes ops (with their arguments, nCol per row) in one
+// transaction, after deleting the table's rows when r.replace is set;
+// before the commit it calls extra, which may write more in the
+// transaction, or return errSkip to roll it back without an error.
+func (r *Results) applyRows(ctx context.Context, ops []pendingRow, args []any, extra func(*sql.Tx) error) (err error) {
+	r.segments = split(r.segments[:0], ops, r.batch)
 	// Prepare missing statements before the transaction takes the
 	// connection.
 	for _, g := range r.segments {
@@ -241,22 +269,31 @@ func (r *Results) apply(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
 			tx.Rollback()
+			if errors.Is(err, errSkip) {
+				err = nil
+			}
 		}
 	}()
+	if extra != nil {
+		// The marker check first: a skipped commit writes nothing.
+		if err = extra(tx); err != nil {
+			return err
+		}
+	}
 	if r.replace {
 		if _, err = tx.ExecContext(ctx, "DELETE FROM "+quote(r.table)); err != nil {
 			return err
 		}
 	}
 	for _, g := range r.segments {
-		args := r.args[g.start*r.nCol : g.end*r.nCol]
+		a := args[g.start*r.nCol : g.end*r.nCol]
 		switch g.kind {
 		case segDelete:
-			err = r.delete(ctx, tx, args)
+			err = r.delete(ctx, tx, a)
 		case segNullKey:
-			err = r.upsertNullKey(ctx, tx, args)
+			err = r.upsertNullKey(ctx, tx, a)
 		default:
-			_, err = tx.StmtContext(ctx, r.upserts[g.end-g.start]).ExecContext(ctx, args...)
+			_, err = tx.StmtContext(ctx, r.upserts[g.end-g.start]).ExecContext(ctx, a...)
 		}
 		if err != nil {
 			return err
@@ -283,10 +320,10 @@ const (
 	segDelete         // one delete
 )
 
-// split cuts the buffered rows into segments, in order.
-func (r *Results) split(dst []segment) []segment {
-	for i := 0; i < len(r.ops); {
-		p := r.ops[i]
+// split cuts rows into segments of at most batch upserts, in order.
+func split(dst []segment, ops []pendingRow, batch int) []segment {
+	for i := 0; i < len(ops); {
+		p := ops[i]
 		switch {
 		case p.op == changelog.Delete:
 			dst = append(dst, segment{segDelete, i, i + 1})
@@ -296,7 +333,7 @@ func (r *Results) split(dst []segment) []segment {
 			i++
 		default:
 			j := i + 1
-			for j < len(r.ops) && j-i < r.batch && !r.ops[j].nullKey && r.ops[j].op != changelog.Delete {
+			for j < len(ops) && j-i < batch && !ops[j].nullKey && ops[j].op != changelog.Delete {
 				j++
 			}
 			dst = append(dst, segment{segUpsert, i, j})
