@@ -38,6 +38,18 @@ type Meta struct {
 	Redelivery bool
 }
 
+// Resumable is implemented by sources that can resume from a checkpoint.
+type Resumable interface {
+	// Position returns the source's position after the last record Next
+	// returned, as opaque bytes stored in the checkpoint (for a file, the
+	// records delivered; for a log, an offset per partition).
+	Position() []byte
+	// Seek moves a source that has delivered nothing to a position that
+	// Position returned, so that Next continues with the record after it.
+	// Errors: pos does not parse or no longer exists in the input.
+	Seek(ctx context.Context, pos []byte) error
+}
+
 // DecodeError says why a record could not be decoded.
 type DecodeError struct {
 	Field  string // the field at fault, "" for the whole record
