@@ -104,6 +104,26 @@ func (r *Results) Recover(ctx context.Context, id int64, prepared []byte) error 
 	r.ops, r.args, r.prepared = r.ops[:0], r.args[:0], nil
 	if id > 0 {
 		r.replace = false // never delete what earlier checkpoints committed
+		// A marker past id means a newer checkpoint was unusable and the
+		// run falls back to id: rewind the marker, so that the commits of
+		// the replayed checkpoints are not skipped. The rows those later
+		// commits wrote stay; the replay rewrites them with the same
+		// versions, and the version guard keeps older ones from
+		// overwriting them.
+		err := r.applyRows(ctx, nil, nil, func(tx *sql.Tx) error {
+			m, err := r.marker(ctx, tx)
+			if err != nil || m <= id {
+				if err == nil {
+					err = errSkip
+				}
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE tidemark_commits SET checkpoint_id = ? WHERE pipeline = ? AND sink = ?`, id, r.pipeline, r.name)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("sqlite %s: table %q: %w", r.path, r.table, err)
+		}
 		return r.Commit(ctx, id, prepared)
 	}
 	err := r.applyRows(ctx, nil, nil, func(tx *sql.Tx) error {

@@ -74,6 +74,21 @@ func TestExactlyOnce(t *testing.T) {
 	check(t, path, selectShort, want)
 	check(t, path, selectMarker, "'p' | 'revenue/sinks[0]' | 2\n")
 
+	// Falling back to checkpoint 1 (2 unusable) rewinds the marker, so
+	// that the replayed checkpoint 2 commits again (its rows are newer
+	// versions of the same rows, or equal ones).
+	if err := s2.Recover(ctx, 1, p1); err != nil {
+		t.Fatal(err)
+	}
+	check(t, path, selectMarker, "'p' | 'revenue/sinks[0]' | 1\n")
+	check(t, path, selectShort, want)
+	write(t, s2, res(t, changelog.UpdateAfter, a, 2, "15.00", 2), res(t, changelog.Insert, b, 1, "7.00", 1), res(t, changelog.Insert, row.Str("s-3"), 1, "1.00", 1))
+	p2b, _ := s2.Prepare(ctx, 2)
+	if err := s2.Commit(ctx, 2, p2b); err != nil {
+		t.Fatal(err)
+	}
+	check(t, path, selectShort, want+"'s-3' | '1.00' | 1 | 1\n")
+
 	// A fresh start with Replace clears the rows and the marker.
 	s3 := exactlyOnce(t, path, true)
 	if err := s3.Recover(ctx, 0, nil); err != nil {
