@@ -29,6 +29,9 @@
 //	                   returns the exact decimal)
 //	min(x), max(x)     kind of x (int, decimal, string, timestamp, bool)
 //	count_distinct(x)  int: number of distinct non-null x (exact)
+//
+// Checkpoints: AppendSlot and RestoreSlot write and read one slot's
+// accumulator exactly (snapshot.go describes the encoding per function).
 package aggregate
 
 import (
@@ -36,6 +39,7 @@ import (
 	"fmt"
 
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/state"
 )
 
 // ErrNotRetractable is returned by Retract on a column built without
@@ -73,6 +77,21 @@ type Column interface {
 	// ExtraBytes estimates heap bytes slot s holds beyond SlotBytes
 	// (multisets, distinct sets, long strings).
 	ExtraBytes(s int32) int
+	// AppendSlot appends slot s's accumulator state to e (format: see
+	// snapshot.go). The encoding is deterministic: equal states give equal
+	// bytes, multisets and distinct sets being written in ascending value
+	// order. It changes no state of the slot (it may reuse a scratch
+	// buffer of the column, so it is not safe to call concurrently).
+	AppendSlot(e *state.Encoder, s int32)
+	// RestoreSlot replaces slot s's state with one AppendSlot wrote for a
+	// column built from the same Spec; s must be below the length given to
+	// Grow. The restored slot behaves exactly as the saved one under
+	// Result, Add, Retract and Merge (decimal scales, multisets and
+	// distinct sets included). Errors are recorded in d (see d.Err):
+	// truncated input, a multiplicity below 1, a value listed twice, a
+	// decimal scale above row.MaxDecimalScale. After an error the slot's
+	// state is unspecified: Reset it before reuse.
+	RestoreSlot(d *state.Decoder, s int32)
 }
 
 // Checker is implemented by columns whose updates can fail (an int sum that

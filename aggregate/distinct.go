@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/tidemark/tidemark/row"
@@ -26,12 +27,13 @@ func newDistinct(sp Spec) Column {
 // re-assigned, because assigning m[k] stores k again, and a string k read
 // from a row points into a decoder buffer that is reused (the map would
 // then hold a key whose bytes change under it).
-type distinct[K comparable] struct {
-	arg  row.Field
-	get  func(*row.Row) K
-	own  func(K) K
-	strs bool
-	m    []map[K]*int64
+type distinct[K cmp.Ordered] struct {
+	arg     row.Field
+	get     func(*row.Row) K
+	own     func(K) K
+	strs    bool
+	m       []map[K]*int64
+	scratch []K // AppendSlot's sort buffer
 }
 
 func (c *distinct[K]) Kind() row.Kind { return row.KindInt }

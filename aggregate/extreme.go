@@ -135,14 +135,15 @@ type msEntry[T any] struct {
 // multiExtreme is min or max with retraction: a multiset per slot, and a
 // rescan when the current extreme is retracted to zero.
 type multiExtreme[T any, K comparable] struct {
-	arg   row.Field
-	max   bool
-	get   func(*row.Row) T
-	key   func(T) K
-	cmp   func(a, b T) int
-	box   func(T) row.Value
-	clone bool // string values must be copied out of decoder buffers
-	m     []*multiset[T, K]
+	arg     row.Field
+	max     bool
+	get     func(*row.Row) T
+	key     func(T) K
+	cmp     func(a, b T) int
+	box     func(T) row.Value
+	clone   bool // string values must be copied out of decoder buffers
+	m       []*multiset[T, K]
+	scratch []*msEntry[T] // AppendSlot's sort buffer
 }
 
 func (c *multiExtreme[T, K]) Kind() row.Kind { return c.arg.Kind }

@@ -103,7 +103,7 @@ func (c *canon) value(top bool) bool {
 	if c.i >= len(c.b) {
 		return false
 	}
-	if c.depth >= 300 {
+	if c.depth >= maxDepth {
 		return false
 	}
 	c.depth++
@@ -339,3 +339,8 @@ func hex4(b []byte) (rune, bool) {
 	}
 	return r, true
 }
+
+// maxDepth bounds the nesting the hasher canonicalizes (deeper payloads
+// hash their raw bytes). It is above the JSON decoder's limit (fastjson's
+// MaxDepth, 300), so every payload a source accepts is canonicalized.
+const maxDepth = 1000

@@ -16,6 +16,8 @@ func (t *Table) Snapshot(e *state.Encoder) {
 	e.Bool(t.baseSet)
 	e.Int(t.base)
 	e.Int(t.nextSweep)
+	e.Uint(uint64(t.inserts))
+	e.Int(t.cut)
 	e.Uint(uint64(t.n))
 	prev := -1
 	for i, s := range t.slots {
@@ -40,6 +42,8 @@ func (t *Table) Restore(d *state.Decoder) error {
 	baseSet := d.Bool()
 	base := d.Int()
 	nextSweep := d.Int()
+	inserts := d.Len(1<<62, 0)
+	cut := d.Int()
 	n := d.Len(size, 14)
 	if err := d.Err(); err != nil {
 		return err
@@ -69,6 +73,6 @@ func (t *Table) Restore(d *state.Decoder) error {
 		s.expiry = uint32(exp)
 		slots[i] = s
 	}
-	t.slots, t.n, t.base, t.baseSet, t.nextSweep = slots, n, base, baseSet, nextSweep
+	t.slots, t.n, t.base, t.baseSet, t.nextSweep, t.inserts, t.cut = slots, n, base, baseSet, nextSweep, inserts, cut
 	return nil
 }

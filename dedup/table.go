@@ -56,20 +56,31 @@ type Table struct {
 	base      int64 // seconds: expiry values count from here
 	baseSet   bool
 	nextSweep int64 // watermark (ms) at which expired ids are swept next
+	inserts   int   // ids added since the last rebuild
+	cut       int64 // seconds: ids whose expiry is at or before it are forgotten
 	ttl       int64 // ms
 }
 
 // New returns an empty table whose ids live for ttl ms of event time
 // (ttl > 0).
 func New(ttlMs int64) *Table {
-	return &Table{slots: make([]slot, 1024), ttl: ttlMs, nextSweep: math.MinInt64}
+	return &Table{slots: make([]slot, 1024), ttl: ttlMs, nextSweep: math.MinInt64, cut: math.MinInt64}
 }
 
 // TTL returns the time to live in ms.
 func (t *Table) TTL() int64 { return t.ttl }
 
-// Len returns the number of remembered ids.
-func (t *Table) Len() int { return t.n }
+// Len returns the number of remembered ids (a scan of the table: for
+// summaries and tests, not the hot path).
+func (t *Table) Len() int {
+	n := 0
+	for i := range t.slots {
+		if s := &t.slots[i]; s.id != 0 && !t.expired(s) {
+			n++
+		}
+	}
+	return n
+}
 
 // Bytes returns the table's memory in bytes (16 per slot).
 func (t *Table) Bytes() int { return len(t.slots) * 16 }
@@ -106,11 +117,17 @@ func (t *Table) Observe(id uint64, payload uint32, ts int64) (Outcome, uint32) {
 		case 0:
 			*s = slot{id: id, payload: payload, expiry: t.expiryOf(ts)}
 			t.n++
+			t.inserts++
 			if t.n*4 > len(t.slots)*3 {
 				t.resize(len(t.slots) * 2)
 			}
 			return First, 0
 		case id:
+			if t.expired(s) { // swept logically: a new event
+				*s = slot{id: id, payload: payload, expiry: t.expiryOf(ts)}
+				t.inserts++
+				return First, 0
+			}
 			if s.payload == payload {
 				return Duplicate, s.payload
 			}
@@ -118,6 +135,9 @@ func (t *Table) Observe(id uint64, payload uint32, ts int64) (Outcome, uint32) {
 		}
 	}
 }
+
+// expired reports whether the last sweep forgot s.
+func (t *Table) expired(s *slot) bool { return t.base+int64(s.expiry) <= t.cut }
 
 // Contains reports whether an id is remembered (for tests and tools).
 func (t *Table) Contains(id uint64) bool {
@@ -130,7 +150,7 @@ func (t *Table) Contains(id uint64) bool {
 		case 0:
 			return false
 		case id:
-			return true
+			return !t.expired(&t.slots[i])
 		}
 	}
 }
@@ -148,6 +168,16 @@ func (t *Table) Expire(wm int64) {
 		return // end of input: nothing more to compare with
 	}
 	cut := wm / 1000 // an id whose expiry second is ≤ this has expired
+	// The sweep is logical at once (lookups treat ids expired by cut as
+	// absent) and physical — a rebuild of the table — only when at least
+	// an eighth of its ids are new since the last rebuild: with a TTL short
+	// next to the gap between records, a rebuild every quarter TTL would
+	// cost a rebuild per record.
+	t.cut = cut
+	if t.inserts*8 < t.n {
+		return
+	}
+	t.inserts = 0
 	size := len(t.slots)
 	for size > 1024 && t.n*100 < size*37/2 {
 		size /= 2
@@ -192,8 +222,8 @@ func (t *Table) resize(size int) {
 // Slots returns the table's entries for a checkpoint: id hash, payload
 // hash and expiry instant (ms, rounded up to the second).
 func (t *Table) Slots(f func(id uint64, payload uint32, expiryMs int64)) {
-	for _, s := range t.slots {
-		if s.id != 0 {
+	for i := range t.slots {
+		if s := &t.slots[i]; s.id != 0 && !t.expired(s) {
 			f(s.id, s.payload, (t.base+int64(s.expiry))*1000)
 		}
 	}

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/checkpoint"
 	"github.com/tidemark/tidemark/dedup"
 	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/operator"
@@ -70,6 +71,22 @@ type Options struct {
 	ProgressEvery int64
 	// FlushEvery is the number of batches between sink flushes. Default 512.
 	FlushEvery int
+
+	// CheckpointNow, when the pipeline has checkpoints, makes the run take
+	// one at the next batch boundary for every value received (a
+	// savepoint on demand).
+	CheckpointNow <-chan struct{}
+	// WallClock times checkpoint intervals. Default time.Now.
+	WallClock func() time.Time
+	// Logf receives log lines (restores, unusable checkpoints). Default:
+	// none.
+	Logf func(format string, args ...any)
+	// FaultHook, for crash tests, is called at named points of the
+	// checkpoint protocol: "prepared" (sinks prepared, checkpoint not yet
+	// written), "written" (checkpoint written, no sink committed) and
+	// "committed:<sink id>" (after that sink's commit), with the
+	// checkpoint id.
+	FaultHook func(point string, id int64)
 }
 
 // Progress is a progress report during a run.
@@ -102,6 +119,9 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 	if opts.FlushEvery <= 0 {
 		opts.FlushEvery = 512
 	}
+	if opts.WallClock == nil {
+		opts.WallClock = time.Now
+	}
 	start := time.Now()
 	cpu0 := cpuTime()
 	rt := &runtime{plan: p, opts: opts, now: changelog.WatermarkNone}
@@ -113,13 +133,28 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 	if err := rt.open(ctx); err != nil {
 		return nil, err
 	}
-	if err := rt.loop(ctx); err != nil {
-		return nil, err
+	if rt.ck != nil {
+		if err := rt.restore(ctx); err != nil {
+			return nil, err
+		}
+		rt.ck.last = opts.WallClock()
 	}
-	if err := rt.finish(ctx); err != nil {
+	stopped := false
+	if err := rt.loop(ctx); err != nil {
+		if rt.ck == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+			return nil, err
+		}
+		// A graceful stop (SIGINT, SIGTERM): the loop stopped at a batch
+		// boundary; a final checkpoint lets the next run resume here.
+		stopped = true
+		if err := rt.takeCheckpoint(context.WithoutCancel(ctx)); err != nil {
+			return nil, err
+		}
+	} else if err := rt.finish(ctx); err != nil {
 		return nil, err
 	}
 	s := rt.summary()
+	s.Stopped = stopped
 	s.Wall = time.Since(start)
 	s.CPU = cpuTime() - cpu0
 	return s, nil
@@ -158,11 +193,13 @@ type runtime struct {
 	quarantined, dups, conflicts, stale, superseded int64
 	firstQ                                          string
 	byRule                                          map[string]int64 // quarantined records per contract rule
+
+	ck *ckState // nil without checkpoints
 }
 
 func (rt *runtime) open(ctx context.Context) error {
 	p := rt.plan
-	rt.env = Env{Stdout: rt.opts.Stdout}
+	rt.env = Env{Stdout: rt.opts.Stdout, Pipeline: p.Spec.Name}
 	rt.wm = watermark.None
 	et := p.Spec.EventTime
 	rt.tracker = watermark.New(et.OutOfOrderness.Ms(), et.IdleTimeout.Ms())
@@ -193,12 +230,28 @@ func (rt *runtime) open(ctx context.Context) error {
 		}
 		rt.src = src
 	}
+	if c := p.Spec.Checkpoint; c != nil {
+		spec, err := specJSON(p.Spec)
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		rt.ck = &ckState{dir: c.Dir, interval: c.Interval.D(), retain: c.Retain, spec: spec}
+		rt.env.Checkpoints = true
+		ids, err := checkpoint.List(c.Dir)
+		if err != nil {
+			return fmt.Errorf("checkpoint.dir: %w", err)
+		}
+		rt.env.Restoring = len(ids) > 0
+	}
 	if q := p.Spec.Quarantine.Sink; q != nil {
 		s, err := rt.opts.Registry.openRecords(ctx, *q, &rt.env)
 		if err != nil {
 			return fmt.Errorf("quarantine.sink: %w", err)
 		}
 		rt.quarantine = s
+		if err := rt.registerSink("quarantine.sink", q.Type, q.Delivery, s, s.Flush); err != nil {
+			return err
+		}
 	}
 	rt.enc = changelog.NewEncoder(p.Stages[0].Loc)
 	if c := p.Spec.Conflicts.Sink; c != nil {
@@ -207,6 +260,9 @@ func (rt *runtime) open(ctx context.Context) error {
 			return fmt.Errorf("conflicts.sink: %w", err)
 		}
 		rt.conflictS = s
+		if err := rt.registerSink("conflicts.sink", c.Type, c.Delivery, s, s.Flush); err != nil {
+			return err
+		}
 	}
 	if d := p.Dedup; d != nil {
 		rt.dedup = &dedupStep{
@@ -233,6 +289,9 @@ func (rt *runtime) open(ctx context.Context) error {
 				return fmt.Errorf("%s: sinks[%d] (%s): %w", sp.Name, i, sk.Type, err)
 			}
 			st.sinks = append(st.sinks, s)
+			if err := rt.registerSink(fmt.Sprintf("%s: sinks[%d]", sp.Name, i), sk.Type, sk.Delivery, s, s.Flush); err != nil {
+				return err
+			}
 		}
 		if sp.Late.Policy == "side_output" && sp.Late.Sink != nil {
 			s, err := rt.opts.Registry.openRecords(ctx, *sp.Late.Sink, &rt.env)
@@ -240,6 +299,9 @@ func (rt *runtime) open(ctx context.Context) error {
 				return fmt.Errorf("%s: late.sink: %w", sp.Name, err)
 			}
 			st.late = s
+			if err := rt.registerSink(sp.Name+": late.sink", sp.Late.Sink.Type, sp.Late.Sink.Delivery, s, s.Flush); err != nil {
+				return err
+			}
 		}
 		if sp.Input >= 0 {
 			up := rt.stages[sp.Input]
@@ -281,7 +343,13 @@ func (rt *runtime) loop(ctx context.Context) error {
 			}
 		}
 		rt.batches++
-		if rt.batches%rt.opts.FlushEvery == 0 {
+		if rt.ck != nil {
+			if rerr == nil && rt.due() {
+				if err := rt.takeCheckpoint(ctx); err != nil {
+					return err
+				}
+			}
+		} else if rt.batches%rt.opts.FlushEvery == 0 {
 			if err := rt.flush(ctx); err != nil {
 				return err
 			}
@@ -401,6 +469,10 @@ func (rt *runtime) finish(ctx context.Context) error {
 	if err := rt.advance(ctx, rt.tracker.End()); err != nil {
 		return err
 	}
+	if rt.ck != nil {
+		// The end of a bounded input: a last checkpoint commits the rest.
+		return rt.takeCheckpoint(ctx)
+	}
 	return rt.flush(ctx)
 }
 
@@ -475,6 +547,10 @@ func (rt *runtime) summary() *Summary {
 	}
 	if rt.dedup != nil {
 		s.DedupIDs, s.DedupBytes = rt.dedup.table.Len(), rt.dedup.table.Bytes()
+	}
+	if ck := rt.ck; ck != nil {
+		s.Checkpoints = CheckpointSummary{Dir: ck.dir, Restored: ck.restored, Taken: ck.taken, Last: ck.lastID,
+			LastBytes: ck.bytes, LastDuration: ck.duration, Total: ck.total}
 	}
 	if rt.events > 0 {
 		for i, seen := range rt.present {

@@ -21,9 +21,25 @@ type ResultSinkFactory func(ctx context.Context, s spec.Sink, d changelog.Desc, 
 // RecordSinkFactory opens a side-output sink for a spec.Sink of one type.
 type RecordSinkFactory func(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error)
 
-// Env is what connectors may use from the environment: where stdout goes.
+// Env is what connectors may use from the environment.
 type Env struct {
+	// Stdout is where stdout sinks write.
 	Stdout io.Writer
+	// Pipeline is the pipeline's name (sinks' commit markers).
+	Pipeline string
+	// Checkpoints is true when the pipeline takes checkpoints: an
+	// exactly-once sink (spec.Sink.Delivery not at_least_once) must then
+	// implement sink.Committer.
+	Checkpoints bool
+	// Restoring is true when the checkpoint directory holds checkpoints:
+	// the run resumes, and sinks must keep what earlier runs published
+	// (no truncation, no replacement).
+	Restoring bool
+}
+
+// exactlyOnce reports whether sink s stages output for checkpoints.
+func (e *Env) exactlyOnce(s spec.Sink) bool {
+	return e.Checkpoints && s.Delivery != "at_least_once"
 }
 
 // Registry maps sink type names to constructors. Each Run uses its own
@@ -38,23 +54,24 @@ type Registry struct {
 func DefaultRegistry() *Registry {
 	return &Registry{
 		Results: map[string]ResultSinkFactory{
-			"sqlite": func(ctx context.Context, s spec.Sink, d changelog.Desc, _ *Env) (sink.Results, error) {
-				// A run recomputes its results from the start of its
-				// input: it replaces the table's rows (in its first
-				// commit) rather than being held back by the versions a
-				// previous run left.
-				return sqlite.NewWithOptions(ctx, s.Path, s.Table, d, sqlite.Options{Replace: true})
+			"sqlite": func(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
+				// A run that recomputes its results from the start of its
+				// input replaces the table's rows (in its first commit)
+				// rather than being held back by the versions a previous
+				// run left; a run resuming from a checkpoint keeps them.
+				return sqlite.NewWithOptions(ctx, s.Path, s.Table, d, sqlite.Options{
+					Replace: !env.Restoring, ExactlyOnce: env.exactlyOnce(s), Pipeline: env.Pipeline, Sink: s.Table})
 			},
-			"jsonl": func(_ context.Context, s spec.Sink, d changelog.Desc, _ *Env) (sink.Results, error) {
-				return jsonl.NewResults(s.Path, d)
+			"jsonl": func(_ context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
+				return jsonl.NewResultsWithOptions(s.Path, d, jsonl.Options{ExactlyOnce: env.exactlyOnce(s), Append: env.Restoring})
 			},
 			"stdout": func(_ context.Context, _ spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
 				return stdout.New(env.Stdout, d), nil
 			},
 		},
 		Records: map[string]RecordSinkFactory{
-			"jsonl": func(_ context.Context, s spec.Sink, _ *Env) (sink.Records, error) {
-				return jsonl.NewRecords(s.Path)
+			"jsonl": func(_ context.Context, s spec.Sink, env *Env) (sink.Records, error) {
+				return jsonl.NewRecordsWithOptions(s.Path, jsonl.Options{ExactlyOnce: env.exactlyOnce(s), Append: env.Restoring})
 			},
 			"stdout": func(_ context.Context, _ spec.Sink, env *Env) (sink.Records, error) {
 				return newLineRecords(env.Stdout), nil

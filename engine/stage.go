@@ -121,6 +121,31 @@ func (st *stage) process(ctx context.Context, r *row.Row, ts int64, weight int, 
 	return true, st.emitPending(ctx)
 }
 
+// invalid reports whether the stage would quarantine r for an expression
+// error (filter or derived field), with the reason and field, without
+// counting or emitting anything. It computes r's derived fields.
+func (st *stage) invalid(r *row.Row) (reason, field string, bad bool) {
+	p := st.p
+	if p.Filter != nil {
+		keep, ok, err := p.Filter.EvalBool(r)
+		if err != nil {
+			return "filter: " + err.Error(), "", true
+		}
+		if !ok || !keep {
+			return "", "", false // filtered out: valid, contributes nothing
+		}
+	}
+	if len(p.Derived) > 0 {
+		p.Schema.ExtendFrom(r, p.InputFields)
+		for i := range p.Derived {
+			if err := derive(r, &p.Derived[i]); err != nil {
+				return "stage " + p.Name + ": " + err.Error(), p.Derived[i].Field.Name, true
+			}
+		}
+	}
+	return "", "", false
+}
+
 // derive evaluates one derived field into its slot.
 func derive(r *row.Row, d *plan.Derived) error {
 	f := d.Field

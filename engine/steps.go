@@ -90,6 +90,12 @@ func (c *payloadCache) put(id uint64, payload []byte) {
 		c.m = map[uint64][]byte{}
 		c.ring = make([]uint64, 0, min(c.capacity, 1<<16))
 	}
+	if old, ok := c.m[id]; ok {
+		// The id came back after its TTL: replace its payload in place (a
+		// second ring entry would delete it when the first is evicted).
+		c.m[id] = append(old[:0], payload...)
+		return
+	}
 	if len(c.ring) < c.capacity {
 		c.ring = append(c.ring, id)
 	} else {
@@ -125,8 +131,11 @@ type version struct {
 // stages. It reports whether the record was applied (it then moves the
 // watermark).
 func (o *orderStep) apply(ctx context.Context, rt *runtime, r *row.Row, m *source.Meta, ts int64) (bool, error) {
-	if r.IsNull(o.p.Key.Index) || r.IsNull(o.p.Version.Index) {
-		return false, rt.quarantineAll(ctx, m, "order_by: the entity key or the version is null", o.p.Key.Name, "order_by")
+	if r.IsNull(o.p.Key.Index) {
+		return false, rt.quarantineAll(ctx, m, "order_by: the entity key "+o.p.Key.Name+" is null", o.p.Key.Name, "order_by")
+	}
+	if r.IsNull(o.p.Version.Index) {
+		return false, rt.quarantineAll(ctx, m, "order_by: the version "+o.p.Version.Name+" is null", o.p.Version.Name, "order_by")
 	}
 	o.key = r.Get(o.p.Key).AppendText(o.key[:0], nil)
 	ver := r.I[o.p.Version.Slot]
@@ -134,6 +143,13 @@ func (o *orderStep) apply(ctx context.Context, rt *runtime, r *row.Row, m *sourc
 	if ok && ver <= cur.v {
 		rt.stale++
 		return false, nil
+	}
+	// A record the stages cannot evaluate (an expression error) is not a
+	// valid new version: it is quarantined and the entity keeps its row.
+	for _, st := range rt.roots {
+		if reason, field, bad := st.invalid(r); bad {
+			return false, rt.quarantineAll(ctx, m, reason, field, "expression")
+		}
 	}
 	if ok {
 		rt.superseded++

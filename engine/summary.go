@@ -70,6 +70,23 @@ type Summary struct {
 	// they broke (contract rules, "required", "dedup", "order_by"), sorted
 	// by rule name; records that failed to decode have no rule.
 	Rules []RuleCount
+
+	// Checkpoints reports checkpoints (zero without them).
+	Checkpoints CheckpointSummary
+	// Stopped is true when the run was stopped (context cancelled) and
+	// took a final checkpoint instead of reaching the end of its input.
+	Stopped bool
+}
+
+// CheckpointSummary reports a run's checkpoints.
+type CheckpointSummary struct {
+	Dir          string
+	Restored     int64         // the checkpoint the run resumed from; 0 for a fresh start
+	Taken        int           // checkpoints taken by this run
+	Last         int64         // id of the newest checkpoint
+	LastBytes    int           // its file size
+	LastDuration time.Duration // how long it took (prepare, write, commit)
+	Total        time.Duration // time spent in checkpoints by this run
 }
 
 // RuleCount is how many records one rule quarantined.
@@ -145,6 +162,13 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 		fmt.Fprintf(w, "  rows emitted         %12d  (%d final)\n", st.RowsEmitted, st.FinalRows)
 	}
 	fmt.Fprintf(w, "  final watermark      %s\n", wm)
+	if c := s.Checkpoints; c.Dir != "" {
+		fmt.Fprintf(w, "  checkpoints          %12d  taken by this run (last: %d, %d bytes, %s)", c.Taken, c.Last, c.LastBytes, c.LastDuration.Round(time.Microsecond))
+		if c.Restored > 0 {
+			fmt.Fprintf(w, "; resumed from checkpoint %d", c.Restored)
+		}
+		fmt.Fprintln(w)
+	}
 	for _, f := range s.AbsentFields {
 		fmt.Fprintf(w, "  warning: field %q was null or missing in every record (misspelt?)\n", f)
 	}

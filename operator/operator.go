@@ -25,6 +25,11 @@
 //   - Output order is deterministic: windows in order of (end, start), keys
 //     within a window in order of first arrival, sessions by (end, start,
 //     creation).
+//
+// Checkpoints: Snapshot writes the whole state (after Drain, between
+// calls) and Restore reads it into a fresh operator built with the same
+// Config, which then continues exactly as the snapshotted one would have
+// (snapshot.go describes the format).
 package operator
 
 import (

@@ -198,7 +198,10 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 		if st.EventTime != nil {
 			etName = st.EventTime.Field
 		}
-		retracting := false
+		// A stage reading the source retracts rows when order_by turns
+		// state events into an upsert stream (a newer version retracts the
+		// entity's previous row).
+		retracting := p.OrderBy != nil
 		if in == -1 {
 			inSchema = src
 		} else {

@@ -125,7 +125,7 @@ func (p *Pipeline) Defaults() {
 	}
 	if d := p.Dedup; d != nil {
 		if d.KeepPayloads == 0 {
-			d.KeepPayloads = 100_000
+			d.KeepPayloads = 10_000
 		}
 		if d.Ignore == nil && p.Source.ArrivalTimeField != "" {
 			d.Ignore = []string{p.Source.ArrivalTimeField}

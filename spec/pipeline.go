@@ -304,7 +304,7 @@ type Dedup struct {
 	// KeepPayloads is how many first payloads are kept (newest first) so
 	// that a conflict record can show the first delivery next to the new
 	// one; older first payloads are shown by hash only. YAML
-	// `keep_payloads`. Default 100000.
+	// `keep_payloads`. Default 10000.
 	KeepPayloads int `yaml:"keep_payloads"`
 	// Ignore lists top-level fields that describe the delivery, not the
 	// event (ingested_at): two deliveries differing only there are

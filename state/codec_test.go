@@ -56,7 +56,7 @@ func TestRoundTrip(t *testing.T) {
 		dec = NewDecoder(e.Bytes()[:cut])
 		dec.Uint()
 		dec.Int()
-		dec.String()
+		_ = dec.String()
 		dec.Bytes8()
 		dec.Fixed64()
 		dec.Fixed32()

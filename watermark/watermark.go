@@ -19,11 +19,15 @@
 //
 // The Tracker is a pure, single-threaded state machine: time enters only
 // through the now arguments (processing time, ms), so runs are
-// deterministic.
+// deterministic. Snapshot and RestoreState checkpoint it exactly.
 package watermark
 
 import (
+	"fmt"
+	"math"
+
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/state"
 )
 
 // None is the watermark before any event (−∞).
@@ -185,4 +189,97 @@ func (t *Tracker) Restore(parts []Partition, current int64) {
 	t.current = current
 	t.nextCheck = None
 	t.recompute()
+}
+
+// snapshotVersion is the tracker section's format version.
+const snapshotVersion = 1
+
+// Snapshot appends the tracker's state to e, format version 1 (state
+// package encoding):
+//
+//	Byte(1) Int(pipeline watermark) Int(next idleness check)
+//	Uint(#partitions) then per partition, by index:
+//	  Int(max event time) Int(last arrival) Bool(idle) Int(records)
+//
+// Times are ms (event time for the watermark and max event times,
+// processing time for the arrivals and the idleness check). The
+// configuration (out-of-orderness, idle timeout) is not written: it comes
+// from New. The minimum over active partitions is derived on restore. The
+// tracker is unchanged, and equal states give equal bytes.
+func (t *Tracker) Snapshot(e *state.Encoder) {
+	e.Byte(snapshotVersion)
+	e.Int(t.current)
+	e.Int(t.nextCheck)
+	e.Uint(uint64(len(t.parts)))
+	for i := range t.parts {
+		p := &t.parts[i]
+		e.Int(p.MaxEventTime)
+		e.Int(p.LastArrival)
+		e.Bool(p.Idle)
+		e.Int(p.Records)
+	}
+}
+
+// maxPartitions bounds the partition count a snapshot may declare (each
+// partition also takes at least four bytes of input, which bounds it
+// first).
+const maxPartitions = math.MaxInt32
+
+// RestoreState replaces the tracker's state with one Snapshot wrote. The
+// tracker should come from New with the configuration of the snapshotted
+// one: it then behaves exactly as that tracker would have (same watermarks
+// from Observe, Tick and End, same partitions), and its Snapshot equals
+// the input. Under a changed configuration the state is still consistent:
+// the minimum over active partitions is recomputed with the new
+// out-of-orderness (the watermark never goes back), and the next idleness
+// check is brought forward if the new idle timeout makes a partition due
+// earlier.
+//
+// Errors: input that is not a version-1 tracker snapshot (wrapping
+// state.ErrTruncated when it is short), a negative record count, a
+// partition count above the input's size. Corrupt input never panics and
+// allocates at most in proportion to its size. On error the tracker is
+// unchanged. RestoreState differs from Restore, which takes partitions and
+// a watermark directly and re-derives the idleness schedule.
+func (t *Tracker) RestoreState(d *state.Decoder) error {
+	d.Section("watermark", snapshotVersion)
+	current := d.Int()
+	nextCheck := d.Int()
+	n := d.Len(maxPartitions, 4)
+	if d.Err() != nil {
+		return fmt.Errorf("watermark: restore: %w", d.Err())
+	}
+	parts := make([]Partition, n)
+	for i := range parts {
+		p := &parts[i]
+		p.MaxEventTime = d.Int()
+		p.LastArrival = d.Int()
+		p.Idle = d.Bool()
+		p.Records = d.Int()
+		if d.Err() == nil && p.Records < 0 {
+			d.Fail("partition %d: %d records", i, p.Records)
+		}
+		if d.Err() != nil {
+			return fmt.Errorf("watermark: restore: %w", d.Err())
+		}
+	}
+	t.parts, t.current, t.nextCheck = parts, current, nextCheck
+	if t.idle > 0 {
+		// Under the snapshot's configuration nextCheck is already at or
+		// before every active partition's deadline; this only matters
+		// when the idle timeout changed.
+		for i := range t.parts {
+			if p := &t.parts[i]; !p.Idle && p.LastArrival+t.idle < t.nextCheck {
+				t.nextCheck = p.LastArrival + t.idle
+			}
+		}
+	}
+	// The minimum is derived (recompute keeps the watermark, which a
+	// consistent snapshot has at or above it). A tracker without
+	// partitions keeps New's minimum.
+	t.min = None
+	if len(t.parts) > 0 {
+		t.recompute()
+	}
+	return nil
 }

@@ -6,7 +6,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -19,6 +23,7 @@ import (
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var quiet bool
+	var batchSize int
 	var cpuProfile, contractPath string
 	cmd := &cobra.Command{
 		Use:   "run PIPELINE.yaml",
@@ -57,7 +62,30 @@ configuration error (nothing was read or written).`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			opts := engine.Options{Stdout: stdout}
+			opts := engine.Options{Stdout: stdout, BatchSize: batchSize, Logf: func(format string, args ...any) {
+				fmt.Fprintf(stderr, "tidemark: "+format+"\n", args...)
+			}}
+			if p.Checkpoint != nil {
+				// SIGUSR1 takes a checkpoint on demand (a savepoint).
+				now := make(chan struct{}, 1)
+				sig := make(chan os.Signal, 1)
+				signal.Notify(sig, syscall.SIGUSR1)
+				defer signal.Stop(sig)
+				go func() {
+					for range sig {
+						select {
+						case now <- struct{}{}:
+						default:
+						}
+					}
+				}()
+				opts.CheckpointNow = now
+				hook, err := faultHook(os.Getenv("TIDEMARK_FAULT"))
+				if err != nil {
+					return &exitError{code: 2, err: err}
+				}
+				opts.FaultHook = hook
+			}
 			if f, ok := stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) && !quiet {
 				opts.Progress = func(pr engine.Progress) {
 					wm := "none"
@@ -73,6 +101,9 @@ configuration error (nothing was read or written).`,
 			}
 			if err != nil && cmd.Context().Err() != nil {
 				return fmt.Errorf("interrupted; the rows and records emitted so far were flushed to the sinks")
+			}
+			if err == nil && sum.Stopped {
+				fmt.Fprintf(stderr, "tidemark: stopped by a signal; checkpoint %d in %s holds the position: run again to resume\n", sum.Checkpoints.Last, sum.Checkpoints.Dir)
 			}
 			if err != nil {
 				var ce *engine.ConfigError
@@ -96,6 +127,36 @@ configuration error (nothing was read or written).`,
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print neither progress nor the summary")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	cmd.Flags().IntVar(&batchSize, "batch-size", 1024, "records read per source call; checkpoints are taken between batches")
 	cmd.Flags().StringVar(&contractPath, "contract", "", "data contract (YAML) to follow; overrides the pipeline's contract key")
 	return cmd
+}
+
+// faultHook parses TIDEMARK_FAULT, a crash-test aid: "POINT:ID" kills the
+// process with SIGKILL when the checkpoint protocol reaches POINT
+// ("prepared", "written" or "committed:<sink id>") for checkpoint ID (or
+// any checkpoint with ID "*"). Empty: no hook.
+func faultHook(v string) (func(string, int64), error) {
+	if v == "" {
+		return nil, nil
+	}
+	i := strings.LastIndexByte(v, ':')
+	if i <= 0 {
+		return nil, fmt.Errorf("TIDEMARK_FAULT=%q: want POINT:ID (e.g. written:3)", v)
+	}
+	point, idText := v[:i], v[i+1:]
+	id := int64(-1)
+	if idText != "*" {
+		n, err := strconv.ParseInt(idText, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("TIDEMARK_FAULT=%q: checkpoint id %q is not a number or *", v, idText)
+		}
+		id = n
+	}
+	return func(p string, ck int64) {
+		if p == point && (id < 0 || ck == id) {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
+		}
+	}, nil
 }

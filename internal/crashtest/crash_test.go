@@ -1,0 +1,283 @@
+// Package crashtest kills `tidemark run` with SIGKILL at random instants
+// and at named points of the checkpoint protocol, restarts it each time,
+// and checks that the outputs end equal to those of a run that never
+// crashed, row for row and version for version.
+package crashtest
+
+import (
+	"bytes"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/tidemark/tidemark/checkpoint"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tidemark-crashtest-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "tidemark")
+	out, err := exec.Command("go", "build", "-o", binary, "github.com/tidemark/tidemark/cmd/tidemark").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building tidemark: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// writeEvents writes n payment and refund events of 8 stores over about
+// an hour, in event-time order, with a few invalid records.
+func writeEvents(t *testing.T, path string, n int, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var b strings.Builder
+	base := time.Date(2026, 9, 1, 10, 0, 0, 0, time.FixedZone("KST", 9*3600))
+	for i := range n {
+		ts := base.Add(time.Duration(i) * 1200 * time.Millisecond)
+		typ, amount := "PAYMENT", 1000*(1+r.IntN(50))
+		if r.IntN(8) == 0 {
+			typ = "REFUND"
+		}
+		if i%997 == 500 {
+			fmt.Fprintf(&b, `{"event_id":"e%d","store_id":"s%d","paid_at":"not a time","amount":1}`+"\n", i, r.IntN(8))
+			continue
+		}
+		fmt.Fprintf(&b, `{"event_id":"e%d","event_type":"%s","store_id":"s%d","amount":%d,"paid_at":"%s"}`+"\n",
+			i, typ, r.IntN(8), amount, ts.Format(time.RFC3339Nano))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const pipelineYAML = `name: revenue
+source:
+  type: file
+  path: {{DIR}}/events.jsonl
+  schema: {amount: decimal}
+  replay: {seed: 11, delay: 20s, straggler_fraction: 0.05, max_delay: 10m, redeliver_fraction: 0.05,
+           conflict_fraction: 0.01, conflict_field: amount, partitions: 3, partition_by: store_id}
+event_time: {field: paid_at, out_of_orderness: 30s, idle_timeout: 1m}
+dedup: {key: event_id, ttl: 2h}
+fields: {delta: 'event_type == "REFUND" ? -amount : amount'}
+key: [store_id]
+window: {type: tumbling, size: 1m, timezone: Asia/Seoul}
+allowed_lateness: 2m
+aggregates: {orders: count(), revenue: sum(delta), biggest: max(amount)}
+emit: {mode: update}
+late: {policy: side_output, sink: {type: jsonl, path: {{OUT}}/late.jsonl}}
+quarantine: {sink: {type: jsonl, path: {{OUT}}/quarantine.jsonl}}
+conflicts: {sink: {type: jsonl, path: {{OUT}}/conflicts.jsonl}}
+sinks:
+  - {type: sqlite, path: {{OUT}}/tidemark.db, table: revenue}
+  - {type: jsonl, path: {{OUT}}/changelog.jsonl}
+{{CHECKPOINT}}
+`
+
+// job is one pipeline directory.
+type job struct {
+	dir, out, ck, yaml string
+}
+
+func newJob(t *testing.T, dir, name string, checkpoints bool) job {
+	j := job{dir: dir, out: filepath.Join(dir, name, "out"), ck: filepath.Join(dir, name, "ck"), yaml: filepath.Join(dir, name, "pipeline.yaml")}
+	ckYAML := ""
+	if checkpoints {
+		ckYAML = "checkpoint: {dir: " + j.ck + ", interval: 1ms, retain: 2}"
+	}
+	y := strings.NewReplacer("{{DIR}}", dir, "{{OUT}}", j.out, "{{CHECKPOINT}}", ckYAML).Replace(pipelineYAML)
+	os.MkdirAll(filepath.Dir(j.yaml), 0o755)
+	if err := os.WriteFile(j.yaml, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// start starts one run of the job.
+func (j job) start(t *testing.T, fault string) (*exec.Cmd, *bytes.Buffer) {
+	cmd := exec.Command(binary, "run", "--quiet", "--batch-size", "16", j.yaml)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), "TIDEMARK_FAULT="+fault)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, &stderr
+}
+
+// outputs returns the job's outputs as text: the result table ordered by
+// key (every column), and each JSONL file.
+func (j job) outputs(t *testing.T) map[string]string {
+	out := map[string]string{}
+	for _, f := range []string{"changelog.jsonl", "late.jsonl", "quarantine.jsonl", "conflicts.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(j.out, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f] = string(b)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(j.out, "tidemark.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT * FROM revenue ORDER BY window_start, store_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var b strings.Builder
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(&b, vals...)
+	}
+	out["table"] = b.String()
+	return out
+}
+
+func compare(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	for k, w := range want {
+		if got[k] != w {
+			g := got[k]
+			i := 0
+			for i < len(g) && i < len(w) && g[i] == w[i] {
+				i++
+			}
+			t.Errorf("%s differs (%d vs %d bytes) from byte %d: got %q, want %q", k, len(g), len(w), i,
+				g[max(0, i-80):min(len(g), i+80)], w[max(0, i-80):min(len(w), i+80)])
+		}
+	}
+}
+
+func runToEnd(t *testing.T, j job) time.Duration {
+	start := time.Now()
+	cmd, stderr := j.start(t, "")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+	return time.Since(start)
+}
+
+// TestCrashRecovery: at least 20 SIGKILLs, at random instants and at
+// every named point of the protocol, each followed by a restart, end with
+// the outputs of a run that never crashed (and of a run without
+// checkpoints).
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs tidemark dozens of times")
+	}
+	dir := t.TempDir()
+	writeEvents(t, filepath.Join(dir, "events.jsonl"), 3000, 7)
+
+	plain := newJob(t, dir, "plain", false)
+	runToEnd(t, plain)
+	want := plain.outputs(t)
+	if strings.Count(want["table"], "\n") < 400 || want["late.jsonl"] == "" || want["conflicts.jsonl"] == "" || want["quarantine.jsonl"] == "" {
+		t.Fatalf("the reference run should have rows and every side output: %d rows, late %d, conflicts %d, quarantine %d bytes",
+			strings.Count(want["table"], "\n"), len(want["late.jsonl"]), len(want["conflicts.jsonl"]), len(want["quarantine.jsonl"]))
+	}
+	ref := newJob(t, dir, "ref", true)
+	took := runToEnd(t, ref)
+	compare(t, ref.outputs(t), want)
+	ids, _ := checkpoint.List(ref.ck)
+	t.Logf("uninterrupted run with checkpoints: %v; newest checkpoint %v", took, ids)
+
+	crash := newJob(t, dir, "crash", true)
+	r := rand.New(rand.NewPCG(42, 42))
+	points := []string{"prepared", "written", "committed:revenue: sinks[0]", "committed:revenue: sinks[1]", "committed:conflicts.sink", "committed:quarantine.sink"}
+	kills, runs := 0, 0
+	byPoint := map[string]int{}
+	for {
+		runs++
+		if runs > 300 {
+			t.Fatalf("no end after %d runs (%d kills)", runs, kills)
+		}
+		fault := ""
+		var timer *time.Timer
+		var cmd *exec.Cmd
+		var stderr *bytes.Buffer
+		if kills < 24 {
+			if kills%3 == 2 {
+				// A named point of a checkpoint a little ahead.
+				latest, _ := checkpoint.List(crash.ck)
+				next := int64(1)
+				if len(latest) > 0 {
+					next = latest[0] + 1
+				}
+				p := points[r.IntN(len(points))]
+				fault = fmt.Sprintf("%s:%d", p, next+int64(r.IntN(3)))
+				byPoint[p]++
+			}
+			cmd, stderr = crash.start(t, fault)
+			if fault == "" {
+				delay := time.Duration(r.Int64N(int64(took)))
+				timer = time.AfterFunc(delay, func() { cmd.Process.Signal(syscall.SIGKILL) })
+			}
+		} else {
+			cmd, stderr = crash.start(t, "")
+		}
+		err := cmd.Wait()
+		if timer != nil {
+			timer.Stop()
+		}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				kills++
+				continue
+			}
+		}
+		if err != nil {
+			t.Fatalf("run %d: %v\n%s", runs, err, stderr)
+		}
+		if kills >= 24 {
+			break
+		}
+		// Finished before the kill: start over from scratch for more kills.
+		os.RemoveAll(crash.ck)
+	}
+	t.Logf("%d runs, %d kills (named points: %v)", runs, kills, byPoint)
+	compare(t, crash.outputs(t), want)
+
+	// A truncated newest checkpoint: the run falls back to the previous
+	// one, says so, and the outputs stay exact.
+	ids, _ = checkpoint.List(crash.ck)
+	if len(ids) < 2 {
+		t.Fatalf("retain 2 left %v", ids)
+	}
+	newest := filepath.Join(crash.ck, checkpoint.Name(ids[0]))
+	b, _ := os.ReadFile(newest)
+	os.WriteFile(newest, b[:len(b)/2], 0o644)
+	cmd, stderr := crash.start(t, "")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("after truncating %s: %v\n%s", newest, err, stderr)
+	}
+	if !strings.Contains(stderr.String(), "is unusable") || !strings.Contains(stderr.String(), fmt.Sprintf("restored checkpoint %d", ids[1])) {
+		t.Errorf("no fallback log line: %s", stderr)
+	}
+	compare(t, crash.outputs(t), want)
+}

@@ -1,0 +1,752 @@
+package operator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/state"
+	"github.com/tidemark/tidemark/window"
+)
+
+// Snapshot format, version 1 (state package encoding: Uint/Int varints,
+// strings length-prefixed). Everything is written in a deterministic order
+// (key ids, slot ids, pane order, session order per key, aggregate sets in
+// value order), so equal states give equal bytes.
+//
+//	Byte(1)                              section version
+//	shape: Byte(0 panes | 1 sessions) Byte(mode)
+//	       Uint(#aggs) Byte(kind)…  Uint(#key fields) Byte(kind)…
+//	Int(watermark) Int(now) Int(nextEarly)
+//	Int(rows emitted) Int(partly too late) Int(skipped windows)
+//	[sessions: Uint(next session seq)]
+//	slot table: Uint(#free) Uint(slot)… (free list, in order) Uint(#held)
+//	            (slots ever allocated = #free + #held)
+//	key table:  Uint(#free) Uint(id)… (free list, in order) Uint(#other ids)
+//	            per id not free, ascending: String(encoded key) Uint(maxVer)
+//	                [sessions: Uint(#sessions) session…  (by start)]
+//	[panes: Uint(#panes) per pane in (end, start) order:
+//	        Int(start) Int(end−start) Bool(fired) Uint(#entries) entry…]
+//
+//	entry (pane):  Uint(key id) inst
+//	session:       Int(start) Int(end−start) Uint(seq) inst
+//	inst: Byte(flags: 1 live slot, 2 emitted, 4 dirty, 8 fired (sessions),
+//	           16 emitted window = own window, 32 emitted window explicit;
+//	           neither: the zero window)
+//	      [live: Uint(slot)] Int(rows) Uint(version) Int(version − emitted version)
+//	      [explicit: Int(Δstart) Int(Δend) from the own window]
+//	      [live: per aggregate its slot state (aggregate.Column.AppendSlot);
+//	             retract mode: Uint(#prev) Value… (the last emitted values)]
+//
+// Derived state is rebuilt on restore rather than stored: key values and
+// key groups (from the encoded key), the key → id map, key reference
+// counts and idleness (from the panes and sessions that hold each key),
+// pane indexes and live counts, and the session timers (a fire timer for
+// each session that has not fired, a close timer for each; stale timers of
+// the running operator are no-ops, so dropping them changes nothing).
+
+// snapshotVersion is the operator section's format version.
+const snapshotVersion = 1
+
+const (
+	flagLive     = 1 << iota // the instance holds a slot
+	flagEmitted              // a row is live downstream
+	flagDirty                // changed since the last emission
+	flagFired                // session has fired
+	flagEmitSame             // emitW equals the instance's window
+	flagEmitDiff             // emitW is written as offsets from the window
+	flagMask     = 1<<iota - 1
+)
+
+// Restore limits: counts above them are corrupt input (each counted
+// element also takes at least one byte of input, which bounds allocation
+// by the input's size first).
+const (
+	maxCount = math.MaxInt32
+)
+
+// ErrNotFresh is returned by Restore on an operator that has already
+// processed input.
+var ErrNotFresh = errors.New("operator: Restore needs a fresh operator from New")
+
+// Snapshot appends the operator's complete state to e (format version 1,
+// described in snapshot.go): watermark, key table, slot table with the
+// aggregate accumulators and the values last emitted per slot (retract
+// mode), panes or sessions with their emission state, the early-firing
+// schedule and the counters. The operator is unchanged.
+//
+// Precondition: call Snapshot between calls to Process, AdvanceWatermark
+// and OnProcessingTime, after Drain: rows not yet drained are not part of
+// the snapshot (they belong to the caller's output for the input already
+// processed). Equal states give byte-identical snapshots. Not safe for
+// concurrent use with any other method (aggregate columns reuse scratch
+// buffers while encoding).
+func (o *Operator) Snapshot(e *state.Encoder) {
+	e.Byte(snapshotVersion)
+	o.appendShape(e)
+	e.Int(o.wm)
+	e.Int(o.now)
+	e.Int(o.nextEarly)
+	e.Int(o.emitted)
+	e.Int(o.partial)
+	e.Int(o.skippedWindows)
+	sessions := o.cfg.Gap > 0
+	if sessions {
+		e.Uint(o.sess.seq)
+	}
+
+	e.Uint(uint64(len(o.slots.free)))
+	for _, s := range o.slots.free {
+		e.Uint(uint64(s))
+	}
+	e.Uint(uint64(o.slots.n - len(o.slots.free)))
+
+	k := o.keys
+	e.Uint(uint64(len(k.free)))
+	freed := make([]bool, len(k.ents))
+	for _, id := range k.free {
+		e.Uint(uint64(id))
+		freed[id] = true
+	}
+	e.Uint(uint64(len(k.ents) - len(k.free)))
+	for id := range k.ents {
+		if freed[id] {
+			continue
+		}
+		ke := &k.ents[id]
+		e.String(ke.enc)
+		e.Uint(uint64(ke.maxVer))
+		if sessions {
+			e.Uint(uint64(len(ke.sessions)))
+			for _, s := range ke.sessions {
+				e.Int(s.w.Start)
+				e.Int(s.w.End - s.w.Start)
+				e.Uint(s.seq)
+				o.appendInst(e, &s.inst, s.w, s.fired)
+			}
+		}
+	}
+
+	if !sessions {
+		e.Uint(uint64(len(o.panes.list)))
+		for _, p := range o.panes.list {
+			e.Int(p.w.Start)
+			e.Int(p.w.End - p.w.Start)
+			e.Bool(p.fired)
+			e.Uint(uint64(len(p.ents)))
+			for i := range p.ents {
+				in := &p.ents[i]
+				e.Uint(uint64(in.key))
+				o.appendInst(e, in, p.w, false)
+			}
+		}
+	}
+}
+
+// appendShape writes what the snapshot's layout depends on, so that a
+// snapshot restored under a different configuration fails clearly.
+func (o *Operator) appendShape(e *state.Encoder) {
+	if o.cfg.Gap > 0 {
+		e.Byte(1)
+	} else {
+		e.Byte(0)
+	}
+	e.Byte(byte(o.cfg.Mode))
+	e.Uint(uint64(len(o.cfg.Aggs)))
+	for _, c := range o.cfg.Aggs {
+		e.Byte(byte(c.Kind()))
+	}
+	e.Uint(uint64(len(o.cfg.Key)))
+	for _, f := range o.cfg.Key {
+		e.Byte(byte(f.Kind))
+	}
+}
+
+func (o *Operator) appendInst(e *state.Encoder, in *inst, w window.Window, fired bool) {
+	var flags byte
+	if in.slot >= 0 {
+		flags |= flagLive
+	}
+	if in.emitted {
+		flags |= flagEmitted
+	}
+	if in.dirty {
+		flags |= flagDirty
+	}
+	if fired {
+		flags |= flagFired
+	}
+	switch in.emitW {
+	case window.Window{}:
+	case w:
+		flags |= flagEmitSame
+	default:
+		flags |= flagEmitDiff
+	}
+	e.Byte(flags)
+	if in.slot >= 0 {
+		e.Uint(uint64(in.slot))
+	}
+	e.Int(in.rows)
+	e.Uint(uint64(in.version))
+	e.Int(int64(in.version) - int64(in.emitV))
+	if flags&flagEmitDiff != 0 {
+		// Wrapping differences round-trip exactly.
+		e.Int(in.emitW.Start - w.Start)
+		e.Int(in.emitW.End - w.End)
+	}
+	if in.slot >= 0 {
+		for _, c := range o.cfg.Aggs {
+			c.AppendSlot(e, in.slot)
+		}
+		if o.slots.keep {
+			prev := o.slots.prev[in.slot]
+			e.Uint(uint64(len(prev)))
+			for _, v := range prev {
+				e.Value(v)
+			}
+		}
+	}
+}
+
+// Restore replaces the state of a fresh operator (from New, with nothing
+// processed) by the state a Snapshot of an operator with the same Config
+// wrote: the restored operator then produces exactly the rows (operations,
+// values, versions, is_final, watermark_at, updated_at) the snapshotted one
+// would have produced on the same further input, and a Snapshot of it
+// equals the one it was restored from.
+//
+// Errors: ErrNotFresh when the operator has processed input; an error
+// (wrapping state.ErrTruncated for a short input) when the input is not a
+// version-1 operator snapshot for this configuration or is inconsistent
+// (an id or slot out of range or held twice, a key encoding that does not
+// match the key fields, panes out of order, …). Restore never panics on
+// corrupt input and allocates at most in proportion to the input's size.
+// On error the operator is left fresh (as New returned it); d's error is
+// set and its position unspecified. On success d is positioned after the
+// section.
+func (o *Operator) Restore(d *state.Decoder) error {
+	if o.slots.n != 0 || len(o.keys.ents) != 0 || len(o.panes.list) != 0 || o.sess.seq != 0 ||
+		o.wm != changelog.WatermarkNone || o.nextEarly != 0 || o.emitted != 0 || len(o.out) != 0 {
+		return ErrNotFresh
+	}
+	if d.Err() != nil {
+		return d.Err()
+	}
+	r := restorer{o: o, d: d}
+	r.run()
+	if d.Err() != nil {
+		r.undo()
+		return fmt.Errorf("operator: restore: %w", d.Err())
+	}
+	return nil
+}
+
+// restorer decodes a snapshot into new tables and installs them only when
+// the whole section has been read without error.
+type restorer struct {
+	o *Operator
+	d *state.Decoder
+
+	wm, now, nextEarly, emitted, partial, skipped int64
+	seq                                           uint64
+
+	nslots    int
+	slotFree  []int32
+	slotUsed  []bool // free or held by an instance
+	grown     bool
+	prev      [][]row.Value
+	keys      *keyTable
+	keyFreed  []bool
+	panes     []*pane
+	sessions  []*session
+	sessLive  int
+	heldSlots int
+}
+
+func (r *restorer) run() {
+	o, d := r.o, r.d
+	d.Section("operator", snapshotVersion)
+	r.shape()
+	r.wm, r.now, r.nextEarly = d.Int(), d.Int(), d.Int()
+	r.emitted, r.partial, r.skipped = d.Int(), d.Int(), d.Int()
+	sessions := o.cfg.Gap > 0
+	if sessions {
+		r.seq = d.Uint()
+	}
+	r.slotTable()
+	r.keyTable()
+	if !sessions {
+		r.paneList()
+	}
+	if d.Err() != nil {
+		return
+	}
+	// Every slot ever allocated is either free or held by one instance.
+	if held := r.nslots - len(r.slotFree); r.heldSlots != held {
+		d.Fail("%d slots are held by instances, the slot table says %d", r.heldSlots, held)
+		return
+	}
+	r.install()
+}
+
+func (r *restorer) shape() {
+	o, d := r.o, r.d
+	kind := d.Byte()
+	mode := d.Byte()
+	if d.Err() != nil {
+		return
+	}
+	want := byte(0)
+	if o.cfg.Gap > 0 {
+		want = 1
+	}
+	if kind != want {
+		d.Fail("snapshot of %s windows, operator has %s windows", windowsName(kind), windowsName(want))
+		return
+	}
+	if Mode(mode) != o.cfg.Mode {
+		d.Fail("snapshot of emit mode %d, operator has %d", mode, o.cfg.Mode)
+		return
+	}
+	n := d.Len(maxCount, 1)
+	if d.Err() == nil && n != len(o.cfg.Aggs) {
+		d.Fail("snapshot has %d aggregates, operator %d", n, len(o.cfg.Aggs))
+		return
+	}
+	for i := 0; i < n && d.Err() == nil; i++ {
+		if k := row.Kind(d.Byte()); d.Err() == nil && k != o.cfg.Aggs[i].Kind() {
+			d.Fail("aggregate %d is %s in the snapshot, %s in the operator", i, k, o.cfg.Aggs[i].Kind())
+		}
+	}
+	n = d.Len(maxCount, 1)
+	if d.Err() == nil && n != len(o.cfg.Key) {
+		d.Fail("snapshot has %d key fields, operator %d", n, len(o.cfg.Key))
+		return
+	}
+	for i := 0; i < n && d.Err() == nil; i++ {
+		if k := row.Kind(d.Byte()); d.Err() == nil && k != o.cfg.Key[i].Kind {
+			d.Fail("key field %d is %s in the snapshot, %s in the operator", i, k, o.cfg.Key[i].Kind)
+		}
+	}
+}
+
+func windowsName(kind byte) string {
+	if kind == 1 {
+		return "session"
+	}
+	if kind == 0 {
+		return "tumbling/sliding"
+	}
+	return fmt.Sprintf("unknown (%d)", kind)
+}
+
+func (r *restorer) slotTable() {
+	d := r.d
+	nfree := d.Len(maxCount, 1)
+	if d.Err() != nil {
+		return
+	}
+	free := make([]int32, 0, nfree)
+	for i := 0; i < nfree; i++ {
+		s := d.Uint()
+		if s > maxCount {
+			d.Fail("free slot %d out of range", s)
+		}
+		free = append(free, int32(s))
+	}
+	// Held slots are written with their instances, at least one byte each:
+	// this bounds the columns' growth by the input's size.
+	held := d.Len(maxCount-nfree, 1)
+	if d.Err() != nil {
+		return
+	}
+	r.nslots = nfree + held
+	r.slotUsed = make([]bool, r.nslots)
+	for _, s := range free {
+		if int(s) >= r.nslots || r.slotUsed[s] {
+			d.Fail("free slot %d out of range or listed twice", s)
+			return
+		}
+		r.slotUsed[s] = true
+	}
+	r.slotFree = free
+	for _, c := range r.o.cfg.Aggs {
+		c.Grow(r.nslots)
+	}
+	r.grown = true
+	if r.o.slots.keep {
+		r.prev = make([][]row.Value, r.nslots)
+	}
+}
+
+func (r *restorer) keyTable() {
+	o, d := r.o, r.d
+	nfree := d.Len(maxCount, 1)
+	if d.Err() != nil {
+		return
+	}
+	free := make([]uint32, 0, nfree)
+	for i := 0; i < nfree; i++ {
+		id := d.Uint()
+		if id > math.MaxUint32 {
+			d.Fail("free key id %d out of range", id)
+		}
+		free = append(free, uint32(id))
+	}
+	// Every id not free takes at least two bytes (encoded key, maxVer).
+	nlive := d.Len(maxCount, 2)
+	if d.Err() != nil {
+		return
+	}
+	n := nfree + nlive
+	if uint64(n) > math.MaxUint32 {
+		d.Fail("%d key ids is above the limit %d", n, uint64(math.MaxUint32))
+		return
+	}
+	k := newKeyTable(o.cfg.Key, o.cfg.KeyGroups)
+	r.keys = k
+	k.ents = make([]keyEntry, n)
+	k.ids = make(map[string]uint32, nlive)
+	r.keyFreed = make([]bool, n)
+	for _, id := range free {
+		if int(id) >= n || r.keyFreed[id] {
+			d.Fail("free key id %d out of range or listed twice", id)
+			return
+		}
+		r.keyFreed[id] = true
+	}
+	k.free = free
+	sessions := o.cfg.Gap > 0
+	for id := range k.ents {
+		if r.keyFreed[id] {
+			continue
+		}
+		enc := d.String()
+		maxVer := d.Uint()
+		if d.Err() != nil {
+			return
+		}
+		if maxVer > math.MaxUint32 {
+			d.Fail("key %d: version %d out of range", id, maxVer)
+			return
+		}
+		if err := checkKey(enc, o.cfg.Key); err != nil {
+			d.Fail("key %d: %v", id, err)
+			return
+		}
+		before := len(k.ids)
+		k.ids[enc] = uint32(id)
+		if len(k.ids) == before {
+			d.Fail("key %d: encoded key listed twice", id)
+			return
+		}
+		ke := &k.ents[id]
+		*ke = keyEntry{enc: enc, vals: decodeKey(enc, k.fields), maxVer: uint32(maxVer)}
+		if k.groups > 0 {
+			ke.group = uint16(fnv1a64(enc) % uint64(k.groups))
+		}
+		if sessions {
+			r.keySessions(uint32(id))
+		}
+	}
+}
+
+func (r *restorer) keySessions(id uint32) {
+	d := r.d
+	n := d.Len(maxCount, 6)
+	if d.Err() != nil || n == 0 {
+		return
+	}
+	ke := &r.keys.ents[id]
+	ke.sessions = make([]*session, 0, n)
+	for i := 0; i < n; i++ {
+		start := d.Int()
+		w := window.Window{Start: start, End: start + d.Int()}
+		seq := d.Uint()
+		if d.Err() != nil {
+			return
+		}
+		if seq >= r.seq {
+			d.Fail("key %d: session seq %d is not below the next seq %d", id, seq, r.seq)
+			return
+		}
+		if i > 0 && ke.sessions[i-1].w.Start >= w.Start {
+			d.Fail("key %d: sessions out of order", id)
+			return
+		}
+		s := &session{w: w, seq: seq}
+		s.key = id
+		fired, live := r.inst(&s.inst, w)
+		if d.Err() != nil {
+			return
+		}
+		if !live {
+			d.Fail("key %d: session without a slot", id)
+			return
+		}
+		s.fired = fired
+		ke.sessions = append(ke.sessions, s)
+		r.sessions = append(r.sessions, s)
+	}
+}
+
+func (r *restorer) paneList() {
+	d := r.d
+	n := d.Len(maxCount, 4)
+	if d.Err() != nil {
+		return
+	}
+	r.panes = make([]*pane, 0, n)
+	byStart := make(map[int64]bool, n)
+	for i := 0; i < n; i++ {
+		start := d.Int()
+		w := window.Window{Start: start, End: start + d.Int()}
+		fired := d.Bool()
+		m := d.Len(maxCount, 5)
+		if d.Err() != nil {
+			return
+		}
+		if i > 0 && !less(r.panes[i-1].w, w) {
+			d.Fail("pane %s out of order", w)
+			return
+		}
+		if byStart[w.Start] {
+			d.Fail("two panes start at %d", w.Start)
+			return
+		}
+		byStart[w.Start] = true
+		p := &pane{w: w, fired: fired, idx: make(map[string]int32, m), ents: make([]inst, m)}
+		for j := range p.ents {
+			in := &p.ents[j]
+			kid := d.Uint()
+			if d.Err() != nil {
+				return
+			}
+			if kid >= uint64(len(r.keys.ents)) || r.keyFreed[kid] {
+				d.Fail("pane %s: key id %d out of range or free", w, kid)
+				return
+			}
+			in.key = uint32(kid)
+			// One hash operation: a key listed twice does not grow the map.
+			before := len(p.idx)
+			p.idx[r.keys.ents[kid].enc] = int32(j)
+			if len(p.idx) == before {
+				d.Fail("pane %s: key %d listed twice", w, kid)
+				return
+			}
+			isFired, live := r.inst(in, w)
+			if d.Err() != nil {
+				return
+			}
+			if isFired {
+				d.Fail("pane %s: entry with the session fired flag", w)
+				return
+			}
+			if live {
+				p.live++
+			}
+		}
+		r.panes = append(r.panes, p)
+	}
+}
+
+// inst reads an instance (not its key) and its slot state; it reports the
+// fired flag and whether the instance holds a slot.
+func (r *restorer) inst(in *inst, w window.Window) (fired, live bool) {
+	o, d := r.o, r.d
+	flags := d.Byte()
+	if d.Err() != nil {
+		return
+	}
+	if flags&^flagMask != 0 || flags&(flagEmitSame|flagEmitDiff) == flagEmitSame|flagEmitDiff {
+		d.Fail("bad instance flags %#x", flags)
+		return
+	}
+	live = flags&flagLive != 0
+	in.slot = -1
+	if live {
+		s := d.Uint()
+		if d.Err() != nil {
+			return
+		}
+		if s >= uint64(r.nslots) || r.slotUsed[s] {
+			d.Fail("slot %d out of range, free or held twice", s)
+			return
+		}
+		r.slotUsed[s] = true
+		r.heldSlots++
+		in.slot = int32(s)
+	}
+	in.rows = d.Int()
+	ver := d.Uint()
+	dv := d.Int()
+	if d.Err() != nil {
+		return
+	}
+	emitV := int64(ver) - dv
+	if ver > math.MaxUint32 || dv < -math.MaxUint32 || dv > math.MaxUint32 || emitV < 0 || emitV > math.MaxUint32 {
+		d.Fail("version %d / emitted version offset %d out of range", ver, dv)
+		return
+	}
+	in.version, in.emitV = uint32(ver), uint32(emitV)
+	in.emitted = flags&flagEmitted != 0
+	in.dirty = flags&flagDirty != 0
+	switch {
+	case flags&flagEmitSame != 0:
+		in.emitW = w
+	case flags&flagEmitDiff != 0:
+		in.emitW = window.Window{Start: w.Start + d.Int(), End: w.End + d.Int()}
+	}
+	if live {
+		for _, c := range o.cfg.Aggs {
+			c.RestoreSlot(d, in.slot)
+		}
+		if o.slots.keep {
+			r.prevValues(in.slot)
+		}
+	}
+	return flags&flagFired != 0, live
+}
+
+// prevValues reads a slot's last emitted values: none, or one per
+// aggregate, each null or of the aggregate's kind.
+func (r *restorer) prevValues(s int32) {
+	o, d := r.o, r.d
+	n := d.Len(len(o.cfg.Aggs), 1)
+	if d.Err() != nil || n == 0 {
+		return
+	}
+	if n != len(o.cfg.Aggs) {
+		d.Fail("slot %d: %d emitted values for %d aggregates", s, n, len(o.cfg.Aggs))
+		return
+	}
+	vals := make([]row.Value, n)
+	for i := range vals {
+		v := d.Value()
+		if d.Err() != nil {
+			return
+		}
+		if !v.IsNull() && v.Kind != o.cfg.Aggs[i].Kind() {
+			d.Fail("slot %d: emitted value %d is %s, aggregate is %s", s, i, v.Kind, o.cfg.Aggs[i].Kind())
+			return
+		}
+		vals[i] = v
+	}
+	r.prev[s] = vals
+}
+
+// install replaces the operator's state with the decoded one and derives
+// the rest: key reference counts and idleness, pane lookup, timers.
+func (r *restorer) install() {
+	o := r.o
+	k := r.keys
+	for _, p := range r.panes {
+		for i := range p.ents {
+			k.ents[p.ents[i].key].refs++
+		}
+	}
+	for _, s := range r.sessions {
+		k.ents[s.key].refs++
+	}
+	for id := range k.ents {
+		if !r.keyFreed[id] && k.ents[id].refs == 0 {
+			k.ents[id].idle = true
+			k.idle++
+		}
+	}
+	o.wm, o.now, o.nextEarly = r.wm, r.now, r.nextEarly
+	o.emitted, o.partial, o.skippedWindows = r.emitted, r.partial, r.skipped
+	o.keys = k
+	o.slots.n = r.nslots
+	o.slots.free = r.slotFree
+	if o.slots.keep {
+		o.slots.prev = r.prev
+	}
+	o.panes.init()
+	o.panes.list = r.panes
+	for _, p := range r.panes {
+		o.panes.byStart[p.w.Start] = p
+	}
+	o.sess = sessionStore{keys: k, seq: r.seq, live: len(r.sessions)}
+	// Timers in (key id, start) order; pops are ordered by (time, kind,
+	// seq), which is total, so the insertion order does not matter.
+	for _, s := range r.sessions {
+		o.schedule(s)
+	}
+}
+
+// undo empties the slots a failed restore may have written, leaving the
+// operator as New returned it.
+func (r *restorer) undo() {
+	if !r.grown {
+		return
+	}
+	for _, c := range r.o.cfg.Aggs {
+		for s := 0; s < r.nslots; s++ {
+			c.Reset(int32(s))
+		}
+	}
+}
+
+// checkKey reports whether enc is a key encoding appendKey could have
+// written for fields: a valid tag per field (0 null; 1 for bool, int and
+// timestamp fields; 2 for strings; 3 and a parseable decimal for decimal
+// fields), lengths within enc, nothing after the last field.
+func checkKey(enc string, fields []row.Field) error {
+	p := 0
+	for i, f := range fields {
+		if p >= len(enc) {
+			return fmt.Errorf("encoding ends before field %d", i)
+		}
+		tag := enc[p]
+		p++
+		switch {
+		case tag == 0:
+		case tag == 1 && f.Kind != row.KindString && f.Kind != row.KindDecimal:
+			if len(enc)-p < 8 {
+				return fmt.Errorf("field %d: short value", i)
+			}
+			p += 8
+		case tag == 2 && f.Kind == row.KindString, tag == 3 && f.Kind == row.KindDecimal:
+			n, w := uvarint(enc[p:])
+			if w <= 0 || n > uint64(len(enc)-p-w) {
+				return fmt.Errorf("field %d: bad length", i)
+			}
+			p += w
+			s := enc[p : p+int(n)]
+			p += int(n)
+			if tag == 3 {
+				if _, err := row.ParseDecimal([]byte(s)); err != nil {
+					return fmt.Errorf("field %d: %v", i, err)
+				}
+			}
+		default:
+			return fmt.Errorf("field %d (%s): bad tag %d", i, f.Kind, tag)
+		}
+	}
+	if p != len(enc) {
+		return fmt.Errorf("%d bytes after the last field", len(enc)-p)
+	}
+	return nil
+}
+
+// uvarint is binary.Uvarint over a string.
+func uvarint(s string) (uint64, int) {
+	var x uint64
+	var shift uint
+	for i := 0; i < len(s) && i < 10; i++ {
+		b := s[i]
+		if b < 0x80 {
+			if i == 9 && b > 1 {
+				return 0, -1
+			}
+			return x | uint64(b)<<shift, i + 1
+		}
+		x |= uint64(b&0x7f) << shift
+		shift += 7
+	}
+	return 0, 0
+}
