@@ -1,11 +1,12 @@
 package contract
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/tidemark/tidemark/spec"
 )
 
 // UnmarshalYAML implements yaml.NodeUnmarshaler: it decodes a mapping of
@@ -15,27 +16,27 @@ import (
 // field without a type, which Validate reports. Errors carry the line and
 // column.
 func (fs *Fields) UnmarshalYAML(node ast.Node) error {
-	entries, err := mapEntries(node, "fields")
+	entries, err := spec.MapEntries(node, "fields"+": want a mapping of names to declarations")
 	if err != nil {
 		return err
 	}
 	out := make(Fields, 0, len(entries))
 	for _, e := range entries {
-		name, ok := scalarText(e.Key)
+		name, ok := spec.ScalarText(e.Key)
 		if !ok {
-			return nodeError(e.Key, "field names must be plain strings")
+			return spec.NodeError(e.Key, "field names must be plain strings")
 		}
 		f := Field{Name: name}
-		switch v := unwrap(e.Value).(type) {
+		switch v := spec.UnwrapNode(e.Value).(type) {
 		case *ast.NullNode:
 		case *ast.MappingNode, *ast.MappingValueNode:
 			if err := decodeField(&f, v); err != nil {
 				return err
 			}
 		default:
-			t, ok := scalarText(v)
+			t, ok := spec.ScalarText(v)
 			if !ok {
-				return nodeError(e.Value, fmt.Sprintf("%s: want a type such as decimal, or a mapping {type: decimal, required: true}", name))
+				return spec.NodeError(e.Value, fmt.Sprintf("%s: want a type such as decimal, or a mapping {type: decimal, required: true}", name))
 			}
 			f.Type = t
 		}
@@ -47,23 +48,23 @@ func (fs *Fields) UnmarshalYAML(node ast.Node) error {
 
 // decodeField reads the keys of one field's mapping into f.
 func decodeField(f *Field, node ast.Node) error {
-	entries, err := mapEntries(node, f.Name)
+	entries, err := spec.MapEntries(node, f.Name+": want a mapping of names to declarations")
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		k, ok := scalarText(e.Key)
+		k, ok := spec.ScalarText(e.Key)
 		if !ok {
-			return nodeError(e.Key, fmt.Sprintf("%s: keys must be plain strings", f.Name))
+			return spec.NodeError(e.Key, fmt.Sprintf("%s: keys must be plain strings", f.Name))
 		}
 		switch k {
 		case "type":
-			if _, null := unwrap(e.Value).(*ast.NullNode); null {
+			if _, null := spec.UnwrapNode(e.Value).(*ast.NullNode); null {
 				continue
 			}
-			t, ok := scalarText(e.Value)
+			t, ok := spec.ScalarText(e.Value)
 			if !ok {
-				return nodeError(e.Value, fmt.Sprintf("%s.type: want a type name such as int or decimal", f.Name))
+				return spec.NodeError(e.Value, fmt.Sprintf("%s.type: want a type name such as int or decimal", f.Name))
 			}
 			f.Type = t
 		case "required", "metadata":
@@ -77,16 +78,16 @@ func decodeField(f *Field, node ast.Node) error {
 				f.Metadata = b
 			}
 		case "description":
-			if _, null := unwrap(e.Value).(*ast.NullNode); null {
+			if _, null := spec.UnwrapNode(e.Value).(*ast.NullNode); null {
 				continue
 			}
-			d, ok := scalarText(e.Value)
+			d, ok := spec.ScalarText(e.Value)
 			if !ok {
-				return nodeError(e.Value, fmt.Sprintf("%s.description: want text", f.Name))
+				return spec.NodeError(e.Value, fmt.Sprintf("%s.description: want text", f.Name))
 			}
 			f.Description = d
 		default:
-			return nodeError(e.Key, fmt.Sprintf("%s: unknown key %q (want type, required, metadata or description)", f.Name, k))
+			return spec.NodeError(e.Key, fmt.Sprintf("%s: unknown key %q (want type, required, metadata or description)", f.Name, k))
 		}
 	}
 	return nil
@@ -94,13 +95,13 @@ func decodeField(f *Field, node ast.Node) error {
 
 // boolValue reads a YAML boolean; null is false.
 func boolValue(node ast.Node, key string) (bool, error) {
-	switch n := unwrap(node).(type) {
+	switch n := spec.UnwrapNode(node).(type) {
 	case *ast.BoolNode:
 		return n.Value, nil
 	case *ast.NullNode:
 		return false, nil
 	}
-	return false, nodeError(node, fmt.Sprintf("%s: want true or false", key))
+	return false, spec.NodeError(node, fmt.Sprintf("%s: want true or false", key))
 }
 
 // MarshalYAML implements yaml.InterfaceMarshaler: a mapping of names to
@@ -140,59 +141,4 @@ func (fs Fields) Names() []string {
 		out[i] = f.Name
 	}
 	return out
-}
-
-// unwrap skips anchors and tags around a value.
-func unwrap(node ast.Node) ast.Node {
-	for {
-		switch n := node.(type) {
-		case *ast.AnchorNode:
-			if n.Value == nil {
-				return node
-			}
-			node = n.Value
-		case *ast.TagNode:
-			if n.Value == nil {
-				return node
-			}
-			node = n.Value
-		default:
-			return node
-		}
-	}
-}
-
-// nodeError is an error positioned at node, shown with its line by
-// yaml.FormatError.
-func nodeError(node ast.Node, msg string) error {
-	if node == nil || node.GetToken() == nil {
-		return errors.New(msg)
-	}
-	return &yaml.SyntaxError{Message: msg, Token: node.GetToken()}
-}
-
-// scalarText returns the text of a scalar node as written.
-func scalarText(node ast.Node) (string, bool) {
-	switch n := unwrap(node).(type) {
-	case *ast.StringNode:
-		return n.Value, true
-	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
-		return n.GetToken().Value, true
-	case *ast.LiteralNode:
-		return n.Value.Value, true
-	}
-	return "", false
-}
-
-// mapEntries returns the key/value pairs of a mapping node, in order.
-func mapEntries(node ast.Node, what string) ([]*ast.MappingValueNode, error) {
-	switch n := unwrap(node).(type) {
-	case *ast.MappingNode:
-		return n.Values, nil
-	case *ast.MappingValueNode:
-		return []*ast.MappingValueNode{n}, nil
-	case *ast.NullNode:
-		return nil, nil
-	}
-	return nil, nodeError(node, what+": want a mapping of names to declarations")
 }

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -26,7 +27,7 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // UnmarshalYAML implements yaml.NodeUnmarshaler: errors carry the line and
 // column of the value.
 func (d *Duration) UnmarshalYAML(node ast.Node) error {
-	node = unwrap(node)
+	node = UnwrapNode(node)
 	switch n := node.(type) {
 	case *ast.NullNode:
 		*d = 0
@@ -34,21 +35,27 @@ func (d *Duration) UnmarshalYAML(node ast.Node) error {
 	case *ast.StringNode:
 		v, err := time.ParseDuration(strings.TrimSpace(n.Value))
 		if err != nil {
-			return nodeError(node, fmt.Sprintf("duration %q: want a Go duration string such as \"90s\", \"3m\" or \"24h\"", n.Value))
+			return NodeError(node, fmt.Sprintf("duration %q: want a Go duration string such as \"90s\", \"3m\" or \"24h\"", n.Value))
 		}
 		*d = Duration(v)
 		return nil
 	}
-	return nodeError(node, fmt.Sprintf("duration must be a Go duration string such as \"90s\" or \"3m\", got %s (a bare number has no unit)", node.GetToken().Value))
+	return NodeError(node, fmt.Sprintf("duration must be a Go duration string such as \"90s\" or \"3m\", got %s (a bare number has no unit)", node.GetToken().Value))
 }
 
-// unwrap skips anchors and tags around a value.
-func unwrap(node ast.Node) ast.Node {
+// UnwrapNode returns the node under YAML anchors and tags.
+func UnwrapNode(node ast.Node) ast.Node {
 	for {
 		switch n := node.(type) {
 		case *ast.AnchorNode:
+			if n.Value == nil {
+				return node
+			}
 			node = n.Value
 		case *ast.TagNode:
+			if n.Value == nil {
+				return node
+			}
 			node = n.Value
 		default:
 			return node
@@ -56,16 +63,19 @@ func unwrap(node ast.Node) ast.Node {
 	}
 }
 
-// nodeError is an error positioned at node, shown with its line by
-// yaml.FormatError.
-func nodeError(node ast.Node, msg string) error {
+// NodeError returns an error positioned at node, shown with its line by
+// yaml.FormatError (a plain error for a node without a token).
+func NodeError(node ast.Node, msg string) error {
+	if node == nil || node.GetToken() == nil {
+		return errors.New(msg)
+	}
 	return &yaml.SyntaxError{Message: msg, Token: node.GetToken()}
 }
 
-// scalarText returns the text of a scalar node as written: a number keeps
+// ScalarText returns the text of a scalar node as written: a number keeps
 // its literal ("2.50", not 2.5).
-func scalarText(node ast.Node) (string, bool) {
-	switch n := unwrap(node).(type) {
+func ScalarText(node ast.Node) (string, bool) {
+	switch n := UnwrapNode(node).(type) {
 	case *ast.StringNode:
 		return n.Value, true
 	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
@@ -76,9 +86,10 @@ func scalarText(node ast.Node) (string, bool) {
 	return "", false
 }
 
-// mapEntries returns the key/value pairs of a mapping node, in order.
-func mapEntries(node ast.Node, what string) ([]*ast.MappingValueNode, error) {
-	switch n := unwrap(node).(type) {
+// MapEntries returns the key/value pairs of a mapping node, in order (none
+// for null), or NodeError(node, errMsg) for any other node.
+func MapEntries(node ast.Node, errMsg string) ([]*ast.MappingValueNode, error) {
+	switch n := UnwrapNode(node).(type) {
 	case *ast.MappingNode:
 		return n.Values, nil
 	case *ast.MappingValueNode:
@@ -86,7 +97,7 @@ func mapEntries(node ast.Node, what string) ([]*ast.MappingValueNode, error) {
 	case *ast.NullNode:
 		return nil, nil
 	}
-	return nil, nodeError(node, what+" must be a mapping of names to values")
+	return nil, NodeError(node, errMsg)
 }
 
 // MarshalYAML implements yaml.InterfaceMarshaler.
@@ -109,23 +120,23 @@ type NamedExprs []NamedExpr
 // UnmarshalYAML implements yaml.NodeUnmarshaler, keeping key order and the
 // written text of unquoted numbers; errors carry the line and column.
 func (n *NamedExprs) UnmarshalYAML(node ast.Node) error {
-	entries, err := mapEntries(node, "a map of expressions")
+	entries, err := MapEntries(node, "a map of expressions must be a mapping of names to values")
 	if err != nil {
 		return err
 	}
 	out := make(NamedExprs, 0, len(entries))
 	for _, e := range entries {
-		k, ok := scalarText(e.Key)
+		k, ok := ScalarText(e.Key)
 		if !ok {
-			return nodeError(e.Key, "names must be plain strings")
+			return NodeError(e.Key, "names must be plain strings")
 		}
-		v, ok := scalarText(e.Value)
+		v, ok := ScalarText(e.Value)
 		if !ok || strings.TrimSpace(v) == "" {
 			msg := fmt.Sprintf("%s: the expression is empty", k)
 			if strings.ContainsAny(k, "()") {
 				msg += " (in a flow mapping {a: f(x, y)} a comma ends the entry: quote expressions that hold commas)"
 			}
-			return nodeError(e.Key, msg)
+			return NodeError(e.Key, msg)
 		}
 		out = append(out, NamedExpr{Name: k, Expr: v})
 	}
@@ -154,19 +165,19 @@ type FieldTypes []FieldType
 // UnmarshalYAML implements yaml.NodeUnmarshaler, keeping key order; errors
 // carry the line and column.
 func (f *FieldTypes) UnmarshalYAML(node ast.Node) error {
-	entries, err := mapEntries(node, "a schema")
+	entries, err := MapEntries(node, "a schema must be a mapping of names to values")
 	if err != nil {
 		return err
 	}
 	out := make(FieldTypes, 0, len(entries))
 	for _, e := range entries {
-		k, ok := scalarText(e.Key)
+		k, ok := ScalarText(e.Key)
 		if !ok {
-			return nodeError(e.Key, "field names must be plain strings")
+			return NodeError(e.Key, "field names must be plain strings")
 		}
-		v, ok := scalarText(e.Value)
+		v, ok := ScalarText(e.Value)
 		if !ok {
-			return nodeError(e.Value, fmt.Sprintf("%s: type must be a string such as int or decimal", k))
+			return NodeError(e.Value, fmt.Sprintf("%s: type must be a string such as int or decimal", k))
 		}
 		out = append(out, FieldType{Name: k, Type: v})
 	}
