@@ -72,25 +72,15 @@ func (st *stage) process(ctx context.Context, r *row.Row, ts int64, weight int, 
 		st.cnt.Retractions++
 	}
 	p := st.p
-	if p.Filter != nil {
-		keep, ok, err := p.Filter.EvalBool(r)
-		if err != nil {
-			return false, st.quarantine(ctx, org.raw(), "filter: "+err.Error(), "", "expression", org.pos())
-		}
-		if !ok || !keep {
-			if weight > 0 {
-				st.cnt.Filtered++
-			}
-			return true, nil
-		}
+	keep, reason, field, bad := st.evaluate(r)
+	if bad {
+		return false, st.quarantine(ctx, org.raw(), reason, field, "expression", org.pos())
 	}
-	if len(p.Derived) > 0 {
-		p.Schema.ExtendFrom(r, p.InputFields)
-		for i := range p.Derived {
-			if err := derive(r, &p.Derived[i]); err != nil {
-				return false, st.quarantine(ctx, org.raw(), err.Error(), p.Derived[i].Field.Name, "expression", org.pos())
-			}
+	if !keep {
+		if weight > 0 {
+			st.cnt.Filtered++
 		}
+		return true, nil
 	}
 	out, err := st.op.Process(r, ts, weight, st.rt.now)
 	if err != nil {
@@ -125,25 +115,37 @@ func (st *stage) process(ctx context.Context, r *row.Row, ts int64, weight int, 
 // error (filter or derived field), with the reason and field, without
 // counting or emitting anything. It computes r's derived fields.
 func (st *stage) invalid(r *row.Row) (reason, field string, bad bool) {
+	_, reason, field, bad = st.evaluate(r)
+	if bad && field != "" {
+		reason = "stage " + st.p.Name + ": " + reason
+	}
+	return reason, field, bad
+}
+
+// evaluate runs the stage's filter and computes r's derived fields. keep
+// is false for a record the filter drops (valid, contributes nothing); bad
+// is true for an expression error, with its reason and the derived field
+// at fault ("" for the filter).
+func (st *stage) evaluate(r *row.Row) (keep bool, reason, field string, bad bool) {
 	p := st.p
 	if p.Filter != nil {
-		keep, ok, err := p.Filter.EvalBool(r)
+		k, ok, err := p.Filter.EvalBool(r)
 		if err != nil {
-			return "filter: " + err.Error(), "", true
+			return false, "filter: " + err.Error(), "", true
 		}
-		if !ok || !keep {
-			return "", "", false // filtered out: valid, contributes nothing
+		if !ok || !k {
+			return false, "", "", false
 		}
 	}
 	if len(p.Derived) > 0 {
 		p.Schema.ExtendFrom(r, p.InputFields)
 		for i := range p.Derived {
 			if err := derive(r, &p.Derived[i]); err != nil {
-				return "stage " + p.Name + ": " + err.Error(), p.Derived[i].Field.Name, true
+				return false, err.Error(), p.Derived[i].Field.Name, true
 			}
 		}
 	}
-	return "", "", false
+	return true, "", "", false
 }
 
 // derive evaluates one derived field into its slot.
