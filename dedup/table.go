@@ -167,13 +167,12 @@ func (t *Table) Expire(wm int64) {
 	if wm == math.MaxInt64 {
 		return // end of input: nothing more to compare with
 	}
-	cut := wm / 1000 // an id whose expiry second is ≤ this has expired
-	// The sweep is logical at once (lookups treat ids expired by cut as
+	// An id whose expiry second is ≤ wm/1000 has expired. The sweep is logical at once (lookups treat ids expired by cut as
 	// absent) and physical — a rebuild of the table — only when at least
 	// an eighth of its ids are new since the last rebuild: with a TTL short
 	// next to the gap between records, a rebuild every quarter TTL would
 	// cost a rebuild per record.
-	t.cut = cut
+	t.cut = wm / 1000
 	if t.inserts*8 < t.n {
 		return
 	}
@@ -182,40 +181,30 @@ func (t *Table) Expire(wm int64) {
 	for size > 1024 && t.n*100 < size*37/2 {
 		size /= 2
 	}
-	old := t.slots
-	t.slots = make([]slot, size)
-	t.n = 0
-	mask := uint64(size - 1)
-	for _, s := range old {
-		if s.id == 0 || t.base+int64(s.expiry) <= cut {
-			continue
-		}
-		i := s.id & mask
-		for t.slots[i].id != 0 {
-			i = (i + 1) & mask
-		}
-		t.slots[i] = s
-		t.n++
-	}
+	t.resize(size)
 	if t.n*4 > len(t.slots)*3 {
 		t.resize(len(t.slots) * 2)
 	}
 }
 
-// resize rehashes into size slots (a power of two).
+// resize rehashes into size slots (a power of two), leaving out the ids
+// the last sweep forgot.
 func (t *Table) resize(size int) {
 	old := t.slots
 	t.slots = make([]slot, size)
+	t.n = 0
 	mask := uint64(size - 1)
-	for _, s := range old {
-		if s.id == 0 {
+	for k := range old {
+		s := &old[k]
+		if s.id == 0 || t.expired(s) {
 			continue
 		}
 		i := s.id & mask
 		for t.slots[i].id != 0 {
 			i = (i + 1) & mask
 		}
-		t.slots[i] = s
+		t.slots[i] = *s
+		t.n++
 	}
 }
 
