@@ -221,6 +221,11 @@ func (rt *runtime) takeCheckpoint(ctx context.Context) error {
 	ck := rt.ck
 	start := time.Now()
 	id := ck.nextID
+	// Ledgers commit before the checkpoint; the conflicts they find are
+	// written to the conflict output before it prepares.
+	if err := rt.applyLedgers(ctx, 0); err != nil {
+		return fmt.Errorf("checkpoint %d: %w", id, err)
+	}
 	prepared := make([][]byte, len(ck.committers))
 	for i, s := range ck.committers {
 		p, err := s.c.Prepare(ctx, id)

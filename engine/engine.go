@@ -194,7 +194,8 @@ type runtime struct {
 	firstQ                                          string
 	byRule                                          map[string]int64 // quarantined records per contract rule
 
-	ck *ckState // nil without checkpoints
+	ck      *ckState     // nil without checkpoints
+	ledgers []*ledgerSink // every stage's ledger sinks
 }
 
 func (rt *runtime) open(ctx context.Context) error {
@@ -284,7 +285,19 @@ func (rt *runtime) open(ctx context.Context) error {
 		}
 		st := &stage{rt: rt, p: sp, op: op, enc: changelog.NewEncoder(sp.Loc)}
 		for i, sk := range sp.Sinks {
-			s, err := rt.opts.Registry.openResults(ctx, sk, sp.Desc, &rt.env)
+			var s sink.Results
+			var err error
+			if sk.Type == "postgres" && sk.Mode == "ledger" {
+				var ls *ledgerSink
+				ls, err = rt.openLedger(ctx, st, sk, fmt.Sprintf("%s: sinks[%d]", sp.Name, i))
+				if err == nil {
+					st.ledger = append(st.ledger, ls)
+					rt.ledgers = append(rt.ledgers, ls)
+					s = ls
+				}
+			} else {
+				s, err = rt.opts.Registry.openResults(ctx, sk, sp.Desc, &rt.env)
+			}
 			if err != nil {
 				return fmt.Errorf("%s: sinks[%d] (%s): %w", sp.Name, i, sk.Type, err)
 			}
@@ -343,6 +356,9 @@ func (rt *runtime) loop(ctx context.Context) error {
 			}
 		}
 		rt.batches++
+		if err := rt.applyLedgers(ctx, ledgerBatch); err != nil {
+			return err
+		}
 		if rt.ck != nil {
 			if rerr == nil && rt.due() {
 				if err := rt.takeCheckpoint(ctx); err != nil {
@@ -477,6 +493,10 @@ func (rt *runtime) finish(ctx context.Context) error {
 }
 
 func (rt *runtime) flush(ctx context.Context) error {
+	// Ledger conflicts go to the conflict output, flushed below.
+	if err := rt.applyLedgers(ctx, 0); err != nil {
+		return err
+	}
 	for _, st := range rt.stages {
 		for _, s := range st.sinks {
 			if err := s.Flush(ctx); err != nil {
@@ -541,6 +561,7 @@ func (rt *runtime) summary() *Summary {
 		StaleVersions:  rt.stale,
 		Superseded:     rt.superseded,
 		FirstViolation: rt.firstQ,
+		Ledgers:        rt.ledgerSummaries(),
 	}
 	for _, name := range slices.Sorted(maps.Keys(rt.byRule)) {
 		s.Rules = append(s.Rules, RuleCount{Rule: name, Count: rt.byRule[name]})

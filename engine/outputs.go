@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/sink/jsonl"
+	"github.com/tidemark/tidemark/sink/postgres"
 	"github.com/tidemark/tidemark/sink/sqlite"
 	"github.com/tidemark/tidemark/sink/stdout"
 	"github.com/tidemark/tidemark/spec"
@@ -49,7 +51,8 @@ type Registry struct {
 	Records map[string]RecordSinkFactory
 }
 
-// DefaultRegistry returns the built-in sinks: sqlite, jsonl and stdout for
+// DefaultRegistry returns the built-in sinks: sqlite, postgres (mode
+// results; the runner opens mode ledger itself), jsonl and stdout for
 // results; jsonl and stdout for side outputs.
 func DefaultRegistry() *Registry {
 	return &Registry{
@@ -61,6 +64,14 @@ func DefaultRegistry() *Registry {
 				// run left; a run resuming from a checkpoint keeps them.
 				return sqlite.NewWithOptions(ctx, s.Path, s.Table, d, sqlite.Options{
 					Replace: !env.Restoring, ExactlyOnce: env.exactlyOnce(s), Pipeline: env.Pipeline, Sink: s.Table})
+			},
+			"postgres": func(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
+				if s.Mode == "ledger" {
+					// The runner opens ledgers itself: they take events, not rows.
+					return nil, errors.New("mode ledger is opened by the runner, not the registry")
+				}
+				return postgres.New(ctx, s.DSN, s.Table, d, postgres.Options{
+					Pipeline: env.Pipeline, Sink: s.Table, Replace: !env.Restoring, AtLeastOnce: !env.exactlyOnce(s)})
 			},
 			"jsonl": func(_ context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
 				return jsonl.NewResultsWithOptions(s.Path, d, jsonl.Options{ExactlyOnce: env.exactlyOnce(s), Append: env.Restoring})

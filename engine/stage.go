@@ -22,6 +22,7 @@ type stage struct {
 	op     *operator.Operator
 	sinks  []sink.Results
 	late   sink.Records
+	ledger []*ledgerSink // postgres sinks in mode ledger (also in sinks)
 	down   []*stage
 	in     *row.Row // input row for a stage reading a changelog
 	enc    *changelog.Encoder
@@ -94,10 +95,12 @@ func (st *stage) process(ctx context.Context, r *row.Row, ts int64, weight int, 
 	case operator.OnTime:
 		if weight > 0 {
 			st.cnt.OnTime++
+			st.toLedgers(r, ts, org)
 		}
 	case operator.LateAccepted:
 		if weight > 0 {
 			st.cnt.LateAccepted++
+			st.toLedgers(r, ts, org)
 		}
 	case operator.RetractMissing:
 		st.cnt.RetractMissing++
@@ -109,6 +112,16 @@ func (st *stage) process(ctx context.Context, r *row.Row, ts int64, weight int, 
 		}
 	}
 	return true, st.emitPending(ctx)
+}
+
+// toLedgers hands an accepted source record to the stage's ledger sinks.
+func (st *stage) toLedgers(r *row.Row, ts int64, org *origin) {
+	if org.meta == nil {
+		return
+	}
+	for _, ls := range st.ledger {
+		ls.add(r, ts, org)
+	}
 }
 
 // invalid reports whether the stage would quarantine r for an expression

@@ -21,8 +21,9 @@ type dedupStep struct {
 	p        *plan.Dedup
 	table    *dedup.Table
 	hasher   *dedup.Hasher
-	key      []byte
-	event    []byte
+	key      []byte // the current record's event id (text)
+	hash     uint32 // the current record's payload hash
+	event    []byte // the current record as a JSON object
 	payloads payloadCache
 	sink     sink.Records
 	enc      *changelog.Encoder
@@ -43,6 +44,7 @@ func (d *dedupStep) observe(ctx context.Context, rt *runtime, r *row.Row, m *sou
 	id := dedup.IDHash(d.key)
 	d.event = rt.src.EventJSON(d.event[:0], m)
 	payload, _ := d.hasher.Sum(d.event)
+	d.hash = payload
 	out, first := d.table.Observe(id, payload, ts)
 	switch out {
 	case dedup.Duplicate:

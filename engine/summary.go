@@ -76,6 +76,18 @@ type Summary struct {
 	// Stopped is true when the run was stopped (context cancelled) and
 	// took a final checkpoint instead of reaching the end of its input.
 	Stopped bool
+	// Ledgers reports the postgres ledger sinks (mode ledger), in stage
+	// and sink order.
+	Ledgers []LedgerSummary
+}
+
+// LedgerSummary is what one ledger sink did in this run. Applied +
+// Duplicates + Conflicts is the number of events the stage accepted.
+type LedgerSummary struct {
+	Sink       string // "<stage>: sinks[i]"
+	Applied    int64  // new event ids: inserted and added to the aggregates
+	Duplicates int64  // event ids already in the ledger with the same payload hash: nothing changed
+	Conflicts  int64  // event ids in the ledger with another payload hash: to the conflict output
 }
 
 // CheckpointSummary reports a run's checkpoints.
@@ -160,6 +172,9 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 			fmt.Fprintf(w, "  retractions          %12d  (%d unmatched, %d after their window closed)\n", st.Retractions, st.RetractMissing, st.RetractTooLate)
 		}
 		fmt.Fprintf(w, "  rows emitted         %12d  (%d final)\n", st.RowsEmitted, st.FinalRows)
+	}
+	for _, l := range s.Ledgers {
+		fmt.Fprintf(w, "  ledger %s: %d applied, %d already in the ledger, %d conflicts\n", l.Sink, l.Applied, l.Duplicates, l.Conflicts)
 	}
 	fmt.Fprintf(w, "  final watermark      %s\n", wm)
 	if c := s.Checkpoints; c.Dir != "" {

@@ -91,6 +91,9 @@ type Stage struct {
 	Sinks          []spec.Sink
 	// Retracting is true when the input may carry retractions.
 	Retracting bool
+	// Aggs are the aggregate columns' specs, in output order (the ledger
+	// sink reads each event's deltas from their argument fields).
+	Aggs []aggregate.Spec
 }
 
 // Derived is one computed field.
@@ -566,6 +569,21 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		}
 		cols = append(cols, c)
 		outs = append(outs, changelog.Column{Name: a.Name, Kind: c.Kind()})
+		s.Aggs = append(s.Aggs, sp)
+	}
+	for i, sk := range st.Sinks {
+		if sk.Type != "postgres" || sk.Mode != "ledger" {
+			continue
+		}
+		key := fmt.Sprintf("sinks[%d].mode", i)
+		if in >= 0 {
+			add(key, errors.New("ledger reads source events; this stage reads another stage's changelog"))
+		}
+		for _, sp := range s.Aggs {
+			if !(sp.Func == "sum" || (sp.Func == "count" && !sp.HasArg)) {
+				add(key, fmt.Errorf("ledger keeps additive aggregates, sum(x) and count(); %s is %s(x)", sp.Name, sp.Func))
+			}
+		}
 	}
 	mode, err := operator.ParseMode(st.Emit.Mode)
 	if err != nil {

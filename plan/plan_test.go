@@ -42,6 +42,11 @@ func TestCompileErrors(t *testing.T) {
 			[]string{`p: fields.ts: already a field of the input; choose another name`}},
 		{"downstream of an upsert stream", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\nstages:\n  - {name: a, window: {type: tumbling, size: 1m}, aggregates: {n: count()}}\n  - {name: b, window: {type: tumbling, size: 1m}, aggregates: {m: max(n)}}\n",
 			[]string{`b: input a emits mode update (an upsert stream without update_before); a stage reading it needs emit.mode retract or final upstream`}},
+		{"ledger of a max", head + "dedup: {key: id, ttl: 1h}\naggregates: {n: count(), top: max(amount), m: count(qty)}\nsinks: [{type: postgres, dsn: x, mode: ledger}]\n",
+			[]string{`p: sinks[0].mode: ledger keeps additive aggregates, sum(x) and count(); top is max(x)`,
+				`sinks[0].mode: ledger keeps additive aggregates, sum(x) and count(); m is count(x)`}},
+		{"ledger downstream", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\ndedup: {key: id, ttl: 1h}\nstages:\n  - {name: a, window: {type: tumbling, size: 1m}, aggregates: {n: count()}, emit: {mode: retract}}\n  - {name: b, window: {type: tumbling, size: 1m}, aggregates: {m: sum(n)}, sinks: [{type: postgres, dsn: x, mode: ledger}]}\n",
+			[]string{`b: sinks[0].mode: ledger reads source events; this stage reads another stage's changelog`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Compile(parse(t, tc.yaml), nil)

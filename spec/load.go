@@ -176,8 +176,15 @@ func (p *Pipeline) Defaults() {
 			s.Window.Timezone = "UTC"
 		}
 		for i := range s.Sinks {
-			if s.Sinks[i].Table == "" {
-				s.Sinks[i].Table = strings.ReplaceAll(s.Name, "-", "_")
+			sk := &s.Sinks[i]
+			if sk.Table == "" {
+				sk.Table = strings.ReplaceAll(s.Name, "-", "_")
+			}
+			if sk.Type == "postgres" && sk.Mode == "" {
+				sk.Mode = "results"
+			}
+			if sk.Mode == "ledger" && sk.LedgerTable == "" {
+				sk.LedgerTable = sk.Table + "_ledger"
 			}
 		}
 	}
@@ -245,6 +252,9 @@ func (p *Pipeline) StageList() []Stage {
 var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
 var tableRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 var typeRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// qualifiedRE matches a SQL table name, optionally schema-qualified.
+var qualifiedRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
 
 // Validate checks the pipeline and returns every problem found, each naming
 // its key (e.g. "window.size: required for tumbling windows").
@@ -329,8 +339,29 @@ func (p *Pipeline) Validate() error {
 		}
 		seen[st.Name] = true
 		validateStage(prefix, &st, add)
+		for j := range st.Sinks {
+			if st.Sinks[j].Type == "postgres" && st.Sinks[j].Mode == "ledger" {
+				validateLedger(fmt.Sprintf("%ssinks[%d]", prefix, j), p, &st, add)
+			}
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateLedger checks what a postgres ledger sink needs of its stage and
+// pipeline: each accepted source event adds its deltas to exactly one
+// window, identified by an event id. The aggregate functions (sum(x),
+// count()) are checked when the plan compiles.
+func validateLedger(key string, p *Pipeline, st *Stage, add func(key, format string, args ...any)) {
+	if p.Dedup == nil {
+		add(key+".mode", "ledger needs event ids: add dedup: {key: <event id field>, ttl: ...} (or a contract with an event_id)")
+	}
+	if p.OrderBy != nil {
+		add(key+".mode", "ledger adds each event once and cannot take back a superseded version: not available with order_by")
+	}
+	if st.Window.Type != "tumbling" {
+		add(key+".mode", "ledger needs tumbling windows (each event counts in exactly one window), not %q", st.Window.Type)
+	}
 }
 
 func validateSource(s *Source, add func(key, format string, args ...any)) {
@@ -579,6 +610,31 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 		if s.Table != "" && !tableRE.MatchString(s.Table) {
 			add(key+".table", "%q is not a plain SQL identifier (letters, digits, '_')", s.Table)
 		}
+	case "postgres":
+		if !results {
+			add(key+".type", "postgres holds result tables; side outputs go to jsonl")
+		}
+		if s.DSN == "" {
+			add(key+".dsn", "required for postgres, e.g. postgres://user@localhost:5432/db or ${PGURL}")
+		}
+		if s.Table != "" && !qualifiedRE.MatchString(s.Table) {
+			add(key+".table", "%q is not a plain SQL identifier, optionally schema-qualified (letters, digits, '_')", s.Table)
+		}
+		switch s.Mode {
+		case "", "results":
+			if s.LedgerTable != "" {
+				add(key+".ledger_table", "only for mode ledger")
+			}
+		case "ledger":
+			if s.LedgerTable != "" && !qualifiedRE.MatchString(s.LedgerTable) {
+				add(key+".ledger_table", "%q is not a plain SQL identifier, optionally schema-qualified (letters, digits, '_')", s.LedgerTable)
+			}
+			if s.LedgerTable != "" && s.LedgerTable == s.Table {
+				add(key+".ledger_table", "must differ from table (the aggregate table)")
+			}
+		default:
+			add(key+".mode", "%q: want results or ledger", s.Mode)
+		}
 	case "jsonl":
 		if s.Path == "" {
 			add(key+".path", "required for jsonl")
@@ -586,7 +642,7 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 	case "stdout":
 	case "":
 		if results {
-			add(key+".type", "required (sqlite, jsonl or stdout)")
+			add(key+".type", "required (sqlite, postgres, jsonl or stdout)")
 		} else {
 			add(key+".type", "required (jsonl or stdout)")
 		}

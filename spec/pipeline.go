@@ -335,7 +335,8 @@ type Quarantine struct {
 
 // Sink configures one output.
 type Sink struct {
-	// Type is "sqlite", "jsonl" or "stdout". YAML `type`. Required.
+	// Type is "sqlite", "postgres", "jsonl" or "stdout". YAML `type`.
+	// Required.
 	Type string `yaml:"type"`
 	// Path of the database (sqlite) or file (jsonl), relative to the
 	// working directory; parent directories are created (a jsonl file is
@@ -343,8 +344,25 @@ type Sink struct {
 	// and jsonl.
 	Path string `yaml:"path"`
 	// Table for SQL sinks. YAML `table`. Default: the stage name with '-'
-	// replaced by '_'. Unused by other sink types.
+	// replaced by '_'. Unused by other sink types. For postgres it may be
+	// schema-qualified ("analytics.revenue_minute"); in ledger mode it is
+	// the aggregate table.
 	Table string `yaml:"table"`
+	// DSN is the PostgreSQL connection string, a URL
+	// ("postgres://user@host:5432/db") or key=value pairs, read by pgx.
+	// Write secrets as "${VAR}" so that they come from the environment.
+	// YAML `dsn`. Required for postgres.
+	DSN string `yaml:"dsn"`
+	// Mode is how a postgres sink writes: "results" (an upsert table of
+	// result rows guarded by version) or "ledger" (an event ledger: each
+	// accepted event id is inserted into LedgerTable and its deltas are
+	// added to Table in one transaction, so a redelivered event never
+	// counts twice; docs/connectors/postgres.md). YAML `mode`. Default
+	// results.
+	Mode string `yaml:"mode"`
+	// LedgerTable is the event ledger table of mode ledger, optionally
+	// schema-qualified. YAML `ledger_table`. Default: Table + "_ledger".
+	LedgerTable string `yaml:"ledger_table"`
 	// Delivery is "exactly_once" (the default with checkpoints: output is
 	// published when its checkpoint completes) or "at_least_once" (output
 	// is written as it comes; after a restore some of it is written

@@ -297,11 +297,19 @@ func TestValidateErrors(t *testing.T) {
 		{"quarantine sink sqlite", pipe("quarantine: {sink: {type: sqlite, path: q.db}}"), []string{"quarantine.sink.type: sqlite holds result tables; side outputs go to jsonl"}},
 		{"quarantine sink without type", pipe("quarantine: {sink: {path: q.jsonl}}"), []string{"quarantine.sink.type: required (jsonl or stdout)"}},
 
-		{"sink without type", pipe("sinks: [{path: a.db}]"), []string{"sinks[0].type: required (sqlite, jsonl or stdout)"}},
+		{"sink without type", pipe("sinks: [{path: a.db}]"), []string{"sinks[0].type: required (sqlite, postgres, jsonl or stdout)"}},
 		{"sink type malformed", pipe(`sinks: [{type: "Kafka!"}]`), []string{`sinks[0].type: "Kafka!" is not a sink type name`}},
 		{"sqlite without path", pipe("sinks: [{type: sqlite}]"), []string{"sinks[0].path: required for sqlite"}},
 		{"jsonl without path", pipe("sinks: [{type: stdout}, {type: jsonl}]"), []string{"sinks[1].path: required for jsonl"}},
 		{"table not an identifier", pipe("sinks: [{type: sqlite, path: a.db, table: a-b}]"), []string{`sinks[0].table: "a-b" is not a plain SQL identifier (letters, digits, '_')`}},
+		{"postgres without dsn", pipe("sinks: [{type: postgres}]"), []string{"sinks[0].dsn: required for postgres, e.g. postgres://user@localhost:5432/db or ${PGURL}"}},
+		{"postgres table", pipe("sinks: [{type: postgres, dsn: x, table: a.b.c}]"), []string{`sinks[0].table: "a.b.c" is not a plain SQL identifier, optionally schema-qualified (letters, digits, '_')`}},
+		{"postgres mode", pipe("sinks: [{type: postgres, dsn: x, mode: append}]"), []string{`sinks[0].mode: "append": want results or ledger`}},
+		{"postgres ledger_table in results mode", pipe("sinks: [{type: postgres, dsn: x, ledger_table: l}]"), []string{"sinks[0].ledger_table: only for mode ledger"}},
+		{"postgres ledger tables equal", pipe("dedup: {key: id, ttl: 1h}", "sinks: [{type: postgres, dsn: x, mode: ledger, table: t, ledger_table: t}]"), []string{"sinks[0].ledger_table: must differ from table (the aggregate table)"}},
+		{"postgres ledger without dedup", pipe("sinks: [{type: postgres, dsn: x, mode: ledger}]"), []string{"sinks[0].mode: ledger needs event ids: add dedup: {key: <event id field>, ttl: ...} (or a contract with an event_id)"}},
+		{"postgres ledger sliding", pipe("dedup: {key: id, ttl: 1h}", "window: {type: sliding, size: 2m, slide: 1m}", "sinks: [{type: postgres, dsn: x, mode: ledger}]"), []string{`sinks[0].mode: ledger needs tumbling windows (each event counts in exactly one window), not "sliding"`}},
+		{"postgres side output", pipe("quarantine: {sink: {type: postgres, dsn: x}}"), []string{"quarantine.sink.type: postgres holds result tables; side outputs go to jsonl"}},
 
 		{"several at once", pipe("-name", "window: {type: tumbling}", "-aggregates"), []string{
 			"name: required",

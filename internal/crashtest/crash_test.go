@@ -21,6 +21,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/tidemark/tidemark/checkpoint"
+	"github.com/tidemark/tidemark/internal/pgtest"
 )
 
 var binary string
@@ -74,33 +75,47 @@ source:
            conflict_fraction: 0.01, conflict_field: amount, partitions: 3, partition_by: store_id}
 event_time: {field: paid_at, out_of_orderness: 30s, idle_timeout: 1m}
 dedup: {key: event_id, ttl: 2h}
-fields: {delta: 'event_type == "REFUND" ? -amount : amount'}
-key: [store_id]
-window: {type: tumbling, size: 1m, timezone: Asia/Seoul}
-allowed_lateness: 2m
-aggregates: {orders: count(), revenue: sum(delta), biggest: max(amount)}
-emit: {mode: update}
-late: {policy: side_output, sink: {type: jsonl, path: {{OUT}}/late.jsonl}}
 quarantine: {sink: {type: jsonl, path: {{OUT}}/quarantine.jsonl}}
 conflicts: {sink: {type: jsonl, path: {{OUT}}/conflicts.jsonl}}
-sinks:
-  - {type: sqlite, path: {{OUT}}/tidemark.db, table: revenue}
-  - {type: jsonl, path: {{OUT}}/changelog.jsonl}
+stages:
+  - name: revenue
+    fields: {delta: 'event_type == "REFUND" ? -amount : amount'}
+    key: [store_id]
+    window: {type: tumbling, size: 1m, timezone: Asia/Seoul}
+    allowed_lateness: 2m
+    aggregates: {orders: count(), revenue: sum(delta), biggest: max(amount)}
+    emit: {mode: update}
+    late: {policy: side_output, sink: {type: jsonl, path: {{OUT}}/late.jsonl}}
+    sinks:
+      - {type: sqlite, path: {{OUT}}/tidemark.db, table: revenue}
+      - {type: jsonl, path: {{OUT}}/changelog.jsonl}
+      - {type: postgres, dsn: "{{DSN}}", table: {{PG}}.revenue}
+  - name: ledger
+    input: source
+    fields: {delta: 'event_type == "REFUND" ? -amount : amount'}
+    key: [store_id]
+    window: {type: tumbling, size: 1m, timezone: Asia/Seoul}
+    allowed_lateness: 2m
+    aggregates: {orders: count(), revenue: sum(delta)}
+    sinks:
+      - {type: postgres, dsn: "{{DSN}}", mode: ledger, table: {{PG}}.revenue_agg, ledger_table: {{PG}}.revenue_ledger}
 {{CHECKPOINT}}
 `
 
-// job is one pipeline directory.
+// job is one pipeline directory, with a PostgreSQL schema of its own.
 type job struct {
 	dir, out, ck, yaml string
+	dsn, pg            string
 }
 
 func newJob(t *testing.T, dir, name string, checkpoints bool) job {
 	j := job{dir: dir, out: filepath.Join(dir, name, "out"), ck: filepath.Join(dir, name, "ck"), yaml: filepath.Join(dir, name, "pipeline.yaml")}
+	j.dsn, j.pg = pgtest.Schema(t)
 	ckYAML := ""
 	if checkpoints {
 		ckYAML = "checkpoint: {dir: " + j.ck + ", interval: 1ms, retain: 2}"
 	}
-	y := strings.NewReplacer("{{DIR}}", dir, "{{OUT}}", j.out, "{{CHECKPOINT}}", ckYAML).Replace(pipelineYAML)
+	y := strings.NewReplacer("{{DIR}}", dir, "{{OUT}}", j.out, "{{CHECKPOINT}}", ckYAML, "{{DSN}}", j.dsn, "{{PG}}", j.pg).Replace(pipelineYAML)
 	os.MkdirAll(filepath.Dir(j.yaml), 0o755)
 	if err := os.WriteFile(j.yaml, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
@@ -155,6 +170,13 @@ func (j job) outputs(t *testing.T) map[string]string {
 		fmt.Fprintln(&b, vals...)
 	}
 	out["table"] = b.String()
+	// PostgreSQL: the result table (every column but updated_at, which
+	// is the database's clock), the ledger's aggregates and its ids.
+	out["pg revenue"] = pgtest.Dump(t, j.dsn, `SELECT window_start, window_end, store_id, orders, revenue, biggest, version, is_final, watermark_at
+		FROM "`+j.pg+`".revenue ORDER BY window_start, store_id`)
+	out["pg revenue_agg"] = pgtest.Dump(t, j.dsn, `SELECT * FROM "`+j.pg+`".revenue_agg ORDER BY window_start, store_id`)
+	out["pg revenue_ledger"] = pgtest.Dump(t, j.dsn, `SELECT count(*), count(DISTINCT event_id), sum(revenue), sum(hashtext(event_id || payload_hash::text)::bigint)
+		FROM "`+j.pg+`".revenue_ledger`)
 	return out
 }
 
@@ -200,6 +222,12 @@ func TestCrashRecovery(t *testing.T) {
 		t.Fatalf("the reference run should have rows and every side output: %d rows, late %d, conflicts %d, quarantine %d bytes",
 			strings.Count(want["table"], "\n"), len(want["late.jsonl"]), len(want["conflicts.jsonl"]), len(want["quarantine.jsonl"]))
 	}
+	// The ledger adds each accepted event's deltas once: its aggregates
+	// equal the stream's final counts and sums, window by window.
+	stream := pgtest.Dump(t, plain.dsn, `SELECT window_start, window_end, store_id, orders, revenue FROM "`+plain.pg+`".revenue ORDER BY window_start, store_id`)
+	if stream != want["pg revenue_agg"] {
+		t.Fatalf("ledger aggregates differ from the stream's results:\nledger\n%s\nstream\n%s", want["pg revenue_agg"], stream)
+	}
 	ref := newJob(t, dir, "ref", true)
 	took := runToEnd(t, ref)
 	compare(t, ref.outputs(t), want)
@@ -208,7 +236,8 @@ func TestCrashRecovery(t *testing.T) {
 
 	crash := newJob(t, dir, "crash", true)
 	r := rand.New(rand.NewPCG(42, 42))
-	points := []string{"prepared", "written", "committed:revenue: sinks[0]", "committed:revenue: sinks[1]", "committed:conflicts.sink", "committed:quarantine.sink"}
+	points := []string{"prepared", "written", "committed:revenue: sinks[0]", "committed:revenue: sinks[1]", "committed:revenue: sinks[2]",
+		"committed:conflicts.sink", "committed:quarantine.sink", "applied:ledger: sinks[0]", "committed:ledger: sinks[0]"}
 	kills, runs := 0, 0
 	byPoint := map[string]int{}
 	for {

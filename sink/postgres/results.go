@@ -275,7 +275,7 @@ func (r *Results) Commit(ctx context.Context, id int64, prepared []byte) error {
 	b := r.prep
 	if b == nil || r.prepID != id {
 		r.spare.reset()
-		if prepared != nil {
+		if len(prepared) > 0 {
 			if err := r.spare.decode(prepared); err != nil {
 				return fmt.Errorf("postgres %s: commit %d: %w", r.table, id, err)
 			}
@@ -314,7 +314,7 @@ func (r *Results) Recover(ctx context.Context, id int64, prepared []byte) error 
 	switch {
 	case id < 0:
 		return fmt.Errorf("postgres %s: recover: negative checkpoint id %d", r.table, id)
-	case id == 0 && prepared != nil:
+	case id == 0 && len(prepared) > 0:
 		return fmt.Errorf("postgres %s: recover: prepared output without a checkpoint id", r.table)
 	case id == 0:
 		err := r.inTx(ctx, func(tx pgx.Tx) error {
@@ -334,7 +334,7 @@ func (r *Results) Recover(ctx context.Context, id int64, prepared []byte) error 
 		return nil
 	}
 	r.spare.reset()
-	if prepared != nil {
+	if len(prepared) > 0 {
 		if err := r.spare.decode(prepared); err != nil {
 			return fmt.Errorf("postgres %s: recover %d: %w", r.table, id, err)
 		}
