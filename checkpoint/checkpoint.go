@@ -59,8 +59,13 @@ type Checkpoint struct {
 func Name(id int64) string { return fmt.Sprintf("%s%020d%s", prefix, id, suffix) }
 
 // Encode returns the file contents of c.
-func Encode(c *Checkpoint) []byte {
-	b := make([]byte, 0, 64+len(c.Pipeline)+len(c.Spec)+len(c.Payload))
+func Encode(c *Checkpoint) []byte { return AppendEncode(nil, c) }
+
+// AppendEncode appends the file contents of c (as Encode) to b and returns
+// the extended buffer; a caller taking checkpoints often reuses b.
+func AppendEncode(b []byte, c *Checkpoint) []byte {
+	b = slices.Grow(b, 64+len(c.Pipeline)+len(c.Spec)+len(c.Payload))
+	start := len(b)
 	b = append(b, magic...)
 	b = binary.LittleEndian.AppendUint16(b, FormatVersion)
 	hdr := 8 + 8 + 4 + len(c.Pipeline) + 4 + len(c.Spec)
@@ -73,7 +78,7 @@ func Encode(c *Checkpoint) []byte {
 	b = append(b, c.Spec...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(c.Payload)))
 	b = append(b, c.Payload...)
-	return binary.LittleEndian.AppendUint64(b, xxhash.Sum64(b))
+	return binary.LittleEndian.AppendUint64(b, xxhash.Sum64(b[start:]))
 }
 
 // ErrCorrupt is wrapped by Decode's errors for a file that is truncated,
@@ -140,12 +145,17 @@ func Decode(b []byte) (*Checkpoint, error) {
 // by List's caller through Clean), never a partial checkpoint under its
 // final name.
 func Write(dir string, c *Checkpoint) (string, int, error) {
+	return WriteEncoded(dir, c.ID, Encode(c))
+}
+
+// WriteEncoded is Write for a checkpoint already encoded (AppendEncode)
+// with id id.
+func WriteEncoded(dir string, id int64, data []byte) (string, int, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", 0, err
 	}
-	data := Encode(c)
-	final := filepath.Join(dir, Name(c.ID))
-	f, err := os.CreateTemp(dir, ".tmp-"+Name(c.ID)+"-")
+	final := filepath.Join(dir, Name(id))
+	f, err := os.CreateTemp(dir, ".tmp-"+Name(id)+"-")
 	if err != nil {
 		return "", 0, err
 	}
@@ -153,7 +163,7 @@ func Write(dir string, c *Checkpoint) (string, int, error) {
 	fail := func(err error) (string, int, error) {
 		f.Close()
 		os.Remove(tmp)
-		return "", 0, fmt.Errorf("checkpoint %d: %w", c.ID, err)
+		return "", 0, fmt.Errorf("checkpoint %d: %w", id, err)
 	}
 	if _, err := f.Write(data); err != nil {
 		return fail(err)
@@ -166,10 +176,10 @@ func Write(dir string, c *Checkpoint) (string, int, error) {
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		os.Remove(tmp)
-		return "", 0, fmt.Errorf("checkpoint %d: %w", c.ID, err)
+		return "", 0, fmt.Errorf("checkpoint %d: %w", id, err)
 	}
 	if err := SyncDir(dir); err != nil {
-		return "", 0, fmt.Errorf("checkpoint %d: %w", c.ID, err)
+		return "", 0, fmt.Errorf("checkpoint %d: %w", id, err)
 	}
 	return final, len(data), nil
 }

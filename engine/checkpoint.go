@@ -51,6 +51,11 @@ type ckState struct {
 	committers []committer
 	flushers   []func(context.Context) error // at-least-once sinks, flushed at each checkpoint
 
+	// Buffers reused from one checkpoint to the next (a checkpoint of
+	// megabytes would otherwise grow fresh buffers by doubling each time).
+	enc, opEnc state.Encoder
+	file       []byte
+
 	taken    int
 	lastID   int64
 	bytes    int // size of the last checkpoint file
@@ -240,12 +245,13 @@ func (rt *runtime) takeCheckpoint(ctx context.Context) error {
 		}
 	}
 	rt.fault("prepared", id)
-	var e state.Encoder
-	if err := rt.encodeState(&e, prepared); err != nil {
+	ck.enc.Reset()
+	if err := rt.encodeState(&ck.enc, prepared); err != nil {
 		return fmt.Errorf("checkpoint %d: %w", id, err)
 	}
-	c := &checkpoint.Checkpoint{ID: id, Created: rt.opts.WallClock().UnixMilli(), Pipeline: rt.plan.Spec.Name, Spec: ck.spec, Payload: e.Bytes()}
-	_, n, err := checkpoint.Write(ck.dir, c)
+	c := &checkpoint.Checkpoint{ID: id, Created: rt.opts.WallClock().UnixMilli(), Pipeline: rt.plan.Spec.Name, Spec: ck.spec, Payload: ck.enc.Bytes()}
+	ck.file = checkpoint.AppendEncode(ck.file[:0], c)
+	_, n, err := checkpoint.WriteEncoded(ck.dir, id, ck.file)
 	if err != nil {
 		return err
 	}
@@ -300,15 +306,15 @@ func (rt *runtime) encodeState(e *state.Encoder, prepared [][]byte) error {
 		o.snapshot(e, rt.plan.SourceSchema)
 	}
 	e.Uint(uint64(len(rt.stages)))
-	var op state.Encoder
+	op := &rt.ck.opEnc
 	for _, st := range rt.stages {
 		e.String(st.p.Name)
 		for _, p := range st.cnt.fields() {
 			e.Int(*p)
 		}
 		e.String(st.firstQ)
-		op = state.Encoder{}
-		st.op.Snapshot(&op)
+		op.Reset()
+		st.op.Snapshot(op)
 		e.Bytes8(op.Bytes())
 	}
 	e.Uint(uint64(len(rt.ck.committers)))

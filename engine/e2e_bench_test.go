@@ -100,3 +100,88 @@ func BenchmarkJSONLEndToEnd(b *testing.B) {
 	b.ReportMetric(float64(events)/wall.Seconds(), "events/s")
 	b.ReportMetric(float64(events)/cpu.Seconds(), "events/cpu-s")
 }
+
+// BenchmarkCheckpointOverhead runs the pipeline of BenchmarkJSONLEndToEnd
+// with dedup (1h of ids) twice per iteration, alternately without
+// checkpoints and with a checkpoint every second (exactly-once JSONL
+// sink), and reports the CPU time of each and the overhead of
+// checkpointing in percent (target ≤ 10%, issue #4).
+func BenchmarkCheckpointOverhead(b *testing.B) {
+	const n = 1_000_000
+	dir := b.TempDir()
+	in := filepath.Join(dir, "orders.jsonl")
+	writeOrders(b, in, n)
+	compile := func(ck bool) *plan.Plan {
+		p := &spec.Pipeline{
+			Name: "revenue_minute",
+			Source: spec.Source{Type: "file", Path: in, Format: "jsonl",
+				Schema: spec.FieldTypes{{Name: "amount", Type: "decimal"}}},
+			EventTime:       spec.EventTime{Field: "paid_at", OutOfOrderness: spec.Duration(time.Minute)},
+			Dedup:           &spec.Dedup{Key: "event_id", TTL: spec.Duration(time.Hour)},
+			Filter:          `event_type in ["PAYMENT", "REFUND"]`,
+			Fields:          spec.NamedExprs{{Name: "delta", Expr: `event_type == "REFUND" ? -amount : amount`}},
+			Key:             []string{"store_id", "currency"},
+			Window:          spec.Window{Type: "tumbling", Size: spec.Duration(time.Minute), Timezone: "Asia/Seoul"},
+			AllowedLateness: spec.Duration(3 * time.Minute),
+			Aggregates:      spec.NamedExprs{{Name: "order_count", Expr: "count()"}, {Name: "revenue_amount", Expr: "sum(delta)"}},
+			Emit:            spec.Emit{Mode: "update"},
+			Sinks:           []spec.Sink{{Type: "jsonl", Path: filepath.Join(dir, fmt.Sprintf("out-%v.jsonl", ck))}},
+		}
+		if ck {
+			p.Checkpoint = &spec.Checkpoint{Dir: filepath.Join(dir, "ck"), Interval: spec.Duration(time.Second), Retain: 2}
+		}
+		p.Defaults()
+		if err := p.Validate(); err != nil {
+			b.Fatal(err)
+		}
+		pl, err := plan.Compile(p, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return pl
+	}
+	plain, ck := compile(false), compile(true)
+	if only := os.Getenv("TIDEMARK_BENCH_ONLY"); only != "" {
+		// For profiles of one variant: plain or ckpt.
+		pl := plain
+		if only == "ckpt" {
+			pl = ck
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			os.RemoveAll(filepath.Join(dir, "ck"))
+			if _, err := Run(context.Background(), pl, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
+	b.ResetTimer()
+	var cpuPlain, cpuCk time.Duration
+	var taken, bytes int
+	for i := 0; i < b.N; i++ {
+		for _, c := range []bool{false, true} {
+			pl := plain
+			if c {
+				pl = ck
+				os.RemoveAll(filepath.Join(dir, "ck"))
+			}
+			sum, err := Run(context.Background(), pl, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if c {
+				cpuCk += sum.CPU
+				taken += sum.Checkpoints.Taken
+				bytes = sum.Checkpoints.LastBytes
+			} else {
+				cpuPlain += sum.CPU
+			}
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/cpuPlain.Seconds(), "events/cpu-s_plain")
+	b.ReportMetric(float64(n*b.N)/cpuCk.Seconds(), "events/cpu-s_ckpt")
+	b.ReportMetric(100*(cpuCk.Seconds()/cpuPlain.Seconds()-1), "overhead_%")
+	b.ReportMetric(float64(taken)/float64(b.N), "checkpoints/run")
+	b.ReportMetric(float64(bytes), "checkpoint_bytes")
+}

@@ -3,6 +3,7 @@ package format
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -98,4 +99,16 @@ func checkRule(t *testing.T, rule string) {
 	default:
 		t.Fatalf("unknown rule %q", rule)
 	}
+}
+
+// FuzzValidJSON: ValidJSON agrees with encoding/json.Valid on any input.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, ` {"a":[1,2,{"b":null}]} `, `{"a":01}`, `{"a":"\q"}`, "{\"a\":\"\x01\"}", `[1,]`, `{"a":1}x`, `"\ud800"`, `1e5`, `-0.5E-3`, `{}`, ``, ` `, `nul`, `{"a":tru}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := ValidJSON(b), json.Valid(b); got != want {
+			t.Fatalf("ValidJSON(%q) = %v, encoding/json.Valid = %v", b, got, want)
+		}
+	})
 }

@@ -517,3 +517,15 @@ func appendUnescapedText(dst []byte, s string) []byte {
 	}
 	return dst
 }
+
+// ValidJSON reports whether b is one JSON value by RFC 8259 (white space
+// around it allowed), as encoding/json.Valid does, with the scanner of the
+// fast decoding path: several times faster than encoding/json. A value
+// nested deeper than the scanner's limit is checked by encoding/json.
+func ValidJSON(b []byte) bool {
+	i := skipWS(b, 0)
+	if end, ok := skipValue(b, i); ok {
+		return skipWS(b, end) == len(b)
+	}
+	return json.Valid(b)
+}

@@ -41,6 +41,10 @@ func NewEncoder(buf []byte) *Encoder { return &Encoder{b: buf[:0]} }
 // Bytes returns the encoded bytes (valid until the next append).
 func (e *Encoder) Bytes() []byte { return e.b }
 
+// Reset empties the encoder, keeping its buffer for the next encoding (the
+// slice Bytes returned is overwritten).
+func (e *Encoder) Reset() { e.b = e.b[:0] }
+
 // Len returns the number of bytes encoded so far.
 func (e *Encoder) Len() int { return len(e.b) }
 

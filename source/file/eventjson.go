@@ -3,12 +3,12 @@ package file
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/source"
 )
 
@@ -26,7 +26,7 @@ func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
 	if s.jsonl {
 		n := len(dst)
 		dst = appendOneLineJSON(dst, m.Raw)
-		if obj := bytes.TrimLeft(dst[n:], " \t"); len(obj) > 0 && obj[0] == '{' && json.Valid(obj) {
+		if obj := bytes.TrimLeft(dst[n:], " \t"); len(obj) > 0 && obj[0] == '{' && format.ValidJSON(obj) {
 			return dst
 		}
 		return appendRaw(dst[:n], m.Raw)
