@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/state"
 )
 
@@ -150,22 +153,66 @@ func specChanges(old, cur []byte) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(fa)) {
 		if fb[k] != fa[k] && !slices.Contains(compatibleKeys, k) {
-			out = append(out, fmt.Sprintf("%s (%s → %s)", k, show(fa, k), show(fb, k)))
+			out = append(out, change(k, fa, fb))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(fb)) {
 		if _, ok := fa[k]; !ok && !slices.Contains(compatibleKeys, k) {
-			out = append(out, fmt.Sprintf("%s (%s → %s)", k, show(fa, k), show(fb, k)))
+			out = append(out, change(k, fa, fb))
 		}
 	}
 	return out
 }
 
-func show(m map[string]string, k string) string {
-	if v, ok := m[k]; ok {
+// change describes the change of key k: `window.size ("1m0s" → "2m0s")`.
+func change(k string, fa, fb map[string]string) string {
+	key, t := yamlKey(k)
+	show := func(m map[string]string) string {
+		v, ok := m[k]
+		if !ok {
+			return "unset"
+		}
+		if t == reflect.TypeFor[spec.Duration]() {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return strconv.Quote(time.Duration(n).String())
+			}
+		}
 		return v
 	}
-	return "unset"
+	return fmt.Sprintf("%s (%s → %s)", key, show(fa), show(fb))
+}
+
+// yamlKey turns a path of Go field names in spec.Pipeline
+// ("Stages[0].Window.Size") into the pipeline file's key
+// ("stages[0].window.size"), and returns the field's type (nil when a
+// part cannot be mapped; that part stays as it is).
+func yamlKey(path string) (string, reflect.Type) {
+	t := reflect.TypeOf(spec.Pipeline{})
+	var out []string
+	for _, part := range strings.Split(path, ".") {
+		name, idx, _ := strings.Cut(part, "[")
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice) {
+			t = t.Elem()
+		}
+		key := name
+		if t != nil && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(name); ok {
+				if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag != "" && tag != "-" {
+					key = tag
+				}
+				t = f.Type
+			} else {
+				t = nil
+			}
+		} else {
+			t = nil
+		}
+		if idx != "" {
+			key += "[" + idx
+		}
+		out = append(out, key)
+	}
+	return strings.Join(out, "."), t
 }
 
 func flatten(prefix string, v any, out map[string]string) {

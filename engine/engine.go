@@ -194,7 +194,7 @@ type runtime struct {
 	firstQ                                          string
 	byRule                                          map[string]int64 // quarantined records per contract rule
 
-	ck      *ckState     // nil without checkpoints
+	ck      *ckState      // nil without checkpoints
 	ledgers []*ledgerSink // every stage's ledger sinks
 }
 

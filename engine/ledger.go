@@ -38,9 +38,9 @@ type ledgerSink struct {
 	agg []aggregate.Spec
 
 	events []postgres.LedgerEvent
-	vals   []row.Value        // backing of events' Key and Deltas
-	raw    []byte             // events' JSON, back to back
-	ends   []int              // end of each event's JSON in raw
+	vals   []row.Value // backing of events' Key and Deltas
+	raw    []byte      // events' JSON, back to back
+	ends   []int       // end of each event's JSON in raw
 	pos    []changelog.Position
 	wins   []window.Window // Assign's scratch
 
