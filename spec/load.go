@@ -146,6 +146,23 @@ func (p *Pipeline) Defaults() {
 			r.Partitions = 1
 		}
 	}
+	if src := &p.Source; src.Type == "kafka" {
+		if src.Format == "" {
+			src.Format = "jsonl" // record values are JSON objects
+		}
+		if src.Start == "" {
+			src.Start = "earliest"
+		}
+		if src.Isolation == "" {
+			src.Isolation = "read_committed"
+		}
+		if src.PollTimeout == 0 {
+			src.PollTimeout = Duration(500 * time.Millisecond)
+		}
+		if src.DiscoveryInterval == 0 {
+			src.DiscoveryInterval = Duration(10 * time.Second)
+		}
+	}
 	if p.Source.Format == "" {
 		switch {
 		case hasAnySuffix(p.Source.Path, ".jsonl", ".json", ".ndjson"):
@@ -270,6 +287,15 @@ func (p *Pipeline) Validate() error {
 	}
 	validateSource(&p.Source, add)
 	validateEventTime("event_time", &p.EventTime, add)
+	switch p.EventTime.From {
+	case "", "payload":
+	case "kafka_timestamp":
+		if p.Source.Type != "kafka" {
+			add("event_time.from", "kafka_timestamp needs a kafka source")
+		}
+	default:
+		add("event_time.from", "%q: want payload or kafka_timestamp", p.EventTime.From)
+	}
 	if c := p.Checkpoint; c != nil {
 		if c.Dir == "" {
 			add("checkpoint.dir", "required: the directory that holds the checkpoints")
@@ -318,6 +344,24 @@ func (p *Pipeline) Validate() error {
 			add("stages", "use either stages or the top-level stage keys (filter, fields, key, window, allowed_lateness, aggregates, emit, late, sinks), not both")
 		}
 	}
+	// Kafka sinks: one topic each (it names the sink's transactions).
+	topics := map[string]string{}
+	kafkaTopic := func(key string, s *Sink) {
+		if s.Type != "kafka" || s.Topic == "" {
+			return
+		}
+		if other, ok := topics[s.Topic]; ok {
+			add(key+".topic", "%q is also the topic of %s", s.Topic, other)
+			return
+		}
+		topics[s.Topic] = key
+	}
+	if p.Quarantine.Sink != nil {
+		kafkaTopic("quarantine.sink", p.Quarantine.Sink)
+	}
+	if p.Conflicts.Sink != nil {
+		kafkaTopic("conflicts.sink", p.Conflicts.Sink)
+	}
 	seen := map[string]bool{"source": true}
 	for i, st := range p.StageList() {
 		prefix := ""
@@ -339,6 +383,12 @@ func (p *Pipeline) Validate() error {
 		}
 		seen[st.Name] = true
 		validateStage(prefix, &st, add)
+		for j := range st.Sinks {
+			kafkaTopic(fmt.Sprintf("%ssinks[%d]", prefix, j), &st.Sinks[j])
+		}
+		if st.Late.Sink != nil {
+			kafkaTopic(prefix+"late.sink", st.Late.Sink)
+		}
 		for j := range st.Sinks {
 			if st.Sinks[j].Type == "postgres" && st.Sinks[j].Mode == "ledger" {
 				validateLedger(fmt.Sprintf("%ssinks[%d]", prefix, j), p, &st, add)
@@ -367,13 +417,20 @@ func validateLedger(key string, p *Pipeline, st *Stage, add func(key, format str
 func validateSource(s *Source, add func(key, format string, args ...any)) {
 	switch s.Type {
 	case "":
-		add("source.type", "required (file)")
+		add("source.type", "required (file, kafka or nexmark)")
 		return
 	case "file":
+	case "kafka":
+		validateKafkaSource(s, add)
+		return
+	case "nexmark":
+		validateNexmarkSource(s, add)
+		return
 	default:
-		add("source.type", "unknown source type %q (want file)", s.Type)
+		add("source.type", "unknown source type %q (want file, kafka or nexmark)", s.Type)
 		return
 	}
+	notFor(s.Type, s, add, "kafka", "nexmark")
 	if s.Path == "" {
 		add("source.path", "required for a file source")
 	}
@@ -635,6 +692,16 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 		default:
 			add(key+".mode", "%q: want results or ledger", s.Mode)
 		}
+	case "kafka":
+		if len(s.Brokers) == 0 {
+			add(key+".brokers", "required for kafka")
+		}
+		if s.Topic == "" {
+			add(key+".topic", "required for kafka")
+		}
+		if s.TransactionTimeout < 0 {
+			add(key+".transaction_timeout", "must not be negative")
+		}
 	case "jsonl":
 		if s.Path == "" {
 			add(key+".path", "required for jsonl")
@@ -642,9 +709,9 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 	case "stdout":
 	case "":
 		if results {
-			add(key+".type", "required (sqlite, postgres, jsonl or stdout)")
+			add(key+".type", "required (sqlite, postgres, jsonl, kafka or stdout)")
 		} else {
-			add(key+".type", "required (jsonl or stdout)")
+			add(key+".type", "required (jsonl, kafka or stdout)")
 		}
 	default:
 		// Other types resolve through the engine's registry, which may hold
@@ -673,5 +740,119 @@ func checkZone(zone string) string {
 func wholeMs(key string, d Duration, add func(key, format string, args ...any)) {
 	if d.D()%time.Millisecond != 0 {
 		add(key, "%s is not a whole number of milliseconds", d)
+	}
+}
+
+// notFor reports the keys set in s that belong to source types other than
+// typ (among those listed).
+func notFor(typ string, s *Source, add func(key, format string, args ...any), others ...string) {
+	set := map[string][]string{
+		"file": setKeys(
+			"path", s.Path != "", "partition_field", s.PartitionField != "", "arrival_time_field", s.ArrivalTimeField != "",
+			"ordinal", s.Ordinal != nil, "replay", s.Replay != nil),
+		"kafka": setKeys(
+			"brokers", len(s.Brokers) > 0, "topics", len(s.Topics) > 0, "group", s.Group != "", "start", s.Start != "" && typ != "kafka",
+			"start_timestamp", s.StartTimestamp != "", "isolation", s.Isolation != "" && typ != "kafka",
+			"poll_timeout", s.PollTimeout != 0 && typ != "kafka", "discovery_interval", s.DiscoveryInterval != 0 && typ != "kafka",
+			"stop_at_end", s.StopAtEnd, "client_id", s.ClientID != ""),
+		"nexmark": setKeys(
+			"events", s.Events != 0, "rate", s.Rate != 0, "seed", s.Seed != 0, "base_time", s.BaseTime != "", "delay", s.Delay != nil),
+	}
+	for _, o := range others {
+		for _, k := range set[o] {
+			add("source."+k, "only for a %s source, not %s", o, typ)
+		}
+	}
+}
+
+// setKeys returns the keys whose flag is true, from pairs (key, flag).
+func setKeys(pairs ...any) []string {
+	var out []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1].(bool) {
+			out = append(out, pairs[i].(string))
+		}
+	}
+	return out
+}
+
+func validateKafkaSource(s *Source, add func(key, format string, args ...any)) {
+	notFor("kafka", s, add, "file", "nexmark")
+	if len(s.Brokers) == 0 {
+		add("source.brokers", "required for a kafka source, e.g. [localhost:9092]")
+	}
+	for i, b := range s.Brokers {
+		if _, _, ok := strings.Cut(b, ":"); !ok || b == "" {
+			add(fmt.Sprintf("source.brokers[%d]", i), "%q is not host:port", b)
+		}
+	}
+	if len(s.Topics) == 0 {
+		add("source.topics", "required for a kafka source: the topics to read")
+	}
+	seen := map[string]bool{}
+	for i, t := range s.Topics {
+		if t == "" || seen[t] {
+			add(fmt.Sprintf("source.topics[%d]", i), "%q: empty or listed twice", t)
+		}
+		seen[t] = true
+	}
+	if s.Format != "jsonl" {
+		add("source.format", "%q: a kafka source reads JSON values (jsonl)", s.Format)
+	}
+	switch s.Start {
+	case "earliest", "latest":
+		if s.StartTimestamp != "" {
+			add("source.start_timestamp", "only with start: timestamp")
+		}
+	case "timestamp":
+		if s.StartTimestamp == "" {
+			add("source.start_timestamp", "required with start: timestamp (RFC 3339, e.g. 2026-09-01T00:00:00+09:00)")
+		} else if _, err := time.Parse(time.RFC3339Nano, s.StartTimestamp); err != nil {
+			add("source.start_timestamp", "%q is not an RFC 3339 time with an offset", s.StartTimestamp)
+		}
+	default:
+		add("source.start", "%q: want earliest, latest or timestamp", s.Start)
+	}
+	switch s.Isolation {
+	case "read_committed", "read_uncommitted":
+	default:
+		add("source.isolation", "%q: want read_committed or read_uncommitted", s.Isolation)
+	}
+	if s.PollTimeout < Duration(time.Millisecond) {
+		add("source.poll_timeout", "must be at least 1ms")
+	}
+	if s.DiscoveryInterval < Duration(time.Millisecond) {
+		add("source.discovery_interval", "must be at least 1ms")
+	}
+	for _, f := range s.Schema {
+		if _, err := parseTypeName(f.Type); err != nil {
+			add("source.schema."+f.Name, "%v", err)
+		}
+	}
+}
+
+func validateNexmarkSource(s *Source, add func(key, format string, args ...any)) {
+	notFor("nexmark", s, add, "file", "kafka")
+	if s.Events <= 0 {
+		add("source.events", "required and positive for a nexmark source: the number of events")
+	}
+	if s.Rate < 0 {
+		add("source.rate", "must not be negative")
+	}
+	if s.BaseTime != "" {
+		if _, err := time.Parse(time.RFC3339Nano, s.BaseTime); err != nil {
+			add("source.base_time", "%q is not an RFC 3339 time with an offset", s.BaseTime)
+		}
+	}
+	if d := s.Delay; d != nil {
+		if !(d.Fraction >= 0 && d.Fraction <= 1) {
+			add("source.delay.fraction", "must be between 0 and 1")
+		}
+		if d.Max < 0 || (d.Fraction > 0 && d.Max < Duration(time.Millisecond)) {
+			add("source.delay.max", "must be at least 1ms when fraction > 0")
+		}
+	}
+	if len(s.Schema) > 0 {
+		add("source.schema", "a nexmark source has a fixed schema (docs/nexmark.md)")
 	}
 }

@@ -118,7 +118,8 @@ type Stage struct {
 
 // Source configures the record source.
 type Source struct {
-	// Type of source: "file". YAML `type`. Required.
+	// Type of source: "file", "kafka" (docs/connectors/kafka.md) or
+	// "nexmark" (a generator, docs/nexmark.md). YAML `type`. Required.
 	Type string `yaml:"type"`
 	// About says what the data is and where it comes from; it is printed
 	// when the source's files are missing. YAML `about`. Optional.
@@ -156,6 +157,68 @@ type Source struct {
 	// arrival order with recorded arrival times, simulating a real log.
 	// YAML `replay`. Optional.
 	Replay *Replay `yaml:"replay"`
+
+	// Kafka (type kafka; docs/connectors/kafka.md).
+
+	// Brokers are the seed brokers, "host:port". YAML `brokers`. Required
+	// for kafka.
+	Brokers HostPorts `yaml:"brokers"`
+	// Topics are read, every partition of each. YAML `topics`. Required
+	// for kafka.
+	Topics []string `yaml:"topics"`
+	// Group receives the offsets of each completed checkpoint, for lag
+	// monitoring only (never joined, never read). YAML `group`. Optional.
+	Group string `yaml:"group"`
+	// Start is where partitions are read from without a checkpoint:
+	// "earliest", "latest" or "timestamp". YAML `start`. Default earliest.
+	Start string `yaml:"start"`
+	// StartTimestamp (RFC 3339 with an offset) is the first record
+	// timestamp read with start timestamp. YAML `start_timestamp`.
+	StartTimestamp string `yaml:"start_timestamp"`
+	// Isolation is "read_committed" or "read_uncommitted". YAML
+	// `isolation`. Default read_committed.
+	Isolation string `yaml:"isolation"`
+	// PollTimeout is the longest wait of one read for records. YAML
+	// `poll_timeout`. Default 500ms.
+	PollTimeout Duration `yaml:"poll_timeout"`
+	// DiscoveryInterval is how often new partitions are looked for and
+	// end offsets (lag) refreshed. YAML `discovery_interval`. Default 10s.
+	DiscoveryInterval Duration `yaml:"discovery_interval"`
+	// StopAtEnd makes a kafka source bounded: it stops at the end offsets
+	// of its partitions when the run started (the last stable offsets
+	// under read_committed), and the run ends as at the end of a file.
+	// YAML `stop_at_end`. Default false (read until stopped).
+	StopAtEnd bool `yaml:"stop_at_end"`
+	// ClientID is the Kafka client.id. YAML `client_id`. Default
+	// "tidemark".
+	ClientID string `yaml:"client_id"`
+
+	// Nexmark (type nexmark; docs/nexmark.md).
+
+	// Events is the number of events generated. YAML `events`. Required
+	// for nexmark.
+	Events int64 `yaml:"events"`
+	// Rate is events per second of event time (Nexmark's first event
+	// rate); it does not limit how fast events are generated. YAML
+	// `rate`. Default 10,000.
+	Rate int64 `yaml:"rate"`
+	// Seed chooses the event stream; 0 gives the reference generator's
+	// events. YAML `seed`. Default 0.
+	Seed uint64 `yaml:"seed"`
+	// BaseTime (RFC 3339 with an offset) is the event time of the first
+	// event. YAML `base_time`. Default: the generator's.
+	BaseTime string `yaml:"base_time"`
+	// Delay makes a fraction of the events arrive late. YAML `delay`.
+	// Default: the generator's (docs/nexmark.md).
+	Delay *NexmarkDelay `yaml:"delay"`
+}
+
+// NexmarkDelay configures the late delivery of generated events.
+type NexmarkDelay struct {
+	// Fraction of the events delayed, 0 to 1. YAML `fraction`.
+	Fraction float64 `yaml:"fraction"`
+	// Max is the longest delay. YAML `max`.
+	Max Duration `yaml:"max"`
 }
 
 // Ordinal configures a derived record-number field.
@@ -242,6 +305,11 @@ type EventTime struct {
 	// watermark back until its next record. YAML `idle_timeout`.
 	// Default 0 (never idle).
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// From is where event time comes from: "payload" (the field of the
+	// record) or, for a kafka source, "kafka_timestamp" (the record's
+	// timestamp in ms is written into the field). YAML `from`. Default
+	// payload.
+	From string `yaml:"from"`
 }
 
 // Window configures the window assigner.
@@ -363,6 +431,31 @@ type Sink struct {
 	// LedgerTable is the event ledger table of mode ledger, optionally
 	// schema-qualified. YAML `ledger_table`. Default: Table + "_ledger".
 	LedgerTable string `yaml:"ledger_table"`
+
+	// Kafka sinks (docs/connectors/kafka.md).
+
+	// Brokers are the seed brokers, "host:port". YAML `brokers`. Required
+	// for kafka.
+	Brokers HostPorts `yaml:"brokers"`
+	// Topic receives the records; it must exist. YAML `topic`. Required
+	// for kafka.
+	Topic string `yaml:"topic"`
+	// Upsert writes an upsert stream: no update_before rows, deletes as
+	// tombstones. YAML `upsert`. Default false (the whole changelog).
+	Upsert bool `yaml:"upsert"`
+	// TransactionalID is the producer's transactional.id. YAML
+	// `transactional_id`. Default "tidemark-<pipeline>-<topic>".
+	TransactionalID string `yaml:"transactional_id"`
+	// MarkerTopic holds the sink's commit markers. YAML `marker_topic`.
+	// Default "tidemark-commits.<transactional id>".
+	MarkerTopic string `yaml:"marker_topic"`
+	// TransactionTimeout is transaction.timeout.ms; more than the
+	// checkpoint interval plus a checkpoint's duration. YAML
+	// `transaction_timeout`. Default 60s.
+	TransactionTimeout Duration `yaml:"transaction_timeout"`
+	// ClientID is the Kafka client.id. YAML `client_id`. Default
+	// "tidemark".
+	ClientID string `yaml:"client_id"`
 	// Delivery is "exactly_once" (the default with checkpoints: output is
 	// published when its checkpoint completes) or "at_least_once" (output
 	// is written as it comes; after a restore some of it is written

@@ -151,8 +151,8 @@ func TestParseDefaultCases(t *testing.T) {
 			eq(t, "event_time.out_of_orderness", p.EventTime.OutOfOrderness, Duration(5*time.Minute))
 			eq(t, "event_time.idle_timeout", p.EventTime.IdleTimeout, Duration(0))
 		}},
-		{"unknown sink type passes to the registry", pipe("sinks: [{type: kafka}]"), func(t *testing.T, p *Pipeline) {
-			eq(t, "sinks[0].type", p.Sinks[0].Type, "kafka")
+		{"unknown sink type passes to the registry", pipe("sinks: [{type: pulsar}]"), func(t *testing.T, p *Pipeline) {
+			eq(t, "sinks[0].type", p.Sinks[0].Type, "pulsar")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, mustParse(t, tc.src)) })
@@ -229,8 +229,16 @@ func TestValidateErrors(t *testing.T) {
 		{"name missing", pipe("-name"), []string{"name: required"}},
 		{"name bad", pipe("name: 2x"), []string{`name: "2x" must start with a letter and hold only letters, digits, '_' and '-'`}},
 
-		{"source type missing", pipe("source: {path: e.jsonl}"), []string{"source.type: required (file)"}},
-		{"source type unknown", pipe("source: {type: kafka}"), []string{`source.type: unknown source type "kafka" (want file)`}},
+		{"source type missing", pipe("source: {path: e.jsonl}"), []string{"source.type: required (file, kafka or nexmark)"}},
+		{"source type unknown", pipe("source: {type: pulsar}"), []string{`source.type: unknown source type "pulsar" (want file, kafka or nexmark)`}},
+		{"kafka without brokers and topics", pipe("source: {type: kafka}"), []string{"source.brokers: required for a kafka source, e.g. [localhost:9092]", "source.topics: required for a kafka source: the topics to read"}},
+		{"kafka with file keys", pipe("source: {type: kafka, brokers: [k:9092], topics: [t], path: x.jsonl, replay: {seed: 1}}"), []string{"source.path: only for a file source, not kafka", "source.replay: only for a file source, not kafka"}},
+		{"kafka bad broker and start", pipe("source: {type: kafka, brokers: [k], topics: [t, t], start: now}"), []string{`source.brokers[0]: "k" is not host:port`, `source.topics[1]: "t": empty or listed twice`, `source.start: "now": want earliest, latest or timestamp`}},
+		{"kafka start timestamp", pipe(`source: {type: kafka, brokers: ["k:1"], topics: [t], start: timestamp, start_timestamp: yesterday}`), []string{`source.start_timestamp: "yesterday" is not an RFC 3339 time with an offset`}},
+		{"kafka_timestamp on a file", pipe("event_time: {field: ts, from: kafka_timestamp}"), []string{"event_time.from: kafka_timestamp needs a kafka source"}},
+		{"event_time from unknown", pipe("event_time: {field: ts, from: header}"), []string{`event_time.from: "header": want payload or kafka_timestamp`}},
+		{"file with kafka keys", pipe(`source: {type: file, path: e.jsonl, brokers: ["k:1"], stop_at_end: true}`), []string{"source.brokers: only for a kafka source, not file", "source.stop_at_end: only for a kafka source, not file"}},
+		{"nexmark without events", pipe("source: {type: nexmark, delay: {fraction: 2, max: 1s}}"), []string{"source.events: required and positive for a nexmark source: the number of events", "source.delay.fraction: must be between 0 and 1"}},
 		{"source path missing", pipe("source: {type: file}"), []string{
 			"source.path: required for a file source",
 			"source.format: required when the path has no .jsonl or .csv extension"}},
@@ -292,16 +300,18 @@ func TestValidateErrors(t *testing.T) {
 		{"late drop with sink", pipe("late: {policy: drop, sink: {type: jsonl, path: l.jsonl}}"), []string{"late.sink: policy drop writes nothing; remove the sink or use policy side_output"}},
 		{"late side_output without sink", pipe("late: {policy: side_output}"), []string{"late.sink: required with policy side_output"}},
 		{"late sink sqlite", pipe("late: {sink: {type: sqlite, path: l.db}}"), []string{"late.sink.type: sqlite holds result tables; side outputs go to jsonl"}},
-		{"late sink without type", pipe("late: {sink: {path: l.jsonl}}"), []string{"late.sink.type: required (jsonl or stdout)"}},
+		{"late sink without type", pipe("late: {sink: {path: l.jsonl}}"), []string{"late.sink.type: required (jsonl, kafka or stdout)"}},
 		{"late sink jsonl without path", pipe("late: {sink: {type: jsonl}}"), []string{"late.sink.path: required for jsonl"}},
 		{"quarantine sink sqlite", pipe("quarantine: {sink: {type: sqlite, path: q.db}}"), []string{"quarantine.sink.type: sqlite holds result tables; side outputs go to jsonl"}},
-		{"quarantine sink without type", pipe("quarantine: {sink: {path: q.jsonl}}"), []string{"quarantine.sink.type: required (jsonl or stdout)"}},
+		{"quarantine sink without type", pipe("quarantine: {sink: {path: q.jsonl}}"), []string{"quarantine.sink.type: required (jsonl, kafka or stdout)"}},
 
-		{"sink without type", pipe("sinks: [{path: a.db}]"), []string{"sinks[0].type: required (sqlite, postgres, jsonl or stdout)"}},
+		{"sink without type", pipe("sinks: [{path: a.db}]"), []string{"sinks[0].type: required (sqlite, postgres, jsonl, kafka or stdout)"}},
 		{"sink type malformed", pipe(`sinks: [{type: "Kafka!"}]`), []string{`sinks[0].type: "Kafka!" is not a sink type name`}},
 		{"sqlite without path", pipe("sinks: [{type: sqlite}]"), []string{"sinks[0].path: required for sqlite"}},
 		{"jsonl without path", pipe("sinks: [{type: stdout}, {type: jsonl}]"), []string{"sinks[1].path: required for jsonl"}},
 		{"table not an identifier", pipe("sinks: [{type: sqlite, path: a.db, table: a-b}]"), []string{`sinks[0].table: "a-b" is not a plain SQL identifier (letters, digits, '_')`}},
+		{"kafka sink without brokers and topic", pipe("sinks: [{type: kafka}]"), []string{"sinks[0].brokers: required for kafka", "sinks[0].topic: required for kafka"}},
+		{"kafka sinks share a topic", pipe(`sinks: [{type: kafka, brokers: "k:1", topic: revenue}]`, `late: {policy: side_output, sink: {type: kafka, brokers: "k:1", topic: revenue}}`), []string{`late.sink.topic: "revenue" is also the topic of sinks[0]`}},
 		{"postgres without dsn", pipe("sinks: [{type: postgres}]"), []string{"sinks[0].dsn: required for postgres, e.g. postgres://user@localhost:5432/db or ${PGURL}"}},
 		{"postgres table", pipe("sinks: [{type: postgres, dsn: x, table: a.b.c}]"), []string{`sinks[0].table: "a.b.c" is not a plain SQL identifier, optionally schema-qualified (letters, digits, '_')`}},
 		{"postgres mode", pipe("sinks: [{type: postgres, dsn: x, mode: append}]"), []string{`sinks[0].mode: "append": want results or ledger`}},
@@ -381,7 +391,7 @@ func TestValidateGoOnly(t *testing.T) {
 	empty.Defaults()
 	want := strings.Join([]string{
 		"name: required",
-		"source.type: required (file)",
+		"source.type: required (file, kafka or nexmark)",
 		"event_time.field: required",
 		"window.type: required (tumbling, sliding or session)",
 		"aggregates: at least one aggregate is required, e.g. {events: count()}",

@@ -203,3 +203,60 @@ func (f FieldTypes) Lookup(name string) (string, bool) {
 	}
 	return "", false
 }
+
+// HostPorts is a list of "host:port" addresses (Kafka brokers). Besides a
+// YAML list of strings it accepts one comma-separated string
+// ("a:9092,b:9092") and the unquoted flow form [localhost:9092], which
+// YAML reads as a one-entry mapping {localhost: 9092}.
+type HostPorts []string
+
+// UnmarshalYAML implements yaml.NodeUnmarshaler; errors carry the line and
+// column of the value.
+func (h *HostPorts) UnmarshalYAML(node ast.Node) error {
+	node = UnwrapNode(node)
+	var out HostPorts
+	var add func(n ast.Node) error
+	add = func(n ast.Node) error {
+		n = UnwrapNode(n)
+		switch v := n.(type) {
+		case *ast.NullNode:
+			return nil
+		case *ast.SequenceNode:
+			for _, x := range v.Values {
+				if err := add(x); err != nil {
+					return err
+				}
+			}
+			return nil
+		case *ast.MappingNode, *ast.MappingValueNode:
+			entries, err := MapEntries(n, "a broker must be host:port")
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				k, ok1 := ScalarText(e.Key)
+				p, ok2 := ScalarText(e.Value)
+				if !ok1 || !ok2 {
+					return NodeError(n, "a broker must be host:port")
+				}
+				out = append(out, k+":"+p)
+			}
+			return nil
+		}
+		s, ok := ScalarText(n)
+		if !ok {
+			return NodeError(n, "a broker must be host:port")
+		}
+		for _, part := range strings.Split(s, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+		return nil
+	}
+	if err := add(node); err != nil {
+		return err
+	}
+	*h = out
+	return nil
+}
