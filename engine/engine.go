@@ -37,13 +37,11 @@ import (
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/checkpoint"
 	"github.com/tidemark/tidemark/dedup"
-	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/operator"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/source"
-	"github.com/tidemark/tidemark/source/file"
 	"github.com/tidemark/tidemark/watermark"
 )
 
@@ -153,6 +151,13 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 	} else if err := rt.finish(ctx); err != nil {
 		return nil, err
 	}
+	if c, ok := rt.src.(interface{ CommitOffsets(context.Context) error }); ok && rt.ck != nil {
+		// The last checkpoint's positions, for lag monitoring (Kafka's
+		// consumer group); not part of the protocol, so only logged.
+		if err := c.CommitOffsets(context.WithoutCancel(ctx)); err != nil {
+			rt.logf("committing the source's offsets for monitoring: %v", err)
+		}
+	}
 	s := rt.summary()
 	s.Stopped = stopped
 	s.Wall = time.Since(start)
@@ -221,11 +226,7 @@ func (rt *runtime) open(ctx context.Context) error {
 	if rt.opts.Source != nil {
 		rt.src = rt.opts.Source
 	} else {
-		src, err := file.New(file.Config{
-			Spec:           p.Spec.Source,
-			Fields:         format.Fields{Schema: p.SourceSchema, Time: p.TimeParsers},
-			EventTimeField: p.EventTimeField,
-		})
+		src, err := rt.openSource()
 		if err != nil {
 			return fmt.Errorf("source: %w", err)
 		}
@@ -342,6 +343,17 @@ func (rt *runtime) loop(ctx context.Context) error {
 			return fmt.Errorf("source: %w", rerr)
 		}
 		clock := changelog.WatermarkNone
+		if b.Len() == 0 && rerr == nil {
+			// An empty read (a log source with nothing new): processing
+			// time still advances — idleness, early firings, checkpoints.
+			now := rt.opts.Clock()
+			if err := rt.addPartitions(-1, now); err != nil {
+				return err
+			}
+			if err := rt.tick(ctx, now); err != nil {
+				return err
+			}
+		}
 		for i := range b.Meta {
 			m := &b.Meta[i]
 			now := m.Arrival
@@ -386,28 +398,13 @@ func (rt *runtime) record(ctx context.Context, r *row.Row, m *source.Meta, now i
 	if m.Redelivery {
 		rt.redeliver++
 	}
-	if now > rt.now {
-		rt.now = now
+	if err := rt.addPartitions(m.Partition, now); err != nil {
+		return err
+	}
+	if err := rt.tick(ctx, now); err != nil {
+		return err
 	}
 	now = rt.now
-	for rt.parts < len(rt.src.Partitions()) || rt.parts <= m.Partition {
-		if rt.parts == MaxPartitions {
-			return fmt.Errorf("source: more than %d partitions: a partition (partition_field) stands for a log partition, a few dozen values each keeping a watermark, not an entity such as a customer (use it as a key instead)", MaxPartitions)
-		}
-		rt.tracker.AddPartition(rt.parts, now)
-		rt.parts++
-	}
-	if wm := rt.tracker.Tick(now); wm > rt.wm {
-		if err := rt.advance(ctx, wm); err != nil {
-			return err
-		}
-	}
-	for _, st := range rt.stages {
-		st.op.OnProcessingTime(now)
-		if err := st.emitPending(ctx); err != nil {
-			return err
-		}
-	}
 	if m.Err != nil {
 		return rt.quarantineAll(ctx, m, m.Err.Reason, m.Err.Field, m.Err.Rule)
 	}
@@ -460,6 +457,41 @@ func (rt *runtime) record(ctx context.Context, r *row.Row, m *source.Meta, now i
 	}
 	if wm := rt.tracker.Observe(m.Partition, ts, now); wm > rt.wm {
 		return rt.advance(ctx, wm)
+	}
+	return nil
+}
+
+// addPartitions starts tracking the source's partitions seen so far (and
+// partition p), at processing time now.
+func (rt *runtime) addPartitions(p int, now int64) error {
+	now = max(now, rt.now)
+	for rt.parts < len(rt.src.Partitions()) || rt.parts <= p {
+		if rt.parts == MaxPartitions {
+			return fmt.Errorf("source: more than %d partitions: a partition (partition_field) stands for a log partition, a few dozen values each keeping a watermark, not an entity such as a customer (use it as a key instead)", MaxPartitions)
+		}
+		rt.tracker.AddPartition(rt.parts, now)
+		rt.parts++
+	}
+	return nil
+}
+
+// tick advances processing time to now (it never goes back): idle
+// partitions stop holding the watermark, early firings fire.
+func (rt *runtime) tick(ctx context.Context, now int64) error {
+	if now > rt.now {
+		rt.now = now
+	}
+	now = rt.now
+	if wm := rt.tracker.Tick(now); wm > rt.wm {
+		if err := rt.advance(ctx, wm); err != nil {
+			return err
+		}
+	}
+	for _, st := range rt.stages {
+		st.op.OnProcessingTime(now)
+		if err := st.emitPending(ctx); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/sink/jsonl"
+	"github.com/tidemark/tidemark/sink/kafka"
 	"github.com/tidemark/tidemark/sink/postgres"
 	"github.com/tidemark/tidemark/sink/sqlite"
 	"github.com/tidemark/tidemark/sink/stdout"
@@ -52,8 +53,8 @@ type Registry struct {
 }
 
 // DefaultRegistry returns the built-in sinks: sqlite, postgres (mode
-// results; the runner opens mode ledger itself), jsonl and stdout for
-// results; jsonl and stdout for side outputs.
+// results; the runner opens mode ledger itself), kafka, jsonl and stdout
+// for results; kafka, jsonl and stdout for side outputs.
 func DefaultRegistry() *Registry {
 	return &Registry{
 		Results: map[string]ResultSinkFactory{
@@ -73,6 +74,9 @@ func DefaultRegistry() *Registry {
 				return postgres.New(ctx, s.DSN, s.Table, d, postgres.Options{
 					Pipeline: env.Pipeline, Sink: s.Table, Replace: !env.Restoring, AtLeastOnce: !env.exactlyOnce(s)})
 			},
+			"kafka": func(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
+				return kafka.NewResults(ctx, d, kafkaOptions(s, env))
+			},
 			"jsonl": func(_ context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
 				return jsonl.NewResultsWithOptions(s.Path, d, jsonl.Options{ExactlyOnce: env.exactlyOnce(s), Append: env.Restoring})
 			},
@@ -81,6 +85,9 @@ func DefaultRegistry() *Registry {
 			},
 		},
 		Records: map[string]RecordSinkFactory{
+			"kafka": func(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {
+				return kafka.NewRecords(ctx, kafkaOptions(s, env))
+			},
 			"jsonl": func(_ context.Context, s spec.Sink, env *Env) (sink.Records, error) {
 				return jsonl.NewRecordsWithOptions(s.Path, jsonl.Options{ExactlyOnce: env.exactlyOnce(s), Append: env.Restoring})
 			},
@@ -88,6 +95,23 @@ func DefaultRegistry() *Registry {
 				return newLineRecords(env.Stdout), nil
 			},
 		},
+	}
+}
+
+// kafkaOptions are a kafka sink's options. The topic names the sink
+// (spec validation keeps it unique in the pipeline).
+func kafkaOptions(s spec.Sink, env *Env) kafka.Options {
+	return kafka.Options{
+		Brokers:              s.Brokers,
+		Topic:                s.Topic,
+		AtLeastOnce:          !env.exactlyOnce(s),
+		Pipeline:             env.Pipeline,
+		Sink:                 s.Topic,
+		TransactionalID:      s.TransactionalID,
+		MarkerTopic:          s.MarkerTopic,
+		TransactionTimeoutMs: s.TransactionTimeout.Ms(),
+		Upsert:               s.Upsert,
+		ClientID:             s.ClientID,
 	}
 }
 

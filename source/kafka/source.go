@@ -1,0 +1,519 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
+)
+
+// Start positions (Config.Start).
+const (
+	StartEarliest  = "earliest"
+	StartLatest    = "latest"
+	StartTimestamp = "timestamp"
+)
+
+// Event-time origins (Config.EventTimeFrom).
+const (
+	EventTimePayload        = "payload"
+	EventTimeKafkaTimestamp = "kafka_timestamp"
+)
+
+// Defaults of the Config fields in ms.
+const (
+	DefaultPollTimeoutMs       = 500
+	DefaultFetchMaxWaitMs      = 500
+	DefaultDiscoveryIntervalMs = 10_000
+	DefaultRequestTimeoutMs    = 10_000
+)
+
+// Config configures a Kafka source. Durations are in ms; a zero duration
+// takes its default.
+type Config struct {
+	// Brokers are the seed brokers, "host:port". Required.
+	Brokers []string
+	// Topics to read, every partition of each. Required; each must exist
+	// when the source opens.
+	Topics []string
+	// Group, when not empty, is the consumer group that receives the
+	// offsets of each completed checkpoint, for lag monitoring only: the
+	// source never joins it and never reads its offsets.
+	Group string
+	// Start says where a partition is read from when there is no
+	// checkpoint: StartEarliest (default: the log start offset),
+	// StartLatest (the high watermark when the source opens: only records
+	// produced afterwards) or StartTimestamp (the first record whose
+	// timestamp is at or after StartTimestamp). Partitions discovered
+	// after the source opened are read from their log start.
+	Start string
+	// StartTimestamp is the time, in ms since the epoch, that Start
+	// "timestamp" reads from. Unused otherwise.
+	StartTimestamp int64
+	// EventTimeFrom is EventTimePayload (default: the EventTimeField of
+	// the decoded value) or EventTimeKafkaTimestamp (the record's
+	// timestamp in ms is written to the EventTimeField slot).
+	EventTimeFrom string
+	// Fields says what to decode from each record's value, a JSON object
+	// (format.JSON). With EventTimeKafkaTimestamp it must hold
+	// EventTimeField, which the decoder then skips.
+	Fields format.Fields
+	// EventTimeField names the event-time field (row.KindTime). Required
+	// with EventTimeKafkaTimestamp; optional otherwise.
+	EventTimeField string
+	// PollTimeoutMs bounds how long Next waits for records when none are
+	// buffered before it returns an empty batch. Default 500.
+	PollTimeoutMs int64
+	// FetchMaxWaitMs is how long a broker may hold a fetch request open
+	// waiting for data (fetch.max.wait.ms). Default 500, and never more
+	// than PollTimeoutMs.
+	FetchMaxWaitMs int64
+	// DiscoveryIntervalMs is how often Next refreshes topic metadata to
+	// find new partitions and end offsets. Default 10,000.
+	DiscoveryIntervalMs int64
+	// RequestTimeoutMs bounds each metadata, ListOffsets and OffsetCommit
+	// request the source makes itself. Default 10,000.
+	RequestTimeoutMs int64
+	// ReadUncommitted reads records of open and aborted transactions too
+	// (isolation.level=read_uncommitted). Default false: read_committed.
+	ReadUncommitted bool
+	// StopAtEnd makes the source bounded: when it opens it lists the end
+	// offset of every partition (the last stable offset under
+	// read_committed, else the high watermark), delivers the records
+	// before them and then returns io.EOF. Partitions created later are
+	// not read. A resumed run (Seek) lists the ends when it opens. Default
+	// false: unbounded.
+	StopAtEnd bool
+	// ClientID names the client to the brokers. Default "tidemark".
+	ClientID string
+	// Clock returns the current time; it schedules discovery. Default
+	// time.Now.
+	Clock func() time.Time
+	// ClientOptions are appended to the franz-go client's options (TLS,
+	// SASL, a logger ...).
+	ClientOptions []kgo.Opt
+}
+
+// ErrClosed is returned by Next, Seek and CommitOffsets after Close.
+var ErrClosed = errors.New("kafka source is closed")
+
+// Source reads records from Kafka topics. It implements source.Source and
+// source.Resumable; see the package documentation for its behavior. It is
+// not safe for concurrent use, except Lag and Stats, which may be called
+// from any goroutine.
+type Source struct {
+	cfg    Config
+	poll   time.Duration
+	every  time.Duration
+	reqTO  time.Duration
+	clock  func() time.Time
+	schema *row.Schema
+	json   *format.JSON
+	et     row.Field
+	tsTime bool // event time from the record timestamp
+
+	cl  *kgo.Client
+	adm *kadm.Client
+
+	parts  []part
+	names  []string
+	index  map[tp]int
+	topics map[string]bool
+
+	opened     bool
+	delivered  int64
+	closed     bool
+	discoverAt time.Time
+	commit     kadm.Offsets // offsets of the last Position, not yet committed to Group
+
+	mu    sync.Mutex // guards lag and stats
+	lag   []int64
+	stats Stats
+}
+
+// tp names a Kafka partition.
+type tp struct {
+	topic string
+	p     int32
+}
+
+// part is one Kafka partition the source reads.
+type part struct {
+	topic string
+	num   int32
+	pnum  string // the partition number as text, for Meta.Pos
+	next  int64  // offset of the next record to deliver
+	end   int64  // the newest end offset known, -1 before any
+	stop  int64  // StopAtEnd: the end offset when the source opened
+}
+
+// Stats are the source's counters and last non-fatal errors.
+type Stats struct {
+	// DataLoss counts partitions reset because their next offset was
+	// no longer in the log (retention or truncation): records were
+	// skipped.
+	DataLoss int64
+	// CommitErr is the last error of committing offsets to Group, nil
+	// after a success.
+	CommitErr error
+	// DiscoveryErr is the last error of refreshing partitions and end
+	// offsets, nil after a success.
+	DiscoveryErr error
+}
+
+var (
+	_ source.Source    = (*Source)(nil)
+	_ source.Resumable = (*Source)(nil)
+)
+
+// New checks cfg and returns a source; it does no IO (the first Next or
+// Seek connects). Errors name the setting: no brokers or topics, an
+// unknown Start or EventTimeFrom, a negative duration, a nil
+// Fields.Schema, an EventTimeField missing from it or not a timestamp
+// field, or a franz-go option franz-go refuses.
+func New(cfg Config) (*Source, error) {
+	if len(cfg.Brokers) == 0 {
+		return nil, errors.New("source.brokers: required for a kafka source")
+	}
+	if len(cfg.Topics) == 0 {
+		return nil, errors.New("source.topics: required for a kafka source")
+	}
+	topics := map[string]bool{}
+	for _, t := range cfg.Topics {
+		if t == "" {
+			return nil, errors.New("source.topics: empty topic name")
+		}
+		if topics[t] {
+			return nil, fmt.Errorf("source.topics: %q listed twice", t)
+		}
+		topics[t] = true
+	}
+	switch cfg.Start {
+	case "":
+		cfg.Start = StartEarliest
+	case StartEarliest, StartLatest, StartTimestamp:
+	default:
+		return nil, fmt.Errorf("source.start: %q: want earliest, latest or timestamp", cfg.Start)
+	}
+	switch cfg.EventTimeFrom {
+	case "":
+		cfg.EventTimeFrom = EventTimePayload
+	case EventTimePayload, EventTimeKafkaTimestamp:
+	default:
+		return nil, fmt.Errorf("event_time.from: %q: want payload or kafka_timestamp", cfg.EventTimeFrom)
+	}
+	if cfg.Fields.Schema == nil {
+		return nil, errors.New("kafka source: Fields.Schema is nil")
+	}
+	for _, d := range []struct {
+		key string
+		v   *int64
+		def int64
+	}{
+		{"poll_timeout", &cfg.PollTimeoutMs, DefaultPollTimeoutMs},
+		{"fetch_max_wait", &cfg.FetchMaxWaitMs, DefaultFetchMaxWaitMs},
+		{"discovery_interval", &cfg.DiscoveryIntervalMs, DefaultDiscoveryIntervalMs},
+		{"request_timeout", &cfg.RequestTimeoutMs, DefaultRequestTimeoutMs},
+	} {
+		if *d.v < 0 {
+			return nil, fmt.Errorf("source.%s: %d ms is negative", d.key, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	cfg.FetchMaxWaitMs = min(cfg.FetchMaxWaitMs, cfg.PollTimeoutMs)
+	if cfg.ClientID == "" {
+		cfg.ClientID = "tidemark"
+	}
+	s := &Source{
+		cfg:    cfg,
+		poll:   time.Duration(cfg.PollTimeoutMs) * time.Millisecond,
+		every:  time.Duration(cfg.DiscoveryIntervalMs) * time.Millisecond,
+		reqTO:  time.Duration(cfg.RequestTimeoutMs) * time.Millisecond,
+		clock:  cfg.Clock,
+		schema: cfg.Fields.Schema,
+		index:  map[tp]int{},
+		topics: topics,
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	fields := cfg.Fields
+	if n := cfg.EventTimeField; n != "" {
+		f, ok := s.schema.Lookup(n)
+		if !ok {
+			return nil, fmt.Errorf("event_time.field: field %q is not in the source schema", n)
+		}
+		if f.Kind != row.KindTime {
+			return nil, fmt.Errorf("event_time.field: field %q is %s, want %s", n, f.Kind, row.KindTime)
+		}
+		s.et = f
+	} else if cfg.EventTimeFrom == EventTimeKafkaTimestamp {
+		return nil, errors.New("event_time.field: required with event_time.from kafka_timestamp (the field the record timestamp is written to)")
+	}
+	if cfg.EventTimeFrom == EventTimeKafkaTimestamp {
+		s.tsTime = true
+		fields.Derived = append(slices.Clone(fields.Derived), s.et.Index)
+	}
+	s.json = format.NewJSON(fields)
+
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ClientID(cfg.ClientID),
+		kgo.FetchMaxWait(time.Duration(cfg.FetchMaxWaitMs) * time.Millisecond),
+		kgo.KeepControlRecords(),
+		// A partition found by discovery is read once franz-go's metadata
+		// knows it; its refreshes are at most this frequent.
+		kgo.MetadataMinAge(min(5*time.Second, time.Duration(cfg.DiscoveryIntervalMs)*time.Millisecond)),
+		// An offset no longer in the log (retention) restarts at the log
+		// start; franz-go reports it as data loss.
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	}
+	if !cfg.ReadUncommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	opts = append(opts, cfg.ClientOptions...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka source: %w", err)
+	}
+	s.cl = cl
+	s.adm = kadm.NewClient(cl)
+	s.adm.SetTimeoutMillis(int32(min(cfg.RequestTimeoutMs, 1<<30)))
+	return s, nil
+}
+
+// Partitions returns the names ("topic/N") of the partitions known so
+// far, in index order. The list only grows.
+func (s *Source) Partitions() []string { return s.names }
+
+// Next appends up to max records to b, waiting at most PollTimeoutMs for
+// some; it returns nil with no record when none came. It returns io.EOF
+// (possibly with records) only with StopAtEnd, once every partition is
+// read up to its end offset. Errors: ctx's error, ErrClosed, a
+// topic missing when the source opens, a starting offset that cannot be
+// listed, and a fetch error franz-go does not retry (authorization, a
+// deleted topic). A record whose value does not decode is not an error:
+// it carries Meta.Err.
+func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !s.opened {
+		if err := s.open(ctx, nil); err != nil {
+			return err
+		}
+	}
+	if s.atEnd() {
+		return io.EOF
+	}
+	if now := s.clock(); !now.Before(s.discoverAt) {
+		s.discoverAt = now.Add(s.every)
+		s.discover(ctx)
+	}
+	if s.commit != nil {
+		s.commitGroup(ctx)
+	}
+	s.json.Reset()
+	if max < 1 {
+		max = 1
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.poll)
+	fs := s.cl.PollRecords(pctx, max)
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.fetchErrors(fs); err != nil {
+		return err
+	}
+	n := len(b.Meta)
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		i, ok := s.index[tp{p.Topic, p.Partition}]
+		if !ok { // not asked for: cannot happen with a direct consumer
+			return
+		}
+		s.observeEnd(i, p.HighWatermark, p.LastStableOffset)
+		for _, rec := range p.Records {
+			s.deliver(i, rec, b)
+		}
+	})
+	s.delivered += int64(len(b.Meta) - n)
+	s.updateLag()
+	if s.atEnd() {
+		return io.EOF
+	}
+	return nil
+}
+
+// atEnd reports whether a StopAtEnd source has read every partition up to
+// its stop offset.
+func (s *Source) atEnd() bool {
+	if !s.cfg.StopAtEnd {
+		return false
+	}
+	for i := range s.parts {
+		if s.parts[i].next < s.parts[i].stop {
+			return false
+		}
+	}
+	return true
+}
+
+// fetchErrors returns the first fatal error of a poll. The poll's own
+// timeout is not one; data loss is counted and reading goes on.
+func (s *Source) fetchErrors(fs kgo.Fetches) error {
+	for _, fe := range fs.Errors() {
+		var loss *kgo.ErrDataLoss
+		switch {
+		case errors.Is(fe.Err, context.DeadlineExceeded), errors.Is(fe.Err, context.Canceled):
+		case errors.As(fe.Err, &loss):
+			s.mu.Lock()
+			s.stats.DataLoss++
+			s.mu.Unlock()
+		case errors.Is(fe.Err, kgo.ErrClientClosed):
+			return ErrClosed
+		default:
+			if fe.Topic == "" {
+				return fmt.Errorf("kafka source: %w", fe.Err)
+			}
+			return fmt.Errorf("kafka source: topic %s partition %d: %w", fe.Topic, fe.Partition, fe.Err)
+		}
+	}
+	return nil
+}
+
+// deliver appends rec, read from partition i, to b; a transaction marker
+// only advances the position.
+func (s *Source) deliver(i int, rec *kgo.Record, b *source.Batch) {
+	p := &s.parts[i]
+	if rec.Offset < p.next {
+		return // already delivered (never expected from franz-go)
+	}
+	if s.cfg.StopAtEnd && rec.Offset >= p.stop {
+		return // after the end of a bounded read
+	}
+	p.next = rec.Offset + 1
+	if rec.Attrs.IsControl() {
+		return
+	}
+	r, m := b.Next(s.schema)
+	m.Partition = i
+	m.Pos = changelog.Position{Source: p.topic, Partition: p.pnum, Offset: rec.Offset}
+	m.Raw = rec.Value
+	m.Err = s.decode(rec.Value, rec.Timestamp.UnixMilli(), r)
+}
+
+// decode fills r (shaped, all null) from a record's value and timestamp
+// (ms). It returns the value's decode error, if any.
+func (s *Source) decode(value []byte, tsMs int64, r *row.Row) *source.DecodeError {
+	err := s.json.Decode(value, r)
+	if s.tsTime && tsMs >= 0 {
+		r.I[s.et.Slot] = tsMs
+		r.SetValid(s.et.Index)
+	}
+	return err
+}
+
+// observeEnd records the end offsets a fetch response reported for
+// partition i: the last stable offset under read_committed, the high
+// watermark otherwise. End offsets only grow.
+func (s *Source) observeEnd(i int, hwm, lso int64) {
+	end := hwm
+	if !s.cfg.ReadUncommitted && lso >= 0 {
+		end = lso
+	}
+	if p := &s.parts[i]; end > p.end {
+		p.end = end
+	}
+}
+
+// updateLag refreshes the snapshot Lag returns.
+func (s *Source) updateLag() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lag = s.lag[:0]
+	for i := range s.parts {
+		p := &s.parts[i]
+		l := int64(-1)
+		if p.end >= 0 {
+			l = max(0, p.end-p.next)
+		}
+		s.lag = append(s.lag, l)
+	}
+}
+
+// Lag returns, for each partition in the order of Partitions, the number
+// of offsets between the next record to deliver and the end of the
+// partition (the last stable offset under read_committed, else the high
+// watermark), as of the last fetch or discovery; -1 while the end is not
+// known. Safe for concurrent use.
+func (s *Source) Lag() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.lag)
+}
+
+// Stats returns the source's counters and last non-fatal errors. Safe for
+// concurrent use.
+func (s *Source) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// EventJSON appends the record's value when it is a JSON object (line
+// breaks, which a valid object holds only between tokens, become spaces),
+// else {"_raw": "<the value as a JSON string>"}.
+func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
+	raw := m.Raw
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' && json.Valid(raw) {
+		for _, c := range raw {
+			if c == '\n' || c == '\r' {
+				c = ' '
+			}
+			dst = append(dst, c)
+		}
+		return dst
+	}
+	dst = append(dst, `{"_raw":`...)
+	dst = changelog.AppendJSONString(dst, string(raw))
+	return append(dst, '}')
+}
+
+// Close closes the client. Next returns ErrClosed afterwards; closing
+// twice is not an error.
+func (s *Source) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.cl.Close()
+	return nil
+}
+
+// addPart appends a partition to read from offset next (consume starts
+// reading it).
+func (s *Source) addPart(topic string, num int32, next int64) {
+	s.index[tp{topic, num}] = len(s.parts)
+	s.parts = append(s.parts, part{topic: topic, num: num, pnum: strconv.Itoa(int(num)), next: next, end: -1})
+	s.names = append(s.names, topic+"/"+strconv.Itoa(int(num)))
+}
