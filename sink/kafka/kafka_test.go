@@ -19,7 +19,7 @@ import (
 
 // cluster starts an in-process broker with the given topics (one
 // partition each unless named "name:N") and returns its address.
-func cluster(t *testing.T, topics ...string) []string {
+func cluster(t testing.TB, topics ...string) []string {
 	t.Helper()
 	opts := []kfake.Opt{kfake.NumBrokers(1)}
 	for _, name := range topics {
@@ -182,7 +182,7 @@ func open(t *testing.T, brokers []string, o Options) *Results {
 	return r
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
