@@ -76,6 +76,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout), newVersionCmd(stdout))
 	root.AddCommand(newPerturbCmd(stderr))
+	root.AddCommand(newProduceCmd(stderr), newDevKafkaCmd(stdout, stderr))
 	return root
 }
 

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// devKafkaDefaultAddr is where tidemark dev-kafka listens by default, and
+// the default --brokers of tidemark produce.
+const devKafkaDefaultAddr = "127.0.0.1:9092"
+
+// devKafkaFlags are the flags of tidemark dev-kafka.
+type devKafkaFlags struct {
+	addr       string
+	partitions int
+	topics     []string
+	autoCreate bool
+	quiet      bool
+}
+
+// newDevKafkaCmd is tidemark dev-kafka: the listening line goes to stdout,
+// notes to stderr.
+func newDevKafkaCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f devKafkaFlags
+	cmd := &cobra.Command{
+		Use:   "dev-kafka [--addr HOST:PORT] [--topic NAME]... [flags]",
+		Short: "Run an in-memory Kafka broker for demos and tests (data is lost when it stops)",
+		Long: `Run an in-memory Kafka broker for demos and tests (data is lost when it
+stops).
+
+The broker is franz-go's kfake: one broker that speaks the Kafka protocol
+(produce, fetch, consumer groups, transactions), enough for tidemark's Kafka
+source and sinks and for other Kafka clients, on a machine without Kafka. It
+keeps everything in memory: nothing is written to disk and every topic and
+record is gone when it stops. It is no substitute for a Kafka cluster.
+
+When it listens, one line "kafka listening on HOST:PORT" goes to stdout
+(with --addr HOST:0, the port the system chose), for scripts to wait for.
+It runs until SIGINT or SIGTERM, then closes and exits 0.
+
+tidemark's Kafka source and sinks require their topics to exist: create them
+with --topic (each with --partitions partitions) or tidemark produce --create.
+
+Exit status: 0 when stopped by a signal, 1 when the address cannot be
+listened on, 2 for a usage error.`,
+		Args: usage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDevKafka(cmd.Context(), &f, stdout, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", devKafkaDefaultAddr, "address to listen on, HOST:PORT; clients are told to connect to it (port 0: any free port)")
+	fl.IntVar(&f.partitions, "partitions", 4, "partitions of each --topic, and of topics created without a partition count")
+	fl.StringArrayVar(&f.topics, "topic", nil, "topic to create at start (repeatable; a,b,c creates three)")
+	fl.BoolVar(&f.autoCreate, "auto-create", false, "let clients that ask for it create a topic by producing to it or fetching its metadata (tidemark never asks)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the listening line")
+	return cmd
+}
+
+// runDevKafka runs the broker until ctx ends.
+func runDevKafka(ctx context.Context, f *devKafkaFlags, stdout, stderr io.Writer) error {
+	host, portText, err := net.SplitHostPort(f.addr)
+	if err != nil {
+		return usageErr("--addr %q: %v", f.addr, err)
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return usageErr("--addr %q: port %q is not a number from 0 to 65535", f.addr, portText)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		// The broker tells clients to connect to the address it listens
+		// on, so it must be one they can reach.
+		return usageErr("--addr %q: name a host clients can connect to (127.0.0.1, or this machine's address), not a wildcard", f.addr)
+	}
+	if f.partitions < 1 {
+		return usageErr("--partitions: must be at least 1")
+	}
+	var topics []string
+	for _, t := range f.topics {
+		for _, name := range strings.Split(t, ",") {
+			if !validTopic(name) {
+				return usageErr("--topic: %q is not a topic name (1 to 249 of [a-zA-Z0-9._-], not . or ..)", name)
+			}
+			topics = append(topics, name)
+		}
+	}
+
+	opts := []kfake.Opt{
+		kfake.Ports(int(port)), // one broker
+		kfake.ListenFn(func(network, address string) (net.Listener, error) {
+			// kfake listens on 127.0.0.1: keep its port, use our host.
+			_, p, err := net.SplitHostPort(address)
+			if err != nil {
+				return nil, err
+			}
+			return net.Listen(network, net.JoinHostPort(host, p))
+		}),
+		kfake.DefaultNumPartitions(f.partitions),
+	}
+	if len(topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(int32(f.partitions), topics...))
+	}
+	if f.autoCreate {
+		opts = append(opts, kfake.AllowAutoTopicCreation())
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return fmt.Errorf("dev-kafka: %w", err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	if _, err := fmt.Fprintf(stdout, "kafka listening on %s\n", addr); err != nil {
+		return err
+	}
+	if !f.quiet {
+		fmt.Fprintf(stderr, "dev-kafka: in-memory broker for demos and tests; everything is lost when it stops (Ctrl-C)\n")
+		if len(topics) > 0 {
+			fmt.Fprintf(stderr, "dev-kafka: topics %s, %d partitions each\n", strings.Join(topics, ", "), f.partitions)
+		}
+		fmt.Fprintf(stderr, "dev-kafka: KAFKA_BROKERS=%s\n", addr)
+	}
+	<-ctx.Done()
+	if !f.quiet {
+		fmt.Fprintf(stderr, "dev-kafka: stopped\n")
+	}
+	return nil
+}
