@@ -465,7 +465,11 @@ func (rt *runtime) decodeState(ctx context.Context, payload []byte) (map[string]
 	n = d.Len(1<<16, 2)
 	for range n {
 		id := d.String()
-		prepared[id] = d.Bytes8()
+		p := d.Bytes8()
+		if len(p) == 0 {
+			p = nil // what Prepare returned: nothing to publish
+		}
+		prepared[id] = p
 	}
 	if err := d.Err(); err != nil {
 		return nil, err
