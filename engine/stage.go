@@ -43,6 +43,9 @@ type origin struct {
 // raw returns the record's original bytes.
 func (o *origin) raw() []byte {
 	if o.meta != nil {
+		if o.meta.Raw == nil { // a generated record (nexmark)
+			return o.src.EventJSON(nil, o.meta)
+		}
 		return o.meta.Raw
 	}
 	return changelog.AppendRowJSON(nil, o.cr, o.up, o.loc)

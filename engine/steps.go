@@ -217,7 +217,11 @@ func (rt *runtime) quarantineAll(ctx context.Context, m *source.Meta, reason, fi
 	if rt.quarantine == nil {
 		return nil
 	}
-	rec := changelog.QuarantineRecord{Stage: rt.plan.Spec.Name, Raw: m.Raw, Reason: reason, Field: field, Rule: rule, Position: m.Pos}
+	raw := m.Raw
+	if raw == nil { // a generated record (nexmark): its JSON
+		raw = rt.src.EventJSON(nil, m)
+	}
+	rec := changelog.QuarantineRecord{Stage: rt.plan.Spec.Name, Raw: raw, Reason: reason, Field: field, Rule: rule, Position: m.Pos}
 	rt.buf = rt.enc.Quarantine(rt.buf[:0], &rec)
 	if err := rt.quarantine.WriteRecord(ctx, rt.buf); err != nil {
 		return fmt.Errorf("quarantine sink: %w", err)

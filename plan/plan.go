@@ -22,6 +22,7 @@ import (
 	"github.com/tidemark/tidemark/expr"
 	"github.com/tidemark/tidemark/operator"
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source/nexmark"
 	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/window"
 )
@@ -271,8 +272,27 @@ func sourceSchema(p *spec.Pipeline, names []string, c *contract.Contract) (*row.
 	if p.Source.Ordinal != nil {
 		ordinal = p.Source.Ordinal.Field
 	}
+	var nexmarkKinds map[string]row.Kind
+	if p.Source.Type == "nexmark" {
+		nexmarkKinds = map[string]row.Kind{}
+		for _, f := range nexmark.Fields() {
+			nexmarkKinds[f.Name] = f.Kind
+		}
+	}
 	for _, n := range names {
 		k := row.KindString
+		if nexmarkKinds != nil {
+			// The generator's fixed schema (docs/nexmark.md).
+			kk, ok := nexmarkKinds[n]
+			if !ok {
+				errs = append(errs, fmt.Errorf("field %q is not a Nexmark field (%s)", n, strings.Join(nexmark.Names(), ", ")))
+				continue
+			}
+			if _, err := s.Add(n, kk); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		if t, ok := p.Source.Schema.Lookup(n); ok {
 			kk, err := row.ParseKind(t)
 			if err != nil {

@@ -200,7 +200,8 @@ type Source struct {
 	Events int64 `yaml:"events"`
 	// Rate is events per second of event time (Nexmark's first event
 	// rate); it does not limit how fast events are generated. YAML
-	// `rate`. Default 10,000.
+	// `rate`. Default 10,000,000 (the rate of Flink's published Nexmark
+	// runs; docs/nexmark.md).
 	Rate int64 `yaml:"rate"`
 	// Seed chooses the event stream; 0 gives the reference generator's
 	// events. YAML `seed`. Default 0.

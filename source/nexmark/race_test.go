@@ -1,0 +1,6 @@
+//go:build race
+
+package nexmark
+
+// raceOn: the race detector slows the generator about tenfold.
+const raceOn = true
