@@ -29,6 +29,8 @@
 //	                   returns the exact decimal)
 //	min(x), max(x)     kind of x (int, decimal, string, timestamp, bool)
 //	count_distinct(x)  int: number of distinct non-null x (exact)
+//	arg_max(x, y)      kind of y: y of the row with the largest x (ties: the
+//	arg_min(x, y)      smallest y); not retractable
 //
 // Checkpoints: AppendSlot and RestoreSlot write and read one slot's
 // accumulator exactly (snapshot.go describes the encoding per function).
@@ -52,6 +54,8 @@ type Spec struct {
 	Func    string    // count, sum, avg, min, max, count_distinct
 	Arg     row.Field // argument field
 	HasArg  bool      // false for count()
+	Arg2    row.Field // second argument (arg_max, arg_min: the field returned)
+	HasArg2 bool
 	Retract bool      // the input may retract rows: build retractable accumulators
 }
 
@@ -150,8 +154,10 @@ func New(sp Spec) (Column, error) {
 			return nil, err
 		}
 		return newDistinct(sp), nil
+	case "arg_max", "arg_min":
+		return newArgExtreme(sp)
 	}
-	return nil, fmt.Errorf("unknown aggregate %s() (want count, sum, avg, min, max or count_distinct)", sp.Func)
+	return nil, fmt.Errorf("unknown aggregate %s() (want count, sum, avg, min, max, count_distinct, arg_max or arg_min)", sp.Func)
 }
 
 func grow[T any](s []T, n int) []T {

@@ -554,28 +554,52 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 	for i, a := range st.Aggregates {
 		sp := aggregate.Spec{Name: a.Name, Func: ps.aggFunc[i], Retract: retracting}
 		args := ps.aggArgs[i]
-		switch len(args) {
-		case 0:
-		case 1:
-			e, err := expr.Compile(args[0], schema)
+		// argField compiles argument j to a field: a bare field is read
+		// directly; any other expression becomes a hidden derived field
+		// (__name, __name_2), evaluated with the others.
+		argField := func(j int) (row.Field, bool) {
+			e, err := expr.Compile(args[j], schema)
 			if err != nil {
-				exprErr("aggregates."+a.Name, args[0], err)
-				continue
+				exprErr("aggregates."+a.Name, args[j], err)
+				return row.Field{}, false
 			}
 			if f, ok := e.IsField(); ok {
-				sp.Arg = f
-			} else {
-				fd, err := schema.Add("__"+a.Name, e.Kind())
-				if err != nil {
-					add("aggregates."+a.Name, err)
-					continue
-				}
-				s.Derived = append(s.Derived, Derived{Field: fd, Expr: e})
-				sp.Arg = fd
+				return f, true
 			}
-			sp.HasArg = true
-		default:
-			add("aggregates."+a.Name, fmt.Errorf("%s() takes one argument, got %d", ps.aggFunc[i], len(args)))
+			name := "__" + a.Name
+			if j > 0 {
+				name += fmt.Sprintf("_%d", j+1)
+			}
+			fd, err := schema.Add(name, e.Kind())
+			if err != nil {
+				add("aggregates."+a.Name, err)
+				return row.Field{}, false
+			}
+			s.Derived = append(s.Derived, Derived{Field: fd, Expr: e})
+			return fd, true
+		}
+		want := 1
+		if f := ps.aggFunc[i]; f == "arg_max" || f == "arg_min" {
+			want = 2
+		}
+		if len(args) > want {
+			if want == 1 {
+				add("aggregates."+a.Name, fmt.Errorf("%s() takes one argument, got %d", ps.aggFunc[i], len(args)))
+			} else {
+				add("aggregates."+a.Name, fmt.Errorf("%s() takes two arguments, got %d", ps.aggFunc[i], len(args)))
+			}
+			continue
+		}
+		ok := true
+		if len(args) >= 1 {
+			sp.Arg, ok = argField(0)
+			sp.HasArg = ok
+		}
+		if ok && len(args) == 2 {
+			sp.Arg2, ok = argField(1)
+			sp.HasArg2 = ok
+		}
+		if !ok {
 			continue
 		}
 		c, err := aggregate.New(sp)

@@ -1,0 +1,115 @@
+package aggregate
+
+import (
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/state"
+)
+
+// argExtreme is arg_max(x, y) / arg_min(x, y): the value of y on the row
+// with the largest (smallest) x. Rows whose x or y is null are skipped.
+// Ties on x go to the smallest y (row.Value.Compare), so the result does
+// not depend on arrival order or on how panes merge. It cannot retract:
+// a stage using it needs an input without retractions (an upstream stage
+// in emit mode final, or the source).
+//
+// It is what Nexmark q5 ("the auction with the most bids per window") and
+// q7 ("the bid with the highest price") need; where the reference query
+// returns every row tied on x, arg_max returns one (the smallest y).
+type argExtreme struct {
+	x, y  row.Field
+	max   bool
+	xv    []row.Value // per slot: the best x, null when empty
+	yv    []row.Value // its y
+	valid []bool
+}
+
+func newArgExtreme(sp Spec) (Column, error) {
+	if !sp.HasArg || !sp.HasArg2 {
+		return nil, fmt.Errorf("%s() needs two arguments: the value to maximize and the field to return, e.g. %s(bid.price, bid.auction)", sp.Func, sp.Func)
+	}
+	if sp.Retract {
+		return nil, fmt.Errorf("%s() cannot take back a row: its input must not retract (an upstream stage in emit mode final)", sp.Func)
+	}
+	switch sp.Arg.Kind {
+	case row.KindInt, row.KindTime, row.KindDecimal, row.KindString:
+	default:
+		return nil, fmt.Errorf("%s(%s, …) needs an int, decimal, string or timestamp to compare, %s is %s", sp.Func, sp.Arg.Name, sp.Arg.Name, sp.Arg.Kind)
+	}
+	return &argExtreme{x: sp.Arg, y: sp.Arg2, max: sp.Func == "arg_max"}, nil
+}
+
+func (c *argExtreme) Kind() row.Kind { return c.y.Kind }
+func (c *argExtreme) Grow(n int) {
+	c.xv, c.yv, c.valid = grow(c.xv, n), grow(c.yv, n), grow(c.valid, n)
+}
+
+// better reports whether (x, y) beats (bx, by).
+func (c *argExtreme) better(x, y, bx, by row.Value) bool {
+	switch d := x.Compare(bx); {
+	case d > 0:
+		return c.max
+	case d < 0:
+		return !c.max
+	}
+	return y.Compare(by) < 0
+}
+
+func own(v row.Value) row.Value {
+	if v.Kind == row.KindString {
+		v.S = strings.Clone(v.S)
+	}
+	return v
+}
+
+func (c *argExtreme) Add(s int32, r *row.Row) error {
+	if r.IsNull(c.x.Index) || r.IsNull(c.y.Index) {
+		return nil
+	}
+	x, y := r.Get(c.x), r.Get(c.y)
+	if !c.valid[s] || c.better(x, y, c.xv[s], c.yv[s]) {
+		c.xv[s], c.yv[s], c.valid[s] = own(x), own(y), true
+	}
+	return nil
+}
+func (c *argExtreme) Retract(int32, *row.Row) error { return ErrNotRetractable }
+func (c *argExtreme) Merge(dst, src int32) error {
+	if c.valid[src] && (!c.valid[dst] || c.better(c.xv[src], c.yv[src], c.xv[dst], c.yv[dst])) {
+		c.xv[dst], c.yv[dst], c.valid[dst] = c.xv[src], c.yv[src], true
+	}
+	return nil
+}
+func (c *argExtreme) Result(s int32) row.Value {
+	if !c.valid[s] {
+		return row.Null
+	}
+	return c.yv[s]
+}
+func (c *argExtreme) Reset(s int32) {
+	c.xv[s], c.yv[s], c.valid[s] = row.Null, row.Null, false
+}
+
+// SlotBytes: two boxed values and a flag.
+func (c *argExtreme) SlotBytes() int { return 2*int(unsafe.Sizeof(row.Value{})) + 1 }
+func (c *argExtreme) ExtraBytes(s int32) int {
+	return len(c.xv[s].S) + len(c.yv[s].S)
+}
+
+// AppendSlot writes valid, then x and y (state.Encoder.Value).
+func (c *argExtreme) AppendSlot(e *state.Encoder, s int32) {
+	e.Bool(c.valid[s])
+	if c.valid[s] {
+		e.Value(c.xv[s])
+		e.Value(c.yv[s])
+	}
+}
+func (c *argExtreme) RestoreSlot(d *state.Decoder, s int32) {
+	c.valid[s] = d.Bool()
+	c.xv[s], c.yv[s] = row.Null, row.Null
+	if c.valid[s] {
+		c.xv[s], c.yv[s] = d.Value(), d.Value()
+	}
+}
