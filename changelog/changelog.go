@@ -110,6 +110,11 @@ type Desc struct {
 	Session  bool     // session windows: window_end of a row can change
 	Timezone string   // IANA zone used to render window times (e.g. "Asia/Seoul")
 	EmitMode string   // "final", "update" or "retract"
+	// Stateless marks a select stage's rows: no window and no key; each
+	// row is an insert of one record's Values, WindowStart and WindowEnd
+	// holding its event time. JSON: {"op":"insert","event_time":…,<values>,
+	// "updated_at":…}.
+	Stateless bool
 }
 
 // Position locates a record in its source: a file and line (and byte

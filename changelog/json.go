@@ -118,6 +118,18 @@ func (e *Encoder) Quarantine(dst []byte, q *QuarantineRecord) []byte {
 }
 
 func appendRow(dst []byte, r *Row, d *Desc, tf *row.TimeFormatter) []byte {
+	if d.Stateless {
+		dst = append(dst, `{"op":"`...)
+		dst = append(dst, r.Op.String()...)
+		dst = append(dst, `","event_time":`...)
+		dst = appendTime(dst, r.WindowStart, tf)
+		for i := range d.Values {
+			dst = appendColumn(dst, d.Values[i].Name, r.Values[i], tf)
+		}
+		dst = append(dst, `,"updated_at":`...)
+		dst = appendTime(dst, r.UpdatedAt, tf)
+		return append(dst, '}')
+	}
 	dst = append(dst, `{"op":"`...)
 	dst = append(dst, r.Op.String()...)
 	dst = append(dst, `","window_start":`...)

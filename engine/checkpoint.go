@@ -361,7 +361,9 @@ func (rt *runtime) encodeState(e *state.Encoder, prepared [][]byte) error {
 		}
 		e.String(st.firstQ)
 		op.Reset()
-		st.op.Snapshot(op)
+		if st.op != nil {
+			st.op.Snapshot(op)
+		}
 		e.Bytes8(op.Bytes())
 	}
 	e.Uint(uint64(len(rt.ck.committers)))
@@ -456,6 +458,12 @@ func (rt *runtime) decodeState(ctx context.Context, payload []byte) (map[string]
 		opState := d.Bytes8()
 		if err := d.Err(); err != nil {
 			return nil, err
+		}
+		if st.op == nil {
+			if len(opState) != 0 {
+				return nil, fmt.Errorf("stage %s: operator state for a select stage", st.p.Name)
+			}
+			continue
 		}
 		if err := st.op.Restore(state.NewDecoder(opState)); err != nil {
 			return nil, fmt.Errorf("stage %s: %w", st.p.Name, err)

@@ -280,9 +280,12 @@ func (rt *runtime) open(ctx context.Context) error {
 		rt.order = &orderStep{p: o, state: map[string]*version{}}
 	}
 	for _, sp := range p.Stages {
-		op, err := operator.New(sp.Operator)
-		if err != nil {
-			return fmt.Errorf("%s: %w", sp.Name, err)
+		var op *operator.Operator
+		if !sp.Desc.Stateless {
+			var err error
+			if op, err = operator.New(sp.Operator); err != nil {
+				return fmt.Errorf("%s: %w", sp.Name, err)
+			}
 		}
 		st := &stage{rt: rt, p: sp, op: op, enc: changelog.NewEncoder(sp.Loc)}
 		for i, sk := range sp.Sinks {
@@ -368,6 +371,12 @@ func (rt *runtime) loop(ctx context.Context) error {
 			}
 		}
 		rt.batches++
+		// Select stages write the batch's rows now: they point into it.
+		for _, st := range rt.stages {
+			if err := st.flushSelect(ctx); err != nil {
+				return err
+			}
+		}
 		if err := rt.applyLedgers(ctx, ledgerBatch); err != nil {
 			return err
 		}
@@ -488,6 +497,9 @@ func (rt *runtime) tick(ctx context.Context, now int64) error {
 		}
 	}
 	for _, st := range rt.stages {
+		if st.op == nil {
+			continue
+		}
 		st.op.OnProcessingTime(now)
 		if err := st.emitPending(ctx); err != nil {
 			return err
@@ -613,7 +625,10 @@ func (rt *runtime) summary() *Summary {
 		}
 	}
 	for _, st := range rt.stages {
-		os := st.op.Stats()
+		var os operator.Stats
+		if st.op != nil {
+			os = st.op.Stats()
+		}
 		s.Stages = append(s.Stages, StageSummary{
 			Name:            st.p.Name,
 			Counters:        st.cnt,

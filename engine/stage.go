@@ -23,6 +23,12 @@ type stage struct {
 	sinks  []sink.Results
 	late   sink.Records
 	ledger []*ledgerSink // postgres sinks in mode ledger (also in sinks)
+
+	// A select stage (p.Desc.Stateless; op is nil): the rows of the
+	// current source batch, written at its end (their strings point into
+	// the batch).
+	selRows []changelog.Row
+	selVals []row.Value
 	down   []*stage
 	in     *row.Row // input row for a stage reading a changelog
 	enc    *changelog.Encoder
@@ -84,6 +90,10 @@ func (st *stage) process(ctx context.Context, r *row.Row, ts int64, weight int, 
 		if weight > 0 {
 			st.cnt.Filtered++
 		}
+		return true, nil
+	}
+	if st.op == nil {
+		st.selectRow(r, ts)
 		return true, nil
 	}
 	out, err := st.op.Process(r, ts, weight, st.rt.now)
@@ -244,8 +254,44 @@ func (st *stage) tooLate(ctx context.Context, ts int64, org *origin) error {
 	return nil
 }
 
+// selectRow emits record r of a select stage as an insert row.
+func (st *stage) selectRow(r *row.Row, ts int64) {
+	st.cnt.OnTime++
+	n := len(st.selVals)
+	for _, f := range st.p.Select {
+		st.selVals = append(st.selVals, r.Get(f))
+	}
+	st.selRows = append(st.selRows, changelog.Row{Op: changelog.Insert, WindowStart: ts, WindowEnd: ts,
+		Version: 1, IsFinal: true, WatermarkAt: st.rt.wm, UpdatedAt: st.rt.now})
+	_ = n
+}
+
+// flushSelect writes a select stage's rows to its sinks.
+func (st *stage) flushSelect(ctx context.Context) error {
+	if len(st.selRows) == 0 {
+		return nil
+	}
+	k := len(st.p.Select)
+	for i := range st.selRows {
+		st.selRows[i].Values = st.selVals[i*k : (i+1)*k : (i+1)*k]
+	}
+	st.cnt.RowsEmitted += int64(len(st.selRows))
+	st.cnt.FinalRows += int64(len(st.selRows))
+	for _, s := range st.sinks {
+		if err := s.Write(ctx, st.selRows); err != nil {
+			return fmt.Errorf("%s: sink: %w", st.p.Name, err)
+		}
+	}
+	clear(st.selVals)
+	st.selRows, st.selVals = st.selRows[:0], st.selVals[:0]
+	return nil
+}
+
 // advance moves the stage's watermark, then its downstream stages'.
 func (st *stage) advance(ctx context.Context, wm int64) error {
+	if st.op == nil {
+		return nil // a select stage: no windows, no downstream stages
+	}
 	if err := st.op.AdvanceWatermark(wm, st.rt.now); err != nil {
 		return err
 	}
@@ -263,7 +309,7 @@ func (st *stage) advance(ctx context.Context, wm int64) error {
 // emitPending hands the operator's emitted rows to the sinks and to the
 // downstream stages.
 func (st *stage) emitPending(ctx context.Context) error {
-	if st.op.Pending() == 0 {
+	if st.op == nil || st.op.Pending() == 0 {
 		return nil
 	}
 	rows := st.op.Drain()

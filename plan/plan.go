@@ -92,6 +92,9 @@ type Stage struct {
 	Sinks          []spec.Sink
 	// Retracting is true when the input may carry retractions.
 	Retracting bool
+	// Select lists the output fields of a select stage (Desc.Stateless):
+	// no operator, every kept record is emitted as an insert row.
+	Select []row.Field
 	// Aggs are the aggregate columns' specs, in output order (the ledger
 	// sink reads each event's deltas from their argument fields).
 	Aggs []aggregate.Spec
@@ -210,6 +213,10 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 			inSchema = src
 		} else {
 			up := pl.Stages[in]
+			if up.Desc.Stateless {
+				errs = append(errs, fmt.Errorf("%s: input %s is a select stage; read the source with the same filter instead (a stage reading a select stage is not supported yet)", st.Name, up.Name))
+				continue
+			}
 			inSchema = changelogSchema(&up.Desc)
 			if st.EventTime == nil {
 				etName = "window_end"
@@ -445,6 +452,11 @@ func (ps *parsedStage) inputRefs() []string {
 			add(a)
 		}
 	}
+	for _, n := range ps.st.Select {
+		if !derived[n] {
+			set.add(n)
+		}
+	}
 	return set.list()
 }
 
@@ -534,6 +546,9 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 			continue
 		}
 		s.Derived = append(s.Derived, Derived{Field: fd, Expr: e})
+	}
+	if len(st.Select) > 0 {
+		return compileSelect(st, s, schema, errs)
 	}
 	for _, k := range st.Key {
 		f, ok := schema.Lookup(k)
@@ -679,4 +694,30 @@ func suggest(name string, s *row.Schema) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %s?)", strings.Join(close, ", "))
+}
+
+// compileSelect finishes a select stage: its output columns are the
+// selected fields; there is no operator.
+func compileSelect(st spec.Stage, s *Stage, schema *row.Schema, errs []error) (*Stage, error) {
+	if s.Retracting {
+		errs = append(errs, errors.New("select: a select stage emits each record once and cannot take a row back (not with order_by)"))
+	}
+	var cols []changelog.Column
+	for _, n := range st.Select {
+		f, ok := schema.Lookup(n)
+		if !ok {
+			errs = append(errs, fmt.Errorf("select: %q is not a field%s", n, suggest(n, schema)))
+			continue
+		}
+		s.Select = append(s.Select, f)
+		cols = append(cols, changelog.Column{Name: n, Kind: f.Kind})
+	}
+	loc, err := time.LoadLocation(st.Window.Timezone)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("window.timezone: %w", err))
+	}
+	s.Loc = loc
+	s.Schema = schema
+	s.Desc = changelog.Desc{Stage: st.Name, Values: cols, Stateless: true, Timezone: st.Window.Timezone, EmitMode: "final"}
+	return s, errors.Join(errs...)
 }

@@ -239,6 +239,7 @@ func (p *Pipeline) topStage() Stage {
 		Window:          p.Window,
 		AllowedLateness: p.AllowedLateness,
 		Aggregates:      p.Aggregates,
+		Select:          p.Select,
 		Emit:            p.Emit,
 		Late:            p.Late,
 		Sinks:           p.Sinks,
@@ -339,7 +340,7 @@ func (p *Pipeline) Validate() error {
 	}
 	if len(p.Stages) > 0 {
 		if p.Filter != "" || len(p.Fields) > 0 || len(p.Key) > 0 || p.Window != (Window{}) ||
-			len(p.Aggregates) > 0 || len(p.Sinks) > 0 || p.AllowedLateness != 0 ||
+			len(p.Aggregates) > 0 || len(p.Select) > 0 || len(p.Sinks) > 0 || p.AllowedLateness != 0 ||
 			p.Emit != (Emit{}) || p.Late.Policy != "" || p.Late.Sink != nil {
 			add("stages", "use either stages or the top-level stage keys (filter, fields, key, window, allowed_lateness, aggregates, emit, late, sinks), not both")
 		}
@@ -528,6 +529,10 @@ func validateEventTime(key string, et *EventTime, add func(key, format string, a
 }
 
 func validateStage(prefix string, s *Stage, add func(key, format string, args ...any)) {
+	if len(s.Select) > 0 {
+		validateSelectStage(prefix, s, add)
+		return
+	}
 	w := &s.Window
 	day := 24 * time.Hour
 	switch w.Type {
@@ -854,5 +859,42 @@ func validateNexmarkSource(s *Source, add func(key, format string, args ...any))
 	}
 	if len(s.Schema) > 0 {
 		add("source.schema", "a nexmark source has a fixed schema (docs/nexmark.md)")
+	}
+}
+
+// validateSelectStage checks a stateless select stage: none of the keys of
+// a windowed aggregation, and sinks that append rows (a select row has no
+// key an upsert table could use).
+func validateSelectStage(prefix string, s *Stage, add func(key, format string, args ...any)) {
+	notHere := func(key string, set bool) {
+		if set {
+			add(prefix+key, "not used by a select stage (it has no window: every record is emitted as it comes)")
+		}
+	}
+	w := s.Window
+	w.Timezone = ""
+	notHere("window", w != (Window{}))
+	notHere("key", len(s.Key) > 0)
+	notHere("aggregates", len(s.Aggregates) > 0)
+	notHere("allowed_lateness", s.AllowedLateness != 0)
+	notHere("emit.early_every", s.Emit.EarlyEvery != 0)
+	seen := map[string]bool{}
+	for _, f := range s.Select {
+		if f == "" || seen[f] {
+			add(prefix+"select", "%q: empty or listed twice", f)
+		}
+		seen[f] = true
+		if reserved[strings.ToLower(f)] || f == "event_time" {
+			add(prefix+"select", "%q is a reserved output column; rename it with fields", f)
+		}
+	}
+	for i := range s.Sinks {
+		key := fmt.Sprintf("%ssinks[%d]", prefix, i)
+		switch s.Sinks[i].Type {
+		case "sqlite", "postgres":
+			add(key+".type", "a select stage's rows have no key for an upsert table: write them to jsonl, stdout or kafka")
+		default:
+			validateSink(key, &s.Sinks[i], true, add)
+		}
 	}
 }

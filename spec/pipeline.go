@@ -57,6 +57,11 @@ type Pipeline struct {
 	// Late selects what happens to events beyond the allowed lateness.
 	// YAML `late`.
 	Late Late `yaml:"late"`
+	// Select makes the stage a stateless select (no window, key or
+	// aggregates): every record the filter keeps is emitted at once as an
+	// insert row of these fields (input or derived), with its event time.
+	// YAML `select`. Default: none (a windowed aggregation).
+	Select []string `yaml:"select"`
 	// Sinks receive the result rows. YAML `sinks`. Optional (a run with no
 	// sink still prints its summary).
 	Sinks []Sink `yaml:"sinks"`
@@ -111,6 +116,7 @@ type Stage struct {
 	Window          Window     `yaml:"window"`
 	AllowedLateness Duration   `yaml:"allowed_lateness"`
 	Aggregates      NamedExprs `yaml:"aggregates"`
+	Select          []string   `yaml:"select"`
 	Emit            Emit       `yaml:"emit"`
 	Late            Late       `yaml:"late"`
 	Sinks           []Sink     `yaml:"sinks"`

@@ -312,6 +312,8 @@ func TestValidateErrors(t *testing.T) {
 		{"table not an identifier", pipe("sinks: [{type: sqlite, path: a.db, table: a-b}]"), []string{`sinks[0].table: "a-b" is not a plain SQL identifier (letters, digits, '_')`}},
 		{"kafka sink without brokers and topic", pipe("sinks: [{type: kafka}]"), []string{"sinks[0].brokers: required for kafka", "sinks[0].topic: required for kafka"}},
 		{"kafka sinks share a topic", pipe(`sinks: [{type: kafka, brokers: "k:1", topic: revenue}]`, `late: {policy: side_output, sink: {type: kafka, brokers: "k:1", topic: revenue}}`), []string{`late.sink.topic: "revenue" is also the topic of sinks[0]`}},
+		{"select with window and key", pipe("select: [a]", "key: [k]", "-aggregates"), []string{"window: not used by a select stage (it has no window: every record is emitted as it comes)", "key: not used by a select stage (it has no window: every record is emitted as it comes)"}},
+		{"select into sqlite", pipe("select: [a, a, version]", "-window", "-aggregates", "sinks: [{type: sqlite, path: x.db}]"), []string{`select: "a": empty or listed twice`, `select: "version" is a reserved output column; rename it with fields`, "sinks[0].type: a select stage's rows have no key for an upsert table: write them to jsonl, stdout or kafka"}},
 		{"postgres without dsn", pipe("sinks: [{type: postgres}]"), []string{"sinks[0].dsn: required for postgres, e.g. postgres://user@localhost:5432/db or ${PGURL}"}},
 		{"postgres table", pipe("sinks: [{type: postgres, dsn: x, table: a.b.c}]"), []string{`sinks[0].table: "a.b.c" is not a plain SQL identifier, optionally schema-qualified (letters, digits, '_')`}},
 		{"postgres mode", pipe("sinks: [{type: postgres, dsn: x, mode: append}]"), []string{`sinks[0].mode: "append": want results or ledger`}},
