@@ -29,11 +29,11 @@ type stage struct {
 	// the batch).
 	selRows []changelog.Row
 	selVals []row.Value
-	down   []*stage
-	in     *row.Row // input row for a stage reading a changelog
-	enc    *changelog.Encoder
-	cnt    Counters
-	firstQ string
+	down    []*stage
+	in      *row.Row // input row for a stage reading a changelog
+	enc     *changelog.Encoder
+	cnt     Counters
+	firstQ  string
 }
 
 // origin describes where an input record came from, for side outputs: a
@@ -257,13 +257,11 @@ func (st *stage) tooLate(ctx context.Context, ts int64, org *origin) error {
 // selectRow emits record r of a select stage as an insert row.
 func (st *stage) selectRow(r *row.Row, ts int64) {
 	st.cnt.OnTime++
-	n := len(st.selVals)
 	for _, f := range st.p.Select {
 		st.selVals = append(st.selVals, r.Get(f))
 	}
 	st.selRows = append(st.selRows, changelog.Row{Op: changelog.Insert, WindowStart: ts, WindowEnd: ts,
 		Version: 1, IsFinal: true, WatermarkAt: st.rt.wm, UpdatedAt: st.rt.now})
-	_ = n
 }
 
 // flushSelect writes a select stage's rows to its sinks.
