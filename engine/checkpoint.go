@@ -60,6 +60,7 @@ type ckState struct {
 	file       []byte
 
 	taken    int
+	failures int
 	lastID   int64
 	bytes    int // size of the last checkpoint file
 	duration time.Duration
@@ -270,6 +271,16 @@ func (rt *runtime) due() bool {
 
 // takeCheckpoint runs the protocol at a batch boundary.
 func (rt *runtime) takeCheckpoint(ctx context.Context) error {
+	err := rt.checkpointOnce(ctx)
+	if err != nil {
+		rt.ck.failures++
+		rt.publishLive(true, false)
+	}
+	return err
+}
+
+// checkpointOnce runs the protocol for the next checkpoint id.
+func (rt *runtime) checkpointOnce(ctx context.Context) error {
 	ck := rt.ck
 	start := time.Now()
 	id := ck.nextID
@@ -304,7 +315,10 @@ func (rt *runtime) takeCheckpoint(ctx context.Context) error {
 	}
 	rt.fault("written", id)
 	for i, s := range ck.committers {
-		if err := s.c.Commit(ctx, id, prepared[i]); err != nil {
+		t0 := time.Now()
+		err := s.c.Commit(ctx, id, prepared[i])
+		rt.commits = append(rt.commits, SinkCommit{Sink: s.id, ID: id, Duration: time.Since(t0), Err: err != nil})
+		if err != nil {
 			return fmt.Errorf("checkpoint %d: %s: commit: %w", id, s.id, err)
 		}
 		rt.fault("committed:"+s.id, id)
@@ -318,6 +332,7 @@ func (rt *runtime) takeCheckpoint(ctx context.Context) error {
 	ck.duration = time.Since(start)
 	ck.total += ck.duration
 	ck.last = rt.opts.WallClock()
+	rt.publishLive(true, false)
 	return nil
 }
 

@@ -85,6 +85,19 @@ type Options struct {
 	// "committed:<sink id>" (after that sink's commit), with the
 	// checkpoint id.
 	FaultHook func(point string, id int64)
+
+	// Live, when set, receives a snapshot of the run for monitoring
+	// (package metrics): at a batch boundary at most every LiveEvery of
+	// wall-clock time, after each checkpoint, and when the run ends. It is
+	// called on the runner's goroutine: it must return quickly.
+	Live func(*Live)
+	// LiveEvery is the least wall-clock time between two snapshots.
+	// Default 1s.
+	LiveEvery time.Duration
+	// HotKeys is how many of each stage's keys holding the most state a
+	// snapshot lists (Live.Stages[].HotKeys). Default 0: none (listing
+	// walks every key).
+	HotKeys int
 }
 
 // Progress is a progress report during a run.
@@ -119,6 +132,9 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 	}
 	if opts.WallClock == nil {
 		opts.WallClock = time.Now
+	}
+	if opts.LiveEvery <= 0 {
+		opts.LiveEvery = time.Second
 	}
 	start := time.Now()
 	cpu0 := cpuTime()
@@ -158,6 +174,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 			rt.logf("committing the source's offsets for monitoring: %v", err)
 		}
 	}
+	rt.publishLive(true, true)
 	s := rt.summary()
 	s.Stopped = stopped
 	s.Wall = time.Since(start)
@@ -201,6 +218,9 @@ type runtime struct {
 
 	ck      *ckState      // nil without checkpoints
 	ledgers []*ledgerSink // every stage's ledger sinks
+
+	lastLive time.Time    // wall clock of the last Live snapshot
+	commits  []SinkCommit // sink commits since the last snapshot
 }
 
 func (rt *runtime) open(ctx context.Context) error {
@@ -380,6 +400,7 @@ func (rt *runtime) loop(ctx context.Context) error {
 		if err := rt.applyLedgers(ctx, ledgerBatch); err != nil {
 			return err
 		}
+		rt.publishLive(false, false)
 		if rt.ck != nil {
 			if rerr == nil && rt.due() {
 				if err := rt.takeCheckpoint(ctx); err != nil {

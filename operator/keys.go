@@ -193,3 +193,61 @@ func (k *keyTable) bytes() int64 {
 	n += int64(len(k.ents)) * int64(64+len(k.fields)*72)
 	return n
 }
+
+// KeyState is one group key's share of an operator's state.
+type KeyState struct {
+	Key     string // the key's values as text, joined with "|"
+	Entries int    // (window, key) instances holding it
+	Bytes   int64  // estimated heap bytes: its instances' entries and accumulators, and the key
+}
+
+// TopKeys returns up to n keys holding the most (window, key) instances,
+// most first, ties by key text: the hot keys. It walks every key: call it
+// for reports, not per record.
+func (o *Operator) TopKeys(n int) []KeyState {
+	if n <= 0 {
+		return nil
+	}
+	per := int64(entryBytes) + int64(o.slots.slotBytes())
+	var top []KeyState
+	less := func(a, b KeyState) bool { // a ranks below b
+		if a.Entries != b.Entries {
+			return a.Entries < b.Entries
+		}
+		return a.Key > b.Key
+	}
+	for i := range o.keys.ents {
+		e := &o.keys.ents[i]
+		if e.refs <= 0 {
+			continue
+		}
+		ks := KeyState{Entries: int(e.refs)}
+		if len(top) == n && !less(top[n-1], ks) {
+			continue
+		}
+		var b []byte
+		for j, v := range e.vals {
+			if j > 0 {
+				b = append(b, '|')
+			}
+			b = v.AppendText(b, nil)
+		}
+		ks.Key = string(b)
+		ks.Bytes = int64(e.refs)*per + int64(len(e.enc))
+		if len(top) == n && !less(top[n-1], ks) {
+			continue
+		}
+		// Insert in order (n is small).
+		pos := len(top)
+		for pos > 0 && less(top[pos-1], ks) {
+			pos--
+		}
+		top = append(top, KeyState{})
+		copy(top[pos+1:], top[pos:])
+		top[pos] = ks
+		if len(top) > n {
+			top = top[:n]
+		}
+	}
+	return top
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/metrics"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source/file"
 )
@@ -24,7 +25,8 @@ import (
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var quiet bool
 	var batchSize int
-	var cpuProfile, contractPath string
+	var cpuProfile, contractPath, metricsAddr string
+	var hotKeys int
 	cmd := &cobra.Command{
 		Use:   "run PIPELINE.yaml",
 		Short: "Run a pipeline until its bounded input is exhausted (or until interrupted)",
@@ -65,6 +67,16 @@ configuration error (nothing was read or written).`,
 			opts := engine.Options{Stdout: stdout, BatchSize: batchSize, Logf: func(format string, args ...any) {
 				fmt.Fprintf(stderr, "tidemark: "+format+"\n", args...)
 			}}
+			if metricsAddr != "" {
+				x := metrics.New(p.Name)
+				stop, addr, err := serveMetrics(metricsAddr, x)
+				if err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--metrics-addr: %w", err)}
+				}
+				defer stop()
+				fmt.Fprintf(stderr, "tidemark: metrics at http://%s/metrics\n", addr)
+				opts.Live, opts.HotKeys = x.Update, hotKeys
+			}
 			if p.Checkpoint != nil {
 				// SIGUSR1 takes a checkpoint on demand (a savepoint).
 				now := make(chan struct{}, 1)
@@ -129,6 +141,8 @@ configuration error (nothing was read or written).`,
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	cmd.Flags().IntVar(&batchSize, "batch-size", 1024, "records read per source call; checkpoints are taken between batches")
 	cmd.Flags().StringVar(&contractPath, "contract", "", "data contract (YAML) to follow; overrides the pipeline's contract key")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0 picks one); default off")
+	cmd.Flags().IntVar(&hotKeys, "hot-keys", 5, "with --metrics-addr: how many keys holding the most state each stage reports")
 	return cmd
 }
 

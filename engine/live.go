@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/tidemark/tidemark/operator"
+)
+
+// Live is a snapshot of a running pipeline for monitoring (package
+// metrics, the status page): watermarks per source partition, record
+// fates, state sizes, checkpoints and sink commits. The runner builds one
+// at a batch boundary at most every Options.LiveEvery of wall-clock time,
+// and at the end of the run, and hands it to Options.Live; the snapshot is
+// the callee's (the runner never touches it again).
+type Live struct {
+	Pipeline string
+	// At is the wall-clock time of the snapshot.
+	At time.Time
+	// ProcessingTime is the runner's processing time (ms since the epoch):
+	// the records' arrival times or the clock.
+	ProcessingTime int64
+	// Watermark is the pipeline watermark (ms), changelog.WatermarkNone
+	// before any, changelog.WatermarkInfinity after a bounded input.
+	Watermark int64
+	// OutOfOrderness is the watermark delay (ms) of every partition.
+	OutOfOrderness int64
+	// IdleTimeout is event_time.idle_timeout (ms), 0 for none.
+	IdleTimeout int64
+	Partitions  []LivePartition
+	// Ended is true in the snapshot taken when the run ends.
+	Ended bool
+
+	// Record fates before the stages (as in Summary).
+	EventsRead, Redeliveries, Quarantined, Duplicates, Conflicts, StaleVersions, Superseded int64
+
+	Stages      []LiveStage
+	Checkpoints LiveCheckpoints
+	// SinkCommits are the sink commits of checkpoints since the previous
+	// snapshot, in order.
+	SinkCommits []SinkCommit
+	// Ledgers reports the postgres ledger sinks (totals of the run).
+	Ledgers []LedgerSummary
+}
+
+// LivePartition is one source partition.
+type LivePartition struct {
+	Name string
+	// Watermark is the partition's own watermark (ms): its largest event
+	// time minus out-of-orderness; changelog.WatermarkNone before any.
+	Watermark int64
+	// MaxEventTime is its largest event time (ms), WatermarkNone before any.
+	MaxEventTime int64
+	// LastArrival is the processing time of its last record (ms).
+	LastArrival int64
+	Idle        bool
+	Records     int64
+	// ConsumerLag is the number of records in the log after the next one
+	// to read (Kafka: end offset − next offset); -1 when the source does
+	// not know (files).
+	ConsumerLag int64
+}
+
+// LiveStage is one stage's counters and state.
+type LiveStage struct {
+	Name string
+	Counters
+	OpenWindows int   // panes or sessions holding state
+	Entries     int   // live (window, key) instances
+	Keys        int   // distinct live keys
+	StateBytes  int64 // estimated heap bytes of the operator's state
+	// HotKeys are the keys holding the most state, largest first (at
+	// most Options.HotKeys).
+	HotKeys []operator.KeyState
+}
+
+// LiveCheckpoints reports checkpoints.
+type LiveCheckpoints struct {
+	Enabled      bool
+	Taken        int   // by this run
+	Failures     int   // checkpoints that failed (the run stops at the first)
+	LastID       int64 // newest checkpoint id, 0 for none
+	LastBytes    int
+	LastDuration time.Duration
+	// LastPause is the time the last checkpoint held up processing: the
+	// whole protocol runs at a batch boundary (aligned), so it equals
+	// LastDuration.
+	LastPause time.Duration
+	LastAt    time.Time // wall clock, zero before any
+}
+
+// SinkCommit is one sink's commit of one checkpoint.
+type SinkCommit struct {
+	Sink     string // "<stage>: sinks[i]", "quarantine.sink", …
+	ID       int64
+	Duration time.Duration
+	Err      bool
+}
+
+// live builds the snapshot.
+func (rt *runtime) live(ended bool) *Live {
+	p := rt.plan
+	l := &Live{
+		Pipeline:       p.Spec.Name,
+		At:             rt.opts.WallClock(),
+		ProcessingTime: rt.now,
+		Watermark:      rt.tracker.Current(),
+		OutOfOrderness: rt.tracker.OutOfOrderness(),
+		IdleTimeout:    p.Spec.EventTime.IdleTimeout.Ms(),
+		Ended:          ended,
+		EventsRead:     rt.events,
+		Redeliveries:   rt.redeliver,
+		Quarantined:    rt.quarantined,
+		Duplicates:     rt.dups,
+		Conflicts:      rt.conflicts,
+		StaleVersions:  rt.stale,
+		Superseded:     rt.superseded,
+		SinkCommits:    rt.commits,
+		Ledgers:        rt.ledgerSummaries(),
+	}
+	rt.commits = nil
+	var lag []int64
+	if s, ok := rt.src.(interface{ Lag() []int64 }); ok {
+		lag = s.Lag()
+	}
+	names := rt.src.Partitions()
+	for i, pt := range rt.tracker.Partitions() {
+		lp := LivePartition{Name: "", Watermark: pt.Watermark(rt.tracker.OutOfOrderness()), MaxEventTime: pt.MaxEventTime,
+			LastArrival: pt.LastArrival, Idle: pt.Idle, Records: pt.Records, ConsumerLag: -1}
+		if i < len(names) {
+			lp.Name = names[i]
+		}
+		if i < len(lag) {
+			lp.ConsumerLag = lag[i]
+		}
+		l.Partitions = append(l.Partitions, lp)
+	}
+	for _, st := range rt.stages {
+		ls := LiveStage{Name: st.p.Name, Counters: st.cnt}
+		if st.op != nil {
+			os := st.op.Stats()
+			ls.OpenWindows, ls.Entries, ls.Keys, ls.StateBytes = os.OpenWindows, os.Entries, os.Keys, os.StateBytes
+			if rt.opts.HotKeys > 0 {
+				ls.HotKeys = st.op.TopKeys(rt.opts.HotKeys)
+			}
+		}
+		l.Stages = append(l.Stages, ls)
+	}
+	if ck := rt.ck; ck != nil {
+		l.Checkpoints = LiveCheckpoints{Enabled: true, Taken: ck.taken, Failures: ck.failures, LastID: ck.lastID, LastBytes: ck.bytes,
+			LastDuration: ck.duration, LastPause: ck.duration, LastAt: ck.last}
+		if ck.taken == 0 {
+			l.Checkpoints.LastAt = time.Time{}
+		}
+	}
+	return l
+}
+
+// publishLive hands a snapshot to Options.Live when one is due.
+func (rt *runtime) publishLive(force, ended bool) {
+	if rt.opts.Live == nil {
+		return
+	}
+	now := rt.opts.WallClock()
+	if !force && now.Sub(rt.lastLive) < rt.opts.LiveEvery {
+		return
+	}
+	rt.lastLive = now
+	rt.opts.Live(rt.live(ended))
+}
+

@@ -1,0 +1,208 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/spec"
+)
+
+// scrape returns the exporter's metrics text.
+func scrape(t *testing.T, x *Exporter) string {
+	t.Helper()
+	srv := httptest.NewServer(x.Handler())
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// has fails unless the metrics text holds each line exactly.
+func has(t *testing.T, text string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(l) + `$`).MatchString(text) {
+			t.Errorf("no line %q in\n%s", l, grep(text, strings.Fields(l)[0][:strings.IndexAny(strings.Fields(l)[0]+"{", "{")]))
+		}
+	}
+}
+
+func grep(text, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func compile(t *testing.T, yaml string) *plan.Plan {
+	t.Helper()
+	p, err := spec.Parse("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Compile(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+// TestFileRunMetrics: the metrics of a bounded file run with checkpoints
+// count every record's fate exactly (worked out by hand below).
+func TestFileRunMetrics(t *testing.T) {
+	dir := t.TempDir()
+	// p0: 10:00:10, 10:01:10, 10:05:00; p1: 10:00:20, then a record at
+	// 10:00:30 arriving after p0's 10:05:00 moved the watermark to 10:04
+	// (out_of_orderness 1m) with p1 idle: too late for window 10:00
+	// (allowed lateness 0), to the late side output. One record without an
+	// event time is quarantined.
+	lines := []string{
+		`{"at":"2026-09-01T10:00:10Z","ts":"2026-09-01T10:00:10Z","p":"p0","store":"a"}`,
+		`{"at":"2026-09-01T10:00:20Z","ts":"2026-09-01T10:00:20Z","p":"p1","store":"a"}`,
+		`{"at":"2026-09-01T10:01:10Z","ts":"2026-09-01T10:01:10Z","p":"p0","store":"b"}`,
+		`{"at":"2026-09-01T10:05:00Z","ts":"2026-09-01T10:05:00Z","p":"p0","store":"a"}`,
+		`{"at":"2026-09-01T10:05:01Z","ts":"2026-09-01T10:00:30Z","p":"p1","store":"a"}`,
+		`{"at":"2026-09-01T10:05:02Z","p":"p0","store":"a"}`,
+	}
+	in := filepath.Join(dir, "in.jsonl")
+	os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	pl := compile(t, fmt.Sprintf(`name: m
+source: {type: file, path: %s, partition_field: p, arrival_time_field: at}
+event_time: {field: ts, out_of_orderness: 1m, idle_timeout: 2m}
+key: [store]
+window: {type: tumbling, size: 1m}
+aggregates: {n: count()}
+emit: {mode: final}
+late: {policy: side_output, sink: {type: jsonl, path: %s/late.jsonl}}
+sinks: [{type: jsonl, path: %s/out.jsonl}]
+checkpoint: {dir: %s/ck, interval: 1h}
+`, in, dir, dir, dir))
+	x := New("m")
+	if _, err := engine.Run(context.Background(), pl, engine.Options{Live: x.Update, HotKeys: 2}); err != nil {
+		t.Fatal(err)
+	}
+	text := scrape(t, x)
+	has(t, text,
+		`tidemark_records_read_total{pipeline="m"} 6`,
+		`tidemark_records_quarantined_total{pipeline="m",stage=""} 1`,
+		`tidemark_records_on_time_total{pipeline="m",stage="m"} 4`,
+		`tidemark_records_too_late_total{outcome="side_output",pipeline="m",stage="m"} 1`,
+		`tidemark_records_too_late_total{outcome="dropped",pipeline="m",stage="m"} 0`,
+		`tidemark_rows_final_total{pipeline="m",stage="m"} 3`, // windows 10:00 a (2), 10:01 b, 10:05 a
+		`tidemark_source_partition_records_total{partition="p0",pipeline="m"} 3`,
+		`tidemark_source_partition_records_total{partition="p1",pipeline="m"} 2`,
+		// 10:05:00 − 1m on p0; p1's largest is 10:00:30 − 1m.
+		fmt.Sprintf(`tidemark_source_partition_watermark_seconds{partition="p0",pipeline="m"} %g`, float64(time.Date(2026, 9, 1, 10, 4, 0, 0, time.UTC).Unix())),
+		fmt.Sprintf(`tidemark_source_partition_watermark_seconds{partition="p1",pipeline="m"} %g`, float64(time.Date(2026, 9, 1, 9, 59, 30, 0, time.UTC).Unix())),
+		`tidemark_watermark_seconds{pipeline="m"} +Inf`,
+		`tidemark_event_time_lag_seconds{pipeline="m"} 0`,
+		`tidemark_open_windows{pipeline="m",stage="m"} 0`,
+		`tidemark_checkpoints_total{pipeline="m"} 1`,
+		`tidemark_checkpoint_failures_total{pipeline="m"} 0`,
+		`tidemark_checkpoint_last_id{pipeline="m"} 1`,
+		`tidemark_sink_commits_total{pipeline="m",sink="m: sinks[0]"} 1`,
+		`tidemark_sink_commits_total{pipeline="m",sink="m: late.sink"} 1`,
+		`tidemark_checkpoint_duration_seconds_count{pipeline="m"} 1`,
+		`tidemark_run_ended{pipeline="m"} 1`,
+	)
+	if strings.Contains(text, "tidemark_source_partition_consumer_lag_records") {
+		t.Error("a file source has no consumer lag, yet the metric is there")
+	}
+}
+
+// TestStuckWatermarkIsVisible is the first article's failure: consumer lag
+// 0 while the watermark is far behind. A live Kafka run whose partition 1
+// is slow (one record at 10:00:20) while partition 0 reaches 10:30:00:
+// both partitions are read to the end (consumer lag 0), yet the pipeline
+// watermark stays at 10:00:20 and its event-time lag grows with
+// processing time; the partition metrics say which partition holds it.
+func TestStuckWatermarkIsVisible(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	send := func(p int32, ts string) {
+		v := fmt.Sprintf(`{"ts":"2026-09-01T%sZ"}`, ts)
+		if err := prod.ProduceSync(context.Background(), &kgo.Record{Topic: "orders", Partition: p, Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(1, "10:00:20")
+	for _, ts := range []string{"10:00:10", "10:10:00", "10:20:00", "10:30:00"} {
+		send(0, ts)
+	}
+	pl := compile(t, fmt.Sprintf(`name: k
+source: {type: kafka, brokers: ["%s"], topics: [orders], poll_timeout: 20ms, discovery_interval: 50ms}
+event_time: {field: ts}
+window: {type: tumbling, size: 1m}
+aggregates: {n: count()}
+`, brokers[0]))
+	x := New("k")
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 9, 1, 10, 40, 0, 0, time.UTC).UnixMilli())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := engine.Run(ctx, pl, engine.Options{Live: x.Update, LiveEvery: time.Millisecond, Clock: clock.Load})
+		done <- err
+	}()
+	want := []string{
+		`tidemark_source_partition_consumer_lag_records{partition="orders/0",pipeline="k"} 0`,
+		`tidemark_source_partition_consumer_lag_records{partition="orders/1",pipeline="k"} 0`,
+		fmt.Sprintf(`tidemark_watermark_seconds{pipeline="k"} %g`, float64(time.Date(2026, 9, 1, 10, 0, 20, 0, time.UTC).Unix())),
+		// 10:40:00 − 10:00:20
+		`tidemark_event_time_lag_seconds{pipeline="k"} 2380`,
+		`tidemark_source_partition_event_time_lag_seconds{partition="orders/0",pipeline="k"} 600`,
+		`tidemark_source_partition_event_time_lag_seconds{partition="orders/1",pipeline="k"} 2380`,
+		`tidemark_source_partition_idle{partition="orders/1",pipeline="k"} 0`,
+	}
+	var text string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		text = scrape(t, x)
+		ok := true
+		for _, l := range want {
+			if !strings.Contains(text, l+"\n") {
+				ok = false
+			}
+		}
+		if ok || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	has(t, text, want...)
+	cancel()
+	<-done
+}
