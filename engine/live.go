@@ -167,4 +167,3 @@ func (rt *runtime) publishLive(force, ended bool) {
 	rt.lastLive = now
 	rt.opts.Live(rt.live(ended))
 }
-
