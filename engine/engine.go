@@ -105,6 +105,10 @@ type Progress struct {
 	Events    int64         // records read so far
 	Watermark int64         // pipeline watermark (ms)
 	Elapsed   time.Duration // wall time since the start
+	// Done and Total measure the input read so far when the source knows
+	// its size (files: bytes; the Nexmark generator: events); Total is 0
+	// otherwise (an unbounded log).
+	Done, Total int64
 }
 
 // Run executes the plan until the source is exhausted (a bounded input) or
@@ -413,7 +417,11 @@ func (rt *runtime) loop(ctx context.Context) error {
 			}
 		}
 		if rt.opts.Progress != nil && rt.events >= nextProgress {
-			rt.opts.Progress(Progress{Events: rt.events, Watermark: rt.wm, Elapsed: time.Since(start)})
+			pr := Progress{Events: rt.events, Watermark: rt.wm, Elapsed: time.Since(start)}
+			if s, ok := rt.src.(interface{ Progress() (int64, int64) }); ok {
+				pr.Done, pr.Total = s.Progress()
+			}
+			rt.opts.Progress(pr)
 			nextProgress = rt.events + rt.opts.ProgressEvery
 		}
 		if rerr != nil { // io.EOF

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/slo"
 )
 
 // Exporter holds the latest snapshot of one pipeline and serves it. It is
@@ -37,6 +38,15 @@ type Exporter struct {
 	commits    *prometheus.CounterVec
 	commitErrs *prometheus.CounterVec
 	lastCkID   int64
+	slo        func() []slo.State
+}
+
+// SetSLO makes the exporter report the objectives states returns
+// (tidemark_slo_*), e.g. an slo.Evaluator's States.
+func (x *Exporter) SetSLO(states func() []slo.State) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.slo = states
 }
 
 // New returns an exporter for the pipeline named pipeline (the constant
@@ -166,6 +176,9 @@ func (c *collector) descs() map[string]desc {
 			"ckpause":    newDesc("tidemark_checkpoint_last_pause_seconds", "How long the last checkpoint held up processing (aligned: its whole duration).", g, p),
 			"ckbytes":    newDesc("tidemark_checkpoint_last_size_bytes", "Size of the last checkpoint file.", g, p),
 			"ledger":     newDesc("tidemark_ledger_events_total", "Events given to a postgres ledger sink, by outcome: applied, duplicate (already in the ledger), conflict.", k, p, "sink", "outcome"),
+			"slotarget":  newDesc("tidemark_slo_target", "An objective's target: seconds for the p95s, a share (0–1) for the ratios.", g, p, "slo"),
+			"slovalue":   newDesc("tidemark_slo_value", "An objective's current value, in the target's unit; absent without data.", g, p, "slo"),
+			"slomet":     newDesc("tidemark_slo_met", "1 when the objective is met (or has no data yet), 0 when missed.", g, p, "slo"),
 			"ended":      newDesc("tidemark_run_ended", "1 once the run has ended (a bounded input, or a stop).", g, p),
 			"snapshotts": newDesc("tidemark_snapshot_timestamp_seconds", "Wall-clock time of the snapshot these metrics come from, Unix seconds.", g, p),
 		}
@@ -268,6 +281,18 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		m("ledger", float64(lg.Applied), lg.Sink, "applied")
 		m("ledger", float64(lg.Duplicates), lg.Sink, "duplicate")
 		m("ledger", float64(lg.Conflicts), lg.Sink, "conflict")
+	}
+	c.x.mu.Lock()
+	states := c.x.slo
+	c.x.mu.Unlock()
+	if states != nil {
+		for _, s := range states() {
+			m("slotarget", s.Target, s.Name)
+			if !s.NoData {
+				m("slovalue", s.Value, s.Name)
+			}
+			m("slomet", b2f(s.Met), s.Name)
+		}
 	}
 	m("ended", b2f(l.Ended))
 	m("snapshotts", float64(l.At.UnixNano())/1e9)

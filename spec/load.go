@@ -308,6 +308,25 @@ func (p *Pipeline) Validate() error {
 			add("checkpoint.retain", "must be at least 1")
 		}
 	}
+	if s := p.SLO; s != nil {
+		if s.EventTimeLagP95 < 0 {
+			add("slo.event_time_lag_p95", "must not be negative")
+		}
+		if s.SinkCommitP95 < 0 {
+			add("slo.sink_commit_p95", "must not be negative")
+		}
+		for _, x := range []struct {
+			key string
+			r   *Ratio
+		}{{"slo.late_ratio", s.LateRatio}, {"slo.checkpoint_success", s.CheckpointSuccess}} {
+			if x.r != nil && !(*x.r >= 0 && *x.r <= 1) {
+				add(x.key, "%g is not between 0 and 1 (0%% and 100%%)", float64(*x.r))
+			}
+		}
+		if s.CheckpointSuccess != nil && p.Checkpoint == nil {
+			add("slo.checkpoint_success", "the pipeline takes no checkpoints (add a checkpoint section)")
+		}
+	}
 	if p.Quarantine.Sink != nil {
 		validateSink("quarantine.sink", p.Quarantine.Sink, false, add)
 	}

@@ -74,6 +74,11 @@ type Pipeline struct {
 	// exactly-once sinks. YAML `checkpoint`. Optional: without it a run
 	// recomputes from the start of its input and replaces its outputs.
 	Checkpoint *Checkpoint `yaml:"checkpoint"`
+	// SLO states service-level objectives, evaluated during the run,
+	// exported as metrics and shown on the status page; `run
+	// --fail-on-slo` fails a run that missed one (docs/slo.md). YAML
+	// `slo`. Optional.
+	SLO *SLO `yaml:"slo"`
 }
 
 // Checkpoint configures checkpoints (docs/checkpoints.md).
@@ -218,6 +223,24 @@ type Source struct {
 	// Delay makes a fraction of the events arrive late. YAML `delay`.
 	// Default: the generator's (docs/nexmark.md).
 	Delay *NexmarkDelay `yaml:"delay"`
+}
+
+// SLO lists service-level objectives; an unset one is not evaluated.
+type SLO struct {
+	// EventTimeLagP95 bounds the 95th percentile of the event-time lag
+	// (processing time − pipeline watermark) over the run's snapshots
+	// (one a second). YAML `event_time_lag_p95`.
+	EventTimeLagP95 Duration `yaml:"event_time_lag_p95"`
+	// LateRatio bounds the share of valid records that arrived after
+	// their window fired (late accepted + too late), "0.1%" or 0.001.
+	// YAML `late_ratio`.
+	LateRatio *Ratio `yaml:"late_ratio"`
+	// CheckpointSuccess is the least share of checkpoints that succeed,
+	// "99.9%" or 0.999. YAML `checkpoint_success`.
+	CheckpointSuccess *Ratio `yaml:"checkpoint_success"`
+	// SinkCommitP95 bounds the 95th percentile of sink commit durations.
+	// YAML `sink_commit_p95`.
+	SinkCommitP95 Duration `yaml:"sink_commit_p95"`
 }
 
 // NexmarkDelay configures the late delivery of generated events.

@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -258,5 +259,30 @@ func (h *HostPorts) UnmarshalYAML(node ast.Node) error {
 		return err
 	}
 	*h = out
+	return nil
+}
+
+// Ratio is a share between 0 and 1, written as a number (0.001) or a
+// percentage ("0.1%").
+type Ratio float64
+
+// UnmarshalYAML implements yaml.NodeUnmarshaler; errors carry the line and
+// column of the value.
+func (r *Ratio) UnmarshalYAML(node ast.Node) error {
+	node = UnwrapNode(node)
+	s, ok := ScalarText(node)
+	if !ok {
+		return NodeError(node, "a ratio must be a number (0.001) or a percentage (\"0.1%\")")
+	}
+	s = strings.TrimSpace(s)
+	pct := strings.HasSuffix(s, "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, "%")), 64)
+	if err != nil {
+		return NodeError(node, fmt.Sprintf("ratio %q: want a number (0.001) or a percentage (\"0.1%%\")", s))
+	}
+	if pct {
+		v /= 100
+	}
+	*r = Ratio(v)
 	return nil
 }

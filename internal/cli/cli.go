@@ -77,6 +77,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout), newVersionCmd(stdout))
 	root.AddCommand(newPerturbCmd(stderr))
 	root.AddCommand(newProduceCmd(stderr), newDevKafkaCmd(stdout, stderr))
+	root.AddCommand(newCheckCmd(stdout))
 	return root
 }
 

@@ -128,3 +128,42 @@ func TestOutputInsideSourceRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRunFailOnSLO: a late ratio over its objective fails the run with
+// --fail-on-slo (exit 1, naming the objective) and not without it; the
+// summary lists every objective; --metrics-addr serves the metrics, the
+// status document and the page while the run is on.
+func TestRunFailOnSLO(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "orders.jsonl")
+	// The third record is 10 minutes late: too late (1 of 3 valid records).
+	os.WriteFile(in, []byte(`{"ts":"2026-09-01T10:02:00+09:00","at":"2026-09-01T10:02:00+09:00","amount":1}
+{"ts":"2026-09-01T10:25:00+09:00","at":"2026-09-01T10:25:00+09:00","amount":1}
+{"ts":"2026-09-01T10:03:00+09:00","at":"2026-09-01T10:26:00+09:00","amount":1}
+`), 0o644)
+	p := filepath.Join(dir, "p.yaml")
+	os.WriteFile(p, []byte(`
+name: demo
+source: {type: file, path: `+in+`, arrival_time_field: at, schema: {amount: decimal}}
+event_time: {field: ts}
+window: {type: tumbling, size: 10m}
+aggregates: {revenue: sum(amount)}
+slo: {late_ratio: 10%, event_time_lag_p95: 1h}
+`), 0o644)
+	code, stdout, errOut := run(t, "run", "--metrics-addr", "127.0.0.1:0", p)
+	if code != 0 {
+		t.Fatalf("without --fail-on-slo: code %d: %s", code, errOut)
+	}
+	for _, want := range []string{"slo late_ratio 33.33% (target ≤ 10%): MISSED", "slo event_time_lag_p95"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(errOut, "/metrics, status at http://127.0.0.1:") {
+		t.Errorf("no server line: %s", errOut)
+	}
+	code, _, errOut = run(t, "run", "--quiet", "--fail-on-slo", p)
+	if code != 1 || !strings.Contains(errOut, "--fail-on-slo: 1 objective(s) missed: late_ratio 33.33% (target ≤ 10%): MISSED") {
+		t.Errorf("with --fail-on-slo: code %d, stderr %s", code, errOut)
+	}
+}

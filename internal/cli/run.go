@@ -14,12 +14,15 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/metrics"
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/slo"
 	"github.com/tidemark/tidemark/source/file"
+	"github.com/tidemark/tidemark/status"
 )
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -27,6 +30,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var batchSize int
 	var cpuProfile, contractPath, metricsAddr string
 	var hotKeys int
+	var failOnSLO bool
 	cmd := &cobra.Command{
 		Use:   "run PIPELINE.yaml",
 		Short: "Run a pipeline until its bounded input is exhausted (or until interrupted)",
@@ -67,15 +71,24 @@ configuration error (nothing was read or written).`,
 			opts := engine.Options{Stdout: stdout, BatchSize: batchSize, Logf: func(format string, args ...any) {
 				fmt.Fprintf(stderr, "tidemark: "+format+"\n", args...)
 			}}
+			ev := slo.New(p.SLO)
+			opts.Live = ev.Update
 			if metricsAddr != "" {
 				x := metrics.New(p.Name)
-				stop, addr, err := serveMetrics(metricsAddr, x)
+				x.SetSLO(ev.States)
+				pg := status.New(p, ev)
+				stop, addr, err := serveMonitoring(metricsAddr, x, pg)
 				if err != nil {
 					return &exitError{code: 2, err: fmt.Errorf("--metrics-addr: %w", err)}
 				}
 				defer stop()
-				fmt.Fprintf(stderr, "tidemark: metrics at http://%s/metrics\n", addr)
-				opts.Live, opts.HotKeys = x.Update, hotKeys
+				fmt.Fprintf(stderr, "tidemark: metrics at http://%s/metrics, status at http://%s/\n", addr, addr)
+				opts.Live = func(l *engine.Live) {
+					ev.Update(l)
+					x.Update(l)
+					pg.Update(l)
+				}
+				opts.HotKeys = hotKeys
 			}
 			if p.Checkpoint != nil {
 				// SIGUSR1 takes a checkpoint on demand (a savepoint).
@@ -98,18 +111,38 @@ configuration error (nothing was read or written).`,
 				}
 				opts.FaultHook = hook
 			}
+			var bar *progressbar.ProgressBar
 			if f, ok := stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) && !quiet {
+				opts.ProgressEvery = 50_000
 				opts.Progress = func(pr engine.Progress) {
 					wm := "none"
 					if pr.Watermark > -1<<62 {
 						wm = row.FormatTime(pr.Watermark, nil)
 					}
-					fmt.Fprintf(stderr, "\r%12d events  %10.0f events/s  watermark %s   ", pr.Events, float64(pr.Events)/pr.Elapsed.Seconds(), wm)
+					if bar == nil {
+						// A bar with an ETA over the input's size when the
+						// source knows it (files, the generator), a counter
+						// otherwise (a log).
+						max := int64(-1)
+						if pr.Total > 0 {
+							max = pr.Total
+						}
+						bar = progressbar.NewOptions64(max, progressbar.OptionSetWriter(stderr),
+							progressbar.OptionSetWidth(30), progressbar.OptionShowElapsedTimeOnFinish(),
+							progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish(),
+							progressbar.OptionThrottle(100*time.Millisecond))
+					}
+					bar.Describe(fmt.Sprintf("%d events, %.0f events/s, watermark %s", pr.Events, float64(pr.Events)/pr.Elapsed.Seconds(), wm))
+					if pr.Total > 0 {
+						bar.Set64(pr.Done)
+					} else {
+						bar.Add(0)
+					}
 				}
 			}
 			sum, err := engine.Run(cmd.Context(), pl, opts)
-			if opts.Progress != nil {
-				fmt.Fprint(stderr, "\r\033[K")
+			if bar != nil {
+				bar.Clear()
 			}
 			if err != nil && cmd.Context().Err() != nil {
 				return fmt.Errorf("interrupted; the rows and records emitted so far were flushed to the sinks")
@@ -133,6 +166,16 @@ configuration error (nothing was read or written).`,
 			if !quiet {
 				loc, _ := time.LoadLocation(pl.Stages[0].Desc.Timezone)
 				sum.WriteText(stdout, loc)
+				for _, s := range ev.States() {
+					fmt.Fprintf(stdout, "  slo %s\n", s)
+				}
+			}
+			if missed := ev.Missed(); failOnSLO && len(missed) > 0 {
+				var names []string
+				for _, s := range missed {
+					names = append(names, s.String())
+				}
+				return fmt.Errorf("--fail-on-slo: %d objective(s) missed: %s", len(missed), strings.Join(names, "; "))
 			}
 			return nil
 		},
@@ -142,6 +185,7 @@ configuration error (nothing was read or written).`,
 	cmd.Flags().IntVar(&batchSize, "batch-size", 1024, "records read per source call; checkpoints are taken between batches")
 	cmd.Flags().StringVar(&contractPath, "contract", "", "data contract (YAML) to follow; overrides the pipeline's contract key")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0 picks one); default off")
+	cmd.Flags().BoolVar(&failOnSLO, "fail-on-slo", false, "exit with status 1 when the run ends with a service-level objective (pipeline key slo) missed")
 	cmd.Flags().IntVar(&hotKeys, "hot-keys", 5, "with --metrics-addr: how many keys holding the most state each stage reports")
 	return cmd
 }

@@ -214,3 +214,5 @@ func readCSVHeader(path string, o *csvOptions) ([]string, error) {
 	c.cr = newCSVStdReader(br, o.comma)
 	return c.readHeader(o)
 }
+
+func (r *csvReader) offset() int64 { return r.base + r.cr.InputOffset() }

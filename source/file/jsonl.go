@@ -138,3 +138,5 @@ func blank(b []byte) bool {
 }
 
 func (j *jsonlReader) close() error { return j.f.Close() }
+
+func (r *jsonlReader) offset() int64 { return r.off }

@@ -51,13 +51,14 @@ type Source struct {
 	csvFields []string            // EventJSON's scratch: one CSV record's fields
 	delivered int64               // records returned by Next
 
-	json *format.JSON  // shared by all JSONL files (one string arena)
-	br   *bufio.Reader // shared by all JSONL files
-	cur  recordReader  // the open file, nil between files
-	next int           // index in files of the next file to open
-	raw  byteArena     // copies of JSONL lines for Meta.Raw
-	eof  bool          // every file has been read (direct mode)
-	shut bool          // Close was called
+	json  *format.JSON  // shared by all JSONL files (one string arena)
+	br    *bufio.Reader // shared by all JSONL files
+	cur   recordReader  // the open file, nil between files
+	next  int           // index in files of the next file to open
+	raw   byteArena     // copies of JSONL lines for Meta.Raw
+	eof   bool          // every file has been read (direct mode)
+	sizes []int64       // file sizes for Progress, read at its first call
+	shut  bool          // Close was called
 
 	d  derive
 	rp *replayer // nil without replay
@@ -70,6 +71,35 @@ type recordReader interface {
 	// io.EOF after the last record; any other error is fatal.
 	next(r *row.Row, m *source.Meta) error
 	close() error
+	// offset is the number of bytes of the file consumed so far.
+	offset() int64
+}
+
+// Progress reports how much of the input has been read, in bytes: done
+// of total (the files' sizes when the source opened). With replay, reading
+// runs ahead of delivery by the replay's buffer.
+func (s *Source) Progress() (done, total int64) {
+	if s.sizes == nil {
+		s.sizes = make([]int64, len(s.files))
+		for i, p := range s.files {
+			if fi, err := os.Stat(p); err == nil {
+				s.sizes[i] = fi.Size()
+			}
+		}
+	}
+	for i, n := range s.sizes {
+		total += n
+		if i < s.next-1 || (i == s.next-1 && s.cur == nil) {
+			done += n
+		}
+	}
+	if s.cur != nil {
+		done += s.cur.offset()
+	}
+	if s.eof {
+		done = total
+	}
+	return min(done, total), total
 }
 
 var _ source.Source = (*Source)(nil)

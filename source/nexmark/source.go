@@ -283,3 +283,6 @@ func (s *Source) Close() error {
 	s.shut = true
 	return nil
 }
+
+// Progress reports the events delivered of the events configured.
+func (s *Source) Progress() (done, total int64) { return s.delivered, s.o.n }

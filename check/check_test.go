@@ -1,0 +1,303 @@
+package check_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/check"
+)
+
+// now is the tests' current time (retention-short compares a Kafka
+// start_timestamp with it).
+var now = time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+
+// findings loads the pipeline at path as `tidemark check` does and checks
+// it at now.
+func findings(t *testing.T, path string) []check.Finding {
+	t.Helper()
+	p, err := tidemark.Load(path)
+	if err != nil {
+		t.Fatalf("load %s: %v", path, err)
+	}
+	pl, err := tidemark.Compile(p)
+	if err != nil {
+		t.Fatalf("compile %s: %v", path, err)
+	}
+	return check.RunAt(pl.Spec, pl.Contract, now)
+}
+
+// brief renders findings as "severity id key", in order.
+func brief(fs []check.Finding) []string {
+	out := []string{}
+	for _, f := range fs {
+		out = append(out, string(f.Severity)+" "+f.ID+" "+f.Key)
+	}
+	return out
+}
+
+// ruleCases are the examples of every rule: testdata/<rule name>/<file>,
+// with the exact findings of that rule ("severity id key", in order).
+// Pass files have none.
+var ruleCases = []struct {
+	file string
+	want []string
+}{
+	{"dedup-missing/fail.yaml", []string{"error TM101 dedup"}},
+	{"dedup-missing/fail-replay.yaml", []string{"error TM101 dedup"}},
+	{"dedup-missing/fail-kafka.yaml", []string{"warning TM101 dedup"}},
+	{"dedup-missing/fail-unknown.yaml", []string{"info TM101 dedup"}},
+	{"dedup-missing/pass.yaml", nil},
+
+	{"dedup-key-not-event-id/fail.yaml", []string{"warning TM102 dedup.key"}},
+	{"dedup-key-not-event-id/pass.yaml", nil},
+
+	{"no-checkpoint-unreplayable-source/fail.yaml", []string{"error TM103 checkpoint"}},
+	{"no-checkpoint-unreplayable-source/fail-bounded.yaml", []string{"warning TM103 checkpoint"}},
+	{"no-checkpoint-unreplayable-source/pass.yaml", nil},
+
+	{"retention-short/fail.yaml", []string{"error TM104 source.start_timestamp"}},
+	{"retention-short/fail-unknown.yaml", []string{"info TM104 source"}},
+	{"retention-short/pass.yaml", nil},
+
+	{"timestamp-rules-missing/fail.yaml", []string{"warning TM105 contract", "warning TM105 contract"}},
+	{"timestamp-rules-missing/pass.yaml", nil},
+
+	{"quarantine-not-kept/fail.yaml", []string{"warning TM106 quarantine.sink"}},
+	{"quarantine-not-kept/pass.yaml", nil},
+
+	{"conflicts-not-kept/fail.yaml", []string{"warning TM107 conflicts.sink"}},
+	{"conflicts-not-kept/pass.yaml", nil},
+
+	{"ordering-unused/fail.yaml", []string{"info TM108 order_by"}},
+	{"ordering-unused/pass.yaml", nil},
+
+	{"processing-time-window/fail.yaml", []string{"error TM201 event_time.field"}},
+	{"processing-time-window/fail-ingest-time.yaml", []string{"error TM201 event_time.field"}},
+	{"processing-time-window/fail-kafka-timestamp-contract.yaml", []string{"error TM201 event_time.from"}},
+	{"processing-time-window/fail-kafka-timestamp.yaml", []string{"warning TM201 event_time.from"}},
+	{"processing-time-window/fail-name.yaml", []string{"warning TM201 event_time.field"}},
+	{"processing-time-window/pass.yaml", nil},
+
+	{"lateness-below-delay/fail.yaml", []string{"error TM202 allowed_lateness"}},
+	{"lateness-below-delay/fail-replay.yaml", []string{"error TM202 allowed_lateness"}},
+	{"lateness-below-delay/fail-unknown.yaml", []string{"info TM202 allowed_lateness"}},
+	{"lateness-below-delay/pass.yaml", nil},
+	{"lateness-below-delay/pass-side-output.yaml", nil},
+
+	{"drop-money-metric/fail.yaml", []string{"error TM203 late.policy"}},
+	{"drop-money-metric/fail-derived.yaml", []string{"error TM203 late.policy"}},
+	{"drop-money-metric/pass.yaml", nil},
+	{"drop-money-metric/pass-count.yaml", nil},
+
+	{"idle-timeout-missing/fail.yaml", []string{"warning TM204 event_time.idle_timeout"}},
+	{"idle-timeout-missing/fail-kafka.yaml", []string{"warning TM204 event_time.idle_timeout"}},
+	{"idle-timeout-missing/fail-partition-field.yaml", []string{"warning TM204 event_time.idle_timeout"}},
+	{"idle-timeout-missing/pass.yaml", nil},
+
+	{"calendar-window-zone/fail.yaml", []string{"warning TM205 window.timezone"}},
+	{"calendar-window-zone/fail-unknown.yaml", []string{"info TM205 window.timezone"}},
+	{"calendar-window-zone/pass.yaml", nil},
+
+	{"stage-lateness-chain/fail.yaml", []string{"error TM206 stages[1].allowed_lateness"}},
+	{"stage-lateness-chain/pass.yaml", nil},
+
+	{"dedup-ttl-short/fail.yaml", []string{"error TM301 dedup.ttl"}},
+	{"dedup-ttl-short/fail-replay.yaml", []string{"error TM301 dedup.ttl"}},
+	{"dedup-ttl-short/fail-backfill.yaml", []string{"warning TM301 dedup.ttl"}},
+	{"dedup-ttl-short/pass.yaml", nil},
+	{"dedup-ttl-short/pass-ledger.yaml", nil},
+
+	{"checkpoint-settings/fail.yaml", []string{"error TM302 sinks[0].transaction_timeout", "warning TM302 checkpoint.retain"}},
+	{"checkpoint-settings/pass.yaml", nil},
+	{"checkpoint-settings/pass-timeout.yaml", nil},
+
+	{"append-sink-duplicates/fail.yaml", []string{"error TM401 sinks[0]"}},
+	{"append-sink-duplicates/fail-at-least-once.yaml", []string{"warning TM401 sinks[0].delivery", "warning TM401 sinks[1].delivery", "warning TM401 sinks[2].delivery"}},
+	{"append-sink-duplicates/pass.yaml", nil},
+	{"append-sink-duplicates/pass-exactly-once.yaml", nil},
+
+	{"provisional-rows/fail.yaml", []string{"info TM402 sinks[0]", "info TM402 sinks[1]", "info TM402 sinks[2]"}},
+	{"provisional-rows/fail-early.yaml", []string{"info TM402 sinks[0]", "info TM402 sinks[1]", "info TM402 sinks[2]"}},
+	{"provisional-rows/pass.yaml", nil},
+	{"provisional-rows/pass-no-lateness.yaml", nil},
+
+	{"shared-output/fail.yaml", []string{"error TM403 stages[1].sinks[0].table", "error TM403 stages[1].late.sink.path"}},
+	{"shared-output/pass.yaml", nil},
+}
+
+// TestRules: each example yields exactly the findings listed for its rule.
+func TestRules(t *testing.T) {
+	byName := map[string]check.Rule{}
+	for _, r := range check.Rules() {
+		byName[r.Name] = r
+	}
+	for _, tc := range ruleCases {
+		t.Run(tc.file, func(t *testing.T) {
+			r, ok := byName[filepath.Dir(tc.file)]
+			if !ok {
+				t.Fatalf("no rule named %q", filepath.Dir(tc.file))
+			}
+			var got []string
+			for _, f := range findings(t, filepath.Join("testdata", tc.file)) {
+				if f.ID != r.ID {
+					continue
+				}
+				got = append(got, string(f.Severity)+" "+f.ID+" "+f.Key)
+				if f.Rule != r.Name || f.Why == "" || f.Fix == "" || strings.Contains(f.Why, "\n") || strings.Contains(f.Fix, "\n") {
+					t.Errorf("malformed finding %+v", f)
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("findings of %s %s:\n got %q\nwant %q", r.ID, r.Name, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEveryRuleHasExamples: every rule has testdata/<name>/fail.yaml and
+// pass.yaml, every example file is in ruleCases, every fail file finds
+// something and every pass file nothing.
+func TestEveryRuleHasExamples(t *testing.T) {
+	listed := map[string]bool{}
+	for _, tc := range ruleCases {
+		listed[tc.file] = true
+		base := filepath.Base(tc.file)
+		if strings.HasPrefix(base, "fail") != (len(tc.want) > 0) {
+			t.Errorf("%s: a fail file must find something, a pass file nothing", tc.file)
+		}
+	}
+	for _, r := range check.Rules() {
+		for _, f := range []string{"fail.yaml", "pass.yaml"} {
+			if !listed[r.Name+"/"+f] {
+				t.Errorf("rule %s %s: no example %s in ruleCases", r.ID, r.Name, f)
+			}
+		}
+		files, _ := filepath.Glob(filepath.Join("testdata", r.Name, "*.yaml"))
+		for _, f := range files {
+			rel := r.Name + "/" + filepath.Base(f)
+			if strings.HasPrefix(filepath.Base(f), "contract") {
+				continue
+			}
+			if !listed[rel] {
+				t.Errorf("%s is not in ruleCases", rel)
+			}
+		}
+	}
+}
+
+// TestRuleIDs: ids follow the scheme and are unique, and so are names.
+func TestRuleIDs(t *testing.T) {
+	id := regexp.MustCompile(`^TM[1-4][0-9]{2}$`)
+	name := regexp.MustCompile(`^[a-z]+(-[a-z]+)*$`)
+	digit := map[string]byte{"source": '1', "time": '2', "state": '3', "sink": '4'}
+	seen := map[string]bool{}
+	prev := ""
+	for _, r := range check.Rules() {
+		if !id.MatchString(r.ID) || !name.MatchString(r.Name) || r.Summary == "" {
+			t.Errorf("rule %+v", r)
+		}
+		if d, ok := digit[r.Contract]; !ok || r.ID[2] != d {
+			t.Errorf("rule %s: contract %q does not match its id", r.ID, r.Contract)
+		}
+		if seen[r.ID] || seen[r.Name] {
+			t.Errorf("rule %s %s: id or name used twice", r.ID, r.Name)
+		}
+		seen[r.ID], seen[r.Name] = true, true
+		if r.ID <= prev {
+			t.Errorf("rule %s after %s: rules are listed in id order", r.ID, prev)
+		}
+		prev = r.ID
+	}
+}
+
+// TestClean: a pipeline that answers every question has no finding.
+func TestClean(t *testing.T) {
+	if got := findings(t, "testdata/clean.yaml"); len(got) != 0 {
+		t.Errorf("clean.yaml: %q", brief(got))
+	}
+}
+
+// TestOrder: errors first, then warnings, then infos.
+func TestOrder(t *testing.T) {
+	got := brief(findings(t, "testdata/processing-time-window/fail-kafka-timestamp.yaml"))
+	want := []string{"warning TM105 contract", "warning TM201 event_time.from", "info TM104 source"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestBundledExamples: the exact findings on the bundled pipelines. Neither
+// has an error: `tidemark check` passes them.
+func TestBundledExamples(t *testing.T) {
+	t.Chdir("..") // the examples name their contract relative to the repository root
+	cases := map[string][]string{
+		"examples/online-retail/pipeline.yaml": {
+			"info TM402 sinks[0]",
+		},
+		"examples/online-retail/kafka.yaml": {
+			"warning TM101 dedup",
+			"warning TM105 contract",
+			"warning TM106 quarantine.sink",
+			"info TM104 source",
+			"info TM402 sinks[1]",
+		},
+	}
+	names := make([]string, 0, len(cases))
+	for n := range cases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if got := brief(findings(t, n)); !reflect.DeepEqual(got, cases[n]) {
+			t.Errorf("%s:\n got %q\nwant %q", n, got, cases[n])
+		}
+	}
+}
+
+// TestMessages pins one finding's text.
+func TestMessages(t *testing.T) {
+	fs := findings(t, "testdata/lateness-below-delay/fail.yaml")
+	var got check.Finding
+	for _, f := range fs {
+		if f.ID == "TM202" {
+			got = f
+		}
+	}
+	want := check.Finding{
+		ID: "TM202", Rule: "lateness-below-delay", Severity: check.Error, Key: "allowed_lateness",
+		Why: "out_of_orderness 2m + allowed_lateness 3m = 5m is less than 30m (the max_normal_delay of contract order_event), and late.policy drop discards what arrives later: normally delayed events are lost",
+		Fix: "raise allowed_lateness to at least 28m, or keep late events with late: {policy: side_output, sink: ...}",
+	}
+	if got != want {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+// TestDocCoversEveryRule: docs/check.md documents every rule with its id,
+// name and severity, and names no other id.
+func TestDocCoversEveryRule(t *testing.T) {
+	doc, err := os.ReadFile("../docs/check.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	ids := map[string]bool{}
+	for _, r := range check.Rules() {
+		ids[r.ID] = true
+		if !strings.Contains(text, "### "+r.ID+" `"+r.Name+"`") {
+			t.Errorf("docs/check.md has no heading \"### %s `%s`\"", r.ID, r.Name)
+		}
+	}
+	for _, m := range regexp.MustCompile(`TM[0-9]{3}`).FindAllString(text, -1) {
+		if !ids[m] {
+			t.Errorf("docs/check.md names %s, which is not a rule", m)
+		}
+	}
+}

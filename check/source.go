@@ -1,0 +1,158 @@
+package check
+
+import (
+	"fmt"
+	"time"
+)
+
+// Source-contract rules (TM1xx): what is read, with what duplicates, where
+// the position is kept, how long the source keeps it.
+
+// redelivers reports whether the file source's replay delivers copies of
+// records (at-least-once redeliveries or conflicting copies).
+func (ck *checker) redelivers() bool {
+	r := ck.p.Source.Replay
+	return ck.p.Source.Type == "file" && r != nil && (r.RedeliverFraction > 0 || r.ConflictFraction > 0)
+}
+
+// dedupMissing is TM101: no dedup on a source that may deliver an event
+// twice.
+func (ck *checker) dedupMissing() {
+	if ck.p.Dedup != nil {
+		return
+	}
+	const fix = "add dedup: {key: <event id>, ttl: <longer than the latest redelivery>} (with a contract, dedup: {ttl: ...} takes its event_id)"
+	switch {
+	case ck.c != nil && ck.c.DuplicatesPossible:
+		ck.add(ruleDedupMissing, Error, "dedup",
+			fmt.Sprintf("contract %s says duplicates are possible and nothing removes them: a redelivered event is counted twice", ck.c.Product), fix)
+	case ck.redelivers():
+		ck.add(ruleDedupMissing, Error, "dedup",
+			"source.replay redelivers records and nothing removes the copies: each is counted again", fix)
+	case ck.c == nil && ck.p.Source.Type == "kafka":
+		ck.add(ruleDedupMissing, Warning, "dedup",
+			"Kafka delivers at least once (producer retries, restarts) and no contract says this topic has no duplicates: a copy is counted twice", fix+", or name a contract with duplicates_possible: false")
+	case ck.c == nil && ck.p.Source.Type == "file":
+		ck.add(ruleDedupMissing, Info, "dedup",
+			"no contract says whether the events can be duplicated, and the pipeline does not deduplicate", "name a contract (duplicates_possible, event_id), or add dedup")
+	}
+}
+
+// dedupKey is TM102: the pipeline deduplicates by something other than the
+// contract's event id.
+func (ck *checker) dedupKey() {
+	if ck.p.Dedup == nil || ck.c == nil || ck.p.Dedup.Key == ck.c.EventID {
+		return
+	}
+	ck.add(ruleDedupKey, Warning, "dedup.key",
+		fmt.Sprintf("dedup.key %q is not the event id %q of contract %s: a retry that keeps the business id but changes this key is counted twice", ck.p.Dedup.Key, ck.c.EventID, ck.c.Product),
+		"remove dedup.key to use the contract's event_id, or correct the contract's event_id")
+}
+
+// noCheckpoint is TM103: a Kafka source without checkpoints.
+func (ck *checker) noCheckpoint() {
+	s := ck.p.Source
+	if s.Type != "kafka" || ck.p.Checkpoint != nil {
+		return
+	}
+	const fix = "add checkpoint: {dir: ..., interval: 10s}: offsets, windows and dedup state are then restored together"
+	if s.StopAtEnd && s.Start == "earliest" {
+		ck.add(ruleNoCheckpoint, Warning, "checkpoint",
+			"without checkpoints a bounded Kafka read starts again from the log start after a failure: correct only while the topic still holds every event, and a Kafka sink gets every row again", fix)
+		return
+	}
+	ck.add(ruleNoCheckpoint, Error, "checkpoint",
+		fmt.Sprintf("a Kafka source keeps its offsets only in checkpoints: after a restart it reads from start %q again, re-reading (earliest) or skipping (latest) events, with window and dedup state lost", s.Start), fix)
+}
+
+// retention is TM104: the source keeps events for less than the range the
+// pipeline re-reads. Only a Kafka source has a retention (a file source is
+// its own log); it comes from the contract.
+func (ck *checker) retention() {
+	s := ck.p.Source
+	if s.Type != "kafka" {
+		return
+	}
+	var ret time.Duration
+	if ck.c != nil {
+		ret = ck.c.Retention.D()
+	}
+	if ret <= 0 {
+		ck.add(ruleRetention, Info, "source",
+			"unknown: no contract states how long the topics keep events, so nothing says a replay or backfill can still read them",
+			"name a contract with retention (e.g. 4320h), and keep it longer than any reprocessing range")
+		return
+	}
+	if s.Start == "timestamp" {
+		if t, err := time.Parse(time.RFC3339Nano, s.StartTimestamp); err == nil {
+			if age := ck.now.Sub(t); age > ret {
+				ck.add(ruleRetention, Error, "source.start_timestamp",
+					fmt.Sprintf("the run re-reads from %s, %s ago, but contract %s keeps events for %s: the oldest part is already deleted", s.StartTimestamp, dur(age.Truncate(time.Hour)), ck.c.Product, dur(ret)),
+					"start within the retention, or recompute the older range from an archive of the events")
+			}
+			return
+		}
+	}
+	ck.add(ruleRetention, Info, "source",
+		fmt.Sprintf("unknown: contract %s keeps events for %s, but nothing states how far back this pipeline must be able to reprocess", ck.c.Product, dur(ret)),
+		"agree on the reprocessing range and keep it within the retention (or archive the events)")
+}
+
+// timestampRules is TM105: a live source whose contract does not reject
+// future-dated events (a producer clock ahead) or, for a realtime topic,
+// old ones (a backfill mixed in).
+func (ck *checker) timestampRules() {
+	live := ck.p.Source.Type == "kafka" || (ck.c != nil && ck.c.Realtime)
+	if !live {
+		return
+	}
+	var future, age bool
+	if ck.c != nil {
+		for _, r := range ck.c.Rules {
+			future = future || r.MaxFuture > 0
+			age = age || r.MaxAge > 0
+		}
+	}
+	if !future {
+		ck.add(ruleTimestampRules, Warning, "contract",
+			"no contract rule limits how far in the future an event time may be: one record from a clock that runs ahead moves the watermark forward and makes every on-time event late",
+			"name a contract with a rule {name: not_in_future, max_future: 24h}")
+	}
+	if ck.c != nil && ck.c.Realtime && !age {
+		ck.add(ruleTimestampRules, Warning, "contract",
+			fmt.Sprintf("contract %s is realtime but has no max_age rule: a backfill published into the topic is taken for current traffic, as late data past the dedup TTL", ck.c.Product),
+			"add a rule {name: not_older_than_30d, max_age: 720h} and send backfills to their own topic and job")
+	}
+}
+
+// quarantine is TM106: records that are invalid are only counted.
+func (ck *checker) quarantine() {
+	if ck.p.Quarantine.Sink != nil {
+		return
+	}
+	ck.add(ruleQuarantine, Warning, "quarantine.sink",
+		"records that do not decode, have no valid event time or break a contract rule are only counted: their bytes and the reason are lost",
+		"add quarantine: {sink: {type: jsonl, path: out/quarantine.jsonl}} (or a kafka topic)")
+}
+
+// conflicts is TM107: deliveries that reuse an event id with another
+// payload are only counted.
+func (ck *checker) conflicts() {
+	if ck.p.Dedup == nil || ck.p.Conflicts.Sink != nil {
+		return
+	}
+	ck.add(ruleConflicts, Warning, "conflicts.sink",
+		"an event id delivered again with a different payload is a data error, but it is only counted: nobody can see either payload",
+		"add conflicts: {sink: {type: jsonl, path: out/conflicts.jsonl}} and alert its owner")
+}
+
+// ordering is TM108: the contract declares per-key versions that the
+// pipeline ignores.
+func (ck *checker) ordering() {
+	if ck.c == nil || ck.c.Ordering == nil || ck.p.OrderBy != nil {
+		return
+	}
+	ck.add(ruleOrdering, Info, "order_by",
+		fmt.Sprintf("contract %s orders the events of one %s by %s, but the pipeline aggregates every event as a delta: if these are state events, a cancel that arrives before its create is counted, and older versions too", ck.c.Product, ck.c.Ordering.Key, ck.c.Ordering.Version),
+		"for state events add order_by: {} (key and version from the contract); for delta events (payments, refunds) nothing")
+}

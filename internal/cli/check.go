@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/check"
+)
+
+// newCheckCmd is `tidemark check`: the pre-deploy checklist as static rules
+// over a pipeline and its contract (docs/check.md).
+func newCheckCmd(stdout io.Writer) *cobra.Command {
+	var reportFormat, contractPath string
+	cmd := &cobra.Command{
+		Use:   "check PIPELINE.yaml",
+		Short: "Check a pipeline against the pre-deploy checklist (time, duplicates, state, sinks)",
+		Long: `Check a pipeline against the pre-deploy checklist (time, duplicates, state, sinks).
+
+The pipeline is loaded as run loads it (its contract applied, defaults,
+validation, compilation), but no data is read and no connection opened.
+Each rule answers one checklist question of the source, time, state and
+sink contracts: processing-time windows, duplicates without dedup, a dedup
+TTL shorter than redeliveries, lateness below the normal delay, dropped
+late money, append-only sinks that write rows again, provisional rows in
+upsert tables, a Kafka source without checkpoints, a missing idle timeout,
+retention. docs/check.md defines every rule.
+
+Each finding has a rule id (TM101 ...), a severity (error, warning, info),
+the pipeline key it concerns, why it matters and how to fix it. --format
+json prints a JSON array of objects with the keys id, rule, severity, key,
+why and fix.
+
+Exit status: 0 when no finding is an error, 1 when any is, 2 for a usage
+error or a pipeline or contract that does not load.`,
+		Args: usage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCheck(stdout, args[0], contractPath, reportFormat)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&reportFormat, "format", "text", "report format: text or json (an array of findings)")
+	f.StringVar(&contractPath, "contract", "", "data contract (YAML) to check against; overrides the pipeline's contract key")
+	return cmd
+}
+
+// runCheck loads the pipeline at path, checks it and prints the findings;
+// the error carries the exit status.
+func runCheck(stdout io.Writer, path, contractPath, reportFormat string) error {
+	if reportFormat != "text" && reportFormat != "json" {
+		return &exitError{code: 2, err: fmt.Errorf("check: --format %q: want text or json", reportFormat)}
+	}
+	p, err := tidemark.Load(path)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if contractPath != "" {
+		p.Contract = contractPath
+	}
+	pl, err := tidemark.Compile(p)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("%s: %w", path, err)}
+	}
+	findings := check.Run(pl.Spec, pl.Contract)
+	if reportFormat == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(findings); err != nil {
+			return err
+		}
+	} else {
+		writeFindings(stdout, path, findings)
+	}
+	if errs, _, _ := check.Count(findings); errs > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("check: %s has %s", path, plural(int64(errs), "error"))}
+	}
+	return nil
+}
+
+// writeFindings prints one block per finding, then a summary line.
+func writeFindings(w io.Writer, path string, findings []check.Finding) {
+	for _, f := range findings {
+		fmt.Fprintf(w, "%s %s %s\n  key  %s\n  why  %s\n  fix  %s\n\n", f.Severity, f.ID, f.Rule, f.Key, f.Why, f.Fix)
+	}
+	errs, warns, infos := check.Count(findings)
+	fmt.Fprintf(w, "%s: %s, %s, %d info\n", path, plural(int64(errs), "error"), plural(int64(warns), "warning"), infos)
+}

@@ -1,0 +1,293 @@
+// Package status serves a running pipeline's status page: GET /status is a
+// JSON document, GET / the same as HTML with an inline SVG chart of each
+// source partition's watermark against processing time (no scripts, no
+// CDN). It reads the runner's snapshots (engine.Live, fed to Update) and
+// the SLO evaluator; the page states the pipeline's four contracts
+// (source, time, state, sink) in words, from its spec.
+package status
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/slo"
+	"github.com/tidemark/tidemark/spec"
+)
+
+// HistoryLen is how many snapshots the chart keeps (about 10 minutes at
+// one a second).
+const HistoryLen = 600
+
+// Page is a pipeline's status. It is safe for concurrent use.
+type Page struct {
+	mu      sync.Mutex
+	p       *spec.Pipeline
+	slo     *slo.Evaluator
+	last    *engine.Live
+	history []point // oldest first, at most HistoryLen
+}
+
+// point is one snapshot in the chart's history.
+type point struct {
+	processing int64   // ms
+	watermark  int64   // ms, pipeline
+	parts      []int64 // ms, per partition (index order)
+}
+
+// New returns the page of pipeline p; ev may be nil (no objectives).
+func New(p *spec.Pipeline, ev *slo.Evaluator) *Page {
+	return &Page{p: p, slo: ev}
+}
+
+// Update records a snapshot (an engine.Options.Live consumer).
+func (pg *Page) Update(l *engine.Live) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	pg.last = l
+	pt := point{processing: l.ProcessingTime, watermark: l.Watermark}
+	for _, p := range l.Partitions {
+		pt.parts = append(pt.parts, p.Watermark)
+	}
+	if len(pg.history) == HistoryLen {
+		copy(pg.history, pg.history[1:])
+		pg.history = pg.history[:HistoryLen-1]
+	}
+	pg.history = append(pg.history, pt)
+}
+
+// Doc is the /status document.
+type Doc struct {
+	Pipeline string `json:"pipeline"`
+	// Contracts are the four contracts of DESIGN.md in words.
+	Contracts Contracts `json:"contracts"`
+	// Snapshot is when the numbers were taken (RFC 3339), "" before any.
+	Snapshot string `json:"snapshot"`
+	Ended    bool   `json:"ended"`
+	// ProcessingTime and Watermark are RFC 3339 (UTC); Watermark is "none"
+	// before any and "+inf" after a bounded input.
+	ProcessingTime      string      `json:"processing_time"`
+	Watermark           string      `json:"watermark"`
+	EventTimeLagSeconds *float64    `json:"event_time_lag_seconds"` // null without a finite watermark
+	Partitions          []Partition `json:"partitions"`
+	Records             Records     `json:"records"`
+	// LateRatio is (late accepted + too late) / valid records at the
+	// stages; null before any.
+	LateRatio   *float64    `json:"late_ratio"`
+	Checkpoints Checkpoints `json:"checkpoints"`
+	SLO         []SLO       `json:"slo"`
+}
+
+// Contracts states the four contracts.
+type Contracts struct {
+	Source string `json:"source"`
+	Time   string `json:"time"`
+	State  string `json:"state"`
+	Sink   string `json:"sink"`
+}
+
+// Partition is one source partition.
+type Partition struct {
+	Name                string   `json:"name"`
+	Watermark           string   `json:"watermark"`
+	EventTimeLagSeconds *float64 `json:"event_time_lag_seconds"`
+	Idle                bool     `json:"idle"`
+	Records             int64    `json:"records"`
+	ConsumerLag         *int64   `json:"consumer_lag"` // null when the source has none
+}
+
+// Records counts record fates over the run.
+type Records struct {
+	Read         int64 `json:"read"`
+	Quarantined  int64 `json:"quarantined"`
+	Duplicates   int64 `json:"duplicates"`
+	Conflicts    int64 `json:"conflicts"`
+	OnTime       int64 `json:"on_time"`
+	LateAccepted int64 `json:"late_accepted"`
+	TooLate      int64 `json:"too_late"`
+	RowsEmitted  int64 `json:"rows_emitted"`
+}
+
+// Checkpoints reports the last checkpoint.
+type Checkpoints struct {
+	Enabled         bool    `json:"enabled"`
+	Taken           int     `json:"taken"`
+	Failures        int     `json:"failures"`
+	LastID          int64   `json:"last_id"`
+	LastAt          string  `json:"last_at"`
+	LastDurationSec float64 `json:"last_duration_seconds"`
+	LastBytes       int     `json:"last_bytes"`
+}
+
+// SLO is one objective's state.
+type SLO struct {
+	Name   string   `json:"name"`
+	Unit   string   `json:"unit"`
+	Target float64  `json:"target"`
+	Value  *float64 `json:"value"`
+	Met    bool     `json:"met"`
+	Text   string   `json:"text"`
+}
+
+func timeText(ms int64) string {
+	switch ms {
+	case changelog.WatermarkNone:
+		return "none"
+	case changelog.WatermarkInfinity:
+		return "+inf"
+	}
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+}
+
+func lag(now, wm int64) *float64 {
+	if wm == changelog.WatermarkNone || wm == changelog.WatermarkInfinity {
+		return nil
+	}
+	v := float64(now-wm) / 1000
+	return &v
+}
+
+// contracts states p's four contracts in words.
+func contracts(p *spec.Pipeline) Contracts {
+	var c Contracts
+	src := p.Source
+	switch src.Type {
+	case "kafka":
+		c.Source = fmt.Sprintf("Kafka topics %s, one watermark per partition; positions (offsets) live in the checkpoints", strings.Join(src.Topics, ", "))
+	case "nexmark":
+		c.Source = fmt.Sprintf("the Nexmark generator, %d events", src.Events)
+	default:
+		c.Source = fmt.Sprintf("files %s", src.Path)
+		if src.Replay != nil {
+			c.Source += fmt.Sprintf(", replayed late and shuffled over %d partitions", src.Replay.Partitions)
+		}
+	}
+	if d := p.Dedup; d != nil {
+		c.Source += fmt.Sprintf("; duplicates removed by event id %s for %s of event time, conflicting redeliveries to the conflict output", d.Key, time.Duration(d.TTL))
+	} else {
+		c.Source += "; no deduplication (every delivery counts)"
+	}
+	et := p.EventTime
+	c.Time = fmt.Sprintf("event time is %s; the watermark waits %s for out-of-order events", et.Field, time.Duration(et.OutOfOrderness))
+	if et.IdleTimeout > 0 {
+		c.Time += fmt.Sprintf(", a partition silent for %s stops holding it back", time.Duration(et.IdleTimeout))
+	}
+	var late []string
+	for _, st := range p.StageList() {
+		pol := "dropped and counted"
+		if st.Late.Policy == "side_output" {
+			pol = "kept in the late side output"
+		}
+		late = append(late, fmt.Sprintf("%s: windows accept updates for %s after they fire, later events are %s", st.Name, time.Duration(st.AllowedLateness), pol))
+	}
+	c.Time += "; " + strings.Join(late, "; ")
+	if ck := p.Checkpoint; ck != nil {
+		c.State = fmt.Sprintf("windows, watermarks, dedup ids and versions live in memory and are snapshotted every %s to %s (the newest %d kept); a restart restores the newest complete one", time.Duration(ck.Interval), ck.Dir, ck.Retain)
+	} else {
+		c.State = "windows, watermarks and dedup ids live in memory only; a restart recomputes from the start of the input"
+	}
+	var sinks []string
+	for _, st := range p.StageList() {
+		for _, s := range st.Sinks {
+			mode := "at least once"
+			if p.Checkpoint != nil && s.Delivery != "at_least_once" {
+				mode = "exactly once, published with each checkpoint"
+			}
+			what := s.Type
+			switch s.Type {
+			case "sqlite", "postgres":
+				what += " table " + s.Table + " (upsert guarded by version: a replay rewrites the same versions)"
+				if s.Mode == "ledger" {
+					what = "postgres event ledger " + s.LedgerTable + " → " + s.Table + " (each event id applied once)"
+				}
+			case "jsonl":
+				what += " changelog " + s.Path
+			case "kafka":
+				what += " topic " + s.Topic
+			}
+			sinks = append(sinks, fmt.Sprintf("%s → %s, %s", st.Name, what, mode))
+		}
+	}
+	if len(sinks) == 0 {
+		sinks = []string{"no sinks (the run only counts)"}
+	}
+	c.Sink = strings.Join(sinks, "; ")
+	return c
+}
+
+// Doc builds the current document.
+func (pg *Page) Doc() Doc {
+	pg.mu.Lock()
+	l := pg.last
+	pg.mu.Unlock()
+	d := Doc{Pipeline: pg.p.Name, Contracts: contracts(pg.p), Watermark: "none", Partitions: []Partition{}, SLO: []SLO{}}
+	if l != nil {
+		d.Snapshot = l.At.UTC().Format(time.RFC3339Nano)
+		d.Ended = l.Ended
+		d.ProcessingTime = timeText(l.ProcessingTime)
+		d.Watermark = timeText(l.Watermark)
+		d.EventTimeLagSeconds = lag(l.ProcessingTime, l.Watermark)
+		for _, p := range l.Partitions {
+			pp := Partition{Name: p.Name, Watermark: timeText(p.Watermark), EventTimeLagSeconds: lag(l.ProcessingTime, p.Watermark), Idle: p.Idle, Records: p.Records}
+			if p.ConsumerLag >= 0 {
+				v := p.ConsumerLag
+				pp.ConsumerLag = &v
+			}
+			d.Partitions = append(d.Partitions, pp)
+		}
+		r := &d.Records
+		r.Read, r.Quarantined, r.Duplicates, r.Conflicts = l.EventsRead, l.Quarantined, l.Duplicates, l.Conflicts
+		var valid int64
+		for _, st := range l.Stages {
+			r.Quarantined += st.Quarantined
+			r.OnTime += st.OnTime
+			r.LateAccepted += st.LateAccepted
+			r.TooLate += st.TooLateDropped + st.TooLateSideOutput
+			r.RowsEmitted += st.RowsEmitted
+			valid += st.OnTime + st.LateAccepted + st.TooLateDropped + st.TooLateSideOutput
+		}
+		if valid > 0 {
+			v := float64(r.LateAccepted+r.TooLate) / float64(valid)
+			d.LateRatio = &v
+		}
+		ck := l.Checkpoints
+		d.Checkpoints = Checkpoints{Enabled: ck.Enabled, Taken: ck.Taken, Failures: ck.Failures, LastID: ck.LastID,
+			LastDurationSec: ck.LastDuration.Seconds(), LastBytes: ck.LastBytes}
+		if !ck.LastAt.IsZero() {
+			d.Checkpoints.LastAt = ck.LastAt.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	if pg.slo != nil {
+		for _, s := range pg.slo.States() {
+			o := SLO{Name: s.Name, Unit: s.Unit, Target: s.Target, Met: s.Met, Text: s.String()}
+			if !s.NoData && !math.IsNaN(s.Value) {
+				v := s.Value
+				o.Value = &v
+			}
+			d.SLO = append(d.SLO, o)
+		}
+	}
+	return d
+}
+
+// Handler serves /status (JSON) and / (HTML).
+func (pg *Page) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(pg.Doc())
+	})
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		pg.writeHTML(w)
+	})
+	return mux
+}
