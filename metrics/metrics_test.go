@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -205,4 +206,38 @@ aggregates: {n: count()}
 	has(t, text, want...)
 	cancel()
 	<-done
+}
+
+// TestDocsListEveryMetric: docs/metrics.md names every metric the
+// exporter can produce, and nothing else.
+func TestDocsListEveryMetric(t *testing.T) {
+	doc, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(tidemark_[a-z0-9_]+)`").FindAllStringSubmatch(string(doc), -1) {
+		documented[m[1]] = true
+	}
+	x := New("p")
+	exported := map[string]bool{}
+	ch := make(chan *prometheus.Desc, 256)
+	go func() { x.Registry().Describe(ch); close(ch) }()
+	name := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for d := range ch {
+		exported[name.FindStringSubmatch(d.String())[1]] = true
+	}
+	for n := range exported {
+		if !documented[n] {
+			t.Errorf("%s is exported but not in docs/metrics.md", n)
+		}
+	}
+	for n := range documented {
+		if !exported[n] {
+			t.Errorf("docs/metrics.md lists %s, which is not exported", n)
+		}
+	}
+	if len(exported) < 40 {
+		t.Errorf("only %d metrics exported", len(exported))
+	}
 }
