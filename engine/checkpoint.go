@@ -33,7 +33,7 @@ import (
 
 // payloadVersion is the engine payload's own version (inside
 // checkpoint.FormatVersion).
-const payloadVersion = 1
+const payloadVersion = 2
 
 // committer is one sink taking part in checkpoints.
 type committer struct {
@@ -344,7 +344,7 @@ func (rt *runtime) encodeState(e *state.Encoder, prepared [][]byte) error {
 		return errors.New("the source cannot resume from a position (it does not implement source.Resumable)")
 	}
 	e.Bytes8(res.Position())
-	for _, v := range []int64{rt.now, rt.wm, int64(rt.parts), rt.events, rt.redeliver, rt.quarantined, rt.dups, rt.conflicts, rt.stale, rt.superseded} {
+	for _, v := range []int64{rt.now, rt.wm, int64(rt.parts), rt.events, rt.redeliver, rt.quarantined, rt.dups, rt.conflicts, rt.stale, rt.superseded, rt.outside} {
 		e.Int(v)
 	}
 	e.String(rt.firstQ)
@@ -409,7 +409,7 @@ func (rt *runtime) decodeState(ctx context.Context, payload []byte) (map[string]
 		*p = d.Int()
 	}
 	parts := d.Int()
-	for _, p := range []*int64{&rt.events, &rt.redeliver, &rt.quarantined, &rt.dups, &rt.conflicts, &rt.stale, &rt.superseded} {
+	for _, p := range []*int64{&rt.events, &rt.redeliver, &rt.quarantined, &rt.dups, &rt.conflicts, &rt.stale, &rt.superseded, &rt.outside} {
 		*p = d.Int()
 	}
 	rt.firstQ = d.String()

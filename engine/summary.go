@@ -63,6 +63,7 @@ type Summary struct {
 	Conflicts      int64 // deliveries of a known event id with a different payload (to the conflict output)
 	StaleVersions  int64 // state events not newer than their entity's current version (ignored)
 	Superseded     int64 // versions replaced by a newer one (retracted from the stages)
+	OutsideRange   int64 // records outside Options.Range (a backfill), skipped
 	DedupIDs       int   // event ids remembered at the end
 	DedupBytes     int   // dedup table bytes at the end
 	FirstViolation string
@@ -134,6 +135,9 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 	if s.Duplicates+s.Conflicts+int64(s.DedupIDs) > 0 {
 		fmt.Fprintf(w, "  duplicates           %12d  (same event id and payload: not applied)\n", s.Duplicates)
 		fmt.Fprintf(w, "  conflicts            %12d  (same event id, other payload: to the conflict output)\n", s.Conflicts)
+	}
+	if s.OutsideRange > 0 {
+		fmt.Fprintf(w, "  outside the range    %12d  (event time outside the backfill's range: skipped)\n", s.OutsideRange)
 	}
 	if s.StaleVersions+s.Superseded > 0 {
 		fmt.Fprintf(w, "  stale versions       %12d  (not newer than the entity's current version: ignored)\n", s.StaleVersions)

@@ -78,6 +78,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newPerturbCmd(stderr))
 	root.AddCommand(newProduceCmd(stderr), newDevKafkaCmd(stdout, stderr))
 	root.AddCommand(newCheckCmd(stdout))
+	root.AddCommand(newBackfillCmd(stdout, stderr))
 	return root
 }
 

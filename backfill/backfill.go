@@ -1,0 +1,116 @@
+// Package backfill turns a pipeline into its backfill: a bounded replay of
+// an event-time range that recomputes the results into a new result
+// version, beside the live pipeline and without touching it
+// (docs/reprocessing.md).
+//
+// Apply rewrites a loaded pipeline spec:
+//
+//   - the job: name "<name>__backfill_<version>" (its own commit markers,
+//     metrics label and status page), its own checkpoint directory
+//     "<dir>/backfill-<version>", its own Kafka consumer group
+//     "<group>-backfill-<version>";
+//   - the source: a Kafka source reads from the earliest offset and stops at
+//     the end offsets of the start of the run (stop_at_end); a file source
+//     is bounded already. The engine keeps only the events whose event time
+//     is in [from, to) (engine.Options.Range);
+//   - the outputs, each into its version: SQL tables "<table>__<version>"
+//     (a ledger's tables too), JSONL files "<path without ext>.<version><ext>",
+//     Kafka topics "<topic>.<version>" (which must exist).
+//
+// A backfill never adds to existing totals: it starts without state and
+// replaces the rows of its version's tables (a fresh run), so running it
+// twice gives the same tables. The guards (Check) refuse a version that is
+// not a plain name, and the version "live".
+package backfill
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/tidemark/tidemark/spec"
+)
+
+// versionRE is a result version: a plain name usable in a table name.
+var versionRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,30}$`)
+
+// Table is the name of version v of table t: "revenue_minute__v2". A
+// schema-qualified name keeps its schema: "analytics.revenue__v2".
+func Table(t, v string) string { return t + "__" + v }
+
+// Path is the file of version v of a JSONL output: "out/late.jsonl" →
+// "out/late.v2.jsonl".
+func Path(p, v string) string {
+	ext := filepath.Ext(p)
+	return strings.TrimSuffix(p, ext) + "." + v + ext
+}
+
+// Check returns why version v cannot take a backfill, or nil.
+func Check(v string) error {
+	if !versionRE.MatchString(v) {
+		return fmt.Errorf("--result-version %q: want a plain name such as v2 (a lower-case letter, then letters, digits or '_', at most 31)", v)
+	}
+	if v == "live" {
+		return fmt.Errorf("--result-version live: a backfill writes a new version beside the live tables, never into them (appending a replay to live totals counts its events twice)")
+	}
+	return nil
+}
+
+// Apply rewrites p (loaded, before its defaults) into the backfill of result
+// version v. It returns Check's error, and an error for a source it
+// cannot bound (none today).
+func Apply(p *spec.Pipeline, v string) error {
+	if err := Check(v); err != nil {
+		return err
+	}
+	name := p.Name
+	p.Name = p.Name + "__backfill_" + v
+	if c := p.Checkpoint; c != nil {
+		c.Dir = filepath.Join(c.Dir, "backfill-"+v)
+	}
+	src := &p.Source
+	if src.Type == "kafka" {
+		if src.Group != "" {
+			src.Group += "-backfill-" + v
+		}
+		src.Start, src.StartTimestamp = "earliest", ""
+		src.StopAtEnd = true
+	}
+	sink := func(s *spec.Sink, stage string) {
+		if s == nil {
+			return
+		}
+		switch s.Type {
+		case "sqlite", "postgres":
+			if s.Table == "" { // the default, spec.Pipeline.Defaults's
+				s.Table = strings.ReplaceAll(stage, "-", "_")
+			}
+			s.Table = Table(s.Table, v)
+			if s.LedgerTable != "" {
+				s.LedgerTable = Table(s.LedgerTable, v)
+			}
+		case "jsonl":
+			s.Path = Path(s.Path, v)
+		case "kafka":
+			s.Topic = s.Topic + "." + v
+			s.TransactionalID, s.MarkerTopic = "", ""
+		}
+	}
+	sink(p.Quarantine.Sink, "")
+	sink(p.Conflicts.Sink, "")
+	stages := p.Stages
+	if len(stages) == 0 {
+		for i := range p.Sinks {
+			sink(&p.Sinks[i], name)
+		}
+		sink(p.Late.Sink, name)
+	}
+	for i := range stages {
+		for j := range stages[i].Sinks {
+			sink(&stages[i].Sinks[j], stages[i].Name)
+		}
+		sink(stages[i].Late.Sink, stages[i].Name)
+	}
+	return nil
+}
