@@ -86,6 +86,15 @@ type Options struct {
 	// checkpoint id.
 	FaultHook func(point string, id int64)
 
+	// Lineage makes every result row record where it comes from, in the
+	// last column "lineage" (LineageColumn; Lineage.String): the
+	// pipeline, its spec hash, the tidemark build, the contract's
+	// schema_version and the reference data's version. `tidemark run`
+	// sets it. Default false.
+	Lineage bool
+	// ReplayID tags a backfill's rows (the lineage's replay=…).
+	ReplayID string
+
 	// Range, when set, keeps only the records whose event time is in
 	// [Range.From, Range.To) ms (a backfill); the others are counted
 	// (Summary.OutsideRange) and skipped before the contract, dedup and
@@ -233,6 +242,7 @@ type runtime struct {
 	ck      *ckState      // nil without checkpoints
 	ledgers []*ledgerSink // every stage's ledger sinks
 
+	linVal   row.Value    // the lineage column's value, null without lineage
 	lastLive time.Time    // wall clock of the last Live snapshot
 	commits  []SinkCommit // sink commits since the last snapshot
 }
@@ -290,6 +300,9 @@ func (rt *runtime) open(ctx context.Context) error {
 		}
 	}
 	rt.enc = changelog.NewEncoder(p.Stages[0].Loc)
+	if rt.opts.Lineage {
+		rt.linVal = row.Str(rt.lineage().String())
+	}
 	if c := p.Spec.Conflicts.Sink; c != nil {
 		s, err := rt.opts.Registry.openRecords(ctx, *c, &rt.env)
 		if err != nil {
@@ -334,7 +347,7 @@ func (rt *runtime) open(ctx context.Context) error {
 					s = ls
 				}
 			} else {
-				s, err = rt.opts.Registry.openResults(ctx, sk, sp.Desc, &rt.env)
+				s, err = rt.opts.Registry.openResults(ctx, sk, st.sinkDesc(), &rt.env)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: sinks[%d] (%s): %w", sp.Name, i, sk.Type, err)

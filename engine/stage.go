@@ -29,6 +29,10 @@ type stage struct {
 	// the batch).
 	selRows []changelog.Row
 	selVals []row.Value
+
+	// Rows with the lineage value, for the sinks (Options.Lineage).
+	linRows []changelog.Row
+	linVals []row.Value
 	down    []*stage
 	in      *row.Row // input row for a stage reading a changelog
 	enc     *changelog.Encoder
@@ -275,8 +279,9 @@ func (st *stage) flushSelect(ctx context.Context) error {
 	}
 	st.cnt.RowsEmitted += int64(len(st.selRows))
 	st.cnt.FinalRows += int64(len(st.selRows))
+	out := st.withLineage(st.selRows)
 	for _, s := range st.sinks {
-		if err := s.Write(ctx, st.selRows); err != nil {
+		if err := s.Write(ctx, out); err != nil {
 			return fmt.Errorf("%s: sink: %w", st.p.Name, err)
 		}
 	}
@@ -317,9 +322,14 @@ func (st *stage) emitPending(ctx context.Context) error {
 			st.cnt.FinalRows++
 		}
 	}
-	for _, s := range st.sinks {
-		if err := s.Write(ctx, rows); err != nil {
-			return fmt.Errorf("%s: sink: %w", st.p.Name, err)
+	if len(st.sinks) > 0 {
+		// The sinks get copies with the lineage value; rows stay as the
+		// operator made them for the downstream stages.
+		out := st.withLineage(rows)
+		for _, s := range st.sinks {
+			if err := s.Write(ctx, out); err != nil {
+				return fmt.Errorf("%s: sink: %w", st.p.Name, err)
+			}
 		}
 	}
 	for _, d := range st.down {

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/engine"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -91,7 +94,17 @@ sinks: [{type: jsonl, path: `+out+`}]
 		}
 	}
 	rows, _ := os.ReadFile(out)
-	want := `{"op":"insert","window_start":"2026-09-01T10:00:00+09:00","window_end":"2026-09-01T10:10:00+09:00","store":"S1","revenue":20000,"version":1,"is_final":true,"watermark_at":"infinity",`
+	// Every row records its lineage: the pipeline, the spec's hash, the
+	// build, no contract, no reference data.
+	sp, err := tidemark.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tidemark.Compile(sp); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"op":"insert","window_start":"2026-09-01T10:00:00+09:00","window_end":"2026-09-01T10:10:00+09:00","store":"S1","revenue":20000,` +
+		`"lineage":"pipeline=demo;spec=` + engine.SpecHash(sp) + `;tidemark=` + engine.BuildVersion() + `;contract=-;reference=-","version":1,"is_final":true,"watermark_at":"infinity",`
 	if !strings.HasPrefix(string(rows), want) {
 		t.Fatalf("rows:\n%s\nwant prefix\n%s", rows, want)
 	}

@@ -68,7 +68,7 @@ configuration error (nothing was read or written).`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			opts := engine.Options{Stdout: stdout, BatchSize: batchSize, Logf: func(format string, args ...any) {
+			opts := engine.Options{Stdout: stdout, BatchSize: batchSize, Lineage: true, Logf: func(format string, args ...any) {
 				fmt.Fprintf(stderr, "tidemark: "+format+"\n", args...)
 			}}
 			ev := slo.New(p.SLO)

@@ -142,7 +142,18 @@ func (r *Results) init(ctx context.Context) error {
 		return fmt.Errorf("create table: %w", err)
 	}
 	if err := checkTable(ctx, r.conn, r.table, r.cols, resultKey(r.cols, r.nKey)); err != nil {
-		return err
+		var se *SchemaError
+		if !r.replace || !errors.As(err, &se) {
+			return err
+		}
+		// A run that replaces the table's rows replaces a table of another
+		// layout too (an older tidemark, changed aggregates).
+		if _, err := r.conn.Exec(ctx, "DROP TABLE "+r.table.sql()); err != nil {
+			return fmt.Errorf("drop table: %w", err)
+		}
+		if _, err := r.conn.Exec(ctx, createTableSQL(r.table, r.cols, uniqueKey(resultKey(r.cols, r.nKey)))); err != nil {
+			return fmt.Errorf("create table: %w", err)
+		}
 	}
 	if _, err := r.conn.Exec(ctx, createCommitsSQL(r.mark.table)); err != nil {
 		return fmt.Errorf("create table %s: %w", r.mark.table, err)

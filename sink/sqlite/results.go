@@ -75,7 +75,8 @@ type Options struct {
 	// Replace deletes the table's existing rows in the transaction of the
 	// first Flush, so that a run recomputing the result from the start
 	// replaces the previous run's rows instead of being held back by their
-	// versions. Readers see the old contents until that commit.
+	// versions. Readers see the old contents until that commit. A table of
+	// another layout is dropped and created anew when the sink opens.
 	// Default false: rows are upserted over whatever the table holds.
 	Replace bool
 	// ExactlyOnce makes the sink a sink.Committer: rows wait for the
@@ -89,7 +90,7 @@ type Options struct {
 
 // NewWithOptions is New with options.
 func NewWithOptions(ctx context.Context, path, table string, d changelog.Desc, o Options) (*Results, error) {
-	r, err := open(ctx, path, table, d)
+	r, err := open(ctx, path, table, d, o.Replace)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
@@ -105,7 +106,7 @@ func NewWithOptions(ctx context.Context, path, table string, d changelog.Desc, o
 	return r, nil
 }
 
-func open(ctx context.Context, path, table string, d changelog.Desc) (*Results, error) {
+func open(ctx context.Context, path, table string, d changelog.Desc, replace ...bool) (*Results, error) {
 	if table == "" {
 		return nil, errors.New("empty table name")
 	}
@@ -136,7 +137,7 @@ func open(ctx context.Context, path, table string, d changelog.Desc) (*Results, 
 		batch: min(defaultBatch, maxVariables/len(cols)),
 		enc:   encoder{cols: cols, nKey: len(d.Key), loc: loc},
 	}
-	if err := r.init(ctx, cols); err != nil {
+	if err := r.init(ctx, cols, len(replace) > 0 && replace[0]); err != nil {
 		r.closeStatements()
 		db.Close()
 		return nil, err
@@ -160,12 +161,23 @@ func dsn(path string) string {
 }
 
 // init creates or checks the table and prepares the statements.
-func (r *Results) init(ctx context.Context, cols []column) error {
+func (r *Results) init(ctx context.Context, cols []column, replace bool) error {
 	if _, err := r.db.ExecContext(ctx, createTable(r.table, cols, r.nKey)); err != nil {
 		return fmt.Errorf("create table %q: %w", r.table, err)
 	}
 	if err := checkTable(ctx, r.db, r.table, cols, r.nKey); err != nil {
-		return err
+		var se *SchemaError
+		if !replace || !errors.As(err, &se) {
+			return err
+		}
+		// A run that replaces the table's rows replaces a table of another
+		// layout too (an older tidemark, changed aggregates).
+		if _, err := r.db.ExecContext(ctx, "DROP TABLE "+quote(r.table)); err != nil {
+			return fmt.Errorf("drop table %q: %w", r.table, err)
+		}
+		if _, err := r.db.ExecContext(ctx, createTable(r.table, cols, r.nKey)); err != nil {
+			return fmt.Errorf("create table %q: %w", r.table, err)
+		}
 	}
 	r.upserts = make([]*sql.Stmt, r.batch+1)
 	var err error

@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"runtime/debug"
+	"strings"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/spec"
+)
+
+// LineageColumn is the result column that records where a row comes from
+// (Options.Lineage): "pipeline=revenue_hourly;spec=3f2a9c1e07b4;
+// tidemark=v0.3.0+a1b2c3d4e5f6;contract=2012;reference=-" and, for a
+// backfill, ";replay=v2@2026-11-29T12:00:00Z".
+const LineageColumn = "lineage"
+
+// Lineage describes what made a run's result rows (docs/reprocessing.md,
+// "Lineage").
+type Lineage struct {
+	Pipeline string // the pipeline's name
+	// SpecHash is the first 12 hex digits of the SHA-256 of the pipeline
+	// spec's canonical JSON without its outputs and checkpoint settings
+	// (sinks, side-output sinks, checkpoint): the computation, not where
+	// its results go, so a backfill or a crash test's reference run has
+	// the live pipeline's hash.
+	SpecHash string
+	// Tidemark is the build: the module version (or "devel") and, when
+	// built from a repository, "+" and the first 12 hex digits of the
+	// revision ("+dirty" when modified).
+	Tidemark string
+	// Contract is the data contract's schema_version, "-" without one.
+	Contract string
+	// Reference is the reference data's version, "-" without any.
+	Reference string
+	// Replay is the backfill's replay id, "" for a live run.
+	Replay string
+}
+
+// String is the lineage column's value.
+func (l Lineage) String() string {
+	s := "pipeline=" + l.Pipeline + ";spec=" + l.SpecHash + ";tidemark=" + l.Tidemark + ";contract=" + l.Contract + ";reference=" + l.Reference
+	if l.Replay != "" {
+		s += ";replay=" + l.Replay
+	}
+	return s
+}
+
+// ParseLineage reads a lineage column's value back.
+func ParseLineage(s string) Lineage {
+	var l Lineage
+	for _, kv := range strings.Split(s, ";") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "pipeline":
+			l.Pipeline = v
+		case "spec":
+			l.SpecHash = v
+		case "tidemark":
+			l.Tidemark = v
+		case "contract":
+			l.Contract = v
+		case "reference":
+			l.Reference = v
+		case "replay":
+			l.Replay = v
+		}
+	}
+	return l
+}
+
+// SpecHash returns Lineage.SpecHash of p.
+func SpecHash(p *spec.Pipeline) string {
+	b, _ := json.Marshal(p)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	delete(m, "Checkpoint")
+	delete(m, "SLO")
+	delete(m, "Sinks")
+	for _, k := range []string{"Late", "Quarantine", "Conflicts"} {
+		if sub, ok := m[k].(map[string]any); ok {
+			delete(sub, "Sink")
+		}
+	}
+	if stages, ok := m["Stages"].([]any); ok {
+		for _, st := range stages {
+			if sm, ok := st.(map[string]any); ok {
+				delete(sm, "Sinks")
+				if late, ok := sm["Late"].(map[string]any); ok {
+					delete(late, "Sink")
+				}
+			}
+		}
+	}
+	// The name of a backfill job is the live pipeline's plus a suffix:
+	// the computation is the same.
+	if name, ok := m["Name"].(string); ok {
+		if i := strings.Index(name, "__backfill_"); i > 0 {
+			m["Name"] = name[:i]
+		}
+	}
+	b, _ = json.Marshal(m) // map keys sorted: canonical
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
+}
+
+// BuildVersion returns Lineage.Tidemark of the running binary.
+func BuildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	var rev string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev != "" {
+		v += "+" + rev[:min(12, len(rev))]
+		if dirty {
+			v += "+dirty"
+		}
+	}
+	return v
+}
+
+// lineage computes the run's lineage.
+func (rt *runtime) lineage() Lineage {
+	p := rt.plan
+	l := Lineage{Pipeline: p.Spec.Name, SpecHash: SpecHash(p.Spec), Tidemark: BuildVersion(), Contract: "-", Reference: "-", Replay: rt.opts.ReplayID}
+	if i := strings.Index(l.Pipeline, "__backfill_"); i > 0 {
+		l.Pipeline = l.Pipeline[:i]
+	}
+	if c := p.Contract; c != nil && c.SchemaVersion != "" {
+		l.Contract = c.SchemaVersion
+	}
+	return l
+}
+
+// sinkDesc is the stage's row description as its sinks see it: with the
+// lineage column when the run records lineage.
+func (st *stage) sinkDesc() changelog.Desc {
+	d := st.p.Desc
+	if st.rt.linVal.Kind == row.KindString {
+		d.Values = append(append([]changelog.Column(nil), d.Values...), changelog.Column{Name: LineageColumn, Kind: row.KindString})
+	}
+	return d
+}
+
+// withLineage returns rows with the lineage value appended to each row's
+// values (in the stage's reused buffer), or rows itself without lineage.
+func (st *stage) withLineage(rows []changelog.Row) []changelog.Row {
+	lin := st.rt.linVal
+	if lin.Kind != row.KindString {
+		return rows
+	}
+	st.linRows = append(st.linRows[:0], rows...)
+	clear(st.linVals)
+	st.linVals = st.linVals[:0]
+	for i := range rows {
+		st.linVals = append(st.linVals, rows[i].Values...)
+		st.linVals = append(st.linVals, lin)
+	}
+	off := 0
+	for i := range st.linRows {
+		n := len(rows[i].Values) + 1
+		st.linRows[i].Values = st.linVals[off : off+n : off+n]
+		off += n
+	}
+	return st.linRows
+}
