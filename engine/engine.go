@@ -242,7 +242,8 @@ type runtime struct {
 	ck      *ckState      // nil without checkpoints
 	ledgers []*ledgerSink // every stage's ledger sinks
 
-	linVal   row.Value    // the lineage column's value, null without lineage
+	linVal     row.Value // the lineage column's value, null without lineage
+	contribErr error     // the first contributions sink error (reported at the batch's end)
 	lastLive time.Time    // wall clock of the last Live snapshot
 	commits  []SinkCommit // sink commits since the last snapshot
 }
@@ -357,6 +358,16 @@ func (rt *runtime) open(ctx context.Context) error {
 				return err
 			}
 		}
+		if c := sp.Contributions; c != nil && c.Sink != nil && sp.Input < 0 && !sp.Desc.Stateless {
+			s, err := rt.opts.Registry.openRecords(ctx, *c.Sink, &rt.env)
+			if err != nil {
+				return fmt.Errorf("%s: contributions.sink: %w", sp.Name, err)
+			}
+			st.contrib = s
+			if err := rt.registerSink(sp.Name+": contributions.sink", c.Sink.Type, c.Sink.Delivery, s, s.Flush); err != nil {
+				return err
+			}
+		}
 		if sp.Late.Policy == "side_output" && sp.Late.Sink != nil {
 			s, err := rt.opts.Registry.openRecords(ctx, *sp.Late.Sink, &rt.env)
 			if err != nil {
@@ -418,6 +429,9 @@ func (rt *runtime) loop(ctx context.Context) error {
 			}
 		}
 		rt.batches++
+		if rt.contribErr != nil {
+			return rt.contribErr
+		}
 		// Select stages write the batch's rows now: they point into it.
 		for _, st := range rt.stages {
 			if err := st.flushSelect(ctx); err != nil {
@@ -608,6 +622,11 @@ func (rt *runtime) flush(ctx context.Context) error {
 				return fmt.Errorf("%s: late sink: %w", st.p.Name, err)
 			}
 		}
+		if st.contrib != nil {
+			if err := st.contrib.Flush(ctx); err != nil {
+				return fmt.Errorf("%s: contributions sink: %w", st.p.Name, err)
+			}
+		}
 	}
 	if rt.quarantine != nil {
 		if err := rt.quarantine.Flush(ctx); err != nil {
@@ -634,6 +653,9 @@ func (rt *runtime) close(ctx context.Context) error {
 		}
 		if st.late != nil {
 			errs = append(errs, st.late.Close(ctx))
+		}
+		if st.contrib != nil {
+			errs = append(errs, st.contrib.Close(ctx))
 		}
 	}
 	if rt.quarantine != nil {

@@ -69,6 +69,11 @@ func checkOutputPaths(p *spec.Pipeline) error {
 				return err
 			}
 		}
+		if c := st.Contributions; c != nil && c.Sink != nil {
+			if err := check(prefix+"contributions.sink.path", c.Sink.Path); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/window"
 )
 
 // stage is the runtime of one plan stage.
@@ -23,6 +24,9 @@ type stage struct {
 	sinks  []sink.Results
 	late   sink.Records
 	ledger []*ledgerSink // postgres sinks in mode ledger (also in sinks)
+	contrib sink.Records // contributions.sink: the events behind the rows
+	cbuf    []byte
+	cwins   []window.Window
 
 	// A select stage (p.Desc.Stateless; op is nil): the rows of the
 	// current source batch, written at its end (their strings point into
@@ -131,7 +135,8 @@ func (st *stage) process(ctx context.Context, r *row.Row, ts int64, weight int, 
 	return true, st.emitPending(ctx)
 }
 
-// toLedgers hands an accepted source record to the stage's ledger sinks.
+// toLedgers hands an accepted source record to the stage's ledger sinks
+// and contributions sink.
 func (st *stage) toLedgers(r *row.Row, ts int64, org *origin) {
 	if org.meta == nil {
 		return
@@ -139,6 +144,91 @@ func (st *stage) toLedgers(r *row.Row, ts int64, org *origin) {
 	for _, ls := range st.ledger {
 		ls.add(r, ts, org)
 	}
+	if st.contrib != nil {
+		st.contribution(r, ts, org)
+	}
+}
+
+// contribution writes one contributions record:
+//
+//	{"event_id":…,"event_time":…,"windows":[[start,end],…],"key":{…},
+//	 "deltas":{"<aggregate>":<argument>|1,…},"source":"file:line"}
+//
+// event_id is the dedup key's text (null without dedup); deltas hold each
+// aggregate's argument value (count(): 1; a null argument: null).
+func (st *stage) contribution(r *row.Row, ts int64, org *origin) {
+	p := st.p
+	b := append(st.cbuf[:0], `{"event_id":`...)
+	if d := st.rt.dedup; d != nil {
+		b = changelog.AppendJSONString(b, string(d.key))
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"event_time":`...)
+	b = changelog.AppendJSONString(b, row.FormatTime(ts, p.Loc))
+	b = append(b, `,"windows":[`...)
+	if a := p.Operator.Assigner; a != nil {
+		st.cwins = a.Assign(ts, st.cwins[:0])
+		for i, w := range st.cwins {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			b = changelog.AppendJSONString(b, row.FormatTime(w.Start, p.Loc))
+			b = append(b, ',')
+			b = changelog.AppendJSONString(b, row.FormatTime(w.End, p.Loc))
+			b = append(b, ']')
+		}
+	}
+	b = append(b, `],"key":{`...)
+	for i, f := range p.Key {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = changelog.AppendJSONString(b, f.Name)
+		b = append(b, ':')
+		b = appendValueJSON(b, r.Get(f), p.Loc)
+	}
+	b = append(b, `},"deltas":{`...)
+	for i, a := range p.Aggs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = changelog.AppendJSONString(b, a.Name)
+		b = append(b, ':')
+		switch {
+		case !a.HasArg:
+			b = append(b, '1')
+		default:
+			b = appendValueJSON(b, r.Get(a.Arg), p.Loc)
+		}
+	}
+	b = append(b, `},"source":`...)
+	b = changelog.AppendJSONString(b, org.pos().String())
+	b = append(b, '}')
+	st.cbuf = b
+	if err := st.contrib.WriteRecord(context.Background(), b); err != nil && st.rt.contribErr == nil {
+		st.rt.contribErr = fmt.Errorf("%s: contributions sink: %w", p.Name, err)
+	}
+}
+
+// appendValueJSON appends v as a JSON value: numbers bare, strings and
+// times quoted, null.
+func appendValueJSON(b []byte, v row.Value, loc *time.Location) []byte {
+	switch v.Kind {
+	case row.KindNull:
+		return append(b, "null"...)
+	case row.KindInt, row.KindDecimal:
+		return v.AppendText(b, loc)
+	case row.KindBool:
+		if v.I != 0 {
+			return append(b, "true"...)
+		}
+		return append(b, "false"...)
+	case row.KindTime:
+		return changelog.AppendJSONString(b, row.FormatTime(v.I, loc))
+	}
+	return changelog.AppendJSONString(b, v.S)
 }
 
 // invalid reports whether the stage would quarantine r for an expression

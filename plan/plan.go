@@ -92,6 +92,8 @@ type Stage struct {
 	Sinks          []spec.Sink
 	// Retracting is true when the input may carry retractions.
 	Retracting bool
+	// Contributions, when set, records the events behind the rows.
+	Contributions *spec.Contributions
 	// Select lists the output fields of a select stage (Desc.Stateless):
 	// no operator, every kept record is emitted as an insert row.
 	Select []row.Field
@@ -461,7 +463,7 @@ func (ps *parsedStage) inputRefs() []string {
 }
 
 func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, etName string, shift int64, retracting bool, undeclared map[string]bool) (*Stage, error) {
-	s := &Stage{Name: st.Name, Input: in, Late: st.Late, Sinks: st.Sinks, Retracting: retracting, EventTimeShift: shift}
+	s := &Stage{Name: st.Name, Input: in, Late: st.Late, Sinks: st.Sinks, Contributions: st.Contributions, Retracting: retracting, EventTimeShift: shift}
 	var errs []error
 	add := func(key string, err error) { errs = append(errs, fmt.Errorf("%s: %w", key, err)) }
 	// exprErr adds a compile error, noting source fields that are strings

@@ -240,6 +240,7 @@ func (p *Pipeline) topStage() Stage {
 		AllowedLateness: p.AllowedLateness,
 		Aggregates:      p.Aggregates,
 		Select:          p.Select,
+		Contributions:   p.Contributions,
 		Emit:            p.Emit,
 		Late:            p.Late,
 		Sinks:           p.Sinks,
@@ -359,7 +360,7 @@ func (p *Pipeline) Validate() error {
 	}
 	if len(p.Stages) > 0 {
 		if p.Filter != "" || len(p.Fields) > 0 || len(p.Key) > 0 || p.Window != (Window{}) ||
-			len(p.Aggregates) > 0 || len(p.Select) > 0 || len(p.Sinks) > 0 || p.AllowedLateness != 0 ||
+			len(p.Aggregates) > 0 || len(p.Select) > 0 || len(p.Sinks) > 0 || p.Contributions != nil || p.AllowedLateness != 0 ||
 			p.Emit != (Emit{}) || p.Late.Policy != "" || p.Late.Sink != nil {
 			add("stages", "use either stages or the top-level stage keys (filter, fields, key, window, allowed_lateness, aggregates, emit, late, sinks), not both")
 		}
@@ -665,6 +666,16 @@ func validateStage(prefix string, s *Stage, add func(key, format string, args ..
 	}
 	for i := range s.Sinks {
 		validateSink(fmt.Sprintf("%ssinks[%d]", prefix, i), &s.Sinks[i], true, add)
+	}
+	if c := s.Contributions; c != nil {
+		switch {
+		case c.Sink == nil:
+			add(prefix+"contributions.sink", "required: where the contributing events go, e.g. {type: jsonl, path: out/revenue.events.jsonl}")
+		case c.Sink.Type != "jsonl":
+			add(prefix+"contributions.sink.type", "%q: contributions go to a jsonl file (tidemark explain reads it)", c.Sink.Type)
+		default:
+			validateSink(prefix+"contributions.sink", c.Sink, false, add)
+		}
 	}
 }
 

@@ -65,6 +65,10 @@ type Pipeline struct {
 	// Sinks receive the result rows. YAML `sinks`. Optional (a run with no
 	// sink still prints its summary).
 	Sinks []Sink `yaml:"sinks"`
+	// Contributions records, for `tidemark explain`, every source event
+	// the stage accepts into a window with its deltas (each aggregate's
+	// argument). YAML `contributions`. Optional.
+	Contributions *Contributions `yaml:"contributions"`
 
 	// Stages replaces the top-level stage keys with a list of stages.
 	// YAML `stages`.
@@ -122,6 +126,7 @@ type Stage struct {
 	AllowedLateness Duration   `yaml:"allowed_lateness"`
 	Aggregates      NamedExprs `yaml:"aggregates"`
 	Select          []string   `yaml:"select"`
+	Contributions   *Contributions `yaml:"contributions"`
 	Emit            Emit       `yaml:"emit"`
 	Late            Late       `yaml:"late"`
 	Sinks           []Sink     `yaml:"sinks"`
@@ -241,6 +246,13 @@ type SLO struct {
 	// SinkCommitP95 bounds the 95th percentile of sink commit durations.
 	// YAML `sink_commit_p95`.
 	SinkCommitP95 Duration `yaml:"sink_commit_p95"`
+}
+
+// Contributions is where a stage records the events behind its rows.
+type Contributions struct {
+	// Sink receives one record per accepted event: type jsonl (a file;
+	// exactly once with checkpoints). YAML `sink`. Required.
+	Sink *Sink `yaml:"sink"`
 }
 
 // NexmarkDelay configures the late delivery of generated events.

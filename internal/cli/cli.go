@@ -79,6 +79,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newProduceCmd(stderr), newDevKafkaCmd(stdout, stderr))
 	root.AddCommand(newCheckCmd(stdout))
 	root.AddCommand(newBackfillCmd(stdout, stderr))
+	root.AddCommand(newExplainCmd(stdout))
 	return root
 }
 

@@ -1,0 +1,342 @@
+package cli
+
+import (
+	"bufio"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/backfill"
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/row"
+)
+
+func newExplainCmd(stdout io.Writer) *cobra.Command {
+	var table, window, version string
+	var keys []string
+	cmd := &cobra.Command{
+		Use:   "explain PIPELINE.yaml --table TABLE --window START --key VALUE...",
+		Short: "Show a result row, its versions over time and the events that made it",
+		Long: `Show a result row, its versions over time and the events that made it.
+
+TABLE names the stage (its SQL sink's table, or the stage's name); START is
+the window's start (RFC 3339 with an offset); --key gives the group-key
+values in key order (repeat it for several key columns). --result-version
+reads a backfill's version of the outputs.
+
+It prints:
+  - the row in the stage's SQLite table, with its lineage (pipeline, spec
+    hash, build, contract schema_version, reference data);
+  - its versions over time, from the stage's jsonl changelog sink;
+  - the source events the stage accepted into that window and key, each
+    with its deltas (every aggregate's argument), from the stage's
+    contributions sink (pipeline key contributions), and their sums.
+
+Exit status: 0 when the row was found, 1 when it was not, 2 for a usage or
+configuration error.`,
+		Args: usage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if table == "" || window == "" {
+				return &exitError{code: 2, err: errors.New("--table and --window are required")}
+			}
+			start, err := time.Parse(time.RFC3339Nano, window)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("--window %q: not an RFC 3339 time with an offset", window)}
+			}
+			p, err := tidemark.Load(args[0])
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if version != "" {
+				if err := backfill.Apply(p, version); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+			}
+			pl, err := tidemark.Compile(p)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("%s: %w", args[0], err)}
+			}
+			var st *plan.Stage
+			for _, s := range pl.Stages {
+				if s.Name == table {
+					st = s
+				}
+				for _, sk := range s.Sinks {
+					if (sk.Type == "sqlite" || sk.Type == "postgres") && (sk.Table == table || sk.Table == backfill.Table(table, version)) {
+						st = s
+					}
+				}
+			}
+			if st == nil {
+				return &exitError{code: 2, err: fmt.Errorf("no stage of %s writes table %q", args[0], table)}
+			}
+			if len(keys) != len(st.Key) {
+				names := make([]string, len(st.Key))
+				for i, f := range st.Key {
+					names[i] = f.Name
+				}
+				return &exitError{code: 2, err: fmt.Errorf("stage %s has %d key columns (%s): give --key %d times", st.Name, len(st.Key), strings.Join(names, ", "), len(st.Key))}
+			}
+			return explain(stdout, st, start.UnixMilli(), keys)
+		},
+	}
+	cmd.Flags().StringVar(&table, "table", "", "the result table (or stage name)")
+	cmd.Flags().StringVar(&window, "window", "", "the window's start, RFC 3339 with an offset")
+	cmd.Flags().StringArrayVar(&keys, "key", nil, "a group-key value, in key order (repeat for several)")
+	cmd.Flags().StringVar(&version, "result-version", "", "read a backfill's result version (its tables and files)")
+	return cmd
+}
+
+// keyText is a key value as --key gives it.
+func keyText(v row.Value, loc *time.Location) string {
+	if v.Kind == row.KindTime {
+		return row.FormatTime(v.I, loc)
+	}
+	return string(v.AppendText(nil, loc))
+}
+
+func explain(w io.Writer, st *plan.Stage, start int64, keys []string) error {
+	loc := st.Loc
+	startText := row.FormatTime(start, loc)
+	fmt.Fprintf(w, "stage %s, window starting %s, key %s\n", st.Name, startText, strings.Join(keys, ", "))
+	found := false
+
+	// The row, from the stage's SQLite table.
+	for _, sk := range st.Sinks {
+		if sk.Type != "sqlite" {
+			continue
+		}
+		db, err := sql.Open("sqlite", "file:"+sk.Path+"?mode=ro")
+		if err != nil {
+			return err
+		}
+		q := `SELECT * FROM "` + sk.Table + `" WHERE window_start = ?`
+		qargs := []any{startText}
+		for i, f := range st.Key {
+			q += ` AND "` + f.Name + `" IS ?`
+			qargs = append(qargs, keys[i])
+		}
+		rows, err := db.Query(q, qargs...)
+		if err != nil {
+			db.Close()
+			return fmt.Errorf("%s table %s: %w", sk.Path, sk.Table, err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				db.Close()
+				return err
+			}
+			found = true
+			fmt.Fprintf(w, "\nrow (%s, table %s):\n", sk.Path, sk.Table)
+			for i, c := range cols {
+				v := fmt.Sprint(vals[i])
+				if c == engine.LineageColumn {
+					l := engine.ParseLineage(v)
+					v = fmt.Sprintf("pipeline %s, spec %s, tidemark %s, contract %s, reference data %s", l.Pipeline, l.SpecHash, l.Tidemark, l.Contract, l.Reference)
+					if l.Replay != "" {
+						v += ", replay " + l.Replay
+					}
+				}
+				fmt.Fprintf(w, "  %-14s %s\n", c, v)
+			}
+		}
+		rows.Close()
+		db.Close()
+	}
+
+	// Its versions over time, from a jsonl changelog sink.
+	for _, sk := range st.Sinks {
+		if sk.Type != "jsonl" {
+			continue
+		}
+		f, err := os.Open(sk.Path)
+		if err != nil {
+			fmt.Fprintf(w, "\nversions: %v\n", err)
+			continue
+		}
+		fmt.Fprintf(w, "\nversions over time (%s):\n", sk.Path)
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<26)
+		n := 0
+		// Rows of `tidemark run` end with the lineage column.
+		withLin := st.Desc
+		withLin.Values = append(append([]changelog.Column(nil), st.Desc.Values...), changelog.Column{Name: engine.LineageColumn, Kind: row.KindString})
+		for sc.Scan() {
+			r, err := changelog.DecodeRowJSON(sc.Bytes(), &withLin)
+			if err != nil {
+				r, err = changelog.DecodeRowJSON(sc.Bytes(), &st.Desc)
+			}
+			if err != nil || r.WindowStart != start {
+				continue
+			}
+			match := true
+			for i := range st.Key {
+				if keyText(r.Key[i], loc) != keys[i] {
+					match = false
+				}
+			}
+			if !match {
+				continue
+			}
+			n++
+			found = true
+			var vals []string
+			for i, c := range st.Desc.Values {
+				vals = append(vals, c.Name+"="+string(r.Values[i].AppendText(nil, loc)))
+			}
+			fmt.Fprintf(w, "  %-13s v%d  %s  final=%v  at %s\n", r.Op, r.Version, strings.Join(vals, " "), r.IsFinal, row.FormatTime(r.UpdatedAt, loc))
+		}
+		f.Close()
+		if n == 0 {
+			fmt.Fprintln(w, "  none")
+		}
+	}
+
+	// The contributing events.
+	if c := st.Contributions; c != nil && c.Sink != nil {
+		f, err := os.Open(c.Sink.Path)
+		if err != nil {
+			return fmt.Errorf("contributions: %w", err)
+		}
+		defer f.Close()
+		fmt.Fprintf(w, "\ncontributing events (%s):\n", c.Sink.Path)
+		sums := map[string]*decSum{}
+		var order []string
+		n := 0
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<26)
+		for sc.Scan() {
+			var rec struct {
+				EventID   *string                    `json:"event_id"`
+				EventTime string                     `json:"event_time"`
+				Windows   [][2]string                `json:"windows"`
+				Key       map[string]json.RawMessage `json:"key"`
+				Deltas    json.RawMessage            `json:"deltas"`
+				Source    string                     `json:"source"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+				continue
+			}
+			in := false
+			for _, win := range rec.Windows {
+				if t, err := time.Parse(time.RFC3339Nano, win[0]); err == nil && t.UnixMilli() == start {
+					in = true
+				}
+			}
+			for i, k := range st.Key {
+				var s string
+				raw := rec.Key[k.Name]
+				if json.Unmarshal(raw, &s) != nil {
+					s = string(raw)
+				}
+				if s != keys[i] {
+					in = false
+				}
+			}
+			if !in {
+				continue
+			}
+			n++
+			found = true
+			id := "-"
+			if rec.EventID != nil {
+				id = *rec.EventID
+			}
+			deltas := orderedDeltas(rec.Deltas)
+			var parts []string
+			for _, d := range deltas {
+				sign := ""
+				if !strings.HasPrefix(d.v, "-") && d.v != "null" {
+					sign = "+"
+				}
+				parts = append(parts, d.k+" "+sign+d.v)
+				if sums[d.k] == nil {
+					sums[d.k] = &decSum{}
+					order = append(order, d.k)
+				}
+				sums[d.k].add(d.v)
+			}
+			fmt.Fprintf(w, "  %-12s %s  %s  (%s)\n", id, rec.EventTime, strings.Join(parts, ", "), rec.Source)
+		}
+		if n == 0 {
+			fmt.Fprintln(w, "  none")
+		} else {
+			var parts []string
+			for _, k := range order {
+				parts = append(parts, k+" "+sums[k].String())
+			}
+			fmt.Fprintf(w, "  %d events; sums: %s\n", n, strings.Join(parts, ", "))
+		}
+	}
+	if !found {
+		return fmt.Errorf("no row, version or event for window %s and key %s", startText, strings.Join(keys, ", "))
+	}
+	return nil
+}
+
+type kv struct{ k, v string }
+
+// orderedDeltas reads a JSON object keeping its key order.
+func orderedDeltas(raw json.RawMessage) []kv {
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	var out []kv
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return out
+		}
+		out = append(out, kv{fmt.Sprint(t), string(v)})
+	}
+	return out
+}
+
+// decSum sums decimal texts exactly.
+type decSum struct {
+	d    row.Decimal
+	null bool
+	set  bool
+}
+
+func (b *decSum) add(s string) {
+	d, err := row.ParseDecimal([]byte(s))
+	if err != nil {
+		return
+	}
+	if !b.set {
+		b.d, b.set = d, true
+		return
+	}
+	b.d = b.d.Add(d)
+}
+
+func (b *decSum) String() string {
+	if !b.set {
+		return "null"
+	}
+	return b.d.String()
+}

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestExplainArticleExample: the second article's 20,000 — payment e100
+// +25,000 and refund e101 −5,000 in store-7's 10:00 minute, e101 delivered
+// again, and another store's event. explain prints the row (20,000, two
+// events, its lineage), its versions over time, and exactly e100 and e101
+// with their deltas (the redelivery is a duplicate, not a contribution).
+func TestExplainArticleExample(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "events.jsonl")
+	os.WriteFile(in, []byte(`{"event_id":"e100","event_type":"PAYMENT","store_id":"store-7","amount":25000,"paid_at":"2026-09-01T10:00:10+09:00"}
+{"event_id":"e101","event_type":"REFUND","store_id":"store-7","amount":5000,"paid_at":"2026-09-01T10:00:20+09:00"}
+{"event_id":"e101","event_type":"REFUND","store_id":"store-7","amount":5000,"paid_at":"2026-09-01T10:00:20+09:00"}
+{"event_id":"e102","event_type":"PAYMENT","store_id":"store-8","amount":700,"paid_at":"2026-09-01T10:00:30+09:00"}
+`), 0o644)
+	p := filepath.Join(dir, "p.yaml")
+	os.WriteFile(p, []byte(`name: revenue
+source: {type: file, path: `+in+`, schema: {amount: decimal}}
+event_time: {field: paid_at}
+dedup: {key: event_id, ttl: 24h}
+fields: {net: 'event_type == "REFUND" ? -amount : amount'}
+key: [store_id]
+window: {type: tumbling, size: 1m, timezone: Asia/Seoul}
+aggregates: {net_revenue: sum(net), events: count()}
+emit: {mode: update}
+contributions: {sink: {type: jsonl, path: `+filepath.Join(dir, "events.contrib.jsonl")+`}}
+sinks:
+  - {type: sqlite, path: `+filepath.Join(dir, "out.db")+`, table: revenue_minute}
+  - {type: jsonl, path: `+filepath.Join(dir, "changelog.jsonl")+`}
+`), 0o644)
+	if code, _, errOut := run(t, "run", "--quiet", p); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	code, out, errOut := run(t, "explain", p, "--table", "revenue_minute", "--window", "2026-09-01T10:00:00+09:00", "--key", "store-7")
+	if code != 0 {
+		t.Fatalf("explain: code %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"  net_revenue    20000\n",
+		"  events         2\n",
+		"  lineage        pipeline revenue, spec ",
+		"insert        v1  net_revenue=20000 events=2  final=true",
+		"  e100         2026-09-01T10:00:10+09:00  net_revenue +25000, events +1  (" + in + ":1)\n",
+		"  e101         2026-09-01T10:00:20+09:00  net_revenue -5000, events +1  (" + in + ":2)\n",
+		"  2 events; sums: net_revenue 20000, events 2\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "e102") || strings.Count(out, "e101 ") != 1 {
+		t.Errorf("explain lists another store's event or e101 twice:\n%s", out)
+	}
+	if code, _, _ := run(t, "explain", p, "--table", "revenue_minute", "--window", "2026-09-01T11:00:00+09:00", "--key", "store-7"); code != 1 {
+		t.Errorf("a window without a row: code %d, want 1", code)
+	}
+}
