@@ -242,10 +242,10 @@ type runtime struct {
 	ck      *ckState      // nil without checkpoints
 	ledgers []*ledgerSink // every stage's ledger sinks
 
-	linVal     row.Value // the lineage column's value, null without lineage
-	contribErr error     // the first contributions sink error (reported at the batch's end)
-	lastLive time.Time    // wall clock of the last Live snapshot
-	commits  []SinkCommit // sink commits since the last snapshot
+	linVal     row.Value    // the lineage column's value, null without lineage
+	contribErr error        // the first contributions sink error (reported at the batch's end)
+	lastLive   time.Time    // wall clock of the last Live snapshot
+	commits    []SinkCommit // sink commits since the last snapshot
 }
 
 func (rt *runtime) open(ctx context.Context) error {

@@ -18,13 +18,13 @@ import (
 
 // stage is the runtime of one plan stage.
 type stage struct {
-	rt     *runtime
-	p      *plan.Stage
-	op     *operator.Operator
-	sinks  []sink.Results
-	late   sink.Records
-	ledger []*ledgerSink // postgres sinks in mode ledger (also in sinks)
-	contrib sink.Records // contributions.sink: the events behind the rows
+	rt      *runtime
+	p       *plan.Stage
+	op      *operator.Operator
+	sinks   []sink.Results
+	late    sink.Records
+	ledger  []*ledgerSink // postgres sinks in mode ledger (also in sinks)
+	contrib sink.Records  // contributions.sink: the events behind the rows
 	cbuf    []byte
 	cwins   []window.Window
 

@@ -119,17 +119,17 @@ type Stage struct {
 	// The stage keys below are those of the same name at the top level of
 	// Pipeline, with the same meaning and defaults (table names default to
 	// this stage's name).
-	Filter          string     `yaml:"filter"`
-	Fields          NamedExprs `yaml:"fields"`
-	Key             []string   `yaml:"key"`
-	Window          Window     `yaml:"window"`
-	AllowedLateness Duration   `yaml:"allowed_lateness"`
-	Aggregates      NamedExprs `yaml:"aggregates"`
-	Select          []string   `yaml:"select"`
+	Filter          string         `yaml:"filter"`
+	Fields          NamedExprs     `yaml:"fields"`
+	Key             []string       `yaml:"key"`
+	Window          Window         `yaml:"window"`
+	AllowedLateness Duration       `yaml:"allowed_lateness"`
+	Aggregates      NamedExprs     `yaml:"aggregates"`
+	Select          []string       `yaml:"select"`
 	Contributions   *Contributions `yaml:"contributions"`
-	Emit            Emit       `yaml:"emit"`
-	Late            Late       `yaml:"late"`
-	Sinks           []Sink     `yaml:"sinks"`
+	Emit            Emit           `yaml:"emit"`
+	Late            Late           `yaml:"late"`
+	Sinks           []Sink         `yaml:"sinks"`
 }
 
 // Source configures the record source.
