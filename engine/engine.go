@@ -244,6 +244,7 @@ type runtime struct {
 
 	linVal     row.Value    // the lineage column's value, null without lineage
 	contribErr error        // the first contributions sink error (reported at the batch's end)
+	ref        *reference   // the reference data, nil without
 	lastLive   time.Time    // wall clock of the last Live snapshot
 	commits    []SinkCommit // sink commits since the last snapshot
 }
@@ -265,6 +266,13 @@ func (rt *runtime) open(ctx context.Context) error {
 		if err := checkOutputPaths(p.Spec); err != nil {
 			return err
 		}
+	}
+	if r := p.Spec.Reference; r != nil {
+		ref, err := rt.loadReference(r)
+		if err != nil {
+			return &ConfigError{Err: err}
+		}
+		rt.ref = ref
 	}
 	// The source opens first: a run that cannot read its input must not
 	// truncate or replace the outputs of the previous run.
@@ -483,6 +491,9 @@ func (rt *runtime) record(ctx context.Context, r *row.Row, m *source.Meta, now i
 	if m.Err != nil {
 		return rt.quarantineAll(ctx, m, m.Err.Reason, m.Err.Field, m.Err.Rule)
 	}
+	if rt.ref != nil {
+		rt.ref.fill(r)
+	}
 	if rt.absent > 0 {
 		for i, seen := range rt.present {
 			if !seen && !r.IsNull(i) {
@@ -684,6 +695,7 @@ func (rt *runtime) summary() *Summary {
 		Superseded:     rt.superseded,
 		FirstViolation: rt.firstQ,
 		OutsideRange:   rt.outside,
+		Reference:      rt.refSummary(),
 		Ledgers:        rt.ledgerSummaries(),
 	}
 	for _, name := range slices.Sorted(maps.Keys(rt.byRule)) {

@@ -146,6 +146,9 @@ func (rt *runtime) lineage() Lineage {
 	if c := p.Contract; c != nil && c.SchemaVersion != "" {
 		l.Contract = c.SchemaVersion
 	}
+	if rt.ref != nil {
+		l.Reference = rt.ref.version
+	}
 	return l
 }
 

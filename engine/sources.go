@@ -15,6 +15,14 @@ func (rt *runtime) openSource() (source.Source, error) {
 	p := rt.plan
 	sp := &p.Spec.Source
 	fields := format.Fields{Schema: p.SourceSchema, Time: p.TimeParsers}
+	if r := p.Spec.Reference; r != nil {
+		// Reference fields are the runner's to fill, not the decoder's.
+		for _, f := range r.Fields {
+			if fd, ok := p.SourceSchema.Lookup(f.Name); ok {
+				fields.Derived = append(fields.Derived, fd.Index)
+			}
+		}
+	}
 	switch sp.Type {
 	case "kafka":
 		cfg := kafka.Config{

@@ -64,6 +64,8 @@ type Summary struct {
 	StaleVersions  int64 // state events not newer than their entity's current version (ignored)
 	Superseded     int64 // versions replaced by a newer one (retracted from the stages)
 	OutsideRange   int64 // records outside Options.Range (a backfill), skipped
+	// Reference reports the reference data (spec.Reference), nil without.
+	Reference *ReferenceSummary
 	DedupIDs       int   // event ids remembered at the end
 	DedupBytes     int   // dedup table bytes at the end
 	FirstViolation string
@@ -102,6 +104,14 @@ type CheckpointSummary struct {
 	Total        time.Duration // time spent in checkpoints by this run
 }
 
+// ReferenceSummary reports the reference data.
+type ReferenceSummary struct {
+	Path    string
+	Version string // "sha256:" + 12 hex digits of the file's content
+	Keys    int    // keys in the file
+	Misses  int64  // records whose key the file lacks (their reference fields are null)
+}
+
 // RuleCount is how many records one rule quarantined.
 type RuleCount struct {
 	Rule  string
@@ -135,6 +145,9 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 	if s.Duplicates+s.Conflicts+int64(s.DedupIDs) > 0 {
 		fmt.Fprintf(w, "  duplicates           %12d  (same event id and payload: not applied)\n", s.Duplicates)
 		fmt.Fprintf(w, "  conflicts            %12d  (same event id, other payload: to the conflict output)\n", s.Conflicts)
+	}
+	if r := s.Reference; r != nil {
+		fmt.Fprintf(w, "  reference data       %s (%s, %d keys; %d records with an unknown key)\n", r.Path, r.Version, r.Keys, r.Misses)
 	}
 	if s.OutsideRange > 0 {
 		fmt.Fprintf(w, "  outside the range    %12d  (event time outside the backfill's range: skipped)\n", s.OutsideRange)

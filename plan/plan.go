@@ -150,6 +150,9 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 		need.add(o.Key)
 		need.add(o.Version)
 	}
+	if r := p.Reference; r != nil {
+		need.add(r.Key)
+	}
 	if c != nil {
 		names, err := contract.RuleFields(c)
 		if err != nil {
@@ -288,8 +291,26 @@ func sourceSchema(p *spec.Pipeline, names []string, c *contract.Contract) (*row.
 			nexmarkKinds[f.Name] = f.Kind
 		}
 	}
+	refKinds := map[string]string{}
+	if r := p.Reference; r != nil {
+		for _, f := range r.Fields {
+			refKinds[f.Name] = f.Type
+		}
+	}
 	for _, n := range names {
 		k := row.KindString
+		if t, ok := refKinds[n]; ok {
+			// A reference field: filled by the runner from the lookup file.
+			kk, err := row.ParseKind(t)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("reference.fields.%s: %w", n, err))
+				continue
+			}
+			if _, err := s.Add(n, kk); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		if nexmarkKinds != nil {
 			// The generator's fixed schema (docs/nexmark.md).
 			kk, ok := nexmarkKinds[n]

@@ -309,6 +309,28 @@ func (p *Pipeline) Validate() error {
 			add("checkpoint.retain", "must be at least 1")
 		}
 	}
+	if r := p.Reference; r != nil {
+		if r.Path == "" {
+			add("reference.path", "required: the lookup file (CSV with a header, or JSON lines)")
+		}
+		if r.Key == "" {
+			add("reference.key", "required: the source field looked up in the file's column of the same name")
+		}
+		if len(r.Fields) == 0 {
+			add("reference.fields", "required: the file's columns to add, with their types, e.g. {region: string}")
+		}
+		for _, f := range r.Fields {
+			if _, err := parseTypeName(f.Type); err != nil {
+				add("reference.fields."+f.Name, "%v", err)
+			}
+			if f.Name == r.Key {
+				add("reference.fields."+f.Name, "is the key")
+			}
+			if _, ok := p.Source.Schema.Lookup(f.Name); ok {
+				add("reference.fields."+f.Name, "also a source field (source.schema): rename one")
+			}
+		}
+	}
 	if s := p.SLO; s != nil {
 		if s.EventTimeLagP95 < 0 {
 			add("slo.event_time_lag_p95", "must not be negative")

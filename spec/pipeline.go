@@ -35,6 +35,12 @@ type Pipeline struct {
 	// they are counted.
 	Conflicts Quarantine `yaml:"conflicts"`
 
+	// Reference joins reference data (a CSV or JSONL lookup file) to every
+	// source record by key, e.g. store → region; its content hash is the
+	// reference version every result row records (lineage). YAML
+	// `reference`. Optional.
+	Reference *Reference `yaml:"reference"`
+
 	// Filter keeps the records for which this expr-lang expression is true;
 	// it may use source fields only. YAML `filter`. Default: keep all.
 	Filter string `yaml:"filter"`
@@ -246,6 +252,21 @@ type SLO struct {
 	// SinkCommitP95 bounds the 95th percentile of sink commit durations.
 	// YAML `sink_commit_p95`.
 	SinkCommitP95 Duration `yaml:"sink_commit_p95"`
+}
+
+// Reference is a lookup file joined to the source records by key.
+type Reference struct {
+	// Path is the file: CSV with a header line (.csv) or JSON lines
+	// (.jsonl, .json, .ndjson). "${VAR}" is expanded. YAML `path`.
+	// Required.
+	Path string `yaml:"path"`
+	// Key is the source field whose value is looked up, and the file's
+	// column of the same name. YAML `key`. Required.
+	Key string `yaml:"key"`
+	// Fields are the file's columns added to each record, with their
+	// types (bool, int, decimal, string, timestamp); a record whose key
+	// the file lacks gets nulls. YAML `fields`. Required.
+	Fields FieldTypes `yaml:"fields"`
 }
 
 // Contributions is where a stage records the events behind its rows.

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,5 +62,52 @@ sinks:
 	}
 	if code, _, _ := run(t, "explain", p, "--table", "revenue_minute", "--window", "2026-09-01T11:00:00+09:00", "--key", "store-7"); code != 1 {
 		t.Errorf("a window without a row: code %d, want 1", code)
+	}
+}
+
+// TestReferenceData joins a store → region lookup file by key: the rows
+// group by region, a store the file lacks gets a null region (counted),
+// and every row's lineage records the file's content hash.
+func TestReferenceData(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "events.jsonl")
+	os.WriteFile(in, []byte(`{"store_id":"store-7","amount":25000,"paid_at":"2026-09-01T10:00:10+09:00"}
+{"store_id":"store-8","amount":700,"paid_at":"2026-09-01T10:00:30+09:00"}
+{"store_id":"store-9","amount":300,"paid_at":"2026-09-01T10:00:40+09:00"}
+{"store_id":"store-1","amount":1,"paid_at":"2026-09-01T10:00:50+09:00"}
+`), 0o644)
+	stores := []byte("store_id,region,opened\nstore-7,Seoul,2020-01-01T00:00:00Z\nstore-8,Seoul,\nstore-9,Busan,\n")
+	os.WriteFile(filepath.Join(dir, "stores.csv"), stores, 0o644)
+	out := filepath.Join(dir, "rows.jsonl")
+	p := filepath.Join(dir, "p.yaml")
+	os.WriteFile(p, []byte(`name: regions
+source: {type: file, path: `+in+`, schema: {amount: decimal}}
+reference: {path: `+filepath.Join(dir, "stores.csv")+`, key: store_id, fields: {region: string}}
+event_time: {field: paid_at}
+key: [region]
+window: {type: tumbling, size: 1m, timezone: Asia/Seoul}
+aggregates: {revenue: sum(amount)}
+emit: {mode: final}
+sinks: [{type: jsonl, path: `+out+`}]
+`), 0o644)
+	code, stdout, errOut := run(t, "run", p)
+	if code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	sum := sha256.Sum256(stores)
+	version := "sha256:" + hex.EncodeToString(sum[:6])
+	if want := "reference data       " + filepath.Join(dir, "stores.csv") + " (" + version + ", 3 keys; 1 records with an unknown key)"; !strings.Contains(stdout, want) {
+		t.Errorf("summary lacks %q:\n%s", want, stdout)
+	}
+	b, _ := os.ReadFile(out)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	want := []string{`"region":"Seoul","revenue":25700,`, `"region":"Busan","revenue":300,`, `"region":null,"revenue":1,`} // keys in first-seen order
+	if len(lines) != len(want) {
+		t.Fatalf("rows:\n%s", b)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) || !strings.Contains(lines[i], ";reference="+version+`"`) {
+			t.Errorf("row %d lacks %s or the reference version %s: %s", i, w, version, lines[i])
+		}
 	}
 }
