@@ -58,16 +58,16 @@ type Summary struct {
 	AbsentFields []string
 
 	// Before the stages (counted once, not per stage):
-	Quarantined    int64 // invalid records (decode, event time, contract rules, dedup key)
-	Duplicates     int64 // redeliveries of an event id with the same payload (not applied)
-	Conflicts      int64 // deliveries of a known event id with a different payload (to the conflict output)
-	StaleVersions  int64 // state events not newer than their entity's current version (ignored)
-	Superseded     int64 // versions replaced by a newer one (retracted from the stages)
-	OutsideRange   int64 // records outside Options.Range (a backfill), skipped
+	Quarantined   int64 // invalid records (decode, event time, contract rules, dedup key)
+	Duplicates    int64 // redeliveries of an event id with the same payload (not applied)
+	Conflicts     int64 // deliveries of a known event id with a different payload (to the conflict output)
+	StaleVersions int64 // state events not newer than their entity's current version (ignored)
+	Superseded    int64 // versions replaced by a newer one (retracted from the stages)
+	OutsideRange  int64 // records outside Options.Range (a backfill), skipped
 	// Reference reports the reference data (spec.Reference), nil without.
-	Reference *ReferenceSummary
-	DedupIDs       int   // event ids remembered at the end
-	DedupBytes     int   // dedup table bytes at the end
+	Reference      *ReferenceSummary
+	DedupIDs       int // event ids remembered at the end
+	DedupBytes     int // dedup table bytes at the end
 	FirstViolation string
 	// Rules counts the quarantined records of Quarantined by the rule
 	// they broke (contract rules, "required", "dedup", "order_by"), sorted
