@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/backfill"
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/source/kafka"
 )
 
 func newBackfillCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -33,6 +34,13 @@ never adds to existing totals. Then compare the versions (tidemark diff)
 and serve the new one (tidemark promote); see docs/reprocessing.md.
 
 --from and --to are RFC 3339 times with an offset.
+
+Guards: the version "live" is refused (a backfill never appends to the
+live totals), and a Kafka source whose retention deleted records that may
+belong to the range is refused (by record timestamp: the first record
+left in a partition whose log no longer starts at offset 0 is at or after
+--from). A backfill is always a full recompute into a new version with
+its own dedup state, so the dedup TTL cannot re-admit old duplicates.
 
 Exit status: 0 when the backfill completed, 1 when it failed, 2 for a
 usage or configuration error.`,
@@ -62,6 +70,13 @@ usage or configuration error.`,
 			pl, err := tidemark.Compile(p)
 			if err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("%s: %w", args[0], err)}
+			}
+			// Guard: a range older than the source's retention would be
+			// recomputed from an incomplete log.
+			if p.Source.Type == "kafka" {
+				if err := kafka.CheckRetention(cmd.Context(), kafka.Config{Brokers: p.Source.Brokers, Topics: p.Source.Topics}, t1.UnixMilli()); err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--from %s: %w", from, err)}
+				}
 			}
 			opts := engine.Options{Stdout: stdout, Range: &engine.TimeRange{From: t1.UnixMilli(), To: t2.UnixMilli()},
 				Lineage: true, ReplayID: version + "@" + time.Now().UTC().Format(time.RFC3339),

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -355,6 +357,52 @@ func (s *Source) CommitOffsets(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("kafka source: committing offsets to group %q: %w", s.cfg.Group, err)
+	}
+	return nil
+}
+
+// CheckRetention returns an error when the topics of cfg may have lost
+// records of a backfill starting at fromMs (ms since the epoch): a
+// partition whose log no longer starts at offset 0 (retention deleted its
+// oldest records) and whose first remaining record is already at or after
+// fromMs (by record timestamp) may have held records of the range before
+// them. The error names the partitions. It reads metadata and offsets
+// only (ListOffsets), within RequestTimeoutMs.
+func CheckRetention(ctx context.Context, cfg Config, fromMs int64) error {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, cfg.ClientOptions...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka source: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	to := cfg.RequestTimeoutMs
+	if to <= 0 {
+		to = DefaultRequestTimeoutMs
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Duration(to)*time.Millisecond)
+	defer cancel()
+	starts, err := adm.ListStartOffsets(rctx, cfg.Topics...)
+	if err != nil {
+		return fmt.Errorf("kafka source: listing start offsets: %w", err)
+	}
+	after, err := adm.ListOffsetsAfterMilli(rctx, fromMs, cfg.Topics...)
+	if err != nil {
+		return fmt.Errorf("kafka source: listing offsets after %d ms: %w", fromMs, err)
+	}
+	var lost []string
+	starts.Each(func(s kadm.ListedOffset) {
+		a, ok := after.Lookup(s.Topic, s.Partition)
+		if s.Err != nil || !ok || a.Err != nil {
+			return
+		}
+		if s.Offset > 0 && a.Offset <= s.Offset {
+			lost = append(lost, fmt.Sprintf("%s/%d (log starts at offset %d)", s.Topic, s.Partition, s.Offset))
+		}
+	})
+	slices.Sort(lost)
+	if len(lost) > 0 {
+		return fmt.Errorf("the range starts before the topics' retention: records before the first remaining one were deleted in %s; the backfill would miss events of the range (start later, or restore the events from an archive)", strings.Join(lost, ", "))
 	}
 	return nil
 }

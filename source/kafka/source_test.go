@@ -590,3 +590,38 @@ func TestStopAtEnd(t *testing.T) {
 		t.Errorf("after the end: %d records, err %v; want 0, io.EOF", b.Len(), err)
 	}
 }
+
+// TestCheckRetention: after retention deleted offsets 0–4 of a partition,
+// a backfill from a time inside the deleted records is refused, naming the
+// partition; one from a time after the first remaining record passes.
+func TestCheckRetention(t *testing.T) {
+	brokers := cluster(t, map[string]int32{"orders": 1})
+	cl := client(t, brokers)
+	base := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
+	for i := range 10 {
+		r := rec("orders", 0, fmt.Sprintf(`{"id":"e%d"}`, i))
+		r.Timestamp = base.Add(time.Duration(i) * time.Minute)
+		produce(t, cl, r)
+	}
+	cfg := Config{Brokers: brokers, Topics: []string{"orders"}}
+	if err := CheckRetention(context.Background(), cfg, base.UnixMilli()); err != nil {
+		t.Fatalf("nothing deleted yet: %v", err)
+	}
+	adm := kadm.NewClient(cl)
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 5})
+	res, err := adm.DeleteRecords(context.Background(), offs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Error(); err != nil {
+		t.Fatal(err)
+	}
+	err = CheckRetention(context.Background(), cfg, base.Add(2*time.Minute).UnixMilli())
+	if err == nil || !strings.Contains(err.Error(), "orders/0 (log starts at offset 5)") {
+		t.Errorf("from 10:02 after deleting 0–4: %v", err)
+	}
+	if err := CheckRetention(context.Background(), cfg, base.Add(7*time.Minute).UnixMilli()); err != nil {
+		t.Errorf("from 10:07: %v", err)
+	}
+}
