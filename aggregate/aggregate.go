@@ -56,7 +56,7 @@ type Spec struct {
 	HasArg  bool      // false for count()
 	Arg2    row.Field // second argument (arg_max, arg_min: the field returned)
 	HasArg2 bool
-	Retract bool      // the input may retract rows: build retractable accumulators
+	Retract bool // the input may retract rows: build retractable accumulators
 }
 
 // Column holds one aggregate's accumulators for all slots.

@@ -19,25 +19,27 @@
 //
 // A backfill never adds to existing totals: it starts without state and
 // replaces the rows of its version's tables (a fresh run), so running it
-// twice gives the same tables. The guards (Check) refuse a version that is
-// not a plain name, and the version "live".
+// twice gives the same tables. The guards refuse a version that is not a
+// plain label (results.CheckVersion), the label "live", and a version
+// whose table is the pipeline's own (a sink already writing
+// "<table>__v2").
 package backfill
 
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 
+	"github.com/tidemark/tidemark/results"
 	"github.com/tidemark/tidemark/spec"
 )
 
-// versionRE is a result version: a plain name usable in a table name.
-var versionRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,30}$`)
-
-// Table is the name of version v of table t: "revenue_minute__v2". A
-// schema-qualified name keeps its schema: "analytics.revenue__v2".
-func Table(t, v string) string { return t + "__" + v }
+// Table is the name of version v of the table a sink writes, by the
+// convention of package results: the serving name and "__v":
+// "revenue_minute__live" (the live pipeline's table) and
+// "revenue_minute" both give "revenue_minute__v2"; a schema-qualified
+// name keeps its schema.
+func Table(t, v string) string { return results.VersionTable(results.ServingView(t), v) }
 
 // Path is the file of version v of a JSONL output: "out/late.jsonl" →
 // "out/late.v2.jsonl".
@@ -48,10 +50,10 @@ func Path(p, v string) string {
 
 // Check returns why version v cannot take a backfill, or nil.
 func Check(v string) error {
-	if !versionRE.MatchString(v) {
-		return fmt.Errorf("--result-version %q: want a plain name such as v2 (a lower-case letter, then letters, digits or '_', at most 31)", v)
+	if err := results.CheckVersion(v); err != nil {
+		return fmt.Errorf("--result-version: %w", err)
 	}
-	if v == "live" {
+	if v == results.LiveVersion {
 		return fmt.Errorf("--result-version live: a backfill writes a new version beside the live tables, never into them (appending a replay to live totals counts its events twice)")
 	}
 	return nil
@@ -65,6 +67,7 @@ func Apply(p *spec.Pipeline, v string) error {
 		return err
 	}
 	name := p.Name
+	var guard error
 	p.Name = p.Name + "__backfill_" + v
 	if c := p.Checkpoint; c != nil {
 		c.Dir = filepath.Join(c.Dir, "backfill-"+v)
@@ -85,6 +88,9 @@ func Apply(p *spec.Pipeline, v string) error {
 		case "sqlite", "postgres":
 			if s.Table == "" { // the default, spec.Pipeline.Defaults's
 				s.Table = strings.ReplaceAll(stage, "-", "_")
+			}
+			if Table(s.Table, v) == s.Table && guard == nil {
+				guard = fmt.Errorf("--result-version %s: table %s is the pipeline's own (live) table; a backfill writes a new version beside it", v, s.Table)
 			}
 			s.Table = Table(s.Table, v)
 			if s.LedgerTable != "" {
@@ -112,5 +118,5 @@ func Apply(p *spec.Pipeline, v string) error {
 		}
 		sink(stages[i].Late.Sink, stages[i].Name)
 	}
-	return nil
+	return guard
 }

@@ -66,7 +66,7 @@ window: {type: tumbling, size: 24h, timezone: Asia/Seoul}
 allowed_lateness: 2000h
 aggregates: {revenue: sum(amount), n: count()}
 emit: {mode: final}
-sinks: [{type: sqlite, path: %s, table: revenue}]
+sinks: [{type: sqlite, path: %s, table: revenue__live}]
 `, in, db)
 	p := filepath.Join(dir, "live.yaml")
 	os.WriteFile(p, []byte(live), 0o644)
@@ -74,7 +74,7 @@ sinks: [{type: sqlite, path: %s, table: revenue}]
 		t.Fatalf("live run: %s", errOut)
 	}
 	wrong := "2026-08-31T00:00:00+09:00 s1 7 1\n2026-09-01T00:00:00+09:00 s1 40000 4\n2026-09-02T00:00:00+09:00 s2 2000 2\n2026-10-01T00:00:00+09:00 s1 9 1\n"
-	if got := tableRows(t, db, "revenue"); got != wrong {
+	if got := tableRows(t, db, "revenue__live"); got != wrong {
 		t.Fatalf("live table (the replay appended):\n%s\nwant\n%s", got, wrong)
 	}
 	// The fixed pipeline deduplicates by event id.
@@ -95,7 +95,7 @@ sinks: [{type: sqlite, path: %s, table: revenue}]
 			t.Errorf("backfill %d: revenue__v2:\n%s\nwant\n%s", i, got, want)
 		}
 	}
-	if got := tableRows(t, db, "revenue"); got != wrong {
+	if got := tableRows(t, db, "revenue__live"); got != wrong {
 		t.Errorf("the backfill changed the live table:\n%s", got)
 	}
 	for _, bad := range [][]string{

@@ -123,7 +123,7 @@ func TestKafkaCrashRecovery(t *testing.T) {
 	}
 	dir := t.TempDir()
 	topics := []string{"orders", "ref-revenue", "ref-quarantine"}
-	for round := 1; round <= 10; round++ {
+	for round := 1; round <= 20; round++ {
 		topics = append(topics, fmt.Sprintf("crash%d-revenue", round), fmt.Sprintf("crash%d-quarantine", round))
 	}
 	brokers := devKafka(t, topics...)
@@ -174,8 +174,8 @@ func TestKafkaCrashRecovery(t *testing.T) {
 	kills, runs := 0, 0
 	byPoint := map[string]int{}
 	for round := 1; kills < 22; round++ {
-		if round > 10 {
-			t.Fatalf("only %d kills in 10 rounds", kills)
+		if round > 20 {
+			t.Fatalf("only %d kills in 20 rounds", kills)
 		}
 		name := fmt.Sprintf("crash%d", round)
 		crashYAML, ck := job(name)

@@ -1,0 +1,678 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/engine"
+	nexmarkq "github.com/tidemark/tidemark/examples/nexmark"
+	"github.com/tidemark/tidemark/internal/nexbase"
+	"github.com/tidemark/tidemark/sink"
+	"github.com/tidemark/tidemark/source/nexmark"
+	"github.com/tidemark/tidemark/spec"
+)
+
+// blackholeType is the sink type tidemark bench writes every output to:
+// it counts rows and records and keeps nothing (Nexmark's blackhole sink).
+const blackholeType = "blackhole"
+
+// benchFlags are the flags of tidemark bench.
+type benchFlags struct {
+	events     int64
+	repeat     int
+	baseline   bool
+	format     string
+	cpuProfile string
+	memProfile string
+}
+
+func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench QUERY|PIPELINE.yaml",
+		Short: "Measure a pipeline's throughput, CPU time per event, memory and allocations (Nexmark queries built in)",
+		Long: `Measure a pipeline's throughput, CPU time per event, memory and allocations.
+
+QUERY is a bundled Nexmark query (` + strings.Join(nexmarkq.Names(), ", ") + `; the files of
+examples/nexmark, built into the binary); an argument ending in .yaml or .yml
+is a pipeline file. The pipeline runs --repeat times in this process, every
+sink (results, late, quarantine, conflicts) replaced by a discarding
+"blackhole" sink (one is added to a last stage without sinks); checkpoints
+are turned off. The source's events are generated or read inside the
+measured run (Nexmark's generator is in the loop).
+
+Per run and as the median over the runs:
+
+  events/s          events read / wall time
+  events/s/core     events read / process CPU time (user + system, getrusage:
+                    every thread, the garbage collector's included)
+  peak RSS          the process's peak resident set during the run (reset
+                    before each run where Linux allows; otherwise the peak
+                    since the process started)
+  live heap         the largest live heap seen at a garbage collection during
+                    the run (sampled every 100,000 events)
+  state (end)       the engine's estimate of operator state at the end of the
+                    run, summed over stages; a bounded run closes every
+                    window, so what remains is mostly the key tables
+  allocs/event      heap allocations (runtime.MemStats.Mallocs) per event
+  rows              rows written to the result sinks
+
+--vs-baseline also runs, as many times, a hand-written Go loop that computes
+the same query on the same generated events with plain maps
+(internal/nexbase; for the bundled queries, by pipeline and last stage name)
+and prints the ratio of the medians, tidemark / loop.
+
+--cpuprofile profiles the tidemark runs (not the baseline); --memprofile
+writes the allocation profile after them (go tool pprof).`,
+		Example: `  tidemark bench q5
+  tidemark bench q11 --events 20000000 --repeat 5 --vs-baseline
+  tidemark bench q7 --format json --cpuprofile q7.prof
+  tidemark bench my-pipeline.yaml --repeat 3`,
+		Args: usage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(cmd.Context(), args[0], f, stdout, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.Int64Var(&f.events, "events", 0, "events per run (overrides source.events of a nexmark source; default: the pipeline's)")
+	fl.IntVar(&f.repeat, "repeat", 3, "runs to measure; the median is reported")
+	fl.BoolVar(&f.baseline, "vs-baseline", false, "also run the hand-written Go loop for the query and print the ratio")
+	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the tidemark runs to this file")
+	fl.StringVar(&f.memProfile, "memprofile", "", "write an allocation profile after the tidemark runs to this file")
+	return cmd
+}
+
+// BenchRun holds one measured run's figures.
+type BenchRun struct {
+	Events         int64   `json:"events"`                // events read
+	Rows           int64   `json:"rows"`                  // result rows written to the sinks
+	WallSeconds    float64 `json:"wall_s"`                // wall time, s
+	CPUSeconds     float64 `json:"cpu_s"`                 // process CPU time (user + system), s
+	EventsPerSec   float64 `json:"events_per_s"`          // events / wall time
+	EventsPerCore  float64 `json:"events_per_core_s"`     // events / process CPU time: events per second of one core
+	PeakRSSBytes   int64   `json:"peak_rss_bytes"`        // peak resident set, bytes
+	LiveHeapBytes  int64   `json:"peak_live_heap_bytes"`  // largest live heap at a GC during the run, bytes
+	StateBytesEnd  int64   `json:"state_bytes_end"`       // engine estimate at the end of the run, bytes; 0 for a baseline
+	AllocsPerEvent float64 `json:"allocs_per_event"`      // heap allocations (MemStats.Mallocs) per event
+	BytesPerEvent  float64 `json:"alloc_bytes_per_event"` // heap bytes allocated per event
+}
+
+// benchSeries is the runs of one side (tidemark or the baseline).
+type benchSeries struct {
+	Name   string     `json:"name"`
+	Runs   []BenchRun `json:"runs"`
+	Median BenchRun   `json:"median"`
+}
+
+// benchMachine describes where the figures were measured.
+type benchMachine struct {
+	CPUModel   string `json:"cpu_model"`
+	CPUs       int    `json:"cpus"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	OS         string `json:"os"`
+	Arch       string `json:"arch"`
+	Go         string `json:"go"`
+}
+
+// benchSource describes the source of the measured pipeline.
+type benchSource struct {
+	Type   string `json:"type"`
+	Events int64  `json:"events,omitempty"` // nexmark: events per run
+	Rate   int64  `json:"rate,omitempty"`   // nexmark: events per second of event time
+	Seed   uint64 `json:"seed"`
+}
+
+// benchReport is the whole output (--format json).
+type benchReport struct {
+	Query    string       `json:"query"`
+	File     string       `json:"file"`
+	Pipeline string       `json:"pipeline"`
+	Stages   []string     `json:"stages"`
+	Source   benchSource  `json:"source"`
+	Repeat   int          `json:"repeat"`
+	Machine  benchMachine `json:"machine"`
+	Tidemark benchSeries  `json:"tidemark"`
+	Baseline *benchSeries `json:"baseline,omitempty"`
+	// Ratio is tidemark's median over the baseline's: events/s/core and
+	// events/s.
+	Ratio *struct {
+		EventsPerCore float64 `json:"events_per_core_s"`
+		EventsPerSec  float64 `json:"events_per_s"`
+	} `json:"ratio,omitempty"`
+	PeakRSSReset bool   `json:"peak_rss_reset_per_run"` // false: each peak RSS is the process's since its start
+	Notes        string `json:"notes"`
+}
+
+// baselineFunc runs a hand-written loop once, its rows discarded.
+type baselineFunc struct {
+	name string
+	run  func(ctx context.Context, cfg nexbase.Config) (nexbase.Stats, error)
+}
+
+// baselines maps "pipeline/last stage" of the bundled queries to their
+// hand-written loops.
+var baselines = map[string]baselineFunc{
+	"q0/q0": {"nexbase.Q0", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q0(ctx, c, nil) }},
+	"q1/q1": {"nexbase.Q1", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q1(ctx, c, nil) }},
+	"q2/q2": {"nexbase.Q2", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q2(ctx, c, nil) }},
+	"q5/auction_bids": {"nexbase.Q5Counts", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) {
+		return nexbase.Q5Counts(ctx, c, nil)
+	}},
+	"q5/hot_auctions": {"nexbase.Q5", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q5(ctx, c, nil) }},
+	"q7/q7":           {"nexbase.Q7", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q7(ctx, c, nil) }},
+	"q11/q11":         {"nexbase.Q11", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q11(ctx, c, nil) }},
+}
+
+// configErr marks a usage or configuration error (exit status 2).
+func configErr(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.Writer) error {
+	if f.repeat < 1 {
+		return configErr("--repeat %d: at least 1", f.repeat)
+	}
+	if f.format != "text" && f.format != "json" {
+		return configErr("--format %q: want text or json", f.format)
+	}
+	if f.events < 0 {
+		return configErr("--events %d: must be positive", f.events)
+	}
+	var p *spec.Pipeline
+	var err error
+	file := arg
+	if lower := strings.ToLower(arg); strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml") {
+		p, err = tidemark.Load(arg)
+	} else {
+		var path string
+		if _, path, err = nexmarkq.File(arg); err == nil {
+			file = path
+			p, err = nexmarkq.Load(arg)
+		}
+	}
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if f.events > 0 {
+		if p.Source.Type != "nexmark" {
+			return configErr("--events: only for a nexmark source (this pipeline reads %s)", p.Source.Type)
+		}
+		p.Source.Events = f.events
+	}
+	switch {
+	case p.Source.Type == "nexmark" && p.Source.Events == 0:
+		return configErr("%s: source.events is 0 (unbounded); give --events", file)
+	case p.Source.Type == "kafka" && !p.Source.StopAtEnd:
+		return configErr("%s: a benchmark needs a bounded source; set source.stop_at_end for kafka", file)
+	}
+	stages := stageNames(p)
+	var base *baselineFunc
+	var baseCfg nexbase.Config
+	if f.baseline {
+		key := p.Name + "/" + stages[len(stages)-1]
+		b, ok := baselines[key]
+		if !ok {
+			known := slices.Sorted(func(yield func(string) bool) {
+				for k := range baselines {
+					if !yield(k) {
+						return
+					}
+				}
+			})
+			return configErr("--vs-baseline: no hand-written loop for pipeline %s, last stage %s (loops exist for %s)", p.Name, stages[len(stages)-1], strings.Join(known, ", "))
+		}
+		if baseCfg, err = nexbase.FromSpec(p); err != nil {
+			return configErr("--vs-baseline: %v", err)
+		}
+		base = &b
+	}
+	rows := blackholeSinks(p)
+	pl, err := tidemark.Compile(p)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("%s: %w", file, err)}
+	}
+	reg := engine.DefaultRegistry()
+	reg.Results[blackholeType] = func(context.Context, spec.Sink, changelog.Desc, *engine.Env) (sink.Results, error) {
+		return &blackhole{rows: rows}, nil
+	}
+	reg.Records[blackholeType] = func(context.Context, spec.Sink, *engine.Env) (sink.Records, error) {
+		return &blackhole{rows: new(int64)}, nil
+	}
+
+	rep := benchReport{Query: arg, File: file, Pipeline: p.Name, Stages: stages, Repeat: f.repeat,
+		Machine: machine(), Source: benchSource{Type: p.Source.Type, Seed: p.Source.Seed}}
+	if p.Source.Type == "nexmark" {
+		rep.Source.Events, rep.Source.Rate = p.Source.Events, p.Source.Rate
+		if rep.Source.Rate == 0 {
+			rep.Source.Rate = nexmark.DefaultRate
+		}
+	}
+	rep.Tidemark.Name = "tidemark"
+	rep.PeakRSSReset = true
+
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < f.repeat; i++ {
+		r, reset, err := measure(func(h *liveHeap) (int64, time.Duration, int64, error) {
+			*rows = 0
+			sum, err := engine.Run(ctx, pl, benchOptions(reg, stderr, h))
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			return sum.EventsRead, sum.CPU, stateBytes(sum), nil
+		})
+		if err != nil {
+			if f.cpuProfile != "" {
+				pprof.StopCPUProfile()
+			}
+			return fmt.Errorf("run %d: %w", i+1, err)
+		}
+		r.Rows = *rows
+		rep.PeakRSSReset = rep.PeakRSSReset && reset
+		rep.Tidemark.Runs = append(rep.Tidemark.Runs, r)
+	}
+	if f.cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	if f.memProfile != "" {
+		if err := writeAllocProfile(f.memProfile); err != nil {
+			return err
+		}
+	}
+	rep.Tidemark.Median = medianRun(rep.Tidemark.Runs)
+
+	if base != nil {
+		s := benchSeries{Name: base.name}
+		for i := 0; i < f.repeat; i++ {
+			var st nexbase.Stats
+			r, reset, err := measure(func(*liveHeap) (int64, time.Duration, int64, error) {
+				c0 := processCPU()
+				var err error
+				st, err = base.run(ctx, baseCfg)
+				return st.Events, processCPU() - c0, 0, err
+			})
+			if err != nil {
+				return fmt.Errorf("baseline run %d: %w", i+1, err)
+			}
+			r.Rows = st.Rows
+			rep.PeakRSSReset = rep.PeakRSSReset && reset
+			s.Runs = append(s.Runs, r)
+		}
+		s.Median = medianRun(s.Runs)
+		rep.Baseline = &s
+		rep.Ratio = &struct {
+			EventsPerCore float64 `json:"events_per_core_s"`
+			EventsPerSec  float64 `json:"events_per_s"`
+		}{ratio(rep.Tidemark.Median.EventsPerCore, s.Median.EventsPerCore), ratio(rep.Tidemark.Median.EventsPerSec, s.Median.EventsPerSec)}
+	}
+	rep.Notes = "state_bytes_end is the engine's estimate at the end of a bounded run, after every window closed (mostly key tables); peak_live_heap_bytes is the largest live heap at a garbage collection during the run, the whole process included (source buffers, the generator's delay wheel)."
+	if !rep.PeakRSSReset {
+		rep.Notes += " The peak RSS could not be reset between runs: each value is the process's peak since it started."
+	}
+	if f.format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(&rep)
+	}
+	writeBenchText(stdout, &rep)
+	return nil
+}
+
+// stageNames lists the pipeline's stage names (the pipeline's name for a
+// single stage).
+func stageNames(p *spec.Pipeline) []string {
+	if len(p.Stages) == 0 {
+		return []string{p.Name}
+	}
+	out := make([]string, len(p.Stages))
+	for i, s := range p.Stages {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// blackholeSinks points every sink of p at the blackhole (adding one to
+// each last stage without sinks, one that no other stage reads) and turns
+// checkpoints off. It returns the counter of result rows the blackhole
+// sinks receive.
+func blackholeSinks(p *spec.Pipeline) *int64 {
+	rows := new(int64)
+	bh := func() *spec.Sink { return &spec.Sink{Type: blackholeType} }
+	results := func(s []spec.Sink, leaf bool) []spec.Sink {
+		n := len(s)
+		if n == 0 && leaf {
+			n = 1
+		}
+		out := make([]spec.Sink, n)
+		for i := range out {
+			out[i] = *bh()
+		}
+		return out
+	}
+	p.Checkpoint = nil
+	if p.Quarantine.Sink != nil {
+		p.Quarantine.Sink = bh()
+	}
+	if p.Conflicts.Sink != nil {
+		p.Conflicts.Sink = bh()
+	}
+	if len(p.Stages) == 0 {
+		p.Sinks = results(p.Sinks, true)
+		if p.Late.Sink != nil {
+			p.Late.Sink = bh()
+		}
+		return rows
+	}
+	read := map[string]bool{}
+	for i, s := range p.Stages {
+		switch {
+		case s.Input != "":
+			read[s.Input] = true
+		case i > 0:
+			read[p.Stages[i-1].Name] = true
+		}
+	}
+	for i := range p.Stages {
+		s := &p.Stages[i]
+		s.Sinks = results(s.Sinks, !read[s.Name])
+		if s.Late.Sink != nil {
+			s.Late.Sink = bh()
+		}
+	}
+	return rows
+}
+
+// blackhole is the discarding sink: it counts what it receives.
+type blackhole struct{ rows *int64 }
+
+func (b *blackhole) Write(_ context.Context, rows []changelog.Row) error {
+	*b.rows += int64(len(rows))
+	return nil
+}
+func (b *blackhole) WriteRecord(context.Context, []byte) error { *b.rows++; return nil }
+func (b *blackhole) Flush(context.Context) error               { return nil }
+func (b *blackhole) Close(context.Context) error               { return nil }
+
+// liveHeap samples the live heap at the last garbage collection.
+type liveHeap struct {
+	s    []metrics.Sample
+	peak int64
+}
+
+func newLiveHeap() *liveHeap {
+	return &liveHeap{s: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+}
+
+func (h *liveHeap) sample() {
+	metrics.Read(h.s)
+	if h.s[0].Value.Kind() == metrics.KindUint64 {
+		h.peak = max(h.peak, int64(h.s[0].Value.Uint64()))
+	}
+}
+
+// benchOptions are the engine options of a measured run: the registry
+// with the blackhole sinks, the live heap sampled every 100,000 events.
+func benchOptions(reg *engine.Registry, stderr io.Writer, h *liveHeap) engine.Options {
+	return engine.Options{
+		Registry:      reg,
+		Stdout:        io.Discard,
+		ProgressEvery: 100_000,
+		Progress:      func(engine.Progress) { h.sample() },
+		Logf: func(format string, args ...any) {
+			fmt.Fprintf(stderr, "tidemark: "+format+"\n", args...)
+		},
+	}
+}
+
+// measure runs one measured run: it collects garbage and returns memory
+// to the OS, resets the peak RSS, and times run, which returns the events
+// it read, the CPU time it used and the state bytes at its end.
+func measure(run func(h *liveHeap) (events int64, cpu time.Duration, state int64, err error)) (BenchRun, bool, error) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	reset := resetPeakRSS()
+	h := newLiveHeap()
+	h.sample()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	start := time.Now()
+	events, cpu, state, err := run(h)
+	wall := time.Since(start)
+	h.sample()
+	runtime.ReadMemStats(&m1)
+	if err != nil {
+		return BenchRun{}, reset, err
+	}
+	r := BenchRun{
+		Events:        events,
+		WallSeconds:   wall.Seconds(),
+		CPUSeconds:    cpu.Seconds(),
+		PeakRSSBytes:  peakRSS(),
+		LiveHeapBytes: h.peak,
+		StateBytesEnd: state,
+	}
+	if events > 0 {
+		r.AllocsPerEvent = float64(m1.Mallocs-m0.Mallocs) / float64(events)
+		r.BytesPerEvent = float64(m1.TotalAlloc-m0.TotalAlloc) / float64(events)
+	}
+	r.EventsPerSec = ratio(float64(events), r.WallSeconds)
+	r.EventsPerCore = ratio(float64(events), r.CPUSeconds)
+	return r, reset, nil
+}
+
+// stateBytes sums the stages' state estimates.
+func stateBytes(s *engine.Summary) int64 {
+	var n int64
+	for _, st := range s.Stages {
+		n += st.StateBytes
+	}
+	return n
+}
+
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
+// resetPeakRSS makes the kernel's peak RSS of this process start again
+// from the current RSS (Linux: /proc/self/clear_refs, value 5). It reports
+// whether it could.
+func resetPeakRSS() bool {
+	if runtime.GOOS != "linux" {
+		return false
+	}
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// writeAllocProfile writes the allocation profile (pprof "allocs").
+func writeAllocProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// medianRun is the median of each figure over the runs (the mean of the
+// middle two for an even count).
+func medianRun(runs []BenchRun) BenchRun {
+	med := func(get func(*BenchRun) float64) float64 {
+		v := make([]float64, len(runs))
+		for i := range runs {
+			v[i] = get(&runs[i])
+		}
+		slices.Sort(v)
+		n := len(v)
+		if n == 0 {
+			return 0
+		}
+		if n%2 == 1 {
+			return v[n/2]
+		}
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return BenchRun{
+		Events:         int64(med(func(r *BenchRun) float64 { return float64(r.Events) })),
+		Rows:           int64(med(func(r *BenchRun) float64 { return float64(r.Rows) })),
+		WallSeconds:    med(func(r *BenchRun) float64 { return r.WallSeconds }),
+		CPUSeconds:     med(func(r *BenchRun) float64 { return r.CPUSeconds }),
+		EventsPerSec:   med(func(r *BenchRun) float64 { return r.EventsPerSec }),
+		EventsPerCore:  med(func(r *BenchRun) float64 { return r.EventsPerCore }),
+		PeakRSSBytes:   int64(med(func(r *BenchRun) float64 { return float64(r.PeakRSSBytes) })),
+		LiveHeapBytes:  int64(med(func(r *BenchRun) float64 { return float64(r.LiveHeapBytes) })),
+		StateBytesEnd:  int64(med(func(r *BenchRun) float64 { return float64(r.StateBytesEnd) })),
+		AllocsPerEvent: med(func(r *BenchRun) float64 { return r.AllocsPerEvent }),
+		BytesPerEvent:  med(func(r *BenchRun) float64 { return r.BytesPerEvent }),
+	}
+}
+
+// machine describes this machine.
+func machine() benchMachine {
+	return benchMachine{CPUModel: cpuModel(), CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		OS: runtime.GOOS, Arch: runtime.GOARCH, Go: runtime.Version()}
+}
+
+// cpuModel is the first "model name" of /proc/cpuinfo (Linux), or "".
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func writeBenchText(w io.Writer, rep *benchReport) {
+	src := rep.Source.Type
+	if src == "nexmark" {
+		src = fmt.Sprintf("nexmark, %s events/s of event time, seed %d", count(float64(rep.Source.Rate)), rep.Source.Seed)
+	}
+	events := rep.Tidemark.Median.Events
+	runs := "runs"
+	if rep.Repeat == 1 {
+		runs = "run"
+	}
+	fmt.Fprintf(w, "tidemark bench %s (%s; stages %s): %s events per run (%s), %d %s\n",
+		rep.Query, rep.File, strings.Join(rep.Stages, " → "), thousands(events), src, rep.Repeat, runs)
+	m := rep.Machine
+	cpu := m.CPUModel
+	if cpu == "" {
+		cpu = "CPU model unknown"
+	}
+	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s/%s, %s\n\n", cpu, m.CPUs, m.GOMAXPROCS, m.OS, m.Arch, m.Go)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\trun\tevents/s\tevents/s/core\twall\tCPU\tpeak RSS\tlive heap\tstate (end)\tallocs/event\tbytes/event\trows\t")
+	series := []*benchSeries{&rep.Tidemark}
+	if rep.Baseline != nil {
+		series = append(series, rep.Baseline)
+	}
+	for _, s := range series {
+		line := func(label string, r *BenchRun) {
+			state := bytesText(r.StateBytesEnd)
+			if s != &rep.Tidemark {
+				state = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2fs\t%.2fs\t%s\t%s\t%s\t%.3f\t%.1f\t%s\t\n", s.Name, label,
+				count(r.EventsPerSec), count(r.EventsPerCore), r.WallSeconds, r.CPUSeconds,
+				bytesText(r.PeakRSSBytes), bytesText(r.LiveHeapBytes), state, r.AllocsPerEvent, r.BytesPerEvent, count(float64(r.Rows)))
+		}
+		for i := range s.Runs {
+			line(fmt.Sprint(i+1), &s.Runs[i])
+		}
+		line("median", &s.Median)
+	}
+	tw.Flush()
+	if rep.Ratio != nil {
+		fmt.Fprintf(w, "\nratio tidemark / %s (medians): %.2f of its events/s/core, %.2f of its events/s\n",
+			rep.Baseline.Name, rep.Ratio.EventsPerCore, rep.Ratio.EventsPerSec)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "events/s/core: events / process CPU time (user + system, every thread).")
+	fmt.Fprintln(w, "state (end): the engine's estimate after the run, when every window has closed.")
+	fmt.Fprintln(w, "live heap: the largest live heap at a GC during the run, the whole process included.")
+	if !rep.PeakRSSReset {
+		fmt.Fprintln(w, "peak RSS: could not be reset between runs; each value is the process's peak so far.")
+	}
+}
+
+// count renders a quantity with K/M/G suffixes (1.23M).
+func count(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2fG", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.0fK", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// thousands renders n with commas between groups of three digits.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// bytesText renders a byte count in binary units.
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBenchJSON runs every bundled query briefly with its baseline: the
+// report has the figures, and the engine and the hand-written loop read
+// the same events and write the same number of rows.
+func TestBenchJSON(t *testing.T) {
+	for _, q := range []string{"q0", "q1", "q2", "q5", "q7", "q11"} {
+		t.Run(q, func(t *testing.T) {
+			code, out, errOut := run(t, "bench", q, "--events", "20000", "--repeat", "2", "--vs-baseline", "--format", "json")
+			if code != 0 {
+				t.Fatalf("code %d, stderr %q", code, errOut)
+			}
+			var rep benchReport
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if rep.File != "examples/nexmark/"+q+".yaml" || rep.Source.Events != 20000 || len(rep.Tidemark.Runs) != 2 || rep.Baseline == nil || len(rep.Baseline.Runs) != 2 {
+				t.Fatalf("report %+v", rep)
+			}
+			tm, bl := rep.Tidemark.Median, rep.Baseline.Median
+			if tm.Events != 20000 || bl.Events != 20000 {
+				t.Errorf("events: tidemark %d, baseline %d, want 20000", tm.Events, bl.Events)
+			}
+			if tm.Rows == 0 || tm.Rows != bl.Rows {
+				t.Errorf("rows: tidemark %d, baseline %d", tm.Rows, bl.Rows)
+			}
+			if tm.EventsPerSec <= 0 || tm.WallSeconds <= 0 || tm.PeakRSSBytes <= 0 || rep.Ratio == nil || rep.Ratio.EventsPerSec <= 0 {
+				t.Errorf("figures missing: %+v, ratio %+v", tm, rep.Ratio)
+			}
+		})
+	}
+}
+
+func TestBenchText(t *testing.T) {
+	code, out, errOut := run(t, "bench", "q11", "--events", "20000", "--repeat", "1")
+	if code != 0 {
+		t.Fatalf("code %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"tidemark bench q11 (examples/nexmark/q11.yaml; stages q11): 20,000 events per run", "events/s/core", "median"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestBenchPipelineFile benchmarks a pipeline file: its sinks are
+// replaced (nothing is written), and a query without a loop has no
+// baseline.
+func TestBenchPipelineFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "p.yaml")
+	out := filepath.Join(dir, "out.jsonl")
+	os.WriteFile(p, []byte(`
+name: bids_per_second
+source: {type: nexmark, events: 5000}
+event_time: {field: date_time, out_of_orderness: 4s}
+filter: event_type == 2
+window: {type: tumbling, size: 1s}
+aggregates: {n: count()}
+sinks: [{type: jsonl, path: `+out+`}]
+`), 0o644)
+	if code, _, errOut := run(t, "bench", p, "--repeat", "1"); code != 0 {
+		t.Fatalf("code %d, stderr %q", code, errOut)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the jsonl sink was written: %v", err)
+	}
+	if code, _, errOut := run(t, "bench", p, "--vs-baseline"); code != 2 || !strings.Contains(errOut, "no hand-written loop for pipeline bids_per_second") {
+		t.Errorf("code %d, stderr %q", code, errOut)
+	}
+}
+
+func TestBenchErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.yaml")
+	os.WriteFile(file, []byte(`
+name: f
+source: {type: file, path: x.jsonl}
+event_time: {field: ts}
+window: {type: tumbling, size: 1m}
+aggregates: {n: count()}
+`), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "q3"}, `no Nexmark query "q3" (queries: q0, q1, q2, q5, q7, q11)`},
+		{[]string{"bench", "q5", "--format", "xml"}, `--format "xml": want text or json`},
+		{[]string{"bench", "q5", "--repeat", "0"}, `--repeat 0: at least 1`},
+		{[]string{"bench", file, "--events", "10"}, `--events: only for a nexmark source (this pipeline reads file)`},
+	} {
+		code, _, errOut := run(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: code %d, stderr %q, want %q", c.args, code, errOut, c.want)
+		}
+	}
+}
