@@ -127,6 +127,8 @@ type Operator struct {
 	sess  sessionStore
 
 	keyBuf []byte
+	kid    uint32 // the current record's key id (multi-window panes), when kidOK
+	kidOK  bool
 	wins   []window.Window
 
 	out       []changelog.Row
@@ -167,6 +169,7 @@ func New(cfg Config) (*Operator, error) {
 		}
 	}
 	o.panes.init()
+	o.panes.multi = cfg.Assigner != nil && cfg.Assigner.MaxWindows() > 1
 	o.sess.keys = o.keys
 	return o, nil
 }
@@ -279,7 +282,7 @@ func (o *Operator) Stats() Stats {
 		st.OpenWindows = len(o.panes.list)
 		for _, p := range o.panes.list {
 			st.Entries += p.live
-			st.StateBytes += int64(paneBytes) + int64(len(p.ents))*int64(entryBytes) + int64(len(p.idx))*mapEntryBytes
+			st.StateBytes += int64(paneBytes) + int64(len(p.ents))*int64(entryBytes) + int64(len(p.idx)+len(p.ids))*mapEntryBytes
 			for i := range p.ents {
 				if p.ents[i].slot >= 0 {
 					extra += int64(o.slots.extraBytes(p.ents[i].slot))

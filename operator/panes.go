@@ -21,12 +21,17 @@ type pane struct {
 	w     window.Window
 	fired bool
 	idx   map[string]int32 // encoded key (the key table's string) → index in ents
-	ents  []inst           // in order of first arrival; slot −1 when removed
-	live  int
+	// ids is the same index by key id, kept when each record falls in
+	// several windows (sliding): the key's id is then looked up once per
+	// record and each pane is searched by an integer (paneStore.multi).
+	ids  map[uint32]int32
+	ents []inst // in order of first arrival; slot −1 when removed
+	live int
 }
 
 // paneStore holds the open panes in order of (end, start).
 type paneStore struct {
+	multi   bool // panes keep ids too (sliding windows)
 	list    []*pane
 	byStart map[int64]*pane
 	last    *pane
@@ -53,6 +58,9 @@ func (ps *paneStore) create(w window.Window, fired bool) *pane {
 		ps.pool = ps.pool[:n-1]
 	} else {
 		p = &pane{idx: map[string]int32{}}
+		if ps.multi {
+			p.ids = map[uint32]int32{}
+		}
 	}
 	p.w, p.fired, p.live = w, fired, 0
 	ps.byStart[w.Start] = p
@@ -82,12 +90,43 @@ func (ps *paneStore) recycle(p *pane) {
 		ps.last = nil
 	}
 	clear(p.idx)
+	clear(p.ids)
 	p.ents = p.ents[:0]
 	ps.pool = append(ps.pool, p)
 }
 
+// find returns the index in p's entries of the current record's key
+// (o.keyBuf; o.kid in multi mode).
+func (o *Operator) find(p *pane) (int32, bool) {
+	if o.panes.multi {
+		if !o.kidOK {
+			return 0, false
+		}
+		i, ok := p.ids[o.kid]
+		return i, ok
+	}
+	i, ok := p.idx[string(o.keyBuf)]
+	return i, ok
+}
+
+// indexEntries rebuilds the panes' id indexes (after a restore).
+func (ps *paneStore) indexEntries() {
+	if !ps.multi {
+		return
+	}
+	for _, p := range ps.list {
+		p.ids = make(map[uint32]int32, len(p.ents))
+		for j := range p.ents {
+			p.ids[p.ents[j].key] = int32(j)
+		}
+	}
+}
+
 func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, error) {
 	o.wins = o.cfg.Assigner.Assign(ts, o.wins[:0])
+	if o.panes.multi {
+		o.kid, o.kidOK = o.keys.lookup(o.keyBuf)
+	}
 	if len(o.slots.chk) > 0 {
 		if err := o.checkPanes(r, weight); err != nil {
 			return OnTime, err
@@ -104,7 +143,7 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 			if p == nil {
 				continue
 			}
-			i, ok := p.idx[string(o.keyBuf)]
+			i, ok := o.find(p)
 			if !ok || p.ents[i].slot < 0 {
 				continue
 			}
@@ -132,13 +171,20 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 		// One string-keyed lookup per event and window, as a hand-written
 		// map[key]sum would do; the key table is consulted only when the
 		// key first enters the window.
-		i, ok := p.idx[string(o.keyBuf)]
+		i, ok := o.find(p)
 		switch {
 		case !ok:
-			kid := o.keys.intern(o.keyBuf)
+			kid := o.kid
+			if !o.panes.multi || !o.kidOK {
+				kid = o.keys.intern(o.keyBuf)
+				o.kid, o.kidOK = kid, true
+			}
 			i = int32(len(p.ents))
 			p.ents = append(p.ents, inst{key: kid, slot: o.slots.alloc()})
 			p.idx[o.keys.ents[kid].enc] = i
+			if o.panes.multi {
+				p.ids[kid] = i
+			}
 			p.live++
 			o.keys.ref(kid)
 		case p.ents[i].slot < 0:
@@ -191,7 +237,7 @@ func (o *Operator) checkPanes(r *row.Row, weight int) error {
 		if p == nil {
 			continue
 		}
-		i, ok := p.idx[string(o.keyBuf)]
+		i, ok := o.find(p)
 		if !ok || p.ents[i].slot < 0 {
 			continue
 		}
