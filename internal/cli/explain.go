@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark/tidemark"
@@ -159,6 +162,18 @@ func explain(w io.Writer, st *plan.Stage, start int64, keys []string) error {
 		}
 		rows.Close()
 		db.Close()
+	}
+
+	// The row, from the stage's PostgreSQL result table.
+	for _, sk := range st.Sinks {
+		if sk.Type != "postgres" || sk.Mode == "ledger" {
+			continue
+		}
+		ok, err := explainPostgres(w, sk.DSN, sk.Table, st, start, keys)
+		if err != nil {
+			return err
+		}
+		found = found || ok
 	}
 
 	// Its versions over time, from a jsonl changelog sink.
@@ -339,4 +354,57 @@ func (b *decSum) String() string {
 		return "null"
 	}
 	return b.d.String()
+}
+
+// explainPostgres prints the row of window start and keys from a
+// PostgreSQL result table, reporting whether there was one.
+func explainPostgres(w io.Writer, dsn, table string, st *plan.Stage, start int64, keys []string) (bool, error) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return false, fmt.Errorf("postgres %s: %w", table, err)
+	}
+	defer conn.Close(ctx)
+	quoted := make([]string, 0, 2)
+	for _, part := range strings.Split(table, ".") {
+		quoted = append(quoted, `"`+strings.ReplaceAll(part, `"`, `""`)+`"`)
+	}
+	q := `SELECT * FROM ` + strings.Join(quoted, ".") + ` WHERE window_start = $1`
+	qargs := []any{time.UnixMilli(start)}
+	for i, f := range st.Key {
+		q += fmt.Sprintf(` AND "%s"::text IS NOT DISTINCT FROM $%d`, strings.ReplaceAll(f.Name, `"`, `""`), i+2)
+		qargs = append(qargs, keys[i])
+	}
+	rows, err := conn.Query(ctx, q, qargs...)
+	if err != nil {
+		return false, fmt.Errorf("postgres %s: %w", table, err)
+	}
+	defer rows.Close()
+	found := false
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return false, err
+		}
+		found = true
+		fmt.Fprintf(w, "\nrow (postgres, table %s):\n", table)
+		for i, fd := range rows.FieldDescriptions() {
+			v := vals[i]
+			text := fmt.Sprint(v)
+			switch x := v.(type) {
+			case time.Time:
+				text = row.FormatTime(x.UnixMilli(), st.Loc)
+			case pgtype.Numeric:
+				if b, err := x.MarshalJSON(); err == nil {
+					text = string(b)
+				}
+			}
+			if fd.Name == engine.LineageColumn {
+				l := engine.ParseLineage(text)
+				text = fmt.Sprintf("pipeline %s, spec %s, tidemark %s, contract %s, reference data %s", l.Pipeline, l.SpecHash, l.Tidemark, l.Contract, l.Reference)
+			}
+			fmt.Fprintf(w, "  %-14s %s\n", fd.Name, text)
+		}
+	}
+	return found, rows.Err()
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tidemark/tidemark/internal/pgtest"
 )
 
 // TestExplainArticleExample: the second article's 20,000 — payment e100
@@ -108,6 +110,41 @@ sinks: [{type: jsonl, path: `+out+`}]
 	for i, w := range want {
 		if !strings.Contains(lines[i], w) || !strings.Contains(lines[i], ";reference="+version+`"`) {
 			t.Errorf("row %d lacks %s or the reference version %s: %s", i, w, version, lines[i])
+		}
+	}
+}
+
+// TestExplainPostgres: explain reads the row from a PostgreSQL result
+// table too.
+func TestExplainPostgres(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "events.jsonl")
+	os.WriteFile(in, []byte(`{"event_id":"e100","store_id":"store-7","amount":25000,"paid_at":"2026-09-01T10:00:10+09:00"}
+{"event_id":"e101","store_id":"store-7","amount":-5000,"paid_at":"2026-09-01T10:00:20+09:00"}
+`), 0o644)
+	p := filepath.Join(dir, "p.yaml")
+	os.WriteFile(p, []byte(`name: revenue
+source: {type: file, path: `+in+`, schema: {amount: decimal}}
+event_time: {field: paid_at}
+dedup: {key: event_id, ttl: 24h}
+key: [store_id]
+window: {type: tumbling, size: 1m, timezone: Asia/Seoul}
+aggregates: {net_revenue: sum(amount), events: count()}
+emit: {mode: final}
+contributions: {sink: {type: jsonl, path: `+filepath.Join(dir, "contrib.jsonl")+`}}
+sinks: [{type: postgres, dsn: "`+dsn+`", table: `+schema+`.revenue_minute__live}]
+`), 0o644)
+	if code, _, errOut := run(t, "run", "--quiet", p); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	code, out, errOut := run(t, "explain", p, "--table", schema+".revenue_minute__live", "--window", "2026-09-01T10:00:00+09:00", "--key", "store-7")
+	if code != 0 {
+		t.Fatalf("explain: %d %s", code, errOut)
+	}
+	for _, want := range []string{"row (postgres, table " + schema + ".revenue_minute__live):", "  net_revenue    20000\n", "  events         2\n", "  window_start   2026-09-01T10:00:00+09:00\n", "  2 events; sums: net_revenue 20000, events 2\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
 		}
 	}
 }
