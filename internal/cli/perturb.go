@@ -389,28 +389,7 @@ func (rd *perturbReader) each(ctx context.Context, inputs []perturbInput, build 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 func (rd *perturbReader) eachJSONL(ctx context.Context, path string, fn func([]byte, int64) error) error {
-	fh, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 0, 256<<10), maxLineBytes+2)
-	var line int64
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		if line == 1 {
-			b = bytes.TrimPrefix(b, utf8BOM)
-		}
-		if len(bytes.TrimSpace(b)) == 0 {
-			continue
-		}
-		if line%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
+	return eachLine(ctx, path, func(line int64, b []byte) error {
 		if !perturb.Valid(b) {
 			return fmt.Errorf("%s:%d: %w", path, line, perturb.ErrNotObject)
 		}
@@ -424,11 +403,8 @@ func (rd *perturbReader) eachJSONL(ctx context.Context, path string, fn func([]b
 		if err := fn(b, et); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s:%d: %w", path, line+1, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 func (rd *perturbReader) eachCSV(ctx context.Context, path string, build bool, fn func([]byte, int64) error) error {
