@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"unsafe"
@@ -55,7 +56,17 @@ func (c *argExtreme) better(x, y, bx, by row.Value) bool {
 	case d < 0:
 		return !c.max
 	}
-	return y.Compare(by) < 0
+	return order(y, by) < 0
+}
+
+// order is row.Value.Compare with equal decimals of different scales
+// ordered by scale (1.5 before 1.50), so that a tie's result does not
+// depend on arrival order (as min and max do).
+func order(a, b row.Value) int {
+	if d := a.Compare(b); d != 0 || a.Kind != row.KindDecimal || b.Kind != row.KindDecimal {
+		return d
+	}
+	return cmp.Compare(a.D.PrecUint(), b.D.PrecUint())
 }
 
 func own(v row.Value) row.Value {

@@ -75,6 +75,27 @@ func TestArgMax(t *testing.T) {
 	if got := back.Result(0).String(); got != "b" {
 		t.Errorf("after restore and a tie: %s, want b", got)
 	}
+	// A tie on x between equal decimals of different scales goes to the
+	// smaller scale, whatever the order.
+	ds := row.NewSchema()
+	dx, _ := ds.Add("x", row.KindInt)
+	dy, _ := ds.Add("y", row.KindDecimal)
+	dec := func(x int64, y string) *row.Row {
+		r := ds.NewRow()
+		r.Set(dx, row.Int(x))
+		d, _ := row.ParseDecimal([]byte(y))
+		r.Set(dy, row.Dec(d))
+		return r
+	}
+	for _, order := range [][]string{{"1.50", "1.5"}, {"1.5", "1.50"}} {
+		c, _ := New(Spec{Name: "a", Func: "arg_max", Arg: dx, HasArg: true, Arg2: dy, HasArg2: true})
+		c.Grow(1)
+		c.Add(0, dec(5, order[0]))
+		c.Add(0, dec(5, order[1]))
+		if got := c.Result(0).String(); got != "1.5" {
+			t.Errorf("order %v: %s, want 1.5", order, got)
+		}
+	}
 	if _, err := New(Spec{Name: "a", Func: "arg_max", Arg: price, HasArg: true}); err == nil {
 		t.Error("arg_max with one argument: no error")
 	}

@@ -28,6 +28,7 @@ package backfill
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/tidemark/tidemark/results"
@@ -41,6 +42,9 @@ import (
 // name keeps its schema.
 func Table(t, v string) string { return results.VersionTable(results.ServingView(t), v) }
 
+// labelRE is a backfill's version label.
+var labelRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
 // Path is the file of version v of a JSONL output: "out/late.jsonl" →
 // "out/late.v2.jsonl".
 func Path(p, v string) string {
@@ -52,6 +56,11 @@ func Path(p, v string) string {
 func Check(v string) error {
 	if err := results.CheckVersion(v); err != nil {
 		return fmt.Errorf("--result-version: %w", err)
+	}
+	// Lower case only: SQLite's table names ignore case, so "LIVE" or "V2"
+	// would write into "live" or "v2".
+	if !labelRE.MatchString(v) {
+		return fmt.Errorf("--result-version %q: a backfill's label is lower case, starting with a letter (v2, sept_fix)", v)
 	}
 	if v == results.LiveVersion {
 		return fmt.Errorf("--result-version live: a backfill writes a new version beside the live tables, never into them (appending a replay to live totals counts its events twice)")
@@ -89,7 +98,7 @@ func Apply(p *spec.Pipeline, v string) error {
 			if s.Table == "" { // the default, spec.Pipeline.Defaults's
 				s.Table = strings.ReplaceAll(stage, "-", "_")
 			}
-			if Table(s.Table, v) == s.Table && guard == nil {
+			if strings.EqualFold(Table(s.Table, v), s.Table) && guard == nil {
 				guard = fmt.Errorf("--result-version %s: table %s is the pipeline's own (live) table; a backfill writes a new version beside it", v, s.Table)
 			}
 			s.Table = Table(s.Table, v)
@@ -105,6 +114,9 @@ func Apply(p *spec.Pipeline, v string) error {
 	}
 	sink(p.Quarantine.Sink, "")
 	sink(p.Conflicts.Sink, "")
+	if c := p.Contributions; c != nil {
+		sink(c.Sink, name)
+	}
 	stages := p.Stages
 	if len(stages) == 0 {
 		for i := range p.Sinks {
@@ -117,6 +129,9 @@ func Apply(p *spec.Pipeline, v string) error {
 			sink(&stages[i].Sinks[j], stages[i].Name)
 		}
 		sink(stages[i].Late.Sink, stages[i].Name)
+		if c := stages[i].Contributions; c != nil {
+			sink(c.Sink, stages[i].Name)
+		}
 	}
 	return guard
 }

@@ -74,12 +74,20 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 	if strings.HasSuffix(strings.ToLower(r.Path), ".csv") {
 		cr := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
 		head, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty file: a CSV reference needs a header line", r.Path)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: header: %w", r.Path, err)
 		}
 		col := map[string]int{}
 		for i, h := range head {
 			col[h] = i
+		}
+		for _, name := range append([]string{r.Key}, fieldNames(r.Fields)...) {
+			if _, ok := col[name]; !ok {
+				return nil, fmt.Errorf("%s: the header has no column %q (columns: %s)", r.Path, name, strings.Join(head, ", "))
+			}
 		}
 		for line := 2; ; line++ {
 			rec, err := cr.Read()
@@ -172,4 +180,12 @@ func (rt *runtime) refSummary() *ReferenceSummary {
 		return nil
 	}
 	return &ReferenceSummary{Path: rt.plan.Spec.Reference.Path, Version: rt.ref.version, Keys: len(rt.ref.rows), Misses: rt.ref.misses}
+}
+
+func fieldNames(fs spec.FieldTypes) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Name
+	}
+	return out
 }

@@ -211,7 +211,7 @@ func (d *DB) spec(c column) colSpec {
 		switch {
 		case isTime && (t == "text" || t == ""):
 			s.kind = kTime
-			s.ord = "unixepoch(" + q + ", 'subsec')"
+			s.ord = sqliteMillis(q)
 		case strings.Contains(t, "int"):
 			s.kind = kInt
 		case strings.Contains(t, "real"), strings.Contains(t, "floa"), strings.Contains(t, "doub"):
@@ -658,13 +658,12 @@ func timeLiteral(t time.Time) string {
 }
 
 // windowStartCmp returns the SQL condition "window_start op t", comparing
-// instants: PostgreSQL compares timestamptz; SQLite compares the seconds
-// since the epoch of the stored text and of t (unixepoch with 'subsec',
-// computed from whole milliseconds on both sides, so equal instants are
-// equal whatever their offsets).
+// instants: PostgreSQL compares timestamptz; SQLite compares the
+// milliseconds since the epoch of the stored text and of t (sqliteMillis),
+// so equal instants are equal whatever their offsets.
 func (d *DB) windowStartCmp(col, op string, t time.Time) string {
 	if d.dialect == SQLite {
-		return "unixepoch(" + col + ", 'subsec') " + op + " unixepoch(" + literal(timeLiteral(t)) + ", 'subsec')"
+		return sqliteMillis(col) + " " + op + " " + sqliteMillis(literal(timeLiteral(t)))
 	}
 	return col + " " + op + " " + literal(timeLiteral(t)) + "::timestamptz"
 }
@@ -1085,4 +1084,14 @@ func (m *merge) finish() {
 	c := m.r.Counts
 	m.r.Differs = c.OnlyInOld > 0 || c.OnlyInNew > 0 || c.Changed > 0 ||
 		len(m.r.ColumnsOnlyInOld) > 0 || len(m.r.ColumnsOnlyInNew) > 0
+}
+
+// sqliteMillis is the SQLite expression of the milliseconds since the epoch
+// of an RFC 3339 text expr (with its offset): whole seconds from
+// strftime('%s') and the milliseconds from strftime('%f') ("SS.SSS"), both
+// integers, so the comparison is exact. It avoids unixepoch(…, 'subsec'),
+// which needs SQLite 3.42: a view built with it returns no row to an older
+// reader (the sqlite3 shell of many distributions).
+func sqliteMillis(expr string) string {
+	return "(CAST(strftime('%s', " + expr + ") AS INTEGER) * 1000 + CAST(substr(strftime('%f', " + expr + "), 4, 3) AS INTEGER))"
 }

@@ -704,7 +704,7 @@ func validateStage(prefix string, s *Stage, add func(key, format string, args ..
 // reserved are the output columns every result row carries.
 var reserved = map[string]bool{
 	"window_start": true, "window_end": true, "version": true, "is_final": true,
-	"watermark_at": true, "updated_at": true, "op": true,
+	"watermark_at": true, "updated_at": true, "op": true, "lineage": true,
 }
 
 func validateSink(key string, s *Sink, results bool, add func(key, format string, args ...any)) {

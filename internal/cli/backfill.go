@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,7 +14,9 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/backfill"
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/results"
 	"github.com/tidemark/tidemark/source/kafka"
+	"github.com/tidemark/tidemark/spec"
 )
 
 func newBackfillCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -64,6 +69,9 @@ usage or configuration error.`,
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
+			if err := refuseServed(cmd.Context(), p, version); err != nil {
+				return &exitError{code: 2, err: err}
+			}
 			if err := backfill.Apply(p, version); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -102,4 +110,44 @@ usage or configuration error.`,
 	cmd.Flags().StringVar(&version, "result-version", "", "the result version to write, e.g. v2 (tables <table>__v2)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the summary")
 	return cmd
+}
+
+// refuseServed returns an error when version is served by a promotion of
+// one of p's SQL result tables: recomputing it would change what readers
+// see, without a diff or a promote. (A database that cannot be opened or
+// has no promotions is no objection.)
+func refuseServed(ctx context.Context, p *spec.Pipeline, version string) error {
+	for _, st := range p.StageList() {
+		for _, sk := range st.Sinks {
+			if sk.Type != "sqlite" && sk.Type != "postgres" {
+				continue
+			}
+			table := sk.Table
+			if table == "" {
+				table = strings.ReplaceAll(st.Name, "-", "_")
+			}
+			target := sk.DSN
+			if sk.Type == "sqlite" {
+				if _, err := os.Stat(sk.Path); err != nil {
+					continue
+				}
+				target = "sqlite://" + sk.Path
+			}
+			db, err := results.Open(ctx, target)
+			if err != nil {
+				continue
+			}
+			pr, err := db.Serving(ctx, results.ServingView(table))
+			db.Close()
+			if err != nil || pr == nil {
+				continue
+			}
+			for _, seg := range pr.Segments {
+				if seg.Version == version {
+					return fmt.Errorf("--result-version %s: %s serves it (promotion %d: %s); recomputing it would change what readers see without a diff or a promote: backfill into a new version and promote that", version, results.ServingView(table), pr.ID, seg)
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -101,6 +101,9 @@ sinks: [{type: sqlite, path: %s, table: revenue__live}]
 	for _, bad := range [][]string{
 		{"--result-version", "live"},
 		{"--result-version", "V 2"},
+		{"--result-version", "LIVE"}, // SQLite table names ignore case
+		{"--result-version", "V2"},
+		{"--result-version", "2x"},
 	} {
 		args := append([]string{"backfill", p, "--from", "2026-09-01T00:00:00+09:00", "--to", "2026-10-01T00:00:00+09:00"}, bad...)
 		if code, _, errOut := run(t, args...); code != 2 || !strings.Contains(errOut, "--result-version") {
@@ -109,5 +112,22 @@ sinks: [{type: sqlite, path: %s, table: revenue__live}]
 	}
 	if code, _, errOut := run(t, "backfill", p, "--from", "2026-10-01T00:00:00+09:00", "--to", "2026-09-01T00:00:00+09:00", "--result-version", "v3"); code != 2 || !strings.Contains(errOut, "is not before") {
 		t.Errorf("reversed range: code %d, %s", code, errOut)
+	}
+	// Once v2 serves September, recomputing v2 in place is refused: it
+	// would change what readers see without a diff or a promote.
+	for _, args := range [][]string{
+		{"promote", "--db", db, "revenue", "live"},
+		{"promote", "--db", db, "revenue", "v2", "--from", "2026-09-01T00:00:00+09:00", "--cutover", "2026-10-01T00:00:00+09:00"},
+	} {
+		if code, _, errOut := run(t, args...); code != 0 {
+			t.Fatalf("%v: code %d: %s", args, code, errOut)
+		}
+	}
+	code, _, errOut := run(t, "backfill", p, "--from", "2026-09-15T00:00:00+09:00", "--to", "2026-09-16T00:00:00+09:00", "--result-version", "v2")
+	if code != 2 || !strings.Contains(errOut, "--result-version v2: revenue serves it") {
+		t.Errorf("backfill into the served v2: code %d, %s", code, errOut)
+	}
+	if got := tableRows(t, db, "revenue__v2"); got != want {
+		t.Errorf("the refused backfill changed revenue__v2:\n%s", got)
 	}
 }

@@ -96,6 +96,13 @@ sinks: [{type: jsonl, path: `+out+`}]
 	if code != 0 {
 		t.Fatalf("run: %s", errOut)
 	}
+	// A field the file's header lacks is an error, not a column of nulls.
+	bad := strings.Replace(string(mustRead(t, p)), "fields: {region: string}", "fields: {regoin: string}", 1)
+	pb := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(pb, []byte(bad), 0o644)
+	if code, _, errOut := run(t, "run", "--quiet", pb); code != 2 || !strings.Contains(errOut, `the header has no column "regoin" (columns: store_id, region, opened)`) {
+		t.Errorf("missing column: code %d, %s", code, errOut)
+	}
 	sum := sha256.Sum256(stores)
 	version := "sha256:" + hex.EncodeToString(sum[:6])
 	if want := "reference data       " + filepath.Join(dir, "stores.csv") + " (" + version + ", 3 keys; 1 records with an unknown key)"; !strings.Contains(stdout, want) {
@@ -147,4 +154,13 @@ sinks: [{type: postgres, dsn: "`+dsn+`", table: `+schema+`.revenue_minute__live}
 			t.Errorf("explain lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
