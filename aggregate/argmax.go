@@ -33,7 +33,7 @@ func newArgExtreme(sp Spec) (Column, error) {
 		return nil, fmt.Errorf("%s() needs two arguments: the value to maximize and the field to return, e.g. %s(bid.price, bid.auction)", sp.Func, sp.Func)
 	}
 	if sp.Retract {
-		return nil, fmt.Errorf("%s() cannot take back a row: its input must not retract (an upstream stage in emit mode final)", sp.Func)
+		return nil, fmt.Errorf("%s() cannot take back a row, and this stage's input retracts (an upstream stage not in emit mode final, or order_by)", sp.Func)
 	}
 	switch sp.Arg.Kind {
 	case row.KindInt, row.KindTime, row.KindDecimal, row.KindString:

@@ -419,6 +419,12 @@ func (s *Source) deliver(i int, rec *kgo.Record, b *source.Batch) {
 	m.Partition = i
 	m.Pos = changelog.Position{Source: p.topic, Partition: p.pnum, Offset: rec.Offset}
 	m.Raw = rec.Value
+	if rec.Value == nil {
+		// A tombstone (a delete marker on a compacted topic) is not an
+		// event: quarantined with a reason that says so.
+		m.Err = &source.DecodeError{Rule: "decode", Reason: "a tombstone (null value): not an event"}
+		return
+	}
 	m.Err = s.decode(rec.Value, rec.Timestamp.UnixMilli(), r)
 }
 
