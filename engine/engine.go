@@ -507,6 +507,10 @@ func (rt *runtime) record(ctx context.Context, r *row.Row, m *source.Meta, now i
 	}
 	ts := r.I[rt.etField.Slot]
 	if rg := rt.opts.Range; rg != nil && (ts < rg.From || ts >= rg.To) {
+		// Skipped outright: it does not move the watermark either, so the
+		// range's events are deduplicated over the whole range (the TTL
+		// counts from the watermark) and none is too late because of an
+		// event outside the range (docs/reprocessing.md).
 		rt.outside++
 		return nil
 	}

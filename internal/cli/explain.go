@@ -21,6 +21,7 @@ import (
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/results"
 	"github.com/tidemark/tidemark/row"
 )
 
@@ -32,14 +33,15 @@ func newExplainCmd(stdout io.Writer) *cobra.Command {
 		Short: "Show a result row, its versions over time and the events that made it",
 		Long: `Show a result row, its versions over time and the events that made it.
 
-TABLE names the stage (its SQL sink's table, or the stage's name); START is
+TABLE names the stage: its SQL sink's table, that table's serving name
+(revenue_minute for revenue_minute__live), or the stage's name; START is
 the window's start (RFC 3339 with an offset); --key gives the group-key
 values in key order (repeat it for several key columns). --result-version
 reads a backfill's version of the outputs.
 
 It prints:
-  - the row in the stage's SQLite table, with its lineage (pipeline, spec
-    hash, build, contract schema_version, reference data);
+  - the row in the stage's SQLite or PostgreSQL table, with its lineage
+    (pipeline, spec hash, build, contract schema_version, reference data);
   - its versions over time, from the stage's jsonl changelog sink;
   - the source events the stage accepted into that window and key, each
     with its deltas (every aggregate's argument), from the stage's
@@ -75,7 +77,7 @@ configuration error.`,
 					st = s
 				}
 				for _, sk := range s.Sinks {
-					if (sk.Type == "sqlite" || sk.Type == "postgres") && (sk.Table == table || sk.Table == backfill.Table(table, version)) {
+					if (sk.Type == "sqlite" || sk.Type == "postgres") && (sk.Table == table || results.ServingView(sk.Table) == table) {
 						st = s
 					}
 				}
