@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/checkpoint"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
@@ -134,7 +135,15 @@ func (rt *runtime) restore(ctx context.Context) error {
 		}
 	}
 	ck.restored, ck.nextID, ck.lastID = c.ID, c.ID+1, c.ID
-	rt.logf("restored checkpoint %d from %s (%d records in, watermark %d ms)", c.ID, ck.dir, rt.events, rt.wm)
+	rt.resumedEvents = rt.events
+	wm := "none"
+	switch {
+	case rt.wm == changelog.WatermarkInfinity:
+		wm = "+inf (the input had ended)"
+	case rt.wm != changelog.WatermarkNone:
+		wm = row.FormatTime(rt.wm, rt.plan.Stages[0].Loc)
+	}
+	rt.logf("restored checkpoint %d from %s (%d records in, watermark %s)", c.ID, ck.dir, rt.events, wm)
 	return nil
 }
 

@@ -236,6 +236,7 @@ type runtime struct {
 
 	quarantined, dups, conflicts, stale, superseded int64
 	outside                                         int64 // records outside Options.Range
+	resumedEvents                                   int64 // records read before the restored checkpoint
 	firstQ                                          string
 	byRule                                          map[string]int64 // quarantined records per contract rule
 
@@ -699,6 +700,7 @@ func (rt *runtime) summary() *Summary {
 		Superseded:     rt.superseded,
 		FirstViolation: rt.firstQ,
 		OutsideRange:   rt.outside,
+		ResumedEvents:  rt.resumedEvents,
 		Reference:      rt.refSummary(),
 		Ledgers:        rt.ledgerSummaries(),
 	}

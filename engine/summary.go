@@ -45,8 +45,12 @@ type StageSummary struct {
 
 // Summary reports a run.
 type Summary struct {
-	Pipeline       string
-	EventsRead     int64 // records delivered by the source (including redeliveries)
+	Pipeline   string
+	EventsRead int64 // records delivered by the source (including redeliveries), over every run of a resumed pipeline
+	// ResumedEvents is how many of EventsRead were read before the
+	// checkpoint this run resumed from (0 for a fresh start); the run's
+	// throughput counts the others.
+	ResumedEvents  int64
 	Redeliveries   int64 // records the source marked as redelivered copies
 	Partitions     int   // source partitions seen
 	FinalWatermark int64 // ms; changelog.WatermarkInfinity after a bounded input
@@ -123,7 +127,7 @@ func (s *Summary) EventsPerSecond() float64 {
 	if s.Wall <= 0 {
 		return 0
 	}
-	return float64(s.EventsRead) / s.Wall.Seconds()
+	return float64(s.EventsRead-s.ResumedEvents) / s.Wall.Seconds()
 }
 
 // WriteText prints the summary for people, in the zone loc.
@@ -140,6 +144,9 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 	fmt.Fprintf(w, "  events read          %12d", s.EventsRead)
 	if s.Redeliveries > 0 {
 		fmt.Fprintf(w, "  (%d redelivered copies)", s.Redeliveries)
+	}
+	if s.ResumedEvents > 0 {
+		fmt.Fprintf(w, "  (%d by this run; the counts below include the runs before the restored checkpoint)", s.EventsRead-s.ResumedEvents)
 	}
 	fmt.Fprintf(w, "\n  source partitions    %12d\n", s.Partitions)
 	if s.Duplicates+s.Conflicts+int64(s.DedupIDs) > 0 {
@@ -207,7 +214,7 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 	fmt.Fprintf(w, "  wall time            %12s\n", s.Wall.Round(time.Millisecond))
 	fmt.Fprintf(w, "  throughput           %12.0f events/s", s.EventsPerSecond())
 	if s.CPU > 0 {
-		fmt.Fprintf(w, "  (%.0f events/s per CPU-second)", float64(s.EventsRead)/s.CPU.Seconds())
+		fmt.Fprintf(w, "  (%.0f events/s per CPU-second)", float64(s.EventsRead-s.ResumedEvents)/s.CPU.Seconds())
 	}
 	fmt.Fprintln(w)
 }

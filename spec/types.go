@@ -281,7 +281,13 @@ func (r *Ratio) UnmarshalYAML(node ast.Node) error {
 		return NodeError(node, fmt.Sprintf("ratio %q: want a number (0.001) or a percentage (\"0.1%%\")", s))
 	}
 	if pct {
-		v /= 100
+		// Shift the decimal point in text: 99.9/100 in floating point is
+		// 0.9990000000000001.
+		if v2, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, "%"))+"e-2", 64); err == nil {
+			v = v2
+		} else {
+			v /= 100
+		}
 	}
 	*r = Ratio(v)
 	return nil
