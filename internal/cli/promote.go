@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -140,7 +141,11 @@ func runPromote(ctx context.Context, stdout io.Writer, f promoteFlags, args []st
 	fmt.Fprintf(stdout, "%s: promoted %s (promotion %d)\n", table, version, p.ID)
 	fmt.Fprintf(stdout, "  serving: %s\n", results.DescribeSegments(p.Segments))
 	if p.PreviousDefinition != "" {
-		fmt.Fprintf(stdout, "  undo:    tidemark promote --db DATABASE %s --rollback\n", table)
+		where := f.db // a SQLite path; a PostgreSQL DSN may hold a password
+		if strings.HasPrefix(where, "postgres://") || strings.HasPrefix(where, "postgresql://") {
+			where = "DSN"
+		}
+		fmt.Fprintf(stdout, "  undo:    tidemark promote --db %s %s --rollback\n", where, table)
 	}
 	return nil
 }

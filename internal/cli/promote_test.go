@@ -26,6 +26,9 @@ func TestPromoteSeptember(t *testing.T) {
 		want := "revenue_minute: promoted v2 (promotion 2)\n" +
 			"  serving: live (window_start < 2026-09-01T00:00:00+09:00), v2 (2026-09-01T00:00:00+09:00 <= window_start < 2026-10-01T00:00:00+09:00), live (window_start >= 2026-10-01T00:00:00+09:00)\n" +
 			"  undo:    tidemark promote --db DATABASE revenue_minute --rollback\n"
+		// The database as given (a SQLite path), or "DSN" (a PostgreSQL
+		// DSN may hold a password).
+		out = strings.Replace(strings.Replace(out, "--db "+r.db+" ", "--db DATABASE ", 1), "--db DSN ", "--db DATABASE ", 1)
 		if got := r.clean(out); got != want {
 			t.Errorf("promote v2:\n%s\nwant\n%s", got, want)
 		}
