@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/tidemark/tidemark/row"
@@ -21,9 +22,9 @@ type pane struct {
 	w     window.Window
 	fired bool
 	idx   map[string]int32 // encoded key (the key table's string) → index in ents
-	// ids is the same index by key id, kept when each record falls in
-	// several windows (sliding): the key's id is then looked up once per
-	// record and each pane is searched by an integer (paneStore.multi).
+	// ids replaces idx when each record falls in several windows
+	// (sliding, paneStore.multi): the key's id is looked up once per
+	// record and each pane is searched by an integer.
 	ids  map[uint32]int32
 	ents []inst // in order of first arrival; slot −1 when removed
 	live int
@@ -119,6 +120,7 @@ func (ps *paneStore) indexEntries() {
 		for j := range p.ents {
 			p.ids[p.ents[j].key] = int32(j)
 		}
+		clear(p.idx) // restore fills idx; multi-window panes use ids only
 	}
 }
 
@@ -181,9 +183,10 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 			}
 			i = int32(len(p.ents))
 			p.ents = append(p.ents, inst{key: kid, slot: o.slots.alloc()})
-			p.idx[o.keys.ents[kid].enc] = i
 			if o.panes.multi {
 				p.ids[kid] = i
+			} else {
+				p.idx[o.keys.ents[kid].enc] = i
 			}
 			p.live++
 			o.keys.ref(kid)
@@ -268,6 +271,7 @@ func (o *Operator) advancePanes() {
 		if !o.closed(p.w.End) {
 			break
 		}
+		o.reserve(p.live)
 		for i := range p.ents {
 			e := &p.ents[i]
 			if e.slot >= 0 {
@@ -292,6 +296,7 @@ func (o *Operator) advancePanes() {
 			continue
 		}
 		p.fired = true
+		o.reserve(p.live)
 		for i := range p.ents {
 			if p.ents[i].slot >= 0 {
 				o.emit(&p.ents[i], p.w, fireOnTime)
@@ -311,4 +316,16 @@ func (o *Operator) earlyPanes() {
 			}
 		}
 	}
+}
+
+// reserve makes room for the rows of n entries about to fire (up to two
+// rows each: update_before and update_after), so that a window firing
+// hundreds of thousands of rows grows the output buffers once rather than
+// by doubling.
+func (o *Operator) reserve(n int) {
+	if n <= 0 {
+		return
+	}
+	o.out = slices.Grow(o.out, 2*n)
+	o.vals = slices.Grow(o.vals, 2*n*len(o.cfg.Aggs))
 }
