@@ -88,6 +88,15 @@ type keyEntry struct {
 	group    uint16      // key group
 	sessions []*session  // open sessions of this key, by start (session windows)
 	maxVer   uint32      // highest version a dropped session of this key reached
+	// panes are the key's entries in open sliding-window panes (paneStore
+	// multi), found by a short scan instead of a map lookup per pane.
+	panes []paneRef
+}
+
+// paneRef locates a key's entry in the pane starting at start.
+type paneRef struct {
+	start int64
+	idx   int32
 }
 
 // keyTable interns group keys to dense ids. A key no window holds is idle:
@@ -250,4 +259,16 @@ func (o *Operator) TopKeys(n int) []KeyState {
 		}
 	}
 	return top
+}
+
+// dropPane removes key id's reference to the pane starting at start (a
+// closing pane; usually the key's oldest).
+func (k *keyTable) dropPane(id uint32, start int64) {
+	e := &k.ents[id]
+	for i, r := range e.panes {
+		if r.start == start {
+			e.panes = append(e.panes[:i], e.panes[i+1:]...)
+			return
+		}
+	}
 }

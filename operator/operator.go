@@ -282,7 +282,10 @@ func (o *Operator) Stats() Stats {
 		st.OpenWindows = len(o.panes.list)
 		for _, p := range o.panes.list {
 			st.Entries += p.live
-			st.StateBytes += int64(paneBytes) + int64(len(p.ents))*int64(entryBytes) + int64(len(p.idx)+len(p.ids))*mapEntryBytes
+			st.StateBytes += int64(paneBytes) + int64(len(p.ents))*int64(entryBytes) + int64(len(p.idx))*mapEntryBytes
+			if o.panes.multi {
+				st.StateBytes += int64(len(p.ents)) * paneRefBytes
+			}
 			for i := range p.ents {
 				if p.ents[i].slot >= 0 {
 					extra += int64(o.slots.extraBytes(p.ents[i].slot))

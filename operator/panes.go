@@ -14,6 +14,7 @@ const (
 	entryBytes    = 40  // one inst in a pane's ents slice
 	mapEntryBytes = 24  // string → int32 map entry incl. control bytes (approx.; the string's bytes belong to the key table)
 	sessionBytes  = 120 // session struct, pointer in its key's list, two timers
+	paneRefBytes  = 16  // a key's reference to its entry in a sliding-window pane
 )
 
 // pane is the state of one tumbling or sliding window: an instance per key
@@ -22,17 +23,13 @@ type pane struct {
 	w     window.Window
 	fired bool
 	idx   map[string]int32 // encoded key (the key table's string) → index in ents
-	// ids replaces idx when each record falls in several windows
-	// (sliding, paneStore.multi): the key's id is looked up once per
-	// record and each pane is searched by an integer.
-	ids  map[uint32]int32
-	ents []inst // in order of first arrival; slot −1 when removed
-	live int
+	ents  []inst           // in order of first arrival; slot −1 when removed
+	live  int
 }
 
 // paneStore holds the open panes in order of (end, start).
 type paneStore struct {
-	multi   bool // panes keep ids too (sliding windows)
+	multi   bool // sliding windows: keys find their entries through keyEntry.panes, not idx
 	list    []*pane
 	byStart map[int64]*pane
 	last    *pane
@@ -59,9 +56,6 @@ func (ps *paneStore) create(w window.Window, fired bool) *pane {
 		ps.pool = ps.pool[:n-1]
 	} else {
 		p = &pane{idx: map[string]int32{}}
-		if ps.multi {
-			p.ids = map[uint32]int32{}
-		}
 	}
 	p.w, p.fired, p.live = w, fired, 0
 	ps.byStart[w.Start] = p
@@ -91,7 +85,6 @@ func (ps *paneStore) recycle(p *pane) {
 		ps.last = nil
 	}
 	clear(p.idx)
-	clear(p.ids)
 	p.ents = p.ents[:0]
 	ps.pool = append(ps.pool, p)
 }
@@ -103,24 +96,28 @@ func (o *Operator) find(p *pane) (int32, bool) {
 		if !o.kidOK {
 			return 0, false
 		}
-		i, ok := p.ids[o.kid]
-		return i, ok
+		for _, r := range o.keys.ents[o.kid].panes {
+			if r.start == p.w.Start {
+				return r.idx, true
+			}
+		}
+		return 0, false
 	}
 	i, ok := p.idx[string(o.keyBuf)]
 	return i, ok
 }
 
-// indexEntries rebuilds the panes' id indexes (after a restore).
-func (ps *paneStore) indexEntries() {
-	if !ps.multi {
+// indexEntries rebuilds the keys' pane references (after a restore).
+func (o *Operator) indexEntries() {
+	if !o.panes.multi {
 		return
 	}
-	for _, p := range ps.list {
-		p.ids = make(map[uint32]int32, len(p.ents))
+	for _, p := range o.panes.list {
 		for j := range p.ents {
-			p.ids[p.ents[j].key] = int32(j)
+			ke := &o.keys.ents[p.ents[j].key]
+			ke.panes = append(ke.panes, paneRef{start: p.w.Start, idx: int32(j)})
 		}
-		clear(p.idx) // restore fills idx; multi-window panes use ids only
+		clear(p.idx) // restore fills idx; multi-window panes use the keys' references
 	}
 }
 
@@ -184,7 +181,13 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 			i = int32(len(p.ents))
 			p.ents = append(p.ents, inst{key: kid, slot: o.slots.alloc()})
 			if o.panes.multi {
-				p.ids[kid] = i
+				ke := &o.keys.ents[kid]
+				if ke.panes == nil {
+					// Room for every window a record falls in, and one
+					// more for a pane not yet closed: usually no regrowth.
+					ke.panes = make([]paneRef, 0, o.cfg.Assigner.MaxWindows()+1)
+				}
+				ke.panes = append(ke.panes, paneRef{start: p.w.Start, idx: i})
 			} else {
 				p.idx[o.keys.ents[kid].enc] = i
 			}
@@ -277,6 +280,9 @@ func (o *Operator) advancePanes() {
 			if e.slot >= 0 {
 				o.emit(e, p.w, fireClose)
 				o.slots.release(e.slot)
+			}
+			if o.panes.multi {
+				o.keys.dropPane(e.key, p.w.Start)
 			}
 			o.keys.unref(e.key)
 		}

@@ -241,7 +241,7 @@ func (o *Operator) Restore(d *state.Decoder) error {
 		r.undo()
 		return fmt.Errorf("operator: restore: %w", d.Err())
 	}
-	o.panes.indexEntries()
+	o.indexEntries()
 	return nil
 }
 
