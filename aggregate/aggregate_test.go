@@ -227,3 +227,26 @@ func TestAvgRoundsHalfAwayFromZero(t *testing.T) {
 		}
 	}
 }
+
+// TestMinMaxRetractAcrossScales: retracting a value equal to the extreme
+// in another scale (2 against a maximum of 2.00) removes the extreme.
+func TestMinMaxRetractAcrossScales(t *testing.T) {
+	s := row.NewSchema()
+	f, _ := s.Add("x", row.KindDecimal)
+	c, _ := New(Spec{Name: "m", Func: "max", Arg: f, HasArg: true, Retract: true})
+	c.Grow(1)
+	for _, v := range []string{"2.00", "2", "1"} {
+		c.Add(0, decRow(t, s, f, v))
+	}
+	if got := c.Result(0).String(); got != "2.00" {
+		t.Fatalf("max = %s, want 2.00", got)
+	}
+	c.Retract(0, decRow(t, s, f, "2.00"))
+	if got := c.Result(0).String(); got != "2.00" {
+		t.Fatalf("after retracting one of the two: %s, want 2.00", got)
+	}
+	c.Retract(0, decRow(t, s, f, "2"))
+	if got := c.Result(0).String(); got != "1" {
+		t.Errorf("after retracting both: %s, want 1", got)
+	}
+}

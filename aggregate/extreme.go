@@ -208,7 +208,10 @@ func (c *multiExtreme[T, K]) Retract(s int32, r *row.Row) error {
 		return nil
 	}
 	delete(ms.vals, k)
-	if c.cmp(x, ms.best) == 0 {
+	// The removed value was the extreme when it had the extreme's key:
+	// comparing x itself would miss it when x is the extreme in another
+	// scale (retracting 2 when 2.00 is the maximum).
+	if c.key(ms.best) == k {
 		ms.valid = false
 		for _, e := range ms.vals { // order-independent: the extreme is unique
 			if !ms.valid || c.better(e.v, ms.best) {
