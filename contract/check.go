@@ -176,6 +176,19 @@ func Compile(c *Contract, s *row.Schema, ingestTime row.Field, hasIngest bool) (
 				errs = append(errs, fmt.Errorf("rule %s: check: %w", r.Name, err))
 				continue
 			}
+			unknown := false
+			for _, n := range p.Identifiers() {
+				// A field the contract does not declare is a misspelling,
+				// unless the pipeline provides it typed (source.ordinal).
+				f, inSchema := s.Lookup(n)
+				if _, ok := c.Fields.Lookup(n); !ok && len(c.Fields) > 0 && n != c.IngestTime && !(inSchema && f.Kind != row.KindString) {
+					errs = append(errs, fmt.Errorf("rule %s: check: %q is not a field of the contract (fields: %s)", r.Name, n, strings.Join(c.Fields.Names(), ", ")))
+					unknown = true
+				}
+			}
+			if unknown {
+				continue
+			}
 			e, err := expr.Compile(p, s)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("rule %s: check: %w", r.Name, err))

@@ -355,3 +355,34 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+// TestRuleWithMisspeltField: a rule naming a field the contract does not
+// declare is refused when the contract compiles, naming the field.
+func TestRuleWithMisspeltField(t *testing.T) {
+	c, err := Parse("c.yaml", []byte(`product: p
+owner: o
+schema_version: "1"
+fields:
+  id: {type: string}
+  quantity: {type: int}
+  ts: {type: timestamp}
+event_id: id
+event_time: {field: ts}
+rules:
+  - {name: quantity_sign, check: quantiy >= 0}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := row.NewSchema()
+	for _, f := range []struct {
+		n string
+		k row.Kind
+	}{{"id", row.KindString}, {"quantity", row.KindInt}, {"ts", row.KindTime}, {"quantiy", row.KindString}} {
+		s.Add(f.n, f.k)
+	}
+	_, err = Compile(c, s, row.Field{}, false)
+	if err == nil || !strings.Contains(err.Error(), `rule quantity_sign: check: "quantiy" is not a field of the contract (fields: id, quantity, ts)`) {
+		t.Errorf("Compile: %v", err)
+	}
+}
