@@ -289,6 +289,9 @@ func (f *perturbFlags) options(args []string) (o perturb.Options, p *eventtime.P
 	if f.arrivalField == "" {
 		return fail(usageErr("--arrival-field: must not be empty"))
 	}
+	if f.arrivalField == f.eventTime {
+		return fail(usageErr("--arrival-field %q is also --event-time: the arrival time would overwrite the event time", f.arrivalField))
+	}
 	o = perturb.Options{
 		Seed: f.seed, Distribution: dist, Delay: f.delay, MaxDelay: f.maxDelay,
 		StragglerFraction: f.straggler, RedeliverFraction: f.redeliver,

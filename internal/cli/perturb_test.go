@@ -190,6 +190,7 @@ func TestPerturbUsageErrors(t *testing.T) {
 		{append(base, "--format", "xml"), `--format: "xml" is neither jsonl nor csv`},
 		{append(base, "--csv-delimiter", ";;"), `--csv-delimiter: ";;" is not one usable character`},
 		{append(base, "--partition-field", "ingested_at"), `--partition-field: "ingested_at" is also the arrival field`},
+		{append(base, "--arrival-field", "ts"), `--arrival-field "ts" is also --event-time: the arrival time would overwrite the event time`},
 		{[]string{"perturb", filepath.Join(dir, "data.txt"), "--out", out, "--event-time", "ts"}, `cannot tell the format from the extension ".txt"`},
 		{[]string{"perturb", in, "--out", in, "--event-time", "ts"}, "is also an input"},
 	} {
