@@ -21,6 +21,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/internal/datatest"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -232,7 +233,7 @@ func readJSONL[T any](t *testing.T, path string) []T {
 // and the ones the run reported too late (every too-late line is in the
 // late side output, by file and line).
 func TestOnlineRetailMatchesBatch(t *testing.T) {
-	data := dataDir(t)
+	data := datatest.Dir(t)
 	out, sum := runExample(t, data, nil)
 	st := sum.Stages[0]
 	if sum.EventsRead != 541_909+sum.Redeliveries || sum.Redeliveries == 0 {
@@ -324,7 +325,7 @@ func TestOnlineRetailMatchesBatch(t *testing.T) {
 // replay delay nothing is too late, and the totals equal the group-by over
 // the raw CSV lines that pass the contract.
 func TestOnlineRetailNothingTooLate(t *testing.T) {
-	data := dataDir(t)
+	data := datatest.Dir(t)
 	out, sum := runExample(t, data, func(p *spec.Pipeline) {
 		p.AllowedLateness = spec.Duration(4 * time.Hour) // max replay delay is 3h
 	})
@@ -340,7 +341,7 @@ func TestOnlineRetailNothingTooLate(t *testing.T) {
 // byte-identical changelogs, late records and tables' contents (processing
 // time comes from the replay's recorded arrival times).
 func TestOnlineRetailDeterministic(t *testing.T) {
-	data := dataDir(t)
+	data := datatest.Dir(t)
 	a, _ := runExample(t, data, nil)
 	b, _ := runExample(t, data, nil)
 	for _, f := range []string{"revenue_hourly.changelog.jsonl", "late.jsonl", "quarantine.jsonl", "conflicts.jsonl"} {

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tidemark/tidemark/internal/datatest"
 )
 
 // orderContract is the order-event contract of docs/contracts.md.
@@ -356,39 +358,6 @@ func TestValidateUsageErrors(t *testing.T) {
 	}
 }
 
-// retailDataDir returns the directory holding online-retail/by-day: the
-// TIDEMARK_DATA environment variable, or the first shared/data found
-// walking up from the working directory. Without it the test is skipped,
-// unless TIDEMARK_REQUIRE_DATA is set, when it fails.
-func retailDataDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("TIDEMARK_DATA"); d != "" {
-		if st, err := os.Stat(filepath.Join(d, "online-retail", "by-day")); err != nil || !st.IsDir() {
-			t.Fatalf("TIDEMARK_DATA=%s has no online-retail/by-day: point it at the directory that holds online-retail/", d)
-		}
-		return d
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		cand := filepath.Join(dir, "shared", "data")
-		if st, err := os.Stat(filepath.Join(cand, "online-retail", "by-day")); err == nil && st.IsDir() {
-			return cand
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
-	}
-	msg := "data sets not found: set TIDEMARK_DATA to the directory that holds online-retail/ (its by-day/ CSV files are the UCI Online Retail data set, CC BY 4.0)"
-	if os.Getenv("TIDEMARK_REQUIRE_DATA") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
 // retailTruth is an independent recomputation of the report's figures
 // over the raw CSV files (encoding/csv, math/big).
 type retailTruth struct {
@@ -479,7 +448,7 @@ func TestValidateRetailData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads 541,909 records")
 	}
-	data := filepath.Join(retailDataDir(t), "online-retail", "by-day")
+	data := filepath.Join(datatest.Dir(t), "online-retail", "by-day")
 	contractPath, err := filepath.Abs("../../examples/online-retail/contract.yaml")
 	if err != nil {
 		t.Fatal(err)

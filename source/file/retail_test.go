@@ -14,38 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark/internal/datatest"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/spec"
 )
 
-// retailDir finds the Online Retail by-day CSV files: $TIDEMARK_DATA
-// (the shared data directory), or shared/data/online-retail/by-day in the
-// working directory or one of its parents. It skips the test when absent.
+// retailDir is the Online Retail by-day CSV files (datatest.Dir).
 func retailDir(t testing.TB) string {
-	const rel = "online-retail/by-day"
-	if d := os.Getenv("TIDEMARK_DATA"); d != "" {
-		p := filepath.Join(d, rel)
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("TIDEMARK_DATA=%s has no %s: %v", d, rel, err)
-		}
-		return p
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Skip(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		p := filepath.Join(dir, "shared", "data", rel)
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
-	}
-	t.Skipf("Online Retail data not found: set TIDEMARK_DATA to the shared data directory (with %s) or run inside a checkout next to shared/data", rel)
-	return ""
+	t.Helper()
+	return filepath.Join(datatest.Dir(t), "online-retail", "by-day")
 }
 
 // retailTruth is what an independent pass (encoding/csv, strconv,

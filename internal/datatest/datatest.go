@@ -1,4 +1,6 @@
-package examples
+// Package datatest gives tests the shared real data sets, which live beside
+// the repository and never inside it.
+package datatest
 
 import (
 	"os"
@@ -6,16 +8,16 @@ import (
 	"testing"
 )
 
-// dataDir returns the directory holding the shared data sets: the
-// TIDEMARK_DATA environment variable, or the first shared/data found
-// walking up from the working directory. Without it the test is skipped,
-// unless TIDEMARK_REQUIRE_DATA is set (CI sets it), when it fails.
-func dataDir(t *testing.T) string {
+// Dir returns the directory holding the shared data sets: the TIDEMARK_DATA
+// environment variable, or the first shared/data found walking up from the
+// working directory. Without it the test is skipped, unless
+// TIDEMARK_REQUIRE_DATA is set (CI sets it), when it fails. A TIDEMARK_DATA
+// without online-retail/by-day fails the test.
+func Dir(t testing.TB) string {
 	t.Helper()
-	const need = "online-retail/by-day"
 	if d := os.Getenv("TIDEMARK_DATA"); d != "" {
 		if st, err := os.Stat(filepath.Join(d, "online-retail", "by-day")); err != nil || !st.IsDir() {
-			t.Fatalf("TIDEMARK_DATA=%s has no %s: point it at the directory that holds online-retail/", d, need)
+			t.Fatalf("TIDEMARK_DATA=%s has no online-retail/by-day: point it at the directory that holds online-retail/", d)
 		}
 		return d
 	}
