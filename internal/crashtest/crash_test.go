@@ -273,12 +273,9 @@ func TestCrashRecovery(t *testing.T) {
 		if timer != nil {
 			timer.Stop()
 		}
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-				kills++
-				continue
-			}
+		if killed(err) {
+			kills++
+			continue
 		}
 		if err != nil {
 			t.Fatalf("run %d: %v\n%s", runs, err, stderr)
@@ -309,4 +306,14 @@ func TestCrashRecovery(t *testing.T) {
 		t.Errorf("no fallback log line: %s", stderr)
 	}
 	compare(t, crash.outputs(t), want)
+}
+
+// killed reports whether a child's exit error says SIGKILL ended it.
+func killed(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }

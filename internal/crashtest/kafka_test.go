@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -206,13 +205,10 @@ func TestKafkaCrashRecovery(t *testing.T) {
 			if timer != nil {
 				timer.Stop()
 			}
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-					kills++
-					roundKills++
-					continue
-				}
+			if killed(err) {
+				kills++
+				roundKills++
+				continue
 			}
 			if err != nil {
 				t.Fatalf("%s run %d: %v\n%s", name, runs, err, stderr)

@@ -2,7 +2,6 @@ package crashtest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/tidemark/tidemark/internal/pgtest"
@@ -54,7 +52,7 @@ checkpoint: {dir: {{DIR}}/ck, interval: 1ms, retain: 2}
 
 // ledgerRun runs the ledger pipeline in dir once, one record per batch,
 // with TIDEMARK_FAULT set to fault; it reports whether the run was killed.
-func ledgerRun(t *testing.T, dir, fault string) (killed bool, stderr string) {
+func ledgerRun(t *testing.T, dir, fault string) (wasKilled bool, stderr string) {
 	t.Helper()
 	cmd := exec.Command(binary, "run", "--batch-size", "1", filepath.Join(dir, "pipeline.yaml"))
 	var out bytes.Buffer
@@ -62,11 +60,8 @@ func ledgerRun(t *testing.T, dir, fault string) (killed bool, stderr string) {
 	cmd.Stdout = &out
 	cmd.Env = append(os.Environ(), "TIDEMARK_FAULT="+fault)
 	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			return true, out.String()
-		}
+	if killed(err) {
+		return true, out.String()
 	}
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
