@@ -418,6 +418,13 @@ func appendColumn(dst []byte, name string, v row.Value, tf *row.TimeFormatter) [
 	return appendValue(dst, v, tf)
 }
 
+// Value appends v as a JSON value of its own kind, as in a row: numbers
+// bare, strings and times quoted (times in the encoder's zone), null.
+func (e *Encoder) Value(dst []byte, v row.Value) []byte { return appendValue(dst, v, &e.tf) }
+
+// Time appends ms as a quoted RFC 3339 time in the encoder's zone.
+func (e *Encoder) Time(dst []byte, ms int64) []byte { return appendTime(dst, ms, &e.tf) }
+
 // appendValue appends v as a JSON value of its own kind.
 func appendValue(dst []byte, v row.Value, tf *row.TimeFormatter) []byte {
 	switch v.Kind {

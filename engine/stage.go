@@ -165,7 +165,7 @@ func (st *stage) contribution(r *row.Row, ts int64, org *origin) {
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"event_time":`...)
-	b = changelog.AppendJSONString(b, row.FormatTime(ts, p.Loc))
+	b = st.enc.Time(b, ts)
 	b = append(b, `,"windows":[`...)
 	if a := p.Operator.Assigner; a != nil {
 		st.cwins = a.Assign(ts, st.cwins[:0])
@@ -174,9 +174,9 @@ func (st *stage) contribution(r *row.Row, ts int64, org *origin) {
 				b = append(b, ',')
 			}
 			b = append(b, '[')
-			b = changelog.AppendJSONString(b, row.FormatTime(w.Start, p.Loc))
+			b = st.enc.Time(b, w.Start)
 			b = append(b, ',')
-			b = changelog.AppendJSONString(b, row.FormatTime(w.End, p.Loc))
+			b = st.enc.Time(b, w.End)
 			b = append(b, ']')
 		}
 	}
@@ -187,7 +187,7 @@ func (st *stage) contribution(r *row.Row, ts int64, org *origin) {
 		}
 		b = changelog.AppendJSONString(b, f.Name)
 		b = append(b, ':')
-		b = appendValueJSON(b, r.Get(f), p.Loc)
+		b = st.enc.Value(b, r.Get(f))
 	}
 	b = append(b, `},"deltas":{`...)
 	for i, a := range p.Aggs {
@@ -200,7 +200,7 @@ func (st *stage) contribution(r *row.Row, ts int64, org *origin) {
 		case !a.HasArg:
 			b = append(b, '1')
 		default:
-			b = appendValueJSON(b, r.Get(a.Arg), p.Loc)
+			b = st.enc.Value(b, r.Get(a.Arg))
 		}
 	}
 	b = append(b, `},"source":`...)
@@ -210,25 +210,6 @@ func (st *stage) contribution(r *row.Row, ts int64, org *origin) {
 	if err := st.contrib.WriteRecord(context.Background(), b); err != nil && st.rt.contribErr == nil {
 		st.rt.contribErr = fmt.Errorf("%s: contributions sink: %w", p.Name, err)
 	}
-}
-
-// appendValueJSON appends v as a JSON value: numbers bare, strings and
-// times quoted, null.
-func appendValueJSON(b []byte, v row.Value, loc *time.Location) []byte {
-	switch v.Kind {
-	case row.KindNull:
-		return append(b, "null"...)
-	case row.KindInt, row.KindDecimal:
-		return v.AppendText(b, loc)
-	case row.KindBool:
-		if v.I != 0 {
-			return append(b, "true"...)
-		}
-		return append(b, "false"...)
-	case row.KindTime:
-		return changelog.AppendJSONString(b, row.FormatTime(v.I, loc))
-	}
-	return changelog.AppendJSONString(b, v.S)
 }
 
 // invalid reports whether the stage would quarantine r for an expression
