@@ -96,7 +96,7 @@ func Apply(p *spec.Pipeline, v string) error {
 		switch s.Type {
 		case "sqlite", "postgres":
 			if s.Table == "" { // the default, spec.Pipeline.Defaults's
-				s.Table = strings.ReplaceAll(stage, "-", "_")
+				s.Table = spec.DefaultTable(stage)
 			}
 			if strings.EqualFold(Table(s.Table, v), s.Table) && guard == nil {
 				guard = fmt.Errorf("--result-version %s: table %s is the pipeline's own (live) table; a backfill writes a new version beside it", v, s.Table)

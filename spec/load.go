@@ -195,7 +195,7 @@ func (p *Pipeline) Defaults() {
 		for i := range s.Sinks {
 			sk := &s.Sinks[i]
 			if sk.Table == "" {
-				sk.Table = strings.ReplaceAll(s.Name, "-", "_")
+				sk.Table = DefaultTable(s.Name)
 			}
 			if sk.Type == "postgres" && sk.Mode == "" {
 				sk.Mode = "results"
@@ -950,3 +950,7 @@ func validateSelectStage(prefix string, s *Stage, add func(key, format string, a
 		}
 	}
 }
+
+// DefaultTable is the table of a SQL sink that names none: the stage's
+// name with '-' replaced by '_'.
+func DefaultTable(stage string) string { return strings.ReplaceAll(stage, "-", "_") }

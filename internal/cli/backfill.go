@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -124,7 +123,7 @@ func refuseServed(ctx context.Context, p *spec.Pipeline, version string) error {
 			}
 			table := sk.Table
 			if table == "" {
-				table = strings.ReplaceAll(st.Name, "-", "_")
+				table = spec.DefaultTable(st.Name)
 			}
 			target := sk.DSN
 			if sk.Type == "sqlite" {
