@@ -151,15 +151,7 @@ func explain(w io.Writer, st *plan.Stage, start int64, keys []string) error {
 			found = true
 			fmt.Fprintf(w, "\nrow (%s, table %s):\n", sk.Path, sk.Table)
 			for i, c := range cols {
-				v := fmt.Sprint(vals[i])
-				if c == engine.LineageColumn {
-					l := engine.ParseLineage(v)
-					v = fmt.Sprintf("pipeline %s, spec %s, tidemark %s, contract %s, reference data %s", l.Pipeline, l.SpecHash, l.Tidemark, l.Contract, l.Reference)
-					if l.Replay != "" {
-						v += ", replay " + l.Replay
-					}
-				}
-				fmt.Fprintf(w, "  %-14s %s\n", c, v)
+				writeColumn(w, c, fmt.Sprint(vals[i]))
 			}
 		}
 		rows.Close()
@@ -401,12 +393,21 @@ func explainPostgres(w io.Writer, dsn, table string, st *plan.Stage, start int64
 					text = string(b)
 				}
 			}
-			if fd.Name == engine.LineageColumn {
-				l := engine.ParseLineage(text)
-				text = fmt.Sprintf("pipeline %s, spec %s, tidemark %s, contract %s, reference data %s", l.Pipeline, l.SpecHash, l.Tidemark, l.Contract, l.Reference)
-			}
-			fmt.Fprintf(w, "  %-14s %s\n", fd.Name, text)
+			writeColumn(w, fd.Name, text)
 		}
 	}
 	return found, rows.Err()
+}
+
+// writeColumn prints one column of a result row, the lineage column
+// spelled out.
+func writeColumn(w io.Writer, name, text string) {
+	if name == engine.LineageColumn {
+		l := engine.ParseLineage(text)
+		text = fmt.Sprintf("pipeline %s, spec %s, tidemark %s, contract %s, reference data %s", l.Pipeline, l.SpecHash, l.Tidemark, l.Contract, l.Reference)
+		if l.Replay != "" {
+			text += ", replay " + l.Replay
+		}
+	}
+	fmt.Fprintf(w, "  %-14s %s\n", name, text)
 }
