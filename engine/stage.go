@@ -335,6 +335,9 @@ func (st *stage) selectRow(r *row.Row, ts int64) {
 	for _, f := range st.p.Select {
 		st.selVals = append(st.selVals, r.Get(f))
 	}
+	if lin := st.rt.linVal; lin.Kind == row.KindString {
+		st.selVals = append(st.selVals, lin) // the sinks' last column (sinkDesc)
+	}
 	st.selRows = append(st.selRows, changelog.Row{Op: changelog.Insert, WindowStart: ts, WindowEnd: ts,
 		Version: 1, IsFinal: true, WatermarkAt: st.rt.wm, UpdatedAt: st.rt.now})
 }
@@ -344,15 +347,14 @@ func (st *stage) flushSelect(ctx context.Context) error {
 	if len(st.selRows) == 0 {
 		return nil
 	}
-	k := len(st.p.Select)
+	k := len(st.selVals) / len(st.selRows) // the selected fields, and the lineage value
 	for i := range st.selRows {
 		st.selRows[i].Values = st.selVals[i*k : (i+1)*k : (i+1)*k]
 	}
 	st.cnt.RowsEmitted += int64(len(st.selRows))
 	st.cnt.FinalRows += int64(len(st.selRows))
-	out := st.withLineage(st.selRows)
 	for _, s := range st.sinks {
-		if err := s.Write(ctx, out); err != nil {
+		if err := s.Write(ctx, st.selRows); err != nil {
 			return fmt.Errorf("%s: sink: %w", st.p.Name, err)
 		}
 	}
