@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/backfill"
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/results"
@@ -64,19 +63,14 @@ usage or configuration error.`,
 			if !t1.Before(t2) {
 				return &exitError{code: 2, err: fmt.Errorf("--from %s is not before --to %s", from, to)}
 			}
-			p, err := tidemark.Load(args[0])
+			p, pl, err := compilePipeline(args[0], "", func(p *spec.Pipeline) error {
+				if err := refuseServed(cmd.Context(), p, version); err != nil {
+					return err
+				}
+				return backfill.Apply(p, version)
+			})
 			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if err := refuseServed(cmd.Context(), p, version); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if err := backfill.Apply(p, version); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			pl, err := tidemark.Compile(p)
-			if err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("%s: %w", args[0], err)}
+				return err
 			}
 			// Guard: a range older than the source's retention would be
 			// recomputed from an incomplete log.

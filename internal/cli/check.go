@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/check"
 )
 
@@ -53,16 +52,9 @@ func runCheck(stdout io.Writer, path, contractPath, reportFormat string) error {
 	if reportFormat != "text" && reportFormat != "json" {
 		return &exitError{code: 2, err: fmt.Errorf("check: --format %q: want text or json", reportFormat)}
 	}
-	p, err := tidemark.Load(path)
+	_, pl, err := compilePipeline(path, contractPath, nil)
 	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	if contractPath != "" {
-		p.Contract = contractPath
-	}
-	pl, err := tidemark.Compile(p)
-	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("%s: %w", path, err)}
+		return err
 	}
 	findings := check.Run(pl.Spec, pl.Contract)
 	if reportFormat == "json" {

@@ -16,13 +16,13 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/spf13/cobra"
 
-	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/backfill"
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/results"
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/spec"
 )
 
 func newExplainCmd(stdout io.Writer) *cobra.Command {
@@ -58,18 +58,13 @@ configuration error.`,
 			if err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("--window %q: not an RFC 3339 time with an offset", window)}
 			}
-			p, err := tidemark.Load(args[0])
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
+			var prepare func(*spec.Pipeline) error
 			if version != "" {
-				if err := backfill.Apply(p, version); err != nil {
-					return &exitError{code: 2, err: err}
-				}
+				prepare = func(p *spec.Pipeline) error { return backfill.Apply(p, version) }
 			}
-			pl, err := tidemark.Compile(p)
+			_, pl, err := compilePipeline(args[0], "", prepare)
 			if err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("%s: %w", args[0], err)}
+				return err
 			}
 			var st *plan.Stage
 			for _, s := range pl.Stages {

@@ -16,7 +16,6 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/metrics"
 	"github.com/tidemark/tidemark/row"
@@ -46,16 +45,9 @@ error, an aggregate overflow, interrupted), 2 for a usage or pipeline
 configuration error (nothing was read or written).`,
 		Args: usage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := tidemark.Load(args[0])
+			p, pl, err := compilePipeline(args[0], contractPath, nil)
 			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if contractPath != "" {
-				p.Contract = contractPath
-			}
-			pl, err := tidemark.Compile(p)
-			if err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("%s: %w", args[0], err)}
+				return err
 			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
