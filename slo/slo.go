@@ -119,17 +119,10 @@ func (e *Evaluator) States() []State {
 	defer e.mu.Unlock()
 	var out []State
 	if t := e.slo.EventTimeLagP95; t > 0 {
-		s := State{Name: "event_time_lag_p95", Target: time.Duration(t).Seconds(), Unit: "seconds", Samples: len(e.lags)}
-		if len(e.lags) == 0 {
-			s.NoData, s.Met, s.Value = true, true, math.NaN()
-		} else {
-			s.Value = p95(slices.Clone(e.lags))
-			s.Met = s.Value <= s.Target
-		}
-		out = append(out, s)
+		out = append(out, judge(State{Name: "event_time_lag_p95", Target: time.Duration(t).Seconds(), Unit: "seconds"},
+			len(e.lags), func() float64 { return p95(slices.Clone(e.lags)) }, false))
 	}
 	if r := e.slo.LateRatio; r != nil {
-		s := State{Name: "late_ratio", Target: float64(*r), Unit: "ratio"}
 		var late, valid int64
 		if l := e.last; l != nil {
 			for _, st := range l.Stages {
@@ -137,41 +130,39 @@ func (e *Evaluator) States() []State {
 				valid += st.OnTime + st.LateAccepted + st.TooLateDropped + st.TooLateSideOutput
 			}
 		}
-		s.Samples = int(valid)
-		if valid == 0 {
-			s.NoData, s.Met, s.Value = true, true, math.NaN()
-		} else {
-			s.Value = float64(late) / float64(valid)
-			s.Met = s.Value <= s.Target
-		}
-		out = append(out, s)
+		out = append(out, judge(State{Name: "late_ratio", Target: float64(*r), Unit: "ratio"},
+			int(valid), func() float64 { return float64(late) / float64(valid) }, false))
 	}
 	if r := e.slo.CheckpointSuccess; r != nil {
-		s := State{Name: "checkpoint_success", Target: float64(*r), Unit: "ratio"}
 		var ok, failed int
 		if l := e.last; l != nil {
 			ok, failed = l.Checkpoints.Taken, l.Checkpoints.Failures
 		}
-		s.Samples = ok + failed
-		if ok+failed == 0 {
-			s.NoData, s.Met, s.Value = true, true, math.NaN()
-		} else {
-			s.Value = float64(ok) / float64(ok+failed)
-			s.Met = s.Value >= s.Target
-		}
-		out = append(out, s)
+		out = append(out, judge(State{Name: "checkpoint_success", Target: float64(*r), Unit: "ratio"},
+			ok+failed, func() float64 { return float64(ok) / float64(ok+failed) }, true))
 	}
 	if t := e.slo.SinkCommitP95; t > 0 {
-		s := State{Name: "sink_commit_p95", Target: time.Duration(t).Seconds(), Unit: "seconds", Samples: len(e.commits)}
-		if len(e.commits) == 0 {
-			s.NoData, s.Met, s.Value = true, true, math.NaN()
-		} else {
-			s.Value = p95(slices.Clone(e.commits))
-			s.Met = s.Value <= s.Target
-		}
-		out = append(out, s)
+		out = append(out, judge(State{Name: "sink_commit_p95", Target: time.Duration(t).Seconds(), Unit: "seconds"},
+			len(e.commits), func() float64 { return p95(slices.Clone(e.commits)) }, false))
 	}
 	return out
+}
+
+// judge fills s from n observations: no data (met, NaN) when n is 0, else
+// value() against the target, at most (atLeast false) or at least.
+func judge(s State, n int, value func() float64, atLeast bool) State {
+	s.Samples = n
+	if n == 0 {
+		s.NoData, s.Met, s.Value = true, true, math.NaN()
+		return s
+	}
+	s.Value = value()
+	if atLeast {
+		s.Met = s.Value >= s.Target
+	} else {
+		s.Met = s.Value <= s.Target
+	}
+	return s
 }
 
 // Missed returns the objectives not met.
