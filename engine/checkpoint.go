@@ -148,7 +148,7 @@ func (rt *runtime) restore(ctx context.Context) error {
 }
 
 // compatibleKeys are spec keys a restore may see changed.
-var compatibleKeys = []string{"Checkpoint.Interval", "Checkpoint.Retain"}
+var compatibleKeys = []string{"Checkpoint.Interval", "Checkpoint.Retain", "Parallelism"}
 
 // specChanges lists the keys whose values differ between two spec JSON
 // documents (flattened to dotted paths), except the compatible ones.

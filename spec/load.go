@@ -298,6 +298,14 @@ func (p *Pipeline) Validate() error {
 	default:
 		add("event_time.from", "%q: want payload or kafka_timestamp", p.EventTime.From)
 	}
+	if p.KeyGroups < 0 || p.KeyGroups > MaxKeyGroups {
+		add("key_groups", "%d is out of range: want 1 to %d (default %d)", p.KeyGroups, MaxKeyGroups, DefaultKeyGroups)
+	}
+	if p.Parallelism < 0 {
+		add("parallelism", "%d is negative (0 means one task per CPU)", p.Parallelism)
+	} else if kg := p.EffectiveKeyGroups(); p.Parallelism > kg {
+		add("parallelism", "%d tasks over %d key groups: a task owns at least one key group (raise key_groups, which a new checkpoint.dir allows)", p.Parallelism, kg)
+	}
 	if c := p.Checkpoint; c != nil {
 		if c.Dir == "" {
 			add("checkpoint.dir", "required: the directory that holds the checkpoints")

@@ -80,6 +80,22 @@ type Pipeline struct {
 	// YAML `stages`.
 	Stages []Stage `yaml:"stages"`
 
+	// Parallelism is the number of tasks the pipeline runs as: task i of N
+	// owns the contiguous range of key groups [ceil(i·K/N), ceil((i+1)·K/N))
+	// (K = KeyGroups; Flink's KeyGroupRangeAssignment) and runs on its own
+	// goroutine. YAML `parallelism`. Default 0: the number of CPUs the
+	// process may use (runtime.GOMAXPROCS(0)), at most KeyGroups; `tidemark
+	// run --parallelism N` overrides it. It may change between a checkpoint
+	// and its restore (docs/parallelism.md).
+	Parallelism int `yaml:"parallelism"`
+	// KeyGroups is the number of key groups every keyed state (windows,
+	// sessions, dedup ids, order_by versions) hashes into: the most tasks
+	// the pipeline can ever run as (Flink's max parallelism). Fixed for a
+	// pipeline's state: a checkpoint taken with another value is refused.
+	// YAML `key_groups`. Default 0: 128 (DefaultKeyGroups); 1 to 32768.
+	// EffectiveKeyGroups resolves the default.
+	KeyGroups int `yaml:"key_groups"`
+
 	// Checkpoint turns on periodic checkpoints, restore on start and
 	// exactly-once sinks. YAML `checkpoint`. Optional: without it a run
 	// recomputes from the start of its input and replaces its outputs.
@@ -525,4 +541,22 @@ type Sink struct {
 	// again). A sink that cannot take part in checkpoints (stdout) needs
 	// at_least_once in a pipeline with checkpoints. YAML `delivery`.
 	Delivery string `yaml:"delivery"`
+}
+
+// Key-group bounds (Pipeline.KeyGroups).
+const (
+	// DefaultKeyGroups is the default number of key groups: Flink's
+	// default maximum parallelism for small jobs (128).
+	DefaultKeyGroups = 128
+	// MaxKeyGroups is the largest number of key groups: Flink's upper
+	// bound on maximum parallelism (2^15), which keeps a key group in 16 bits.
+	MaxKeyGroups = 1 << 15
+)
+
+// EffectiveKeyGroups returns KeyGroups, or DefaultKeyGroups when it is 0.
+func (p *Pipeline) EffectiveKeyGroups() int {
+	if p.KeyGroups == 0 {
+		return DefaultKeyGroups
+	}
+	return p.KeyGroups
 }
