@@ -3,9 +3,9 @@ package expr
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
+	"github.com/tidemark/tidemark/internal/suggest"
 	"github.com/tidemark/tidemark/row"
 )
 
@@ -104,60 +104,11 @@ func position(src string, at int) (line, col int) {
 // CloseNames returns up to 3 field names of s that are close to name (for
 // "did you mean" messages): equal ignoring case, within a small edit
 // distance (Levenshtein), or one a prefix of the other. Best matches first;
-// ties in schema order.
+// ties in schema order. It is suggest.Close over the schema's names.
 func CloseNames(s *row.Schema, name string) []string {
-	type cand struct {
-		name string
-		dist int
-		idx  int
-	}
-	lname := strings.ToLower(name)
-	var cs []cand
+	names := make([]string, len(s.Fields))
 	for i, f := range s.Fields {
-		lf := strings.ToLower(f.Name)
-		d := editDistance(lname, lf)
-		limit := max(1, min(len(lname), len(lf))/3)
-		switch {
-		case d <= limit:
-		case len(lname) >= 3 && len(lf) >= 3 && (strings.HasPrefix(lf, lname) || strings.HasPrefix(lname, lf)):
-			d = limit + 1
-		default:
-			continue
-		}
-		cs = append(cs, cand{f.Name, d, i})
+		names[i] = f.Name
 	}
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].dist < cs[j].dist })
-	var out []string
-	for i := 0; i < len(cs) && i < 3; i++ {
-		out = append(out, cs[i].name)
-	}
-	return out
-}
-
-// editDistance is the Levenshtein distance between a and b in bytes
-// (inputs are capped at 64 bytes; longer names are never "close").
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		if a == b {
-			return 0
-		}
-		return 1 << 30
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return suggest.Close(name, names)
 }
