@@ -407,11 +407,38 @@ func (p *Pipeline) Validate() error {
 		}
 		topics[s.Topic] = key
 	}
+	// SQL sinks: one table each (it names the sink's commit marker).
+	tables := map[string]string{}
+	sqlTable := func(key string, s *Sink) {
+		if (s.Type != "sqlite" && s.Type != "postgres") || s.Table == "" {
+			return
+		}
+		db := s.Path
+		if s.Type == "postgres" {
+			db = s.DSN
+		}
+		names := []string{s.Table}
+		if s.LedgerTable != "" && s.LedgerTable != s.Table { // equal ones are refused apart
+			names = append(names, s.LedgerTable)
+		}
+		for _, t := range names {
+			id := s.Type + "\x00" + db + "\x00" + t
+			if other, ok := tables[id]; ok {
+				add(key+".table", "%q is also a table of %s in the same database: each output needs its own table", t, other)
+				return
+			}
+			tables[id] = key
+		}
+	}
+	outputs := func(key string, s *Sink) {
+		kafkaTopic(key, s)
+		sqlTable(key, s)
+	}
 	if p.Quarantine.Sink != nil {
-		kafkaTopic("quarantine.sink", p.Quarantine.Sink)
+		outputs("quarantine.sink", p.Quarantine.Sink)
 	}
 	if p.Conflicts.Sink != nil {
-		kafkaTopic("conflicts.sink", p.Conflicts.Sink)
+		outputs("conflicts.sink", p.Conflicts.Sink)
 	}
 	seen := map[string]bool{"source": true}
 	for i, st := range p.StageList() {
@@ -435,10 +462,10 @@ func (p *Pipeline) Validate() error {
 		seen[st.Name] = true
 		validateStage(prefix, &st, add)
 		for j := range st.Sinks {
-			kafkaTopic(fmt.Sprintf("%ssinks[%d]", prefix, j), &st.Sinks[j])
+			outputs(fmt.Sprintf("%ssinks[%d]", prefix, j), &st.Sinks[j])
 		}
 		if st.Late.Sink != nil {
-			kafkaTopic(prefix+"late.sink", st.Late.Sink)
+			outputs(prefix+"late.sink", st.Late.Sink)
 		}
 		for j := range st.Sinks {
 			if st.Sinks[j].Type == "postgres" && st.Sinks[j].Mode == "ledger" {
@@ -709,6 +736,10 @@ func validateStage(prefix string, s *Stage, add func(key, format string, args ..
 	}
 }
 
+// MaxSinkRetries bounds Sink.Retries: with the backoff capped at 8 s, 20
+// retries wait about two minutes.
+const MaxSinkRetries = 20
+
 // reserved are the output columns every result row carries.
 var reserved = map[string]bool{
 	"window_start": true, "window_end": true, "version": true, "is_final": true,
@@ -721,11 +752,23 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 	default:
 		add(key+".delivery", "%q: want exactly_once or at_least_once", s.Delivery)
 	}
+	sql := s.Type == "sqlite" || s.Type == "postgres"
+	if s.Replace && !sql {
+		add(key+".replace", "only for sqlite and postgres (a table tidemark created)")
+	}
+	if s.Lineage != nil && (!sql || !results) {
+		add(key+".lineage", "only for sqlite and postgres result sinks")
+	}
+	if s.Retries != nil && s.Type != "postgres" {
+		add(key+".retries", "only for postgres")
+	} else if s.Retries != nil && (*s.Retries < 0 || *s.Retries > MaxSinkRetries) {
+		add(key+".retries", "%d: want 0 to %d", *s.Retries, MaxSinkRetries)
+	}
+	if sql && !results && s.Table == "" {
+		add(key+".table", "required for a %s side output: the table of its records, e.g. revenue_late", s.Type)
+	}
 	switch s.Type {
 	case "sqlite":
-		if !results {
-			add(key+".type", "sqlite holds result tables; side outputs go to jsonl")
-		}
 		if s.Path == "" {
 			add(key+".path", "required for sqlite")
 		}
@@ -733,9 +776,6 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 			add(key+".table", "%q is not a plain SQL identifier (letters, digits, '_')", s.Table)
 		}
 	case "postgres":
-		if !results {
-			add(key+".type", "postgres holds result tables; side outputs go to jsonl")
-		}
 		if s.DSN == "" {
 			add(key+".dsn", "required for postgres, e.g. postgres://user@localhost:5432/db or ${PGURL}")
 		}
@@ -748,6 +788,9 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 				add(key+".ledger_table", "only for mode ledger")
 			}
 		case "ledger":
+			if !results {
+				add(key+".mode", "a side output is a table of records; ledger is for result sinks")
+			}
 			if s.LedgerTable != "" && !qualifiedRE.MatchString(s.LedgerTable) {
 				add(key+".ledger_table", "%q is not a plain SQL identifier, optionally schema-qualified (letters, digits, '_')", s.LedgerTable)
 			}
@@ -773,11 +816,7 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 		}
 	case "stdout":
 	case "":
-		if results {
-			add(key+".type", "required (sqlite, postgres, jsonl, kafka or stdout)")
-		} else {
-			add(key+".type", "required (jsonl, kafka or stdout)")
-		}
+		add(key+".type", "required (sqlite, postgres, jsonl, kafka or stdout)")
 	default:
 		// Other types resolve through the engine's registry, which may hold
 		// sinks added by a library user; an unknown type fails when the

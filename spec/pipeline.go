@@ -476,7 +476,8 @@ type OrderBy struct {
 
 // Quarantine configures the destination of invalid records.
 type Quarantine struct {
-	// Sink receives quarantined records: jsonl or stdout. YAML `sink`.
+	// Sink receives quarantined records: jsonl, kafka, stdout, or a table
+	// of sqlite or postgres. YAML `sink`.
 	Sink *Sink `yaml:"sink"`
 }
 
@@ -510,6 +511,25 @@ type Sink struct {
 	// LedgerTable is the event ledger table of mode ledger, optionally
 	// schema-qualified. YAML `ledger_table`. Default: Table + "_ledger".
 	LedgerTable string `yaml:"ledger_table"`
+	// Replace lets a fresh run (one that resumes no checkpoint) drop and
+	// create anew a table of an sqlite or postgres sink that tidemark
+	// created and whose layout no longer matches the pipeline (other keys
+	// or aggregates); the run's summary says what was replaced. A table
+	// tidemark did not create is never dropped. YAML `replace`. Default
+	// false: such a table is refused, naming each difference.
+	Replace bool `yaml:"replace"`
+	// Lineage is whether an sqlite or postgres result sink writes the
+	// lineage column: into the tables it creates, and into an existing
+	// table that has a lineage column. YAML `lineage`. Default true;
+	// false leaves the column out (a table's lineage column then keeps
+	// its default).
+	Lineage *bool `yaml:"lineage"`
+	// Retries is how many times a postgres sink retries a transaction
+	// that failed for a transient reason (connection lost, serialization
+	// failure, deadlock), with exponential backoff from 250 ms doubling
+	// up to 8 s (docs/connectors/postgres.md). YAML `retries`. Default 6
+	// (about 16 s of waiting in all); 0 fails at the first error.
+	Retries *int `yaml:"retries"`
 
 	// Kafka sinks (docs/connectors/kafka.md).
 
