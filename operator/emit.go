@@ -94,6 +94,9 @@ func (o *Operator) prev(s int32) []row.Value {
 }
 
 func (o *Operator) push(op changelog.Op, key uint32, w window.Window, vals []row.Value, version uint32, final bool) {
+	if o.cfg.Canonical {
+		o.ord = append(o.ord, EmitOrder{A: o.ordA, B: o.ordB, Group: o.keys.ents[key].group})
+	}
 	o.out = append(o.out, changelog.Row{
 		Op:          op,
 		WindowStart: w.Start,

@@ -1,7 +1,10 @@
 package operator
 
 import (
+	"slices"
+
 	"encoding/binary"
+	"github.com/tidemark/tidemark/keygroup"
 	"math"
 
 	"github.com/tidemark/tidemark/row"
@@ -67,16 +70,15 @@ func decodeKey(enc string, fields []row.Field) []row.Value {
 	return vals
 }
 
-// fnv1a64 hashes an encoded key; key group = fnv1a64(key) mod key groups.
-// FNV-1a (Fowler–Noll–Vo) is stable across processes and versions, which
-// checkpoints stored per key group need.
-func fnv1a64(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
+// AppendKey appends the encoding of the group key of r made of fields (the
+// encoding appendKey describes, field after field). A key's key group is
+// keygroup.OfKey of its encoding; a runner routing records to the task
+// that owns their key group encodes the key the same way.
+func AppendKey(dst []byte, r *row.Row, fields []row.Field) []byte {
+	for _, f := range fields {
+		dst = appendKey(dst, r, f)
 	}
-	return h
+	return dst
 }
 
 // keyEntry is one distinct group key.
@@ -88,6 +90,7 @@ type keyEntry struct {
 	group    uint16      // key group
 	sessions []*session  // open sessions of this key, by start (session windows)
 	maxVer   uint32      // highest version a dropped session of this key reached
+	listed   bool        // scratch of turnedIdle's compaction
 	// panes are the key's entries in open sliding-window panes (paneStore
 	// multi), found by a short scan instead of a map lookup per pane.
 	panes []paneRef
@@ -110,10 +113,35 @@ type keyTable struct {
 	fields []row.Field
 	groups int
 	idle   int // keys with refs == 0 still in ids
+
+	// perGroup sweeps each key group on its own (session windows): an idle
+	// key still holds the version its next session continues from, so
+	// whether it is freed must depend on its key group's history alone,
+	// not on which other key groups share the operator (a task).
+	perGroup  bool
+	idleIn    []int32    // per key group: idle keys
+	liveIn    []int32    // per key group: keys with refs > 0
+	idleList  [][]uint32 // per key group: keys that turned idle since its last sweep (some live again)
+	pending   []int      // key groups due for a sweep, in the order they came due
+	isPending []bool
 }
 
 func newKeyTable(fields []row.Field, groups int) *keyTable {
 	return &keyTable{ids: map[string]uint32{}, fields: fields, groups: groups}
+}
+
+// groupFloor is the number of idle keys a key group may hold before a
+// sweep frees them (when they also outnumber its live keys): the 1024 of
+// the whole-table sweep spread over the key groups.
+func (k *keyTable) groupFloor() int32 { return int32(max(1, 1024/max(k.groups, 1))) }
+
+// initGroups sizes the per-key-group counters (perGroup).
+func (k *keyTable) initGroups() {
+	k.idleIn = make([]int32, k.groups)
+	k.liveIn = make([]int32, k.groups)
+	k.idleList = make([][]uint32, k.groups)
+	k.isPending = make([]bool, k.groups)
+	k.pending = k.pending[:0]
 }
 
 // lookup returns the id of an encoded key if it is known.
@@ -130,7 +158,13 @@ func (k *keyTable) intern(enc []byte) uint32 {
 	s := string(enc)
 	e := keyEntry{enc: s, vals: decodeKey(s, k.fields)}
 	if k.groups > 0 {
-		e.group = uint16(fnv1a64(s) % uint64(k.groups))
+		e.group = uint16(keygroup.OfKey(enc, k.groups))
+	}
+	if k.perGroup {
+		if k.idleIn == nil {
+			k.initGroups()
+		}
+		k.liveIn[e.group]++ // about to be referenced
 	}
 	var id uint32
 	if n := len(k.free); n > 0 {
@@ -155,6 +189,10 @@ func (k *keyTable) ref(id uint32) {
 	if e.idle {
 		e.idle = false
 		k.idle--
+		if k.perGroup {
+			k.idleIn[e.group]--
+			k.liveIn[e.group]++
+		}
 	}
 	e.refs++
 }
@@ -165,12 +203,50 @@ func (k *keyTable) unref(id uint32) {
 	if e.refs == 0 {
 		e.idle = true
 		k.idle++
+		if k.perGroup {
+			k.turnedIdle(id, e.group)
+		}
+	}
+}
+
+// turnedIdle counts key id of group g as idle and schedules the group's
+// sweep when its idle keys exceed the floor and its live keys.
+func (k *keyTable) turnedIdle(id uint32, g uint16) {
+	k.idleIn[g]++
+	k.liveIn[g]--
+	l := append(k.idleList[g], id)
+	if len(l) > 4*int(k.idleIn[g]+k.liveIn[g])+64 {
+		// Keys flapping between idle and live: keep each idle key once.
+		n := 0
+		for _, x := range l {
+			if e := &k.ents[x]; e.idle && e.group == g && !e.listed {
+				e.listed = true
+				l[n] = x
+				n++
+			}
+		}
+		l = l[:n]
+		for _, x := range l {
+			k.ents[x].listed = false
+		}
+	}
+	k.idleList[g] = l
+	if !k.isPending[g] && k.idleIn[g] > k.groupFloor() && k.idleIn[g] > k.liveIn[g] {
+		k.isPending[g] = true
+		k.pending = append(k.pending, int(g))
 	}
 }
 
 // sweep frees idle keys when they outnumber live ones. Freed ids are reused
-// in ascending order, so the table evolves the same way in every run.
-func (k *keyTable) sweep() {
+// in ascending order, so the table evolves the same way in every run. With
+// perGroup it frees the idle keys of each key group due for a sweep,
+// calling changed for it (its state changed: the keys and their versions
+// are gone).
+func (k *keyTable) sweep(changed func(g int)) {
+	if k.perGroup {
+		k.sweepGroups(changed)
+		return
+	}
 	if k.idle <= 1024 || k.idle <= len(k.ids)-k.idle {
 		return
 	}
@@ -188,6 +264,37 @@ func (k *keyTable) sweep() {
 		k.free[i], k.free[j] = k.free[j], k.free[i]
 	}
 	k.idle = 0
+}
+
+// sweepGroups frees the idle keys of the key groups due for a sweep, in
+// ascending group order.
+func (k *keyTable) sweepGroups(changed func(g int)) {
+	if len(k.pending) == 0 {
+		return
+	}
+	slices.Sort(k.pending)
+	first := len(k.free)
+	for _, g := range k.pending {
+		k.isPending[g] = false
+		for _, id := range k.idleList[g] {
+			e := &k.ents[id]
+			if !e.idle || int(e.group) != g || !k.holds(id) {
+				continue // live again, or listed twice and freed already
+			}
+			delete(k.ids, e.enc)
+			*e = keyEntry{}
+			k.free = append(k.free, id)
+			k.idle--
+			k.idleIn[g]--
+		}
+		k.idleList[g] = k.idleList[g][:0]
+		changed(g)
+	}
+	k.pending = k.pending[:0]
+	// Reuse low ids first (the free list is a stack).
+	nf := k.free[first:]
+	slices.Sort(nf)
+	slices.Reverse(nf)
 }
 
 // live returns the number of keys held by at least one window.
@@ -271,4 +378,40 @@ func (k *keyTable) dropPane(id uint32, start int64) {
 			return
 		}
 	}
+}
+
+// rebuildGroups recomputes the per-key-group counters and idle lists from
+// the keys' reference counts (after a restore). Idle keys are listed in id
+// order.
+func (k *keyTable) rebuildGroups() {
+	if !k.perGroup || k.groups <= 0 {
+		return
+	}
+	k.initGroups()
+	for id := range k.ents {
+		e := &k.ents[id]
+		if !k.holds(uint32(id)) {
+			continue
+		}
+		switch {
+		case e.refs > 0:
+			k.liveIn[e.group]++
+		case e.idle:
+			k.idleIn[e.group]++
+			k.idleList[e.group] = append(k.idleList[e.group], uint32(id))
+		}
+	}
+	for g := range k.idleIn {
+		if k.idleIn[g] > k.groupFloor() && k.idleIn[g] > k.liveIn[g] {
+			k.isPending[g] = true
+			k.pending = append(k.pending, g)
+		}
+	}
+}
+
+// holds reports whether id is a key's id (not a freed one). A key without
+// fields encodes to "", so an entry's encoding alone cannot tell.
+func (k *keyTable) holds(id uint32) bool {
+	x, ok := k.ids[k.ents[id].enc]
+	return ok && x == id
 }

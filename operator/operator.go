@@ -112,6 +112,27 @@ type Config struct {
 	// KeyGroups is the number of key groups keys hash into (Flink's max
 	// parallelism); 0 means 128.
 	KeyGroups int
+	// Canonical makes every firing (on time, early, close) emit in the
+	// canonical order — windows by (end, start), then by key group, then
+	// by first arrival within the key group; session timers by (time,
+	// kind, key group, creation) — and record each row's EmitOrder
+	// (DrainOrder). The order is the same whichever key groups an operator
+	// holds, so the rows of several operators that split the key groups
+	// between them merge (by EmitOrder) into exactly the rows one operator
+	// holding every key group emits. The runner sets it for stages whose
+	// rows feed another stage. Default false: within a window, keys in
+	// order of first arrival.
+	Canonical bool
+}
+
+// EmitOrder places a row of a firing in the canonical order (Config.Canonical):
+// rows of one firing sort by (A, B, Group), and rows with equal keys come
+// from one operator, in its order. For panes A and B are the window's end
+// and start; for session timers A is the timer's time and B its kind (0
+// fire, 1 close); for early firings of sessions the window's end and start.
+type EmitOrder struct {
+	A, B  int64
+	Group uint16
 }
 
 // Operator is the window aggregation operator. Not safe for concurrent use.
@@ -133,7 +154,15 @@ type Operator struct {
 
 	out       []changelog.Row
 	vals      []row.Value // backing for out[i].Values
+	ord       []EmitOrder // out[i]'s place in the canonical order (Config.Canonical)
+	ordA      int64       // EmitOrder of the rows being pushed
+	ordB      int64
 	nextEarly int64
+	canon     canonScratch // buffers of the canonical order
+
+	// changed marks the key groups whose state changed since the last
+	// ClearChanged (one bit per key group).
+	changed []uint64
 
 	emitted int64 // rows emitted, total
 
@@ -162,7 +191,9 @@ func New(cfg Config) (*Operator, error) {
 		wm:       changelog.WatermarkNone,
 		keys:     newKeyTable(cfg.Key, cfg.KeyGroups),
 		slots:    slotTable{cols: cfg.Aggs, keep: cfg.Mode == Retract},
+		changed:  make([]uint64, (cfg.KeyGroups+63)/64),
 	}
+	o.keys.perGroup = cfg.Gap > 0
 	for _, c := range cfg.Aggs {
 		if ch, ok := c.(aggregate.Checker); ok {
 			o.slots.chk = append(o.slots.chk, ch)
@@ -214,20 +245,32 @@ func (o *Operator) AdvanceWatermark(wm, now int64) error {
 	} else {
 		o.advancePanes()
 	}
-	o.keys.sweep()
+	o.keys.sweep(o.markChanged)
 	return nil
 }
 
-// OnProcessingTime runs early firings due at processing time now (ms).
+// OnProcessingTime runs early firings due at processing time now (ms), on
+// the schedule EarlySchedule describes.
 func (o *Operator) OnProcessingTime(now int64) {
 	if o.cfg.EarlyEvery <= 0 || o.cfg.Mode == Final {
 		return
 	}
-	if o.nextEarly == 0 {
-		o.nextEarly = now + o.cfg.EarlyEvery
-		return
+	sch := EarlySchedule{Every: o.cfg.EarlyEvery, Next: o.nextEarly}
+	due := sch.Due(now)
+	o.nextEarly = sch.Next
+	if due {
+		o.FireEarly(now)
 	}
-	if now < o.nextEarly {
+}
+
+// FireEarly runs an early firing at processing time now (ms) whatever the
+// schedule: every window that has not fired emits its keys that changed
+// since their last row. A runner that keeps the schedule itself (one
+// EarlySchedule for the operators of every task) calls it when the
+// schedule is due. It does nothing without early firings (EarlyEvery 0)
+// or in mode final.
+func (o *Operator) FireEarly(now int64) {
+	if o.cfg.EarlyEvery <= 0 || o.cfg.Mode == Final {
 		return
 	}
 	o.now = now
@@ -236,9 +279,30 @@ func (o *Operator) OnProcessingTime(now int64) {
 	} else {
 		o.earlyPanes()
 	}
-	// Next firing: the first multiple of EarlyEvery after now, counted from
-	// the previous schedule, so the schedule does not drift.
-	o.nextEarly += ((now-o.nextEarly)/o.cfg.EarlyEvery + 1) * o.cfg.EarlyEvery
+}
+
+// EarlySchedule is the processing-time schedule of early firings: the
+// first call of Due starts it (the first firing is Every ms later), and a
+// firing is due at the first call at or after Next; the next one is then
+// the first multiple of Every after now counted from the previous
+// schedule, so the schedule does not drift. Next 0 means not started.
+type EarlySchedule struct {
+	Every int64 // ms of processing time between early firings; > 0
+	Next  int64 // ms: processing time of the next firing; 0 before the first call
+}
+
+// Due advances the schedule to processing time now (ms) and reports whether
+// an early firing is due.
+func (s *EarlySchedule) Due(now int64) bool {
+	if s.Next == 0 {
+		s.Next = now + s.Every
+		return false
+	}
+	if now < s.Next {
+		return false
+	}
+	s.Next += ((now-s.Next)/s.Every + 1) * s.Every
+	return true
 }
 
 // Drain returns the rows emitted since the last Drain, in order. The slice
@@ -247,7 +311,18 @@ func (o *Operator) Drain() []changelog.Row {
 	out := o.out
 	o.out = o.out[:0]
 	o.vals = o.vals[:0]
+	o.ord = o.ord[:0]
 	return out
+}
+
+// DrainOrder returns the EmitOrder of each row the next Drain returns, in
+// the same order (Config.Canonical; nil otherwise). The slice is valid
+// until the next call into the operator. Call it before Drain.
+func (o *Operator) DrainOrder() []EmitOrder {
+	if !o.cfg.Canonical {
+		return nil
+	}
+	return o.ord
 }
 
 // Pending reports how many rows wait to be drained.
@@ -274,7 +349,7 @@ func (o *Operator) Stats() Stats {
 	var extra int64
 	if o.cfg.Gap > 0 {
 		st.OpenWindows, st.Entries = o.sess.live, o.sess.live
-		for _, s := range o.sess.all() {
+		for _, s := range o.sess.all(false) {
 			extra += int64(o.slots.extraBytes(s.slot))
 		}
 		st.StateBytes = int64(st.Entries) * int64(sessionBytes)

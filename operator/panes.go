@@ -150,6 +150,7 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 			if err := o.slots.apply(e.slot, r, -1); err != nil {
 				return OnTime, err
 			}
+			o.markChanged(int(o.keys.ents[e.key].group))
 			e.rows--
 			e.dirty = true
 			accepted++
@@ -204,6 +205,7 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 		if err := o.slots.apply(e.slot, r, 1); err != nil {
 			return OnTime, err
 		}
+		o.markChanged(int(o.keys.ents[e.key].group))
 		e.rows++
 		e.dirty = true
 		accepted++
@@ -275,7 +277,8 @@ func (o *Operator) advancePanes() {
 			break
 		}
 		o.reserve(p.live)
-		for i := range p.ents {
+		o.ordA, o.ordB = p.w.End, p.w.Start
+		o.entriesInOrder(p, func(i int32) {
 			e := &p.ents[i]
 			if e.slot >= 0 {
 				o.emit(e, p.w, fireClose)
@@ -284,8 +287,9 @@ func (o *Operator) advancePanes() {
 			if o.panes.multi {
 				o.keys.dropPane(e.key, p.w.Start)
 			}
+			o.markChanged(int(o.keys.ents[e.key].group))
 			o.keys.unref(e.key)
-		}
+		})
 		o.panes.recycle(p)
 		n++
 	}
@@ -303,11 +307,15 @@ func (o *Operator) advancePanes() {
 		}
 		p.fired = true
 		o.reserve(p.live)
-		for i := range p.ents {
-			if p.ents[i].slot >= 0 {
-				o.emit(&p.ents[i], p.w, fireOnTime)
+		o.ordA, o.ordB = p.w.End, p.w.Start
+		o.entriesInOrder(p, func(i int32) {
+			e := &p.ents[i]
+			// The pane's fired flag is part of every key group's share.
+			o.markChanged(int(o.keys.ents[e.key].group))
+			if e.slot >= 0 {
+				o.emit(e, p.w, fireOnTime)
 			}
-		}
+		})
 	}
 }
 
@@ -316,11 +324,13 @@ func (o *Operator) earlyPanes() {
 		if p.fired {
 			continue
 		}
-		for i := range p.ents {
+		o.ordA, o.ordB = p.w.End, p.w.Start
+		o.entriesInOrder(p, func(i int32) {
 			if e := &p.ents[i]; e.slot >= 0 && e.dirty {
+				o.markChanged(int(o.keys.ents[e.key].group))
 				o.emit(e, p.w, fireEarly)
 			}
-		}
+		})
 	}
 }
 

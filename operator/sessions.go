@@ -26,7 +26,7 @@ const (
 type timer struct {
 	at   int64
 	kind uint8
-	seq  uint64
+	ord  uint64 // the session's seq; canonical: key group << 48 | seq
 	s    *session
 }
 
@@ -41,7 +41,7 @@ func (h timerHeap) Less(i, j int) bool {
 	if a.kind != b.kind {
 		return a.kind < b.kind
 	}
-	return a.seq < b.seq
+	return a.ord < b.ord
 }
 func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timer)) }
@@ -61,14 +61,29 @@ type sessionStore struct {
 	keys   *keyTable
 }
 
-// all returns the live sessions ordered by (end, start, creation).
-func (ss *sessionStore) all() []*session {
+// all returns the live sessions ordered by (end, start, creation), or
+// with canonical by (end, start, key group, creation).
+func (ss *sessionStore) all(canonical bool) []*session {
 	var out []*session
 	if ss.keys == nil {
 		return nil
 	}
 	for i := range ss.keys.ents {
 		out = append(out, ss.keys.ents[i].sessions...)
+	}
+	if canonical {
+		ents := ss.keys.ents
+		sort.Slice(out, func(i, j int) bool {
+			a, b := out[i], out[j]
+			if a.w != b.w {
+				return sessionLess(a, b)
+			}
+			if ga, gb := ents[a.key].group, ents[b.key].group; ga != gb {
+				return ga < gb
+			}
+			return a.seq < b.seq
+		})
+		return out
 	}
 	sort.Slice(out, func(i, j int) bool { return sessionLess(out[i], out[j]) })
 	return out
@@ -85,10 +100,14 @@ func sessionLess(a, b *session) bool {
 }
 
 func (o *Operator) schedule(s *session) {
-	if !s.fired {
-		heap.Push(&o.sess.timers, timer{at: s.w.End, kind: timerFire, seq: s.seq, s: s})
+	ord := s.seq
+	if o.cfg.Canonical {
+		ord |= uint64(o.keys.ents[s.key].group) << 48
 	}
-	heap.Push(&o.sess.timers, timer{at: s.w.End + o.lateness, kind: timerClose, seq: s.seq, s: s})
+	if !s.fired {
+		heap.Push(&o.sess.timers, timer{at: s.w.End, kind: timerFire, ord: ord, s: s})
+	}
+	heap.Push(&o.sess.timers, timer{at: s.w.End + o.lateness, kind: timerClose, ord: ord, s: s})
 }
 
 func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, error) {
@@ -104,6 +123,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 			if err := o.slots.check(s.slot, r, -1); err != nil {
 				return OnTime, &RejectError{Err: err, Window: s.w, Key: o.keys.ents[id].vals}
 			}
+			o.markChanged(int(o.keys.ents[id].group))
 			if err := o.slots.apply(s.slot, r, -1); err != nil {
 				return OnTime, err
 			}
@@ -143,6 +163,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 		if !known {
 			id = o.keys.intern(o.keyBuf)
 		}
+		o.markChanged(int(o.keys.ents[id].group))
 		// A new session continues the key's versions, so that no row it
 		// emits can look older than a row a dropped session of the key
 		// emitted (or deleted) under the same window start.
@@ -171,6 +192,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 			return OnTime, &RejectError{Err: err, Window: proto, Key: o.keys.ents[id].vals}
 		}
 	}
+	o.markChanged(int(o.keys.ents[id].group))
 	target := list[lo]
 	merged := proto
 	wasFired := false
@@ -252,6 +274,7 @@ func (o *Operator) checkSessions(r *row.Row, join []*session) error {
 // dropSession removes a session and releases its slot and key reference.
 func (o *Operator) dropSession(s *session) {
 	ke := &o.keys.ents[s.key]
+	o.markChanged(int(ke.group))
 	ke.maxVer = max(ke.maxVer, s.version)
 	for i, x := range ke.sessions {
 		if x == s {
@@ -275,12 +298,14 @@ func (o *Operator) advanceSessions() {
 		if s.dead {
 			continue
 		}
+		o.ordA, o.ordB = t.at, int64(t.kind)
 		switch t.kind {
 		case timerFire:
 			if t.at != s.w.End || s.fired {
 				continue // stale: the session grew
 			}
 			s.fired = true
+			o.markChanged(int(o.keys.ents[s.key].group))
 			if !o.closed(s.w.End) {
 				o.emit(&s.inst, s.w, fireOnTime)
 			}
@@ -296,8 +321,10 @@ func (o *Operator) advanceSessions() {
 }
 
 func (o *Operator) earlySessions() {
-	for _, s := range o.sess.all() {
+	for _, s := range o.sess.all(o.cfg.Canonical) {
 		if !s.fired && s.dirty {
+			o.ordA, o.ordB = s.w.End, s.w.Start
+			o.markChanged(int(o.keys.ents[s.key].group))
 			o.emit(&s.inst, s.w, fireEarly)
 		}
 	}

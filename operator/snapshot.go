@@ -3,6 +3,7 @@ package operator
 import (
 	"errors"
 	"fmt"
+	"github.com/tidemark/tidemark/keygroup"
 	"math"
 
 	"github.com/tidemark/tidemark/changelog"
@@ -447,7 +448,7 @@ func (r *restorer) keyTable() {
 		ke := &k.ents[id]
 		*ke = keyEntry{enc: enc, vals: decodeKey(enc, k.fields), maxVer: uint32(maxVer)}
 		if k.groups > 0 {
-			ke.group = uint16(fnv1a64(enc) % uint64(k.groups))
+			ke.group = uint16(keygroup.OfKey([]byte(enc), k.groups))
 		}
 		if sessions {
 			r.keySessions(uint32(id))
@@ -615,28 +616,32 @@ func (r *restorer) inst(in *inst, w window.Window) (fired, live bool) {
 // prevValues reads a slot's last emitted values: none, or one per
 // aggregate, each null or of the aggregate's kind.
 func (r *restorer) prevValues(s int32) {
-	o, d := r.o, r.d
+	r.prev[s] = readPrevValues(r.d, r.o, s)
+}
+
+// readPrevValues reads slot s's last emitted values (nil for none).
+func readPrevValues(d *state.Decoder, o *Operator, s int32) []row.Value {
 	n := d.Len(len(o.cfg.Aggs), 1)
 	if d.Err() != nil || n == 0 {
-		return
+		return nil
 	}
 	if n != len(o.cfg.Aggs) {
 		d.Fail("slot %d: %d emitted values for %d aggregates", s, n, len(o.cfg.Aggs))
-		return
+		return nil
 	}
 	vals := make([]row.Value, n)
 	for i := range vals {
 		v := d.Value()
 		if d.Err() != nil {
-			return
+			return nil
 		}
 		if !v.IsNull() && v.Kind != o.cfg.Aggs[i].Kind() {
 			d.Fail("slot %d: emitted value %d is %s, aggregate is %s", s, i, v.Kind, o.cfg.Aggs[i].Kind())
-			return
+			return nil
 		}
 		vals[i] = v
 	}
-	r.prev[s] = vals
+	return vals
 }
 
 // install replaces the operator's state with the decoded one and derives
@@ -660,6 +665,8 @@ func (r *restorer) install() {
 	}
 	o.wm, o.now, o.nextEarly = r.wm, r.now, r.nextEarly
 	o.emitted, o.partial, o.skippedWindows = r.emitted, r.partial, r.skipped
+	k.perGroup = o.keys.perGroup
+	k.rebuildGroups()
 	o.keys = k
 	o.slots.n = r.nslots
 	o.slots.free = r.slotFree

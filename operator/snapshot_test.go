@@ -60,6 +60,8 @@ type snapConfig struct {
 	keys     int // 0: no key, 1: k, 2: k and g
 	aggs     []aggChoice
 	retract  bool
+	groups   int  // key groups (0: the default)
+	canon    bool // Config.Canonical
 }
 
 func (c snapConfig) build(t interface{ Fatal(...any) }, f snapFields) *Operator {
@@ -77,7 +79,7 @@ func (c snapConfig) build(t interface{ Fatal(...any) }, f snapFields) *Operator 
 		cols = append(cols, col)
 	}
 	cfg := Config{AllowedLateness: c.lateness, Mode: c.mode, EarlyEvery: c.early, Aggs: cols,
-		Key: []row.Field{f.k, f.g}[:c.keys]}
+		Key: []row.Field{f.k, f.g}[:c.keys], KeyGroups: c.groups, Canonical: c.canon}
 	switch c.kind {
 	case "session":
 		cfg.Gap = c.gap
@@ -375,7 +377,7 @@ func sameDerived(t fataler, a, b *Operator) {
 			if s.dead || (x.kind == timerFire && (x.at != s.w.End || s.fired)) || (x.kind == timerClose && x.at != s.w.End+a.lateness) {
 				continue
 			}
-			m[tk{x.at, x.kind, x.seq}] = true
+			m[tk{x.at, x.kind, x.ord}] = true
 		}
 		return m
 	}

@@ -1,0 +1,615 @@
+package operator
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/keygroup"
+	"github.com/tidemark/tidemark/state"
+	"github.com/tidemark/tidemark/window"
+)
+
+// State per key group (docs/parallelism.md). A pipeline's keyed state is
+// split into key groups; a task's operator holds the keys of the key
+// groups the task owns. Checkpoints store each key group's share of the
+// state on its own (SnapshotGroups), only for the key groups that changed
+// since the previous checkpoint (Changed), and a restore assembles an
+// operator from the shares of any set of key groups (RestoreGroups): the
+// shares a checkpoint taken by 4 tasks wrote restore into 1 or 2.
+//
+// Key-group section format, version 1 (state encoding):
+//
+//	Byte(1)                             section version
+//	shape (as in Snapshot)
+//	Uint(key group)
+//	Uint(#keys) per key, sorted by encoded key:
+//	    String(encoded key) Uint(maxVer)
+//	    [sessions: Uint(#sessions) per session, by start:
+//	        Int(start) Int(end−start) Uint(rank) inst]
+//	[panes: Uint(#panes) per pane holding the group's keys, in (end, start)
+//	        order: Int(start) Int(end−start) Bool(fired)
+//	        Uint(#entries) per entry, in the pane's order:
+//	            Uint(index of its key in the list above) inst]
+//
+//	inst: as in Snapshot without the slot number (slots are allocated on
+//	      restore): Byte(flags) Int(rows) Uint(version) Int(version −
+//	      emitted version) [Δ emitted window] [live: each aggregate's slot
+//	      state; retract mode: the last emitted values]
+//
+// A session's rank is its place among the group's sessions in creation
+// order; a restore renumbers the sessions of all its key groups by (key
+// group, rank), so creation order within a key group — the only order the
+// canonical emission order uses — survives any reassignment. Panes keep
+// their entries in arrival order within the key group. Keys are listed
+// only when they hold state: keys held by a window or session, and (session
+// windows) idle keys whose next session continues their versions. Equal
+// states of a key group give equal bytes, whichever operator held it.
+
+// groupSectionVersion is the key-group section's format version.
+const groupSectionVersion = 1
+
+// Globals is the part of an operator's state that is not per key group:
+// the watermark and processing time every task's operator shares, and
+// counters (which a runner sums over its tasks).
+type Globals struct {
+	Watermark, Now int64
+	// Emitted, PartlyTooLate and SkippedWindows are Stats' counters.
+	Emitted, PartlyTooLate, SkippedWindows int64
+}
+
+// Globals returns the operator's state outside its key groups.
+func (o *Operator) Globals() Globals {
+	return Globals{Watermark: o.wm, Now: o.now, Emitted: o.emitted, PartlyTooLate: o.partial, SkippedWindows: o.skippedWindows}
+}
+
+// markChanged records that key group g's state changed.
+func (o *Operator) markChanged(g int) { o.changed[g>>6] |= 1 << (uint(g) & 63) }
+
+// Changed appends to dst the key groups whose state changed since the last
+// ClearChanged (or since New), in ascending order.
+func (o *Operator) Changed(dst []int) []int {
+	for w, bits := range o.changed {
+		for bits != 0 {
+			b := 0
+			for bits&(1<<uint(b)) == 0 {
+				b++
+			}
+			dst = append(dst, w*64+b)
+			bits &^= 1 << uint(b)
+		}
+	}
+	return dst
+}
+
+// ClearChanged forgets which key groups changed (after a checkpoint wrote
+// them).
+func (o *Operator) ClearChanged() { clear(o.changed) }
+
+// MarkAllChanged marks every key group changed (a checkpoint that must
+// write every key group, e.g. the first after a restore into another
+// number of tasks).
+func (o *Operator) MarkAllChanged() {
+	for g := range o.cfg.KeyGroups {
+		o.markChanged(g)
+	}
+}
+
+// canonScratch holds the buffers of the canonical emission order.
+type canonScratch struct {
+	count []int32
+	order []int32
+}
+
+// paneOrder returns the indexes of p's entries in canonical order: by key
+// group, then by position (first arrival). The slice is valid until the
+// next call.
+func (o *Operator) paneOrder(p *pane) []int32 {
+	c := &o.canon
+	n := len(p.ents)
+	c.order = slices.Grow(c.order[:0], n)[:n]
+	sorted := true
+	prev := uint16(0)
+	for i := range p.ents {
+		g := o.keys.ents[p.ents[i].key].group
+		if g < prev {
+			sorted = false
+		}
+		prev = g
+	}
+	if sorted {
+		for i := range c.order {
+			c.order[i] = int32(i)
+		}
+		return c.order
+	}
+	k := o.cfg.KeyGroups
+	c.count = slices.Grow(c.count[:0], k+1)[:k+1]
+	clear(c.count)
+	for i := range p.ents {
+		c.count[o.keys.ents[p.ents[i].key].group+1]++
+	}
+	for g := 1; g <= k; g++ {
+		c.count[g] += c.count[g-1]
+	}
+	for i := range p.ents {
+		g := o.keys.ents[p.ents[i].key].group
+		c.order[c.count[g]] = int32(i)
+		c.count[g]++
+	}
+	return c.order
+}
+
+// entriesInOrder calls f for each entry index of p, in canonical order when
+// the operator is canonical, else in arrival order.
+func (o *Operator) entriesInOrder(p *pane, f func(i int32)) {
+	if !o.cfg.Canonical {
+		for i := range p.ents {
+			f(int32(i))
+		}
+		return
+	}
+	for _, i := range o.paneOrder(p) {
+		f(i)
+	}
+}
+
+// SnapshotGroups appends the state of each key group of groups (ascending)
+// to the encoder enc returns for it, in the key-group section format
+// above. It walks the operator's state once, whatever the number of
+// groups. Preconditions as for Snapshot (between calls, after Drain).
+func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) {
+	if len(groups) == 0 {
+		return
+	}
+	k := o.cfg.KeyGroups
+	want := make([]int32, k) // group → index in groups + 1
+	for i, g := range groups {
+		want[g] = int32(i + 1)
+	}
+	sessions := o.cfg.Gap > 0
+	// Keys per group, sorted by encoding.
+	keys := make([][]uint32, len(groups))
+	for id := range o.keys.ents {
+		e := &o.keys.ents[id]
+		if want[e.group] == 0 || !o.keys.holds(uint32(id)) {
+			continue
+		}
+		if e.refs <= 0 && !(sessions && e.maxVer > 0) {
+			continue
+		}
+		w := want[e.group] - 1
+		keys[w] = append(keys[w], uint32(id))
+	}
+	index := make(map[uint32]int) // key id → index in its group's list
+	encs := make([]*state.Encoder, len(groups))
+	for w, g := range groups {
+		ids := keys[w]
+		sort.Slice(ids, func(i, j int) bool { return o.keys.ents[ids[i]].enc < o.keys.ents[ids[j]].enc })
+		e := enc(g)
+		encs[w] = e
+		e.Byte(groupSectionVersion)
+		o.appendShape(e)
+		e.Uint(uint64(g))
+		e.Uint(uint64(len(ids)))
+		var ranks map[*session]int
+		if sessions {
+			var all []*session
+			for _, id := range ids {
+				all = append(all, o.keys.ents[id].sessions...)
+			}
+			sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
+			ranks = make(map[*session]int, len(all))
+			for r, s := range all {
+				ranks[s] = r
+			}
+		}
+		for i, id := range ids {
+			ke := &o.keys.ents[id]
+			index[id] = i
+			e.String(ke.enc)
+			e.Uint(uint64(ke.maxVer))
+			if sessions {
+				e.Uint(uint64(len(ke.sessions)))
+				for _, s := range ke.sessions {
+					e.Int(s.w.Start)
+					e.Int(s.w.End - s.w.Start)
+					e.Uint(uint64(ranks[s]))
+					o.appendGroupInst(e, &s.inst, s.w, s.fired)
+				}
+			}
+		}
+	}
+	if sessions {
+		return
+	}
+	// Panes: per group, the panes holding its keys and their entries.
+	counts := make([][]int, len(o.panes.list)) // pane → entries per wanted group
+	held := make([]int, len(groups))           // group → panes holding it
+	for pi, p := range o.panes.list {
+		var c []int
+		for i := range p.ents {
+			g := o.keys.ents[p.ents[i].key].group
+			if w := want[g]; w != 0 {
+				if c == nil {
+					c = make([]int, len(groups))
+				}
+				if c[w-1] == 0 {
+					held[w-1]++
+				}
+				c[w-1]++
+			}
+		}
+		counts[pi] = c
+	}
+	for w := range groups {
+		encs[w].Uint(uint64(held[w]))
+	}
+	for pi, p := range o.panes.list {
+		c := counts[pi]
+		if c == nil {
+			continue
+		}
+		for w, n := range c {
+			if n == 0 {
+				continue
+			}
+			e := encs[w]
+			e.Int(p.w.Start)
+			e.Int(p.w.End - p.w.Start)
+			e.Bool(p.fired)
+			e.Uint(uint64(n))
+		}
+		for i := range p.ents {
+			in := &p.ents[i]
+			w := want[o.keys.ents[in.key].group]
+			if w == 0 {
+				continue
+			}
+			e := encs[w-1]
+			e.Uint(uint64(index[in.key]))
+			o.appendGroupInst(e, in, p.w, false)
+		}
+	}
+}
+
+// appendGroupInst writes an instance without its slot number.
+func (o *Operator) appendGroupInst(e *state.Encoder, in *inst, w window.Window, fired bool) {
+	var flags byte
+	if in.slot >= 0 {
+		flags |= flagLive
+	}
+	if in.emitted {
+		flags |= flagEmitted
+	}
+	if in.dirty {
+		flags |= flagDirty
+	}
+	if fired {
+		flags |= flagFired
+	}
+	switch in.emitW {
+	case window.Window{}:
+	case w:
+		flags |= flagEmitSame
+	default:
+		flags |= flagEmitDiff
+	}
+	e.Byte(flags)
+	e.Int(in.rows)
+	e.Uint(uint64(in.version))
+	e.Int(int64(in.version) - int64(in.emitV))
+	if flags&flagEmitDiff != 0 {
+		e.Int(in.emitW.Start - w.Start)
+		e.Int(in.emitW.End - w.End)
+	}
+	if in.slot >= 0 {
+		for _, c := range o.cfg.Aggs {
+			c.AppendSlot(e, in.slot)
+		}
+		if o.slots.keep {
+			prev := o.slots.prev[in.slot]
+			e.Uint(uint64(len(prev)))
+			for _, v := range prev {
+				e.Value(v)
+			}
+		}
+	}
+}
+
+// RestoreGroups replaces the state of a fresh operator (from New, nothing
+// processed) by the key-group sections in parts (each written by
+// SnapshotGroups of an operator with the same Config, one key group each,
+// no key group twice) and the globals g. The operator then emits exactly
+// the rows an operator holding those key groups all along would emit on
+// the same further input (for the rows of its keys: the versions, values,
+// is_final, watermark_at and updated_at), whichever operators wrote the
+// sections.
+//
+// Errors: ErrNotFresh; an error naming the section's key group for a
+// section that is corrupt, of another configuration, of a key group given
+// twice, or holding a key that does not hash into its key group. On error
+// the operator must be discarded. Never panics on corrupt input.
+func (o *Operator) RestoreGroups(parts [][]byte, g Globals) error {
+	if o.slots.n != 0 || len(o.keys.ents) != 0 || len(o.panes.list) != 0 || o.sess.seq != 0 ||
+		o.wm != changelog.WatermarkNone || o.emitted != 0 || len(o.out) != 0 {
+		return ErrNotFresh
+	}
+	r := groupRestorer{o: o, panes: map[int64]*pane{}, seen: map[int]bool{}}
+	for i, part := range parts {
+		d := state.NewDecoder(part)
+		r.section(d)
+		if err := d.Err(); err != nil {
+			return fmt.Errorf("operator: key group section %d: %w", i, err)
+		}
+		if d.Remaining() != 0 {
+			return fmt.Errorf("operator: key group section %d: %d bytes after the section", i, d.Remaining())
+		}
+	}
+	r.install(g)
+	return nil
+}
+
+// groupRestorer assembles an operator from key-group sections.
+type groupRestorer struct {
+	o        *Operator
+	panes    map[int64]*pane
+	sessions []restoredSession
+	seen     map[int]bool
+}
+
+type restoredSession struct {
+	s     *session
+	group int
+	rank  uint64
+}
+
+func (r *groupRestorer) section(d *state.Decoder) {
+	o := r.o
+	d.Section("operator key group", groupSectionVersion)
+	sh := restorer{o: o, d: d}
+	sh.shape()
+	g64 := d.Uint()
+	if d.Err() != nil {
+		return
+	}
+	if g64 >= uint64(o.cfg.KeyGroups) {
+		d.Fail("key group %d out of range (the operator has %d)", g64, o.cfg.KeyGroups)
+		return
+	}
+	g := int(g64)
+	if r.seen[g] {
+		d.Fail("key group %d given twice", g)
+		return
+	}
+	r.seen[g] = true
+	nkeys := d.Len(maxCount, 2)
+	if d.Err() != nil {
+		return
+	}
+	k := o.keys
+	ids := make([]uint32, nkeys)
+	sessions := o.cfg.Gap > 0
+	prevEnc := ""
+	for i := range nkeys {
+		enc := d.String()
+		maxVer := d.Uint()
+		if d.Err() != nil {
+			return
+		}
+		if maxVer > math.MaxUint32 {
+			d.Fail("key group %d: key %d: version %d out of range", g, i, maxVer)
+			return
+		}
+		if err := checkKey(enc, o.cfg.Key); err != nil {
+			d.Fail("key group %d: key %d: %v", g, i, err)
+			return
+		}
+		if i > 0 && enc <= prevEnc {
+			d.Fail("key group %d: keys out of order", g)
+			return
+		}
+		prevEnc = enc
+		if kg := keygroup.OfKey([]byte(enc), o.cfg.KeyGroups); kg != g {
+			d.Fail("key group %d: key %d belongs to key group %d", g, i, kg)
+			return
+		}
+		if _, dup := k.ids[enc]; dup {
+			d.Fail("key group %d: key %d listed twice", g, i)
+			return
+		}
+		id := uint32(len(k.ents))
+		k.ents = append(k.ents, keyEntry{enc: enc, vals: decodeKey(enc, k.fields), maxVer: uint32(maxVer), group: uint16(g)})
+		k.ids[enc] = id
+		ids[i] = id
+		if sessions {
+			r.keySessions(d, g, id)
+			if d.Err() != nil {
+				return
+			}
+		}
+	}
+	if sessions {
+		return
+	}
+	npanes := d.Len(maxCount, 4)
+	if d.Err() != nil {
+		return
+	}
+	var last window.Window
+	for pi := range npanes {
+		start := d.Int()
+		w := window.Window{Start: start, End: start + d.Int()}
+		fired := d.Bool()
+		m := d.Len(maxCount, 3)
+		if d.Err() != nil {
+			return
+		}
+		if pi > 0 && !less(last, w) {
+			d.Fail("key group %d: pane %s out of order", g, w)
+			return
+		}
+		last = w
+		p := r.panes[w.Start]
+		if p == nil {
+			p = &pane{w: w, fired: fired, idx: map[string]int32{}}
+			r.panes[w.Start] = p
+		} else if p.w != w || p.fired != fired {
+			d.Fail("key group %d: pane %s (fired %v) differs from another key group's pane %s (fired %v)", g, w, fired, p.w, p.fired)
+			return
+		}
+		for range m {
+			ki := d.Uint()
+			if d.Err() != nil {
+				return
+			}
+			if ki >= uint64(len(ids)) {
+				d.Fail("key group %d: pane %s: key index %d out of range", g, w, ki)
+				return
+			}
+			kid := ids[ki]
+			if _, dup := p.idx[k.ents[kid].enc]; dup {
+				d.Fail("key group %d: pane %s: key %d listed twice", g, w, ki)
+				return
+			}
+			in := inst{key: kid}
+			isFired, live := r.inst(d, &in, w)
+			if d.Err() != nil {
+				return
+			}
+			if isFired {
+				d.Fail("key group %d: pane %s: entry with the session fired flag", g, w)
+				return
+			}
+			p.idx[k.ents[kid].enc] = int32(len(p.ents))
+			p.ents = append(p.ents, in)
+			if live {
+				p.live++
+			}
+		}
+	}
+}
+
+func (r *groupRestorer) keySessions(d *state.Decoder, g int, id uint32) {
+	n := d.Len(maxCount, 6)
+	if d.Err() != nil || n == 0 {
+		return
+	}
+	ke := &r.o.keys.ents[id]
+	ke.sessions = make([]*session, 0, n)
+	for i := range n {
+		start := d.Int()
+		w := window.Window{Start: start, End: start + d.Int()}
+		rank := d.Uint()
+		if d.Err() != nil {
+			return
+		}
+		if i > 0 && ke.sessions[i-1].w.Start >= w.Start {
+			d.Fail("key group %d: sessions out of order", g)
+			return
+		}
+		s := &session{w: w}
+		s.key = id
+		fired, live := r.inst(d, &s.inst, w)
+		if d.Err() != nil {
+			return
+		}
+		if !live {
+			d.Fail("key group %d: session without state", g)
+			return
+		}
+		s.fired = fired
+		ke = &r.o.keys.ents[id]
+		ke.sessions = append(ke.sessions, s)
+		r.sessions = append(r.sessions, restoredSession{s: s, group: g, rank: rank})
+	}
+}
+
+// inst reads an instance in the key-group format, allocating its slot.
+func (r *groupRestorer) inst(d *state.Decoder, in *inst, w window.Window) (fired, live bool) {
+	o := r.o
+	flags := d.Byte()
+	if d.Err() != nil {
+		return
+	}
+	if flags&^flagMask != 0 || flags&(flagEmitSame|flagEmitDiff) == flagEmitSame|flagEmitDiff {
+		d.Fail("bad instance flags %#x", flags)
+		return
+	}
+	live = flags&flagLive != 0
+	in.slot = -1
+	in.rows = d.Int()
+	ver := d.Uint()
+	dv := d.Int()
+	if d.Err() != nil {
+		return
+	}
+	emitV := int64(ver) - dv
+	if ver > math.MaxUint32 || dv < -math.MaxUint32 || dv > math.MaxUint32 || emitV < 0 || emitV > math.MaxUint32 {
+		d.Fail("version %d / emitted version offset %d out of range", ver, dv)
+		return
+	}
+	in.version, in.emitV = uint32(ver), uint32(emitV)
+	in.emitted = flags&flagEmitted != 0
+	in.dirty = flags&flagDirty != 0
+	switch {
+	case flags&flagEmitSame != 0:
+		in.emitW = w
+	case flags&flagEmitDiff != 0:
+		in.emitW = window.Window{Start: w.Start + d.Int(), End: w.End + d.Int()}
+	}
+	if live {
+		in.slot = o.slots.alloc()
+		for _, c := range o.cfg.Aggs {
+			c.RestoreSlot(d, in.slot)
+		}
+		if o.slots.keep {
+			o.slots.prev[in.slot] = readPrevValues(d, o, in.slot)
+		}
+	}
+	return flags&flagFired != 0, live
+}
+
+// install derives the rest of the state: pane order, reference counts,
+// idleness, session numbering and timers, and sets the globals.
+func (r *groupRestorer) install(g Globals) {
+	o := r.o
+	k := o.keys
+	o.wm, o.now = g.Watermark, g.Now
+	o.emitted, o.partial, o.skippedWindows = g.Emitted, g.PartlyTooLate, g.SkippedWindows
+	for _, p := range r.panes {
+		o.panes.list = append(o.panes.list, p)
+		o.panes.byStart[p.w.Start] = p
+		for i := range p.ents {
+			k.ents[p.ents[i].key].refs++
+		}
+	}
+	sort.Slice(o.panes.list, func(i, j int) bool { return less(o.panes.list[i].w, o.panes.list[j].w) })
+	// Sessions are numbered by (key group, rank): creation order within
+	// each key group.
+	sort.Slice(r.sessions, func(i, j int) bool {
+		a, b := r.sessions[i], r.sessions[j]
+		if a.group != b.group {
+			return a.group < b.group
+		}
+		return a.rank < b.rank
+	})
+	for i, rs := range r.sessions {
+		rs.s.seq = uint64(i)
+		k.ents[rs.s.key].refs++
+	}
+	o.sess = sessionStore{keys: k, seq: uint64(len(r.sessions)), live: len(r.sessions)}
+	for id := range k.ents {
+		if k.ents[id].refs == 0 {
+			k.ents[id].idle = true
+			k.idle++
+		}
+	}
+	k.rebuildGroups()
+	for _, rs := range r.sessions {
+		o.schedule(rs.s)
+	}
+	o.indexEntries()
+}
