@@ -13,6 +13,8 @@ func TestParseErrors(t *testing.T) {
 		name, src, want string
 	}{
 		{"unknown key", doc("bogus: 1"), `c.yaml: [7:1] unknown field "bogus"`},
+		{"misspelt key", doc("retension: 24h"), `c.yaml: [7:1] unknown field "retension" (did you mean retention?)`},
+		{"first unknown key", doc("ownr: x\nrealtme: true\nretension: 24h"), `c.yaml: [7:1] unknown field "ownr" (did you mean owner?)`},
 		{"unknown field key", doc("fields: {id: {type: string, requird: true}}"),
 			`c.yaml: [4:29] id: unknown key "requird" (want type, required, metadata or description)`},
 		{"field as a list", doc("fields: {id: [string]}"),
@@ -28,8 +30,8 @@ func TestParseErrors(t *testing.T) {
 			`c.yaml: [7:31] duration "1 day": want a Go duration string such as "90s", "3m" or "24h"`},
 		{"field twice", doc("fields:\n  id: string\n  id: int"), `c.yaml: [6:3] mapping key "id" already defined at [5:3]`},
 		{"rules as a mapping", doc("rules: {name: a}"), `c.yaml: [7:8] mapping was used where sequence is expected`},
-		{"unknown rule key", doc("rules: [{name: a, chek: x}]"), `c.yaml: [7:19] unknown field "chek"`},
-		{"unknown quality key", doc("quality: {max_dup: 1}"), `c.yaml: [7:11] unknown field "max_dup"`},
+		{"unknown rule key", doc("rules: [{name: a, chek: x}]"), `c.yaml: [7:19] unknown field "chek" in rules[0] (did you mean check?)`},
+		{"unknown quality key", doc("quality: {max_dup: 1}"), `c.yaml: [7:11] unknown field "max_dup" in quality (did you mean max_duplicate_id_rate?)`},
 		{"empty", "", `c.yaml: empty contract file`},
 		{"white space", " \n\t\n", `c.yaml: empty contract file`},
 		{"unset variable", doc("product: ${TIDEMARK_TEST_UNSET}"),

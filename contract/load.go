@@ -60,6 +60,9 @@ func decode(data []byte, c *Contract) (err error) {
 			err = fmt.Errorf("cannot decode the YAML (the decoder failed: %v); check for a tag such as !foo without a value", r)
 		}
 	}()
+	if err := spec.CheckKeys(data, c); err != nil {
+		return err // the first unknown key in the file, with the keys close to it
+	}
 	return yaml.UnmarshalWithOptions(data, c, yaml.DisallowUnknownField())
 }
 

@@ -55,8 +55,9 @@
 // skipped are only checked as far as fastjson's parser does (it accepts, for
 // example, NaN and raw control characters in strings).
 //
-// Decoded strings are copied into an arena owned by the decoder: they stay
-// valid across later calls to Decode, until [JSON.Reset]. After warm-up,
+// Decoded strings are copied into the arena passed to Decode (the
+// [source.Arena] of the batch the row belongs to): they stay valid across
+// later calls to Decode, until that arena is Reset. After warm-up,
 // decoding a record of strings, ints and decimals allocates nothing.
 //
 // # CSV

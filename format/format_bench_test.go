@@ -3,6 +3,8 @@ package format
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/tidemark/tidemark/source"
 )
 
 // orderLine is a typical order event.
@@ -14,16 +16,17 @@ func BenchmarkJSONDecodeOrder(b *testing.B) {
 	f := testFields(b, orderSpecs...)
 	d := NewJSON(f)
 	r := f.Schema.NewRow()
+	var a source.Arena
 	b.ReportAllocs()
 	b.SetBytes(int64(len(orderLine)))
 	n := 0
 	for b.Loop() {
 		if n%1024 == 0 {
-			d.Reset()
+			a.Reset()
 		}
 		n++
 		f.Schema.Shape(r)
-		if e := d.Decode(orderLine, r); e != nil {
+		if e := d.Decode(orderLine, r, &a); e != nil {
 			b.Fatal(e)
 		}
 	}
@@ -35,16 +38,17 @@ func BenchmarkJSONDecodeOrderNoTime(b *testing.B) {
 	f := testFields(b, orderSpecs[:6]...)
 	d := NewJSON(f)
 	r := f.Schema.NewRow()
+	var a source.Arena
 	b.ReportAllocs()
 	b.SetBytes(int64(len(orderLine)))
 	n := 0
 	for b.Loop() {
 		if n%1024 == 0 {
-			d.Reset()
+			a.Reset()
 		}
 		n++
 		f.Schema.Shape(r)
-		if e := d.Decode(orderLine, r); e != nil {
+		if e := d.Decode(orderLine, r, &a); e != nil {
 			b.Fatal(e)
 		}
 	}

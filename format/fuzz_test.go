@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/tidemark/tidemark/source"
 )
 
 // fuzzSpecs is a schema with every kind and parser, and a nested path.
@@ -28,10 +30,12 @@ func FuzzJSON(f *testing.F) {
 	var prev []byte
 	var prevRow string
 	keep := fields.Schema.NewRow()
+	var ka, a source.Arena
 	f.Fuzz(func(t *testing.T, line []byte) {
 		r := fields.Schema.NewRow()
 		orig := bytes.Clone(line)
-		e := d.Decode(line, r)
+		a.Reset()
+		e := d.Decode(line, r, &a)
 		if !bytes.Equal(orig, line) {
 			t.Fatalf("Decode modified its input")
 		}
@@ -46,9 +50,9 @@ func FuzzJSON(f *testing.F) {
 		if prev != nil && render(fields.Schema, keep) != prevRow {
 			t.Fatalf("strings of the previous row changed after decoding %q", line)
 		}
-		d.Reset()
+		ka.Reset()
 		fields.Schema.Shape(keep)
-		d.Decode(line, keep)
+		d.Decode(line, keep, &ka)
 		prev, prevRow = line, render(fields.Schema, keep)
 	})
 }

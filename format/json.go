@@ -13,7 +13,6 @@ import (
 type JSON struct {
 	fields []plan
 	p      fastjson.Parser
-	arena  arena
 	num    []byte // scratch: the literal of a JSON number
 	esc    []byte // scratch: a string with its escapes decoded
 	fast   bool   // every field is a top-level key: try the fast path (scan.go)
@@ -39,18 +38,19 @@ func NewJSON(f Fields) *JSON {
 // Rule "timestamp" (the field's parser rejected the text). After a "type"
 // or "timestamp" error the other fields are still decoded.
 //
-// Strings in r stay valid until Reset, also across later calls to Decode.
+// Strings in r are copied into a (the arena of the batch r belongs to):
+// they stay valid until a is Reset, also across later calls to Decode.
 // line is not retained.
-func (d *JSON) Decode(line []byte, r *row.Row) *source.DecodeError {
-	if d.fast && d.fastDecode(line, r) {
+func (d *JSON) Decode(line []byte, r *row.Row, a *source.Arena) *source.DecodeError {
+	if d.fast && d.fastDecode(line, r, a) {
 		return nil
 	}
-	return d.slowDecode(line, r)
+	return d.slowDecode(line, r, a)
 }
 
 // slowDecode decodes with fastjson: every line the fast path declines,
 // and the reference the fast path is checked against.
-func (d *JSON) slowDecode(line []byte, r *row.Row) *source.DecodeError {
+func (d *JSON) slowDecode(line []byte, r *row.Row, a *source.Arena) *source.DecodeError {
 	// fastjson is lenient (raw control characters, "\q", NaN, 01 pass);
 	// a line must first be JSON by RFC 8259.
 	if e := strictJSON(line); e != nil {
@@ -73,19 +73,15 @@ func (d *JSON) slowDecode(line []byte, r *row.Row) *source.DecodeError {
 		if fv == nil {
 			continue
 		}
-		if e := d.set(p, fv, r); e != nil && first == nil {
+		if e := d.set(p, fv, r, a); e != nil && first == nil {
 			first = e
 		}
 	}
 	return first
 }
 
-// Reset releases the memory backing strings of rows decoded since the last
-// Reset: those strings must no longer be used.
-func (d *JSON) Reset() { d.arena.reset() }
-
 // set stores the JSON value v into field p of r.
-func (d *JSON) set(p *plan, v *fastjson.Value, r *row.Row) *source.DecodeError {
+func (d *JSON) set(p *plan, v *fastjson.Value, r *row.Row, a *source.Arena) *source.DecodeError {
 	f := &p.f
 	// A string's raw text, before fastjson unescapes it (MarshalTo of a
 	// string not yet looked at returns its bytes as written): decoded with
@@ -96,7 +92,7 @@ func (d *JSON) set(p *plan, v *fastjson.Value, r *row.Row) *source.DecodeError {
 		d.esc = appendUnescaped(d.esc[:0], raw[1:len(raw)-1])
 		b := d.esc
 		if f.Kind == row.KindString {
-			r.S[f.Slot] = d.arena.str(b)
+			r.S[f.Slot] = a.String(b)
 			r.SetValid(f.Index)
 			return nil
 		}
@@ -108,7 +104,7 @@ func (d *JSON) set(p *plan, v *fastjson.Value, r *row.Row) *source.DecodeError {
 	case fastjson.TypeString:
 		b, _ := v.StringBytes() // cannot fail for TypeString
 		if f.Kind == row.KindString {
-			r.S[f.Slot] = d.arena.str(b)
+			r.S[f.Slot] = a.String(b)
 			r.SetValid(f.Index)
 			return nil
 		}
@@ -120,7 +116,7 @@ func (d *JSON) set(p *plan, v *fastjson.Value, r *row.Row) *source.DecodeError {
 		}
 		switch {
 		case f.Kind == row.KindString:
-			r.S[f.Slot] = d.arena.str(d.num)
+			r.S[f.Slot] = a.String(d.num)
 			r.SetValid(f.Index)
 			return nil
 		case f.Kind == row.KindBool, f.Kind == row.KindTime && !epoch(p.parser):

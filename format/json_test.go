@@ -259,7 +259,7 @@ func TestJSONDecode(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := f.Schema.NewRow()
-			got := errText(d.Decode([]byte(tc.line), r))
+			got := errText(d.Decode([]byte(tc.line), r, new(source.Arena)))
 			if got != tc.err {
 				t.Errorf("error\n got: %s\nwant: %s", got, tc.err)
 			}
@@ -285,12 +285,13 @@ func errText(e *source.DecodeError) string {
 func TestJSONStringsSurviveLaterDecodes(t *testing.T) {
 	f := testFields(t, "s:string", "u:string")
 	d := NewJSON(f)
+	var a source.Arena
 	var rows []string
 	var kept []*row.Row
 	for i := range 2000 {
 		r := f.Schema.NewRow()
 		line := `{"s":"value-` + strings.Repeat("x", i%50) + `","u":"` + strings.Repeat("é", i%7) + `"}`
-		if e := d.Decode([]byte(line), r); e != nil {
+		if e := d.Decode([]byte(line), r, &a); e != nil {
 			t.Fatal(e)
 		}
 		rows = append(rows, render(f.Schema, r))
@@ -301,9 +302,9 @@ func TestJSONStringsSurviveLaterDecodes(t *testing.T) {
 			t.Fatalf("row %d changed after later decodes: %s, was %s", i, g, rows[i])
 		}
 	}
-	d.Reset()
+	a.Reset()
 	r := f.Schema.NewRow()
-	if e := d.Decode([]byte(`{"s":"after reset"}`), r); e != nil || r.S[0] != "after reset" {
+	if e := d.Decode([]byte(`{"s":"after reset"}`), r, &a); e != nil || r.S[0] != "after reset" {
 		t.Fatalf("decode after Reset: %v %q", e, r.S[0])
 	}
 }
@@ -313,22 +314,23 @@ func TestJSONZeroAllocs(t *testing.T) {
 	line := []byte(`{"event_id":"e1","event_type":"PAYMENT","order_id":"O1","store_id":"store-7","currency":"KRW","amount":25000.50,"qty":"3","paid_at":"2026-09-01T10:02:00+09:00","note":{"a":[1,2,3]}}`)
 	d := NewJSON(f)
 	r := f.Schema.NewRow()
+	var a source.Arena
 	n := 0
 	for range 4096 { // warm up: the arena grows to hold a batch
 		if n%512 == 0 {
-			d.Reset()
+			a.Reset()
 		}
 		n++
 		f.Schema.Shape(r)
-		d.Decode(line, r)
+		d.Decode(line, r, &a)
 	}
 	allocs := testing.AllocsPerRun(10000, func() {
 		if n%512 == 0 {
-			d.Reset() // as the file source does once per batch
+			a.Reset() // as a batch is reset before each Next
 		}
 		n++
 		f.Schema.Shape(r)
-		if e := d.Decode(line, r); e != nil {
+		if e := d.Decode(line, r, &a); e != nil {
 			t.Fatal(e)
 		}
 	})

@@ -45,8 +45,8 @@ func flat(fields []plan) bool {
 // fastDecode decodes line into r when the line is a strictly valid flat
 // object and every requested value is accepted; otherwise it returns false
 // with every field of r null again.
-func (d *JSON) fastDecode(line []byte, r *row.Row) bool {
-	if !d.fastDecode1(line, r) {
+func (d *JSON) fastDecode(line []byte, r *row.Row, a *source.Arena) bool {
+	if !d.fastDecode1(line, r, a) {
 		for i := range d.fields {
 			r.SetNull(d.fields[i].f.Index)
 		}
@@ -55,7 +55,7 @@ func (d *JSON) fastDecode(line []byte, r *row.Row) bool {
 	return true
 }
 
-func (d *JSON) fastDecode1(line []byte, r *row.Row) bool {
+func (d *JSON) fastDecode1(line []byte, r *row.Row, a *source.Arena) bool {
 	d.seen++
 	if d.seen == 0 { // wrapped: reset the marks
 		clear(d.mark)
@@ -108,7 +108,7 @@ func (d *JSON) fastDecode1(line []byte, r *row.Row) bool {
 			next, ok = skipValue(b, i)
 		} else {
 			d.mark[fi] = d.seen
-			next, ok = d.fastValue(&d.fields[fi], b, i, r)
+			next, ok = d.fastValue(&d.fields[fi], b, i, r, a)
 		}
 		if !ok {
 			return false
@@ -178,7 +178,7 @@ const maxHints = 64
 
 // fastValue decodes the value at b[i:] into field p and returns the index
 // after it.
-func (d *JSON) fastValue(p *plan, b []byte, i int, r *row.Row) (int, bool) {
+func (d *JSON) fastValue(p *plan, b []byte, i int, r *row.Row, a *source.Arena) (int, bool) {
 	f := &p.f
 	switch c := b[i]; {
 	case c == '"':
@@ -194,7 +194,7 @@ func (d *JSON) fastValue(p *plan, b []byte, i int, r *row.Row) (int, bool) {
 			s = d.esc
 		}
 		if f.Kind == row.KindString {
-			r.S[f.Slot] = d.arena.str(s)
+			r.S[f.Slot] = a.String(s)
 			r.SetValid(f.Index)
 			return end + 1, true
 		}
@@ -207,7 +207,7 @@ func (d *JSON) fastValue(p *plan, b []byte, i int, r *row.Row) (int, bool) {
 		num := b[i:end]
 		switch {
 		case f.Kind == row.KindString:
-			r.S[f.Slot] = d.arena.str(num)
+			r.S[f.Slot] = a.String(num)
 			r.SetValid(f.Index)
 			return end, true
 		case f.Kind == row.KindBool, f.Kind == row.KindTime && !epoch(p.parser):

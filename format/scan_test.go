@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidemark/tidemark/eventtime"
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
 )
 
 // fastSlowFields is a flat schema of every kind.
@@ -31,7 +32,7 @@ func decodeBoth(f Fields, line []byte) (fast, slow string) {
 		d := NewJSON(f)
 		d.fast = useFast
 		r := f.Schema.NewRow()
-		err := d.Decode(line, r)
+		err := d.Decode(line, r, new(source.Arena))
 		out := ""
 		for _, fd := range f.Schema.Fields {
 			v := r.Get(fd)
@@ -88,14 +89,15 @@ func BenchmarkJSONSlowPath(b *testing.B) {
 	d := NewJSON(f)
 	d.fast = false
 	r := f.Schema.NewRow()
+	var a source.Arena
 	n := 0
 	for b.Loop() {
 		if n%1024 == 0 {
-			d.Reset()
+			a.Reset()
 		}
 		n++
 		f.Schema.Shape(r)
-		if e := d.Decode(orderLine, r); e != nil {
+		if e := d.Decode(orderLine, r, &a); e != nil {
 			b.Fatal(e)
 		}
 	}
@@ -150,7 +152,7 @@ func TestFastPathStringsFollowEncodingJSON(t *testing.T) {
 			d := NewJSON(f)
 			d.fast = fast
 			r := f.Schema.NewRow()
-			if err := d.Decode([]byte(c.line), r); err != nil {
+			if err := d.Decode([]byte(c.line), r, new(source.Arena)); err != nil {
 				t.Fatal(err)
 			}
 			sf, _ := f.Schema.Lookup("s")
@@ -164,7 +166,7 @@ func TestFastPathStringsFollowEncodingJSON(t *testing.T) {
 		for _, fast := range []bool{true, false} {
 			d := NewJSON(f)
 			d.fast = fast
-			if err := d.Decode([]byte(line), f.Schema.NewRow()); err == nil || err.Rule != "decode" {
+			if err := d.Decode([]byte(line), f.Schema.NewRow(), new(source.Arena)); err == nil || err.Rule != "decode" {
 				t.Errorf("%q fast=%v: %v, want a decode error", line, fast, err)
 			}
 		}

@@ -27,7 +27,7 @@ type Meta struct {
 	// Pos locates the record in the source, for side outputs and errors.
 	Pos changelog.Position
 	// Raw holds the record's original bytes (a JSON line, a CSV record).
-	// Valid until the next call to Next.
+	// Valid until the record's Batch is Reset.
 	Raw []byte
 	// Err is non-nil when the record could not be decoded; the row is then
 	// unusable and the record goes to quarantine. Err is a *DecodeError.
@@ -66,23 +66,41 @@ func (e *DecodeError) Error() string {
 }
 
 // Batch is a reusable group of records. Rows[i] belongs to Meta[i]. A
-// source appends to both; the runner resets them (Reset) before each Next.
+// source appends to both, and copies the bytes of the rows' strings and
+// of Meta.Raw into the batch's Arena; the runner resets the batch (Reset)
+// before passing it to Next again.
+//
+// A batch owns its records: rows, their strings and Meta.Raw stay valid
+// until the batch is Reset, whatever the source does meanwhile, so
+// several batches filled by successive calls to Next (on one source) may
+// be in use at once, for example handed to other goroutines while the
+// source fills the next. The zero Batch is empty and ready to use.
 type Batch struct {
 	Rows []row.Row
 	Meta []Meta
+
+	arena Arena
 }
 
 // Len returns the number of records.
 func (b *Batch) Len() int { return len(b.Meta) }
 
-// Reset empties the batch, keeping capacity.
+// Arena returns the memory that holds the batch's strings and raw bytes:
+// sources copy into it (Arena.String, Arena.Bytes) what they put in the
+// batch. It is emptied by Reset.
+func (b *Batch) Arena() *Arena { return &b.arena }
+
+// Reset empties the batch, keeping the capacity of its rows, metas and
+// arena. Strings and raw bytes of its records must not be used
+// afterwards.
 func (b *Batch) Reset() {
 	b.Rows = b.Rows[:0]
 	b.Meta = b.Meta[:0]
+	b.arena.Reset()
 }
 
 // Next returns a row shaped for schema at the end of the batch, reusing
-// memory from earlier batches, and its Meta to fill in.
+// the slices of rows from before the last Reset, and its Meta to fill in.
 func (b *Batch) Next(schema *row.Schema) (*row.Row, *Meta) {
 	n := len(b.Rows)
 	if n < cap(b.Rows) {
@@ -97,16 +115,29 @@ func (b *Batch) Next(schema *row.Schema) (*row.Row, *Meta) {
 }
 
 // Source produces records.
+//
+// Next, Partitions, Close and the Resumable methods are called from one
+// goroutine at a time (the runner's). EventJSON may be called from any
+// number of other goroutines at the same time, concurrently with Next.
 type Source interface {
 	// Next appends up to max records to b. It returns io.EOF (possibly
-	// with records in b) when a bounded source is exhausted. Rows, their
-	// strings and Meta.Raw stay valid until the next call to Next.
+	// with records in b) when a bounded source is exhausted. The records'
+	// rows, their strings and Meta.Raw live in b (its rows and its Arena)
+	// and stay valid until b is Reset: later calls to Next, with other
+	// batches, do not touch them.
 	Next(ctx context.Context, b *Batch, max int) error
 	// Partitions returns the names of the partitions seen so far; indexes
 	// are stable and the list only grows.
 	Partitions() []string
 	// EventJSON appends the original record as a JSON object (for late
-	// records): a JSON line as is, a CSV record as {"column": "text", ...}.
+	// records, quarantine records and dedup payloads): a JSON line as is,
+	// a CSV record as {"column": "text", ...}. m must belong to a batch
+	// that has not been Reset since Next filled it.
+	//
+	// EventJSON is safe for concurrent use, also while Next runs on
+	// another goroutine: it reads only m, the memory of m's batch and
+	// source state that never changes after the source was built (or
+	// that it reaches through m).
 	EventJSON(dst []byte, m *Meta) []byte
 	// Close releases the source's resources.
 	Close() error

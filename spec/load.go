@@ -58,7 +58,9 @@ func Decode(name string, data []byte) (*Pipeline, error) {
 	return &p, nil
 }
 
-// decode unmarshals data into p, unknown keys being errors. A panic of the
+// decode unmarshals data into p, unknown keys being errors: CheckKeys
+// names the first in the file (with the keys close to it), and the values
+// of keys with a fixed set of values or a refused zero. A panic of the
 // YAML library becomes an error: goccy/go-yaml v1.19.2 dereferences nil on
 // a tag without a value where a list is expected ("key: !foo"; upstream
 // issue goccy/go-yaml#735, found by FuzzParse).
@@ -68,6 +70,9 @@ func decode(data []byte, p *Pipeline) (err error) {
 			err = fmt.Errorf("cannot decode the YAML (the decoder failed: %v); check for a tag such as !foo without a value", r)
 		}
 	}()
+	if err := CheckKeys(data, p); err != nil {
+		return err
+	}
 	return yaml.UnmarshalWithOptions(data, p, yaml.DisallowUnknownField())
 }
 

@@ -113,11 +113,14 @@ type Checkpoint struct {
 	// created if absent. YAML `dir`. Required.
 	Dir string `yaml:"dir"`
 	// Interval is the wall-clock time between checkpoints. YAML
-	// `interval`. Default 10s; at least 1ms.
-	Interval Duration `yaml:"interval"`
+	// `interval`. Default 10s; at least 1ms. An explicit zero in YAML
+	// (`interval: 0s`) is refused, not taken for the default; in Go the
+	// zero value means the default.
+	Interval Duration `yaml:"interval,omitempty" zero:"must be at least 1ms|10s"`
 	// Retain is how many complete checkpoints are kept (the newest);
-	// older ones are deleted. YAML `retain`. Default 3; at least 1.
-	Retain int `yaml:"retain"`
+	// older ones are deleted. YAML `retain`. Default 3; at least 1. An
+	// explicit `retain: 0` in YAML is refused; in Go 0 means the default.
+	Retain int `yaml:"retain,omitempty" zero:"must be at least 1|3"`
 }
 
 // Stage is one windowed aggregation: filter → derived fields → key → window
@@ -158,7 +161,7 @@ type Stage struct {
 type Source struct {
 	// Type of source: "file", "kafka" (docs/connectors/kafka.md) or
 	// "nexmark" (a generator, docs/nexmark.md). YAML `type`. Required.
-	Type string `yaml:"type"`
+	Type string `yaml:"type" enum:"source type|file,kafka,nexmark"`
 	// About says what the data is and where it comes from; it is printed
 	// when the source's files are missing. YAML `about`. Optional.
 	About string `yaml:"about"`
@@ -217,11 +220,14 @@ type Source struct {
 	// `isolation`. Default read_committed.
 	Isolation string `yaml:"isolation"`
 	// PollTimeout is the longest wait of one read for records. YAML
-	// `poll_timeout`. Default 500ms.
-	PollTimeout Duration `yaml:"poll_timeout"`
+	// `poll_timeout`. Default 500ms; at least 1ms (an explicit 0s in YAML
+	// is refused; in Go 0 means the default).
+	PollTimeout Duration `yaml:"poll_timeout,omitempty" zero:"must be at least 1ms|500ms"`
 	// DiscoveryInterval is how often new partitions are looked for and
-	// end offsets (lag) refreshed. YAML `discovery_interval`. Default 10s.
-	DiscoveryInterval Duration `yaml:"discovery_interval"`
+	// end offsets (lag) refreshed. YAML `discovery_interval`. Default
+	// 10s; at least 1ms (an explicit 0s in YAML is refused; in Go 0 means
+	// the default).
+	DiscoveryInterval Duration `yaml:"discovery_interval,omitempty" zero:"must be at least 1ms|10s"`
 	// StopAtEnd makes a kafka source bounded: it stops at the end offsets
 	// of its partitions when the run started (the last stable offsets
 	// under read_committed), and the run ends as at the end of a file.
@@ -368,7 +374,7 @@ type EventTime struct {
 	// "epoch_s", or "layout" (a Go reference layout in Layout, read in
 	// Timezone). YAML `format`. Default "rfc3339", or "layout" when Layout
 	// is set.
-	Format string `yaml:"format"`
+	Format string `yaml:"format" enum:"format|rfc3339,epoch_ms,epoch_s,layout"`
 	// Layout is a Go time layout for timestamps that carry no offset
 	// ("2006-01-02 15:04:05"). YAML `layout`.
 	Layout string `yaml:"layout"`
@@ -388,13 +394,13 @@ type EventTime struct {
 	// record) or, for a kafka source, "kafka_timestamp" (the record's
 	// timestamp in ms is written into the field). YAML `from`. Default
 	// payload.
-	From string `yaml:"from"`
+	From string `yaml:"from" enum:"event-time origin|payload,kafka_timestamp"`
 }
 
 // Window configures the window assigner.
 type Window struct {
 	// Type is "tumbling", "sliding" or "session". YAML `type`. Required.
-	Type string `yaml:"type"`
+	Type string `yaml:"type" enum:"window type|tumbling,sliding,session"`
 	// Size of tumbling and sliding windows. YAML `size`.
 	Size Duration `yaml:"size"`
 	// Slide of sliding windows; size must be a multiple of it. YAML `slide`.
@@ -421,7 +427,7 @@ type Emit struct {
 	// the window closes, with version and is_final) or "retract" (the same
 	// firings as changelog pairs: update_before / update_after, delete).
 	// YAML `mode`. Default "update".
-	Mode string `yaml:"mode"`
+	Mode string `yaml:"mode" enum:"mode|final,update,retract"`
 	// EarlyEvery adds provisional firings of open windows that changed, on
 	// the processing-time clock. Not with mode final. YAML `early_every`.
 	// Default 0 (none).
@@ -432,7 +438,7 @@ type Emit struct {
 type Late struct {
 	// Policy is "drop" (counted) or "side_output" (written to Sink).
 	// YAML `policy`. Default: side_output when a sink is set, else drop.
-	Policy string `yaml:"policy"`
+	Policy string `yaml:"policy" enum:"policy|drop,side_output"`
 	// Sink receives late records: jsonl or stdout. YAML `sink`.
 	Sink *Sink `yaml:"sink"`
 }

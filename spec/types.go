@@ -41,7 +41,24 @@ func (d *Duration) UnmarshalYAML(node ast.Node) error {
 		*d = Duration(v)
 		return nil
 	}
-	return NodeError(node, fmt.Sprintf("duration must be a Go duration string such as \"90s\" or \"3m\", got %s (a bare number has no unit)", node.GetToken().Value))
+	var got string
+	switch node.(type) {
+	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		got = node.GetToken().Value + " (a bare number has no unit)"
+	case *ast.SequenceNode:
+		got = "a list"
+	case *ast.MappingNode, *ast.MappingValueNode:
+		got = "a mapping"
+	case *ast.AliasNode:
+		got = "an alias the decoder could not resolve"
+	default:
+		if t := node.GetToken(); t != nil {
+			got = t.Value
+		} else {
+			got = fmt.Sprintf("a %s", node.Type())
+		}
+	}
+	return NodeError(node, fmt.Sprintf("duration must be a Go duration string such as \"90s\" or \"3m\", got %s", got))
 }
 
 // UnwrapNode returns the node under YAML anchors and tags.

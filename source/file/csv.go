@@ -97,8 +97,9 @@ func openCSV(path string, o *csvOptions, fields format.Fields) (*csvReader, erro
 }
 
 // next decodes the next record. A record encoding/csv cannot parse (a bare
-// or unterminated quote) becomes a record with a "decode" error.
-func (c *csvReader) next(r *row.Row, m *source.Meta) error {
+// or unterminated quote) becomes a record with a "decode" error. Strings
+// and m.Raw are the file's memory (never overwritten), so a is unused.
+func (c *csvReader) next(r *row.Row, m *source.Meta, _ *source.Arena) error {
 	if c.dec == nil {
 		return io.EOF
 	}

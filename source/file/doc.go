@@ -115,7 +115,11 @@
 //
 // # Memory
 //
-// Rows, their strings and Meta.Raw are valid until the next call to Next:
-// the JSON decoder's string arena and the copies of JSON lines are reused
-// batch after batch, and allocate nothing once they hold a batch.
+// Rows, their strings and Meta.Raw belong to the batch Next filled: they
+// are copied into the batch's arena (source.Batch.Arena) and stay valid
+// until that batch is Reset, whatever later calls to Next do with other
+// batches. A batch's arena is reused after its Reset, so reading
+// allocates nothing per record once each batch has been filled once. With
+// replay, a delivery is copied from the replayer's held entry into the
+// batch and the entry is reused at once.
 package file

@@ -54,9 +54,9 @@ func openJSONL(path string, dec *format.JSON, br *bufio.Reader) (*jsonlReader, e
 	return &jsonlReader{path: path, f: f, br: br, dec: dec}, nil
 }
 
-// next decodes the next non-blank line. m.Raw points into the reader's
-// buffer until the next call.
-func (j *jsonlReader) next(r *row.Row, m *source.Meta) error {
+// next decodes the next non-blank line, its strings into a. m.Raw points
+// into the reader's buffer until the next call.
+func (j *jsonlReader) next(r *row.Row, m *source.Meta, a *source.Arena) error {
 	for {
 		start := j.off
 		b, n, tooLong, err := j.readLine()
@@ -77,7 +77,7 @@ func (j *jsonlReader) next(r *row.Row, m *source.Meta) error {
 			m.Err = &source.DecodeError{Rule: "decode", Reason: fmt.Sprintf("line of about %d bytes is longer than the limit of %d bytes", n, maxLineBytes)}
 			return nil
 		}
-		m.Err = j.dec.Decode(b, r)
+		m.Err = j.dec.Decode(b, r, a)
 		return nil
 	}
 }

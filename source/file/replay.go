@@ -33,9 +33,9 @@ type replayer struct {
 	text        []byte // scratch: the partition key
 	inputDone   bool
 	free        []*entry
-	delivered   []*entry // in the caller's batch until the next call
 	scratch     row.Row
 	scratchMeta source.Meta
+	arena       source.Arena // strings and raw bytes of scratch and crow, until the next read
 
 	// scratch of conflicting copies
 	crow  row.Row
@@ -47,8 +47,9 @@ type replayer struct {
 
 // entry is one delivery held by the replayer. Its row and raw bytes are
 // its own (copied out of decoder buffers); strs holds the bytes of the
-// row's strings. An entry is reused once its delivery has left the
-// caller's batch, so a held record costs no allocation in steady state.
+// row's strings. Delivering an entry copies it into the caller's batch,
+// and the entry is reused at once, so a held record costs no allocation
+// in steady state.
 type entry struct {
 	row  row.Row
 	meta source.Meta
@@ -136,9 +137,6 @@ func replayOptionError(err error) error {
 // arrival is at most the horizon), and drains what is held at the end of
 // input.
 func (rp *replayer) next(s *Source, b *source.Batch, max int) error {
-	rp.free = append(rp.free, rp.delivered...)
-	clear(rp.delivered)
-	rp.delivered = rp.delivered[:0]
 	start := b.Len()
 	for b.Len()-start < max {
 		if rp.q.Due() {
@@ -148,10 +146,10 @@ func (rp *replayer) next(s *Source, b *source.Batch, max int) error {
 		if rp.inputDone {
 			return io.EOF
 		}
-		s.resetBuffers()
+		rp.arena.Reset()
 		rp.schema.Shape(&rp.scratch)
 		rp.scratchMeta = source.Meta{Arrival: source.NoArrival}
-		err := s.read(&rp.scratch, &rp.scratchMeta)
+		err := s.read(&rp.scratch, &rp.scratchMeta, &rp.arena)
 		if err == io.EOF {
 			rp.inputDone = true
 			rp.q.Close()
@@ -218,7 +216,7 @@ func (rp *replayer) conflicting(s *Source, r *row.Row, m *source.Meta) bool {
 		if rp.craw, ok = perturb.AppendChanged(rp.craw[:0], m.Raw, rp.cf.Name, rp.change); !ok {
 			return false
 		}
-		derr = s.json.Decode(rp.craw, &rp.crow)
+		derr = s.json.Decode(rp.craw, &rp.crow, &rp.arena)
 	} else {
 		c, ok := s.cur.(*csvReader)
 		if !ok || c.dec == nil {
@@ -337,14 +335,38 @@ func (rp *replayer) own(e *entry, r *row.Row) {
 	e.strs = buf
 }
 
-// deliver moves the earliest held delivery into b. The batch row takes
-// over the entry's memory; the entry keeps the batch row's old slices and
-// is reused only after the caller's next call.
+// deliver copies the earliest held delivery into b (its strings and raw
+// bytes into b's arena) and frees its entry.
 func (rp *replayer) deliver(b *source.Batch) {
 	arrival, _, _, e := rp.q.Pop()
 	r, m := b.Next(rp.schema)
-	*r, e.row = e.row, *r
-	e.meta.Arrival = arrival
+	a := b.Arena()
+	copyRow(rp.schema, r, &e.row, a)
 	*m = e.meta
-	rp.delivered = append(rp.delivered, e)
+	m.Arrival = arrival
+	m.Raw = a.Bytes(e.raw)
+	e.meta = source.Meta{}
+	rp.free = append(rp.free, e)
 }
+
+// copyRow copies src into dst (shaped by sc, all null), the bytes of its
+// strings into a.
+func copyRow(sc *row.Schema, dst, src *row.Row, a *source.Arena) {
+	for _, f := range sc.Fields {
+		if src.IsNull(f.Index) {
+			continue
+		}
+		switch f.Kind {
+		case row.KindString:
+			dst.S[f.Slot] = a.String(bytesOf(src.S[f.Slot]))
+		case row.KindDecimal:
+			dst.D[f.Slot] = src.D[f.Slot]
+		default:
+			dst.I[f.Slot] = src.I[f.Slot]
+		}
+		dst.SetValid(f.Index)
+	}
+}
+
+// bytesOf returns s's bytes without copying; they must not be modified.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -51,11 +51,10 @@ type Source struct {
 	csvFields []string            // EventJSON's scratch: one CSV record's fields
 	delivered int64               // records returned by Next
 
-	json  *format.JSON  // shared by all JSONL files (one string arena)
+	json  *format.JSON  // shared by all JSONL files
 	br    *bufio.Reader // shared by all JSONL files
 	cur   recordReader  // the open file, nil between files
 	next  int           // index in files of the next file to open
-	raw   byteArena     // copies of JSONL lines for Meta.Raw
 	eof   bool          // every file has been read (direct mode)
 	sizes []int64       // file sizes for Progress, read at its first call
 	shut  bool          // Close was called
@@ -66,10 +65,11 @@ type Source struct {
 
 // recordReader yields the records of one file.
 type recordReader interface {
-	// next decodes the next record into r (shaped, all null) and sets
-	// m.Pos, m.Raw (valid until the next call) and m.Err. It returns
-	// io.EOF after the last record; any other error is fatal.
-	next(r *row.Row, m *source.Meta) error
+	// next decodes the next record into r (shaped, all null), its
+	// strings into a, and sets m.Pos, m.Raw (valid until a is reset) and
+	// m.Err. It returns io.EOF after the last record; any other error is
+	// fatal.
+	next(r *row.Row, m *source.Meta, a *source.Arena) error
 	close() error
 	// offset is the number of bytes of the file consumed so far.
 	offset() int64
@@ -190,7 +190,7 @@ func (s *Source) Partitions() []string {
 // possibly with records, once every file has been read (and, with replay,
 // every held record delivered), and ErrClosed after Close. Other errors
 // (a file that cannot be read) are fatal. Rows, their strings and
-// Meta.Raw stay valid until the next call.
+// Meta.Raw live in b and stay valid until b is Reset.
 func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
 	n := len(b.Meta)
 	err := s.nextBatch(ctx, b, max)
@@ -254,11 +254,11 @@ func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) error 
 	if s.eof {
 		return io.EOF
 	}
-	s.resetBuffers()
 	var bytes int
+	a := b.Arena()
 	for range max {
 		r, m := b.Next(s.schema)
-		if err := s.read(r, m); err != nil {
+		if err := s.read(r, m, a); err != nil {
 			b.Rows = b.Rows[:len(b.Rows)-1]
 			b.Meta = b.Meta[:len(b.Meta)-1]
 			if err == io.EOF {
@@ -267,8 +267,8 @@ func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) error 
 			return err
 		}
 		s.d.assign(r, m)
-		// A batch holds its records' raw bytes until the next call: cut it
-		// short after MaxBatchBytes so that huge lines do not pile up.
+		// A batch holds its records' raw bytes: cut it short after
+		// MaxBatchBytes so that huge lines do not pile up.
 		if bytes += len(m.Raw); bytes >= MaxBatchBytes {
 			break
 		}
@@ -280,18 +280,10 @@ func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) error 
 // fewer records than asked once its records hold this much.
 const MaxBatchBytes = 16 << 20
 
-// resetBuffers releases the strings and raw bytes of the previous batch.
-func (s *Source) resetBuffers() {
-	if s.json != nil {
-		s.json.Reset()
-	}
-	s.raw.reset()
-}
-
 // read decodes the next record of the files, in order, into r (shaped,
-// all null) and m, and numbers it (ordinal). It returns io.EOF after the
-// last record of the last file.
-func (s *Source) read(r *row.Row, m *source.Meta) error {
+// all null) and m, its strings and raw bytes into a, and numbers it
+// (ordinal). It returns io.EOF after the last record of the last file.
+func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena) error {
 	for {
 		if s.cur == nil {
 			if s.next == len(s.files) {
@@ -303,7 +295,7 @@ func (s *Source) read(r *row.Row, m *source.Meta) error {
 			s.next++
 			s.d.newFile()
 		}
-		err := s.cur.next(r, m)
+		err := s.cur.next(r, m, a)
 		if err == io.EOF {
 			cerr := s.cur.close()
 			s.cur = nil
@@ -316,7 +308,7 @@ func (s *Source) read(r *row.Row, m *source.Meta) error {
 			return err
 		}
 		if s.jsonl {
-			m.Raw = s.raw.copy(m.Raw)
+			m.Raw = a.Bytes(m.Raw)
 		}
 		s.d.number(r, m)
 		return nil

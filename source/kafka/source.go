@@ -332,7 +332,6 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
 	if s.commit != nil {
 		s.commitGroup(ctx)
 	}
-	s.json.Reset()
 	if max < 1 {
 		max = 1
 	}
@@ -425,13 +424,13 @@ func (s *Source) deliver(i int, rec *kgo.Record, b *source.Batch) {
 		m.Err = &source.DecodeError{Rule: "decode", Reason: "a tombstone (null value): not an event"}
 		return
 	}
-	m.Err = s.decode(rec.Value, rec.Timestamp.UnixMilli(), r)
+	m.Err = s.decode(rec.Value, rec.Timestamp.UnixMilli(), r, b.Arena())
 }
 
 // decode fills r (shaped, all null) from a record's value and timestamp
-// (ms). It returns the value's decode error, if any.
-func (s *Source) decode(value []byte, tsMs int64, r *row.Row) *source.DecodeError {
-	err := s.json.Decode(value, r)
+// (ms), its strings into a. It returns the value's decode error, if any.
+func (s *Source) decode(value []byte, tsMs int64, r *row.Row, a *source.Arena) *source.DecodeError {
+	err := s.json.Decode(value, r, a)
 	if s.tsTime && tsMs >= 0 {
 		r.I[s.et.Slot] = tsMs
 		r.SetValid(s.et.Index)

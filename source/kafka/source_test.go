@@ -625,3 +625,71 @@ func TestCheckRetention(t *testing.T) {
 		t.Errorf("from 10:07: %v", err)
 	}
 }
+
+// TestBatchesStayValid: a batch's rows, strings and raw values belong to
+// the batch: three batches filled by successive calls to Next are intact
+// after the third, while another goroutine reads the first one (run with
+// -race), and together hold the records in offset order.
+func TestBatchesStayValid(t *testing.T) {
+	brokers := cluster(t, map[string]int32{"orders": 1})
+	cl := client(t, brokers)
+	var recs []*kgo.Record
+	for i := range 90 {
+		recs = append(recs, rec("orders", 0, fmt.Sprintf(`{"id":"order-%d-%s","amount":%d.25,"ts":"2026-03-01T10:00:%02d+09:00"}`, i, strings.Repeat("x", i%13), i, i%60)))
+	}
+	produce(t, cl, recs...)
+	s := newSource(t, Config{Brokers: brokers, Topics: []string{"orders"}})
+	var b [3]source.Batch
+	fill := func(b *source.Batch) {
+		deadline := time.Now().Add(10 * time.Second)
+		for b.Len() < 30 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d records", b.Len())
+			}
+			if err := s.Next(context.Background(), b, 30-b.Len()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	renderAll := func(b *source.Batch) []got {
+		var out []got
+		for i := range b.Meta {
+			out = append(out, render(s, b, i))
+		}
+		return out
+	}
+	fill(&b[0])
+	first := renderAll(&b[0])
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for i := range b[0].Meta {
+				_ = b[0].Rows[i].Get(s.schema.Fields[0]).String() + string(b[0].Meta[i].Raw)
+				_ = s.EventJSON(nil, &b[0].Meta[i])
+			}
+		}
+	}()
+	fill(&b[1])
+	fill(&b[2])
+	close(stop)
+	<-done
+	if g := renderAll(&b[0]); !slices.Equal(g, first) {
+		t.Fatalf("first batch changed:\n got %v\nwant %v", g, first)
+	}
+	for k := range b {
+		for i := range b[k].Meta {
+			n := 30*k + i
+			want := fmt.Sprintf(`{"id":"order-%d-%s","amount":%d.25,"ts":"2026-03-01T10:00:%02d+09:00"}`, n, strings.Repeat("x", n%13), n, n%60)
+			if g := render(s, &b[k], i); g.raw != want || g.event != want || !strings.HasPrefix(g.text, fmt.Sprintf("order-%d-%s|%d.25|", n, strings.Repeat("x", n%13), n)) {
+				t.Fatalf("batch %d record %d: %+v, want %s", k, i, g, want)
+			}
+		}
+	}
+}

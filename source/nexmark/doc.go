@@ -36,7 +36,8 @@
 //
 // # Speed
 //
-// Next allocates nothing in steady state: strings go to an arena reused
-// by every batch (valid until the next call), names, cities, channels and
-// URLs come from tables.
+// Next allocates nothing in steady state: strings go to the arena of the
+// batch being filled (source.Batch.Arena, valid until that batch is
+// Reset, reused by it afterwards), names, cities, channels and URLs come
+// from tables.
 package nexmark

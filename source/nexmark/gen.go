@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
 )
 
 // The constants of Beam's generator (sdks/java/testing/nexmark,
@@ -105,11 +106,11 @@ func (c clock) first(t int64) int64 {
 type gen struct {
 	p       *plan
 	clk     clock
-	seedOff int64     // added to the id to seed an event's generator (0: Beam's seeds)
-	urls    *urlTable // channel URLs; nil unless bid.url is filled
-	chans   []string  // channel names; nil unless bid.channel is filled
-	arena   arena
-	v       values // the event being generated
+	seedOff int64         // added to the id to seed an event's generator (0: Beam's seeds)
+	urls    *urlTable     // channel URLs; nil unless bid.url is filled
+	chans   []string      // channel names; nil unless bid.channel is filled
+	arena   *source.Arena // where strings go: the arena of the batch being filled
+	v       values        // the event being generated
 	scratch [128]byte
 }
 
@@ -265,7 +266,7 @@ func (g *gen) exactString(rnd *jrand, n int) string {
 	if n == 0 {
 		return ""
 	}
-	b := g.arena.alloc(n)
+	b := g.arena.Alloc(n)
 	i := 0
 	for ; i+6 <= n; i += 6 {
 		sixChars(b[i:i+6], rnd.nextInt32())
@@ -327,7 +328,7 @@ func (g *gen) person(id, t int64) {
 	b = append(b, ".com"...)
 	emailLen := len(b)
 	if p.on(aPersonEmail) {
-		v.s[aPersonEmail] = g.arena.str(b)
+		v.s[aPersonEmail] = g.arena.String(b)
 	}
 	if need < psCard {
 		return
@@ -337,7 +338,7 @@ func (g *gen) person(id, t int64) {
 		card[i] = rnd.nextInt(10000)
 	}
 	if p.on(aPersonCard) {
-		c := g.arena.alloc(cardLength)
+		c := g.arena.Alloc(cardLength)
 		for i, v := range card {
 			j := i * 5
 			c[j], c[j+1], c[j+2], c[j+3] = byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10)
@@ -405,7 +406,7 @@ func (g *gen) auction(id, t int64) {
 	item := g.nextString(&rnd, 20)
 	itemLen := len(item)
 	if p.on(aAuctionItem) {
-		v.s[aAuctionItem] = g.arena.str(item)
+		v.s[aAuctionItem] = g.arena.String(item)
 	}
 	if need < asDesc {
 		return
@@ -413,7 +414,7 @@ func (g *gen) auction(id, t int64) {
 	desc := g.nextString(&rnd, 100)
 	descLen := len(desc)
 	if p.on(aAuctionDesc) {
-		v.s[aAuctionDesc] = g.arena.str(desc)
+		v.s[aAuctionDesc] = g.arena.String(desc)
 	}
 	if need < asReserve {
 		return

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
 )
 
 // beamEvents are events of Beam's Generator at firstEventRate 10,000
@@ -81,11 +82,11 @@ func TestBeamEvents(t *testing.T) {
 	var h int64
 	all, _ := NewSchema()
 	p, _ := newPlan(all, nil)
-	g := &gen{p: p, clk: src.g.clk}
+	g := &gen{p: p, clk: src.g.clk, arena: new(source.Arena)}
 	r := all.NewRow()
 	for id := range n {
 		all.Shape(r)
-		g.arena.reset()
+		g.arena.Reset()
 		g.fill(r, id, g.clk.at(id))
 		h = h*1000003 + int64(javaHash(beamLine(all, r, id)))
 	}

@@ -82,7 +82,7 @@ func value(s *row.Schema, r rec, name string) row.Value {
 func event(src *Source, id int64) (*row.Row, *row.Schema) {
 	all, _ := NewSchema()
 	p, _ := newPlan(all, nil)
-	g := &gen{p: p, clk: src.g.clk, seedOff: src.g.seedOff, urls: newURLTable(src.urlKey), chans: channelNames()}
+	g := &gen{p: p, clk: src.g.clk, seedOff: src.g.seedOff, urls: newURLTable(src.urlKey), chans: channelNames(), arena: new(source.Arena)}
 	r := all.NewRow()
 	g.fill(r, id, g.clk.at(id))
 	return r, all

@@ -17,23 +17,42 @@ import (
 // Decoding it with dotted field names gives the values Next filled. It
 // costs a full generation of the event (about a microsecond for an
 // auction's long strings); the hot path never builds JSON.
+//
+// EventJSON is safe for concurrent use, also with Next: it reads only
+// m.Pos.Offset and the source's configuration, and generates into
+// scratch memory of its own (pooled, so it allocates nothing in steady
+// state).
 func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
-	if s.full == nil {
+	s.fullOnce.Do(func() {
 		all, _ := NewSchema()
 		p, _ := newPlan(all, nil)
-		s.full = &gen{p: p, clk: s.g.clk, seedOff: s.g.seedOff, urls: s.g.urls, chans: channelNames()}
+		s.full = gen{p: p, clk: s.g.clk, seedOff: s.g.seedOff, urls: s.g.urls, chans: channelNames()}
 		if s.full.urls == nil {
 			s.full.urls = newURLTable(s.urlKey)
 		}
-		s.fullRow = all.NewRow()
-		s.fullSchema = all
+		s.fullAll = all
+	})
+	sc, _ := s.scratch.Get().(*jsonScratch)
+	if sc == nil {
+		sc = &jsonScratch{r: s.fullAll.NewRow()}
 	}
+	sc.g = s.full // the immutable configuration; v and scratch are overwritten
+	sc.g.arena = &sc.a
 	id := m.Pos.Offset
-	r := s.fullRow
-	s.fullSchema.Shape(r)
-	s.full.arena.reset()
-	s.full.fill(r, id, s.g.clk.at(id))
-	return appendEventJSON(dst, s.full.p, r, kindOfID(id))
+	s.fullAll.Shape(sc.r)
+	sc.a.Reset()
+	sc.g.fill(sc.r, id, s.g.clk.at(id))
+	dst = appendEventJSON(dst, sc.g.p, sc.r, kindOfID(id))
+	sc.g.arena = nil
+	s.scratch.Put(sc)
+	return dst
+}
+
+// jsonScratch is the memory of one EventJSON call.
+type jsonScratch struct {
+	g gen
+	a source.Arena
+	r *row.Row
 }
 
 // appendEventJSON writes the fields of kind k of a full row.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/format"
@@ -101,10 +102,13 @@ type Source struct {
 
 	urlKey int64 // seeds the channel URLs
 
-	// EventJSON's generator of every field, built on first use.
-	full       *gen
-	fullSchema *row.Schema
-	fullRow    *row.Row
+	// EventJSON's generator of every field: its plan, URLs and schema are
+	// built on first use (once) and never change; each call takes its own
+	// scratch (generator state, arena, row) from the pool.
+	fullOnce sync.Once
+	full     gen
+	fullAll  *row.Schema
+	scratch  sync.Pool // *jsonScratch
 }
 
 var (
@@ -197,7 +201,8 @@ var partitions = []string{"0"}
 
 // Next appends up to max events (at least one) to b, in delivery order.
 // It returns io.EOF, possibly with events, when a bounded stream ends,
-// and ErrClosed after Close. Strings stay valid until the next call.
+// and ErrClosed after Close. Strings are in b's arena: they stay valid
+// until b is Reset.
 // Meta.Pos is {Source: "nexmark", Offset: event id}; Meta.Arrival is the
 // delivery time (the event time, plus the delay of a delayed event);
 // Meta.Raw is nil (EventJSON rebuilds the event from its id).
@@ -211,7 +216,7 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
 	if max < 1 {
 		max = 1
 	}
-	s.g.arena.reset()
+	s.g.arena = b.Arena()
 	for range max {
 		id, t, at, ok := s.o.next()
 		if !ok {

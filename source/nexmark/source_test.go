@@ -210,6 +210,7 @@ func TestEventJSON(t *testing.T) {
 	dec := format.NewJSON(format.Fields{Schema: s})
 	r := s.NewRow()
 	var b source.Batch
+	var a source.Arena
 	var buf []byte
 	types := map[int64]bool{}
 	for {
@@ -221,7 +222,7 @@ func TestEventJSON(t *testing.T) {
 				t.Fatalf("event %d: invalid JSON %s", b.Meta[i].Pos.Offset, buf)
 			}
 			s.Shape(r)
-			if derr := dec.Decode(buf, r); derr != nil {
+			if derr := dec.Decode(buf, r, &a); derr != nil {
 				t.Fatalf("event %d: %v in %s", b.Meta[i].Pos.Offset, derr, buf)
 			}
 			for _, f := range s.Fields {
@@ -231,7 +232,7 @@ func TestEventJSON(t *testing.T) {
 			}
 			types[b.Rows[i].I[0]] = true
 		}
-		dec.Reset()
+		a.Reset()
 		if errors.Is(err, io.EOF) {
 			break
 		}
