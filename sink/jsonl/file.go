@@ -18,6 +18,10 @@ type file struct {
 	f      *os.File // the output file, or in exactly-once mode the pending file
 	w      *bufio.Writer
 	closed bool
+	// device is true for a character device or a named pipe (/dev/null, a
+	// FIFO a reader drains): written as it comes, never fsynced or
+	// truncated.
+	device bool
 
 	// Exactly-once mode (txn.go): main is the published file, committed
 	// its size after the last publish.
@@ -27,21 +31,46 @@ type file struct {
 }
 
 // create makes path's parent directories, truncates or creates the file
-// and fsyncs its directory so the file's existence survives a crash.
+// and fsyncs its directory so the file's existence survives a crash. A
+// device or a named pipe is opened for writing as it is (opening a named
+// pipe waits for a reader).
 func create(path string) (*file, error) {
+	return openWith(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+}
+
+// openWith opens path with flag (which includes O_CREATE) as create does.
+func openWith(path string, flag int) (*file, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if device(path) {
+		flag &^= os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := syncDir(dir); err != nil {
+	st, err := f.Stat()
+	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &file{path: path, f: f, w: bufio.NewWriterSize(f, bufferSize)}, nil
+	dev := !st.Mode().IsRegular()
+	if !dev {
+		if err := syncDir(dir); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return &file{path: path, f: f, w: bufio.NewWriterSize(f, bufferSize), device: dev}, nil
+}
+
+// device reports whether path exists and is not a regular file or a
+// directory: a character device, a named pipe, a socket.
+func device(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.Mode().IsRegular() && !st.IsDir()
 }
 
 func syncDir(dir string) error {
@@ -85,6 +114,9 @@ func (f *file) flush(ctx context.Context) error {
 func (f *file) sync() error {
 	if err := f.w.Flush(); err != nil {
 		return fmt.Errorf("jsonl %s: %w", f.path, err)
+	}
+	if f.device {
+		return nil // nothing to make durable (fsync: invalid argument)
 	}
 	if err := f.f.Sync(); err != nil {
 		return fmt.Errorf("jsonl %s: %w", f.path, err)

@@ -27,7 +27,8 @@ func NewRecords(path string) (*Records, error) {
 }
 
 // NewRecordsWithOptions is NewRecords with options (exactly-once or
-// append mode).
+// append mode). Exactly once on a device or a named pipe is an error
+// wrapping ErrNotRegular.
 func NewRecordsWithOptions(path string, o Options) (*Records, error) {
 	f, err := openFile(path, o)
 	if err != nil {

@@ -21,15 +21,16 @@ type Results struct {
 var _ sink.Results = (*Results)(nil)
 
 // NewResults creates (or truncates) the file at path, creating its parent
-// directories, for rows described by d. It returns an error when
-// d.Timezone is not a known IANA zone ("" is UTC) or the file cannot be
-// created.
+// directories, for rows described by d; a device or a named pipe is
+// written as it is. It returns an error when d.Timezone is not a known
+// IANA zone ("" is UTC) or the file cannot be created.
 func NewResults(path string, d changelog.Desc) (*Results, error) {
 	return NewResultsWithOptions(path, d, Options{})
 }
 
 // NewResultsWithOptions is NewResults with options (exactly-once or
-// append mode).
+// append mode). Exactly once on a device or a named pipe is an error
+// wrapping ErrNotRegular.
 func NewResultsWithOptions(path string, d changelog.Desc, o Options) (*Results, error) {
 	loc, err := time.LoadLocation(d.Timezone)
 	if err != nil {
@@ -63,7 +64,9 @@ func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 // with Options.ExactlyOnce: rows are staged in PATH.pending and appended
 // to PATH when their checkpoint completes. Errors: a sink not opened for
 // exactly-once delivery, file errors, a prepared state that does not
-// parse, a pending file shorter than the checkpoint says.
+// parse, a pending file shorter than the checkpoint says; Commit and
+// Recover also return a *TruncatedError when PATH holds fewer bytes than
+// were published (or was deleted or replaced) since.
 func (r *Results) Prepare(ctx context.Context, id int64) ([]byte, error) {
 	return r.file.prepare(ctx, id)
 }

@@ -19,12 +19,20 @@ type Options struct {
 	// Exactly once: output is staged in PATH.pending and appended to PATH
 	// only when its checkpoint completes (sink.Committer); PATH.commit
 	// records the last checkpoint published and PATH's size after it.
-	// The file is not truncated at open: Recover decides what it keeps.
+	// The file is neither truncated nor created at open: Recover decides
+	// what it keeps. Not for a device or a named pipe (ErrNotRegular).
 	ExactlyOnce bool
 	// Append opens PATH without truncating it (an at-least-once sink
 	// resuming from a checkpoint). Ignored with ExactlyOnce.
 	Append bool
 }
+
+// ErrNotRegular is returned (wrapped) when a sink opened for exactly-once
+// delivery names a device or a named pipe: staging and publishing output
+// at checkpoints needs a regular file to truncate and fsync, and a line
+// written to a device cannot be taken back. Such a sink needs delivery
+// at_least_once.
+var ErrNotRegular = errors.New("not a regular file: exactly-once delivery publishes output at each checkpoint by truncating and fsyncing the file, which a device or a named pipe cannot do; set delivery: at_least_once to write lines as they come")
 
 // openFile opens path as o says.
 func openFile(path string, o Options) (*file, error) {
@@ -34,27 +42,38 @@ func openFile(path string, o Options) (*file, error) {
 		}
 		return create(path)
 	}
+	if device(path) {
+		return nil, ErrNotRegular
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	main, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
+	// The published file is not created here: Recover must tell a file
+	// deleted since the last checkpoint from an empty one.
+	main, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	pend, err := os.OpenFile(path+".pending", os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		main.Close()
+		if main != nil {
+			main.Close()
+		}
 		return nil, err
 	}
 	if err := syncDir(dir); err != nil {
-		main.Close()
+		if main != nil {
+			main.Close()
+		}
 		pend.Close()
 		return nil, err
 	}
 	// Writes go to the end of the pending file; Recover truncates it.
 	if _, err := pend.Seek(0, io.SeekEnd); err != nil {
-		main.Close()
+		if main != nil {
+			main.Close()
+		}
 		pend.Close()
 		return nil, err
 	}
@@ -63,19 +82,108 @@ func openFile(path string, o Options) (*file, error) {
 
 // openAppend opens path for appending, creating it if absent.
 func openAppend(path string) (*file, error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	return openWith(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND)
+}
+
+// TruncatedError is returned (wrapped) by Recover and Commit when the
+// published file holds fewer bytes than its commit marker or the
+// checkpoint says were published: it was truncated, replaced or deleted
+// behind tidemark's back (logrotate, an operator). The sink never fills
+// the gap, which would publish bytes nobody wrote (NULs), and never
+// silently starts the file over.
+type TruncatedError struct {
+	// Path is the published file.
+	Path string
+	// Size is the bytes it holds (0 when Deleted).
+	Size int64
+	// Want is the bytes published before, per the commit marker
+	// (PATH.commit, when Marker) or the checkpoint's prepared state.
+	Want int64
+	// Checkpoint is the checkpoint id Want was published through (the
+	// marker's), or the checkpoint being restored or committed, whose
+	// state records Want.
+	Checkpoint int64
+	// Marker is true when Want comes from the commit marker.
+	Marker bool
+	// Deleted is true when the file does not exist, or was removed or
+	// replaced while the sink had it open.
+	Deleted bool
+}
+
+// Error implements error, e.g. "jsonl out/x.jsonl holds 120 bytes, but its
+// commit marker out/x.jsonl.commit records 4096 published through
+// checkpoint 7: …".
+func (e *TruncatedError) Error() string {
+	what := fmt.Sprintf("holds %d bytes", e.Size)
+	cause := "truncated"
+	if e.Deleted {
+		what, cause = "does not exist", "deleted or replaced"
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	source := fmt.Sprintf("checkpoint %d records %d bytes published before it", e.Checkpoint, e.Want)
+	if e.Marker {
+		source = fmt.Sprintf("its commit marker %s.commit records %d bytes published through checkpoint %d", e.Path, e.Want, e.Checkpoint)
+	}
+	return fmt.Sprintf("jsonl %s %s, but %s: the file was %s behind tidemark's back (logrotate, an operator); tidemark will not fill the gap or start the file over: put the file back, or recompute it from the start of the input with an empty checkpoint directory", e.Path, what, source, cause)
+}
+
+// ensureMain opens the published file, creating it, when openFile found
+// none.
+func (f *file) ensureMain() error {
+	if f.main != nil {
+		return nil
+	}
+	m, err := os.OpenFile(f.path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := syncDir(dir); err != nil {
-		f.Close()
-		return nil, err
+	if err := syncDir(filepath.Dir(f.path)); err != nil {
+		m.Close()
+		return err
 	}
-	return &file{path: path, f: f, w: bufio.NewWriterSize(f, bufferSize)}, nil
+	f.main = m
+	return nil
+}
+
+// checkPublished returns a *TruncatedError unless the published file is
+// still the file the sink opened and holds at least what the marker m
+// records and want, the size checkpoint id's state requires. A missing
+// file is created when nothing was published.
+func (f *file) checkPublished(m marker, want, id int64) error {
+	e := &TruncatedError{Path: f.path, Want: want, Checkpoint: id}
+	if m.id > 0 && m.size >= want {
+		e.Want, e.Checkpoint, e.Marker = m.size, m.id, true
+	}
+	if f.main == nil {
+		if e.Want > 0 {
+			e.Deleted = true
+			return e
+		}
+		if err := f.ensureMain(); err != nil {
+			return fmt.Errorf("jsonl %s: %w", f.path, err)
+		}
+		return nil
+	}
+	st, err := f.main.Stat()
+	if err != nil {
+		return fmt.Errorf("jsonl %s: %w", f.path, err)
+	}
+	now, err := os.Stat(f.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist) || err == nil && !os.SameFile(st, now):
+		// Deleted or rotated away since the sink opened it: readers see
+		// another file, or none.
+		if e.Want > 0 {
+			e.Deleted = true
+			return e
+		}
+		return fmt.Errorf("jsonl %s: the file was deleted or replaced while the sink had it open", f.path)
+	case err != nil:
+		return fmt.Errorf("jsonl %s: %w", f.path, err)
+	case st.Size() < e.Want:
+		e.Size = st.Size()
+		return e
+	}
+	return nil
 }
 
 // marker is the content of PATH.commit: the last checkpoint whose output
@@ -177,7 +285,9 @@ func decodePrepared(path string, b []byte) (base, plen int64, err error) {
 
 // publish appends the first plen bytes of the pending file to PATH at
 // offset base, fsyncs it, records the marker and empties the pending file.
-func (f *file) publish(id, base, plen int64) error {
+// m is the marker as read before: PATH must still hold what it and base
+// say was published (checkPublished).
+func (f *file) publish(id, base, plen int64, m marker) error {
 	fail := func(err error) error { return fmt.Errorf("jsonl %s: publishing checkpoint %d: %w", f.path, id, err) }
 	st, err := f.f.Stat()
 	if err != nil {
@@ -185,6 +295,9 @@ func (f *file) publish(id, base, plen int64) error {
 	}
 	if st.Size() < plen {
 		return fail(fmt.Errorf("the pending file holds %d bytes, the checkpoint prepared %d", st.Size(), plen))
+	}
+	if err := f.checkPublished(m, base, id); err != nil {
+		return err
 	}
 	if err := f.main.Truncate(base); err != nil {
 		return fail(err)
@@ -235,7 +348,7 @@ func (f *file) commit(ctx context.Context, id int64, prepared []byte) error {
 		f.committed = m.size
 		return f.resetPending()
 	}
-	return f.publish(id, base, plen)
+	return f.publish(id, base, plen, m)
 }
 
 // recover brings PATH to the state of checkpoint id (see sink.Committer).
@@ -244,6 +357,9 @@ func (f *file) recover(ctx context.Context, id int64, prepared []byte) error {
 		return err
 	}
 	if id == 0 {
+		if err := f.ensureMain(); err != nil {
+			return fmt.Errorf("jsonl %s: %w", f.path, err)
+		}
 		if err := f.main.Truncate(0); err != nil {
 			return fmt.Errorf("jsonl %s: %w", f.path, err)
 		}
@@ -265,10 +381,13 @@ func (f *file) recover(ctx context.Context, id int64, prepared []byte) error {
 		return err
 	}
 	if m.id < id {
-		return f.publish(id, base, plen)
+		return f.publish(id, base, plen, m)
 	}
 	// Published already; output of later checkpoints (a newer checkpoint
 	// that turned out corrupt) is cut off: it will be produced again.
+	if err := f.checkPublished(m, base+plen, id); err != nil {
+		return err
+	}
 	if err := f.main.Truncate(base + plen); err != nil {
 		return fmt.Errorf("jsonl %s: %w", f.path, err)
 	}
