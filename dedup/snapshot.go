@@ -1,7 +1,11 @@
 package dedup
 
 import (
+	"cmp"
+	"errors"
+	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/tidemark/tidemark/state"
 )
@@ -75,4 +79,152 @@ func (t *Table) Restore(d *state.Decoder) error {
 	}
 	t.slots, t.n, t.base, t.baseSet, t.nextSweep, t.inserts, t.cut = slots, n, base, baseSet, nextSweep, inserts, cut
 	return nil
+}
+
+// Key-group sections (docs/parallelism.md): a task keeps one Table per key
+// group of event ids, and a checkpoint writes the tables that changed. A
+// section lists the table's remembered ids in id order — the same bytes
+// for the same ids whatever the table's layout, so a key group's section
+// does not depend on which task held it or whether it was restored — and
+// the sweep state (cut, next sweep), which every table of a pipeline
+// shares, is stored once beside them by the runner.
+//
+//	Byte(1) Int(ttl ms) Uint(#ids) per id ascending: Fixed64(id)
+//	Fixed32(payload hash) Int(expiry, seconds since the epoch, as
+//	delta from the previous id's)
+
+// SweepState is the part of a Table's state that is the same for every
+// table of a pipeline (it follows the pipeline watermark): the cut below
+// which ids are forgotten (seconds) and the watermark of the next sweep
+// (ms).
+type SweepState struct {
+	Cut, NextSweep int64
+}
+
+// Sweep returns the table's sweep state.
+func (t *Table) Sweep() SweepState { return SweepState{Cut: t.cut, NextSweep: t.nextSweep} }
+
+// AppendEntries appends the key-group section of the table (format
+// above): its remembered ids in id order.
+func (t *Table) AppendEntries(e *state.Encoder) {
+	type ent struct {
+		id      uint64
+		payload uint32
+		exp     int64
+	}
+	ents := make([]ent, 0, t.n)
+	for i := range t.slots {
+		if s := &t.slots[i]; s.id != 0 && !t.expired(s) {
+			ents = append(ents, ent{s.id, s.payload, t.base + int64(s.expiry)})
+		}
+	}
+	slices.SortFunc(ents, func(a, b ent) int { return cmp.Compare(a.id, b.id) })
+	e.Byte(1)
+	e.Int(t.ttl)
+	e.Uint(uint64(len(ents)))
+	var prev int64
+	for _, x := range ents {
+		e.Fixed64(x.id)
+		e.Fixed32(x.payload)
+		e.Int(x.exp - prev)
+		prev = x.exp
+	}
+}
+
+// RestoreEntries fills a new table (from New, nothing observed) with the
+// ids of a section AppendEntries wrote, under the pipeline's sweep state
+// s. Errors: a truncated or inconsistent section (a TTL other than the
+// table's, ids out of order or repeated, an expiry out of range).
+func (t *Table) RestoreEntries(d *state.Decoder, s SweepState) error {
+	if t.n != 0 || t.baseSet {
+		return errors.New("dedup: RestoreEntries needs a new table")
+	}
+	d.Section("dedup key group", 1)
+	ttl := d.Int()
+	n := d.Len(1<<31, 13)
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if ttl != t.ttl {
+		d.Fail("dedup TTL %d ms, the pipeline's is %d ms", ttl, t.ttl)
+		return d.Err()
+	}
+	t.cut, t.nextSweep = s.Cut, s.NextSweep
+	size := 1024
+	for n*4 > size*3 {
+		size *= 2
+	}
+	t.slots = make([]slot, size)
+	var prevID uint64
+	var exp int64
+	for i := range n {
+		id := d.Fixed64()
+		payload := d.Fixed32()
+		exp += d.Int()
+		if err := d.Err(); err != nil {
+			return err
+		}
+		if id == 0 || (i > 0 && id <= prevID) {
+			d.Fail("dedup id %d out of order or zero", i)
+			return d.Err()
+		}
+		prevID = id
+		if !t.baseSet {
+			t.base, t.baseSet = exp-1<<31, true
+		}
+		rel := exp - t.base
+		if rel < 1 || rel > math.MaxUint32 {
+			d.Fail("dedup id %d: expiry %d s out of range", i, exp)
+			return d.Err()
+		}
+		t.insertSlot(slot{id: id, payload: payload, expiry: uint32(rel)})
+	}
+	return nil
+}
+
+// insertSlot places s in the table (the id is known to be absent).
+func (t *Table) insertSlot(s slot) {
+	mask := uint64(len(t.slots) - 1)
+	i := s.id & mask
+	for t.slots[i].id != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = s
+	t.n++
+}
+
+// NewSweepState is the sweep state before any watermark: nothing
+// forgotten, the first watermark sweeps.
+func NewSweepState() SweepState { return SweepState{Cut: math.MinInt64, NextSweep: math.MinInt64} }
+
+// Advance returns the sweep state after the pipeline watermark reached wm
+// (ms), and whether a sweep is due: one every quarter TTL (ms) of
+// watermark progress, as Table.Expire sweeps a single table. A runner with
+// a table per key group advances one SweepState and applies it to every
+// table (ApplySweep), so that ids are forgotten at the same watermarks
+// whichever task holds their key group.
+func (s SweepState) Advance(wm, ttlMs int64) (SweepState, bool) {
+	if wm < s.NextSweep || wm == math.MaxInt64 {
+		return s, false
+	}
+	return SweepState{Cut: wm / 1000, NextSweep: wm + max(ttlMs/4, 1)}, true
+}
+
+// ApplySweep forgets the ids whose expiry second is at or before s.Cut
+// (at once for lookups; physically, by a rebuild, once at least an eighth
+// of the table's ids are new since the last rebuild, as Expire does).
+func (t *Table) ApplySweep(s SweepState) {
+	t.cut, t.nextSweep = s.Cut, s.NextSweep
+	if !t.baseSet || t.inserts*8 < t.n {
+		return
+	}
+	t.inserts = 0
+	size := len(t.slots)
+	for size > 1024 && t.n*100 < size*37/2 {
+		size /= 2
+	}
+	t.resize(size)
+	if t.n*4 > len(t.slots)*3 {
+		t.resize(len(t.slots) * 2)
+	}
 }
