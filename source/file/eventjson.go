@@ -22,6 +22,10 @@ import (
 // with more fields than its header adds "_9", "_10" … (1-based column
 // numbers) for the extra ones and leaves out columns it lacks; one that is
 // not valid CSV at all gives {"_raw": "<the bytes>"}.
+//
+// EventJSON is safe for concurrent use, also while Next runs: it reads
+// m (Raw lives in m's batch), the CSV options and the CSV headers, which
+// New reads once and which never change afterwards.
 func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
 	if s.jsonl {
 		n := len(dst)
@@ -31,46 +35,26 @@ func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
 		}
 		return appendRaw(dst[:n], m.Raw)
 	}
-	rec, ok := s.splitCSV(m.Raw)
-	if !ok {
-		return appendRaw(dst, m.Raw)
-	}
-	header := s.heads[m.Pos.Source]
-	dst = append(dst, '{')
-	for i, v := range rec {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		if i < len(header) {
-			dst = changelog.AppendJSONString(dst, header[i])
-		} else {
-			dst = append(dst, `"_`...)
-			dst = appendInt(dst, i+1)
-			dst = append(dst, '"')
-		}
-		dst = append(dst, ':')
-		dst = changelog.AppendJSONString(dst, v)
-	}
-	return append(dst, '}')
-}
-
-// splitCSV returns the fields of one CSV record. A record without quotes
-// or line breaks is split at the separator, which is what encoding/csv
-// returns for it, without a reader per record: its fields then alias raw
-// and s.csvFields, valid while raw is unchanged and until the next call. Any
-// other record goes through encoding/csv with lazy quotes.
-func (s *Source) splitCSV(raw []byte) ([]string, bool) {
+	header := s.heads[m.Pos.Source] // read-only after New
 	comma := s.csv.comma
+	raw := m.Raw
 	if comma < utf8.RuneSelf && len(raw) > 0 && bytes.IndexAny(raw, "\"\r\n") < 0 {
-		s.csvFields = s.csvFields[:0]
+		// A record without quotes or line breaks: its fields are the text
+		// between separators, which is what encoding/csv returns for it,
+		// without a reader per record.
 		text := unsafe.String(unsafe.SliceData(raw), len(raw))
-		for {
-			i := strings.IndexByte(text, byte(comma))
-			if i < 0 {
-				return append(s.csvFields, text), true
+		dst = append(dst, '{')
+		for i := 0; ; i++ {
+			j := strings.IndexByte(text, byte(comma))
+			v := text
+			if j >= 0 {
+				v = text[:j]
 			}
-			s.csvFields = append(s.csvFields, text[:i])
-			text = text[i+1:]
+			dst = appendCSVMember(dst, header, i, v)
+			if j < 0 {
+				return append(dst, '}')
+			}
+			text = text[j+1:]
 		}
 	}
 	cr := csv.NewReader(bytes.NewReader(raw))
@@ -78,7 +62,32 @@ func (s *Source) splitCSV(raw []byte) ([]string, bool) {
 	cr.FieldsPerRecord = -1
 	cr.LazyQuotes = true
 	rec, err := cr.Read()
-	return rec, err == nil
+	if err != nil {
+		return appendRaw(dst, raw)
+	}
+	dst = append(dst, '{')
+	for i, v := range rec {
+		dst = appendCSVMember(dst, header, i, v)
+	}
+	return append(dst, '}')
+}
+
+// appendCSVMember appends field i of a CSV record as a JSON member named
+// by the header ("_9" for a field beyond it), after a comma unless it is
+// the first.
+func appendCSVMember(dst []byte, header []string, i int, v string) []byte {
+	if i > 0 {
+		dst = append(dst, ',')
+	}
+	if i < len(header) {
+		dst = changelog.AppendJSONString(dst, header[i])
+	} else {
+		dst = append(dst, `"_`...)
+		dst = appendInt(dst, i+1)
+		dst = append(dst, '"')
+	}
+	dst = append(dst, ':')
+	return changelog.AppendJSONString(dst, v)
 }
 
 // appendRaw appends {"_raw": "<raw as a JSON string>"}.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tidemark/tidemark/format"
@@ -47,8 +48,7 @@ type Source struct {
 	schema    *row.Schema
 	fields    format.Fields // with the ordinal field marked Derived
 	csv       csvOptions
-	heads     map[string][]string // CSV columns of each file, by path
-	csvFields []string            // EventJSON's scratch: one CSV record's fields
+	heads     map[string][]string // CSV columns of each file, by path: read by New, never written afterwards (EventJSON reads it concurrently)
 	delivered int64               // records returned by Next
 
 	json  *format.JSON  // shared by all JSONL files
@@ -330,7 +330,9 @@ func (s *Source) open(path string) error {
 	if err != nil {
 		return err
 	}
-	s.heads[path] = c.header
+	if h := s.heads[path]; !slices.Equal(h, c.header) {
+		return fmt.Errorf("%s: the CSV header changed since the source opened: %q, now %q", path, h, c.header)
+	}
 	s.cur = c
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/tidemark/tidemark/row"
@@ -26,7 +27,7 @@ func renderBatch(src *Source, s *row.Schema, b *source.Batch) []string {
 
 // TestBatchesStayValid: the strings of a batch live in the batch's
 // arena: three batches filled by successive calls to Next are intact
-// after the third, while another goroutine reads the first and calls
+// after the third, while two other goroutines read the first and call
 // EventJSON on it (run with -race), and together equal a one-pass read.
 func TestBatchesStayValid(t *testing.T) {
 	cfg := Config{Events: 3000, Seed: 4}
@@ -44,25 +45,34 @@ func TestBatchesStayValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := renderBatch(src, s, &b[0])
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+	// Two goroutines read the first batch and build its events' JSON
+	// while Next fills the next two.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if g := renderBatch(src, s, &b[0]); !slices.Equal(g, first) {
+					t.Error("a reader saw the first batch change")
+					return
+				}
 			}
-			renderBatch(src, s, &b[0])
-		}
-	}()
+		}()
+	}
 	for i := 1; i < 3; i++ {
 		if err := src.Next(context.Background(), &b[i], 200); err != nil {
 			t.Fatal(err)
 		}
 	}
 	close(stop)
-	<-done
+	wg.Wait()
 	if g := renderBatch(src, s, &b[0]); !slices.Equal(g, first) {
 		t.Fatalf("the first batch changed after two more calls to Next:\n%s\nwas\n%s", g[0], first[0])
 	}
