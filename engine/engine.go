@@ -160,6 +160,11 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 	}
 	start := time.Now()
 	cpu0 := cpuTime()
+	release, err := guardOutputs(p.Spec, opts.Source == nil) // outputs checked and locked (paths.go)
+	if err != nil {
+		return nil, err
+	}
+	defer release() // after the sinks close (deferred below)
 	rt := &runtime{plan: p, opts: opts, now: changelog.WatermarkNone}
 	defer func() {
 		if cerr := rt.close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
@@ -263,11 +268,6 @@ func (rt *runtime) open(ctx context.Context) error {
 	rt.etField = f
 	rt.present = make([]bool, p.SourceSchema.Len())
 	rt.absent = len(rt.present)
-	if rt.opts.Source == nil {
-		if err := checkOutputPaths(p.Spec); err != nil {
-			return err
-		}
-	}
 	if r := p.Spec.Reference; r != nil {
 		ref, err := rt.loadReference(r)
 		if err != nil {
