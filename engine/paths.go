@@ -218,6 +218,15 @@ func under(path string, dir os.FileInfo) bool {
 	}
 }
 
+// within reports whether the file f lies somewhere below the directory
+// dir, which may not exist yet.
+func within(f, dir fileID) bool {
+	if dir.fi != nil {
+		return under(f.abs, dir.fi) || under(f.real, dir.fi)
+	}
+	return f.fi == nil && strings.HasPrefix(f.rest, dir.rest+string(filepath.Separator)) && os.SameFile(f.dir, dir.dir)
+}
+
 // kindOf names a file's type for messages.
 func kindOf(fi os.FileInfo) string {
 	m := fi.Mode()
@@ -391,9 +400,25 @@ var siblings = map[string][]string{
 	"sqlite": {"-journal", "-wal", "-shm"},
 }
 
-// outputsOf lists the pipeline's file outputs, in spec order.
+// outputsOf lists the pipeline's file outputs: the checkpoint directory
+// first (its lock is the one a second run of the pipeline meets first),
+// then the sinks in spec order.
 func outputsOf(p *spec.Pipeline) ([]*output, error) {
 	var outs []*output
+	if c := p.Checkpoint; c != nil && c.Dir != "" {
+		id, err := resolve(c.Dir)
+		if err != nil {
+			return nil, &ConfigError{Err: fmt.Errorf("checkpoint.dir: %s: %w", c.Dir, err)}
+		}
+		if id.fi != nil && !id.fi.IsDir() {
+			return nil, &ConfigError{Err: fmt.Errorf("checkpoint.dir: %s is %s, not a directory", c.Dir, kindOf(id.fi))}
+		}
+		o := &output{key: "checkpoint.dir", path: c.Dir, typ: "checkpoint", id: id, files: []owned{{c.Dir, id}}}
+		if id.fi != nil {
+			o.ckDir = &id
+		}
+		outs = append(outs, o)
+	}
 	add := func(key string, s *spec.Sink) error {
 		if s == nil || s.Path == "" || (s.Type != "jsonl" && s.Type != "sqlite") {
 			return nil
@@ -450,20 +475,6 @@ func outputsOf(p *spec.Pipeline) ([]*output, error) {
 				return nil, err
 			}
 		}
-	}
-	if c := p.Checkpoint; c != nil && c.Dir != "" {
-		id, err := resolve(c.Dir)
-		if err != nil {
-			return nil, &ConfigError{Err: fmt.Errorf("checkpoint.dir: %s: %w", c.Dir, err)}
-		}
-		if id.fi != nil && !id.fi.IsDir() {
-			return nil, &ConfigError{Err: fmt.Errorf("checkpoint.dir: %s is %s, not a directory", c.Dir, kindOf(id.fi))}
-		}
-		o := &output{key: "checkpoint.dir", path: c.Dir, typ: "checkpoint", id: id, files: []owned{{c.Dir, id}}}
-		if id.fi != nil {
-			o.ckDir = &id
-		}
-		outs = append(outs, o)
 	}
 	return outs, nil
 }
@@ -533,7 +544,7 @@ func (a *output) overlaps(b *output) error {
 			if f.id.same(ck.id) {
 				return &ConfigError{Err: fmt.Errorf("%s: %s is also %s %s: give each its own path", o.key, f.path, ck.key, ck.path)}
 			}
-			if ck.ckDir != nil && !f.id.null && (under(f.id.abs, ck.ckDir.fi) || under(f.id.real, ck.ckDir.fi)) {
+			if !f.id.null && within(f.id, ck.id) {
 				return &ConfigError{Err: fmt.Errorf("%s: %s is inside %s %s: tidemark writes, renames and deletes files in its checkpoint directory: put outputs elsewhere", o.key, f.path, ck.key, ck.path)}
 			}
 		}

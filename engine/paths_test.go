@@ -161,6 +161,12 @@ func TestOutputPathsRefused(t *testing.T) {
 			p.Checkpoint = &spec.Checkpoint{Dir: filepath.Join(f.dir, "out-link")}
 			return p
 		}, []string{"sinks[0].path: " + out("rows.jsonl") + " is inside checkpoint.dir " + filepath.Join(f.dir, "out-link")}},
+		{"an output inside a checkpoint directory not created yet", func() *spec.Pipeline {
+			p := f.p(f.in)
+			p.Checkpoint = &spec.Checkpoint{Dir: out("new/ck")}
+			p.Quarantine.Sink = jsonlSink(filepath.Join(f.dir, "out-link", "new", "ck", "sub", "q.jsonl"))
+			return p
+		}, []string{"quarantine.sink.path: " + filepath.Join(f.dir, "out-link", "new", "ck", "sub", "q.jsonl") + " is inside checkpoint.dir " + out("new/ck")}},
 		{"an output on the checkpoint directory", func() *spec.Pipeline {
 			p := f.p(f.in)
 			p.Checkpoint = &spec.Checkpoint{Dir: out("ck")}
