@@ -20,6 +20,7 @@ import (
 	"github.com/tidemark/tidemark/contract"
 	"github.com/tidemark/tidemark/eventtime"
 	"github.com/tidemark/tidemark/expr"
+	"github.com/tidemark/tidemark/internal/suggest"
 	"github.com/tidemark/tidemark/operator"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source/nexmark"
@@ -180,6 +181,13 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	// A misspelt field is refused before anything is written, when the
+	// source's fields are listed (a contract, source.schema_complete, CSV
+	// columns); otherwise it would read as null in every record.
+	readsSource := func(st spec.Stage) bool { return idx[st.Input] == -1 }
+	if err := checkSourceFields(p, c, parsed, readsSource, dedupKey); err != nil {
+		return nil, err
+	}
 	src, err := sourceSchema(p, need.list(), c)
 	if err != nil {
 		return nil, err
@@ -315,7 +323,7 @@ func sourceSchema(p *spec.Pipeline, names []string, c *contract.Contract) (*row.
 			// The generator's fixed schema (docs/nexmark.md).
 			kk, ok := nexmarkKinds[n]
 			if !ok {
-				errs = append(errs, fmt.Errorf("field %q is not a Nexmark field (%s)", n, strings.Join(nexmark.Names(), ", ")))
+				errs = append(errs, fmt.Errorf("field %q is not a Nexmark field (%s)%s", n, strings.Join(nexmark.Names(), ", "), suggest.Hint(n, nexmark.Names())))
 				continue
 			}
 			if _, err := s.Add(n, kk); err != nil {
@@ -577,7 +585,7 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		f, ok := schema.Lookup(k)
 		if !ok {
 			if !failed[k] {
-				add("key", fmt.Errorf("%q is not a field%s", k, suggest(k, schema)))
+				add("key", fmt.Errorf("%q is not a field%s", k, closeFields(k, schema)))
 			}
 			continue
 		}
@@ -709,14 +717,14 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 	return s, errors.Join(errs...)
 }
 
-// suggest returns " (did you mean a, b?)" listing schema fields close to
-// name, or "".
-func suggest(name string, s *row.Schema) string {
-	close := expr.CloseNames(s, name)
-	if len(close) == 0 {
+// closeFields returns " (did you mean a or b?)" listing schema fields
+// close to name, or "".
+func closeFields(name string, s *row.Schema) string {
+	p := suggest.Phrase(expr.CloseNames(s, name))
+	if p == "" {
 		return ""
 	}
-	return fmt.Sprintf(" (did you mean %s?)", strings.Join(close, ", "))
+	return " (" + p + ")"
 }
 
 // compileSelect finishes a select stage: its output columns are the
@@ -729,7 +737,7 @@ func compileSelect(st spec.Stage, s *Stage, schema *row.Schema, errs []error) (*
 	for _, n := range st.Select {
 		f, ok := schema.Lookup(n)
 		if !ok {
-			errs = append(errs, fmt.Errorf("select: %q is not a field%s", n, suggest(n, schema)))
+			errs = append(errs, fmt.Errorf("select: %q is not a field%s", n, closeFields(n, schema)))
 			continue
 		}
 		s.Select = append(s.Select, f)

@@ -293,6 +293,7 @@ func (p *Pipeline) Validate() error {
 		add("name", "%q must start with a letter and hold only letters, digits, '_' and '-'", p.Name)
 	}
 	validateSource(&p.Source, add)
+	validateSchemaComplete(&p.Source, add)
 	validateEventTime("event_time", &p.EventTime, add)
 	switch p.EventTime.From {
 	case "", "payload":

@@ -179,6 +179,18 @@ type Source struct {
 	// Nested JSON fields are named with dots ("properties.time").
 	// YAML `schema`. Default: none.
 	Schema FieldTypes `yaml:"schema"`
+	// SchemaComplete says that Schema lists every field of the records
+	// (the event-time field included), not only those whose type matters:
+	// a field the pipeline uses that Schema does not declare (in a key, an
+	// aggregate, the filter, a derived field, dedup, order_by, select, the
+	// reference key, the partition or arrival-time field) is then a
+	// configuration error naming it, the key that uses it and the declared
+	// names close to it, instead of a field that is null in every record.
+	// A contract's fields and, for CSV without a header, csv.columns list
+	// the fields too, with or without this key (docs/pipeline.md, "Field
+	// names"). YAML `schema_complete`. Default false: Schema may declare
+	// only some fields; an undeclared one is read as a string.
+	SchemaComplete bool `yaml:"schema_complete"`
 	// PartitionField names a field whose value is the record's source
 	// partition (for files that simulate a partitioned log). Each partition
 	// keeps its own watermark. YAML `partition_field`. Default: the whole
