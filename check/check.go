@@ -98,6 +98,7 @@ var (
 	ruleQuarantine         = Rule{"TM106", "quarantine-not-kept", "source", "invalid records are only counted: no quarantine.sink"}
 	ruleConflicts          = Rule{"TM107", "conflicts-not-kept", "source", "conflicting redeliveries are only counted: no conflicts.sink"}
 	ruleOrdering           = Rule{"TM108", "ordering-unused", "source", "the contract orders state events by version, the pipeline has no order_by"}
+	ruleKeyFieldUndeclared = Rule{"TM109", "key-field-undeclared", "source", "a group-key field that no schema declares: a misspelt name reads as null in every record"}
 	ruleProcessingTime     = Rule{"TM201", "processing-time-window", "time", "windows over a processing or ingestion time instead of the event time"}
 	ruleLatenessBelowDelay = Rule{"TM202", "lateness-below-delay", "time", "out_of_orderness + allowed_lateness below the normal delay, and late events not kept"}
 	ruleDropMoney          = Rule{"TM203", "drop-money-metric", "time", "late.policy drop on a stage that sums money"}
@@ -115,7 +116,7 @@ var (
 func Rules() []Rule {
 	return []Rule{
 		ruleDedupMissing, ruleDedupKey, ruleNoCheckpoint, ruleRetention, ruleTimestampRules,
-		ruleQuarantine, ruleConflicts, ruleOrdering,
+		ruleQuarantine, ruleConflicts, ruleOrdering, ruleKeyFieldUndeclared,
 		ruleProcessingTime, ruleLatenessBelowDelay, ruleDropMoney, ruleIdleTimeout, ruleCalendarZone, ruleStageLateness,
 		ruleDedupTTL, ruleCheckpointSettings,
 		ruleAppendSink, ruleProvisionalRows, ruleSharedOutput,
@@ -144,7 +145,7 @@ func RunAt(p *spec.Pipeline, c *contract.Contract, now time.Time) []Finding {
 	}
 	for _, f := range []func(){
 		ck.dedupMissing, ck.dedupKey, ck.noCheckpoint, ck.retention, ck.timestampRules,
-		ck.quarantine, ck.conflicts, ck.ordering,
+		ck.quarantine, ck.conflicts, ck.ordering, ck.keyFieldUndeclared,
 		ck.processingTime, ck.latenessBelowDelay, ck.dropMoney, ck.idleTimeout, ck.calendarZone, ck.stageLateness,
 		ck.dedupTTL, ck.checkpointSettings,
 		ck.appendSink, ck.provisionalRows, ck.sharedOutput,

@@ -78,6 +78,13 @@ var ruleCases = []struct {
 	{"ordering-unused/fail.yaml", []string{"info TM108 order_by"}},
 	{"ordering-unused/pass.yaml", nil},
 
+	{"key-field-undeclared/fail.yaml", []string{"warning TM109 key"}},
+	{"key-field-undeclared/fail-stages.yaml", []string{"warning TM109 stages[0].key", "warning TM109 stages[1].key"}},
+	{"key-field-undeclared/pass.yaml", nil},
+	{"key-field-undeclared/pass-contract.yaml", nil},
+	{"key-field-undeclared/pass-csv.yaml", nil},
+	{"key-field-undeclared/pass-declared.yaml", nil},
+
 	{"processing-time-window/fail.yaml", []string{"error TM201 event_time.field"}},
 	{"processing-time-window/fail-ingest-time.yaml", []string{"error TM201 event_time.field"}},
 	{"processing-time-window/fail-kafka-timestamp-contract.yaml", []string{"error TM201 event_time.from"}},
@@ -227,7 +234,7 @@ func TestClean(t *testing.T) {
 // TestOrder: errors first, then warnings, then infos.
 func TestOrder(t *testing.T) {
 	got := brief(findings(t, "testdata/processing-time-window/fail-kafka-timestamp.yaml"))
-	want := []string{"warning TM105 contract", "warning TM201 event_time.from", "info TM104 source"}
+	want := []string{"warning TM105 contract", "warning TM109 key", "warning TM201 event_time.from", "info TM104 source"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -245,6 +252,7 @@ func TestBundledExamples(t *testing.T) {
 			"warning TM101 dedup",
 			"warning TM105 contract",
 			"warning TM106 quarantine.sink",
+			"warning TM109 key",
 			"info TM104 source",
 			"info TM402 sinks[1]",
 		},
@@ -258,6 +266,33 @@ func TestBundledExamples(t *testing.T) {
 		if got := brief(findings(t, n)); !reflect.DeepEqual(got, cases[n]) {
 			t.Errorf("%s:\n got %q\nwant %q", n, got, cases[n])
 		}
+	}
+}
+
+// TestKeyFieldMessage pins TM109's text (the issue's misspelt key).
+func TestKeyFieldMessage(t *testing.T) {
+	var got []check.Finding
+	for _, f := range findings(t, "testdata/key-field-undeclared/fail.yaml") {
+		if f.ID == "TM109" {
+			got = append(got, f)
+		}
+	}
+	want := []check.Finding{{
+		ID: "TM109", Rule: "key-field-undeclared", Severity: check.Warning, Key: "key",
+		Why: `key fields "stor_id", "currency" are declared in no schema (no contract, and source.schema lists only some fields): a misspelt name reads as null in every record, and every row falls into one null group without an error`,
+		Fix: "declare every field in source.schema and set source.schema_complete: true (or name a contract that declares the fields): a field that is not among them then stops the run before anything is written",
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+	got = got[:0]
+	for _, f := range findings(t, "testdata/key-field-undeclared/fail-stages.yaml") {
+		if f.ID == "TM109" {
+			got = append(got, f)
+		}
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[0].Why, `key field "region" is declared in no schema`) || !strings.HasPrefix(got[1].Why, `key field "channel" is declared`) {
+		t.Errorf("stages: %+v", got)
 	}
 }
 

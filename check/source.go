@@ -2,7 +2,11 @@ package check
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark/plan"
 )
 
 // Source-contract rules (TM1xx): what is read, with what duplicates, where
@@ -155,4 +159,57 @@ func (ck *checker) ordering() {
 	ck.add(ruleOrdering, Info, "order_by",
 		fmt.Sprintf("contract %s orders the events of one %s by %s, but the pipeline aggregates every event as a delta: if these are state events, a cancel that arrives before its create is counted, and older versions too", ck.c.Product, ck.c.Ordering.Key, ck.c.Ordering.Version),
 		"for state events add order_by: {} (key and version from the contract); for delta events (payments, refunds) nothing")
+}
+
+// keyFieldUndeclared is TM109: a group-key field of a stage that reads the
+// source is declared nowhere. When the source's fields are listed (a
+// contract, source.schema_complete, CSV columns, Nexmark) the plan refuses
+// such a field, and a CSV header is checked when the file opens; otherwise
+// a misspelt key reads as null in every record, and every row falls into
+// one null group without an error.
+func (ck *checker) keyFieldUndeclared() {
+	src := ck.p.Source
+	if plan.SourceFields(ck.p, ck.c) != nil {
+		return
+	}
+	if src.Type == "file" && src.Format == "csv" && (src.CSV.Header == nil || *src.CSV.Header) {
+		return // the file source refuses a column its header lacks
+	}
+	declared := map[string]bool{}
+	for _, f := range src.Schema {
+		declared[f.Name] = true
+	}
+	if o := src.Ordinal; o != nil {
+		declared[o.Field] = true
+	}
+	if r := ck.p.Reference; r != nil {
+		for _, f := range r.Fields {
+			declared[f.Name] = true
+		}
+	}
+	for i, st := range ck.stages {
+		if st.Input != "source" {
+			continue
+		}
+		derived := map[string]bool{}
+		for _, f := range st.Fields {
+			derived[f.Name] = true
+		}
+		var names []string
+		for _, k := range st.Key {
+			if !declared[k] && !derived[k] {
+				names = append(names, strconv.Quote(k))
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		what := "key field " + names[0] + " is"
+		if len(names) > 1 {
+			what = "key fields " + strings.Join(names, ", ") + " are"
+		}
+		ck.add(ruleKeyFieldUndeclared, Warning, ck.prefix(i)+"key",
+			what+" declared in no schema (no contract, and source.schema lists only some fields): a misspelt name reads as null in every record, and every row falls into one null group without an error",
+			"declare every field in source.schema and set source.schema_complete: true (or name a contract that declares the fields): a field that is not among them then stops the run before anything is written")
+	}
 }

@@ -9,8 +9,8 @@ import (
 )
 
 // checkPipeline is the README's ten-line pipeline: late payments dropped
-// from a revenue sum (an error), no quarantine sink (a warning), and three
-// infos.
+// from a revenue sum (an error), no quarantine sink and key fields no
+// schema declares (two warnings), and three infos.
 const checkPipeline = `name: revenue_minute
 source: {type: file, path: orders.jsonl, schema: {amount: decimal}}
 event_time: {field: paid_at, out_of_orderness: 2m, idle_timeout: 1m}
@@ -34,6 +34,11 @@ warning TM106 quarantine-not-kept
   why  records that do not decode, have no valid event time or break a contract rule are only counted: their bytes and the reason are lost
   fix  add quarantine: {sink: {type: jsonl, path: out/quarantine.jsonl}} (or a kafka topic)
 
+warning TM109 key-field-undeclared
+  key  key
+  why  key fields "store_id", "currency" are declared in no schema (no contract, and source.schema lists only some fields): a misspelt name reads as null in every record, and every row falls into one null group without an error
+  fix  declare every field in source.schema and set source.schema_complete: true (or name a contract that declares the fields): a field that is not among them then stops the run before anything is written
+
 info TM101 dedup-missing
   key  dedup
   why  no contract says whether the events can be duplicated, and the pipeline does not deduplicate
@@ -49,12 +54,12 @@ info TM402 provisional-rows
   why  revenue_minute holds provisional rows (is_final = false) until allowed_lateness 3m after each window's end; each revision raises version
   fix  show rows with is_final = false as provisional; settlement and exports read WHERE is_final (or use emit.mode final)
 
-pipeline.yaml: 1 error, 1 warning, 3 info
+pipeline.yaml: 1 error, 2 warnings, 3 info
 `
 
 // checkClean answers every question of the checklist.
 const checkClean = `name: revenue_minute
-source: {type: file, path: orders.jsonl, schema: {amount: decimal}}
+source: {type: file, path: orders.jsonl, schema: {amount: decimal, store_id: string}}
 event_time: {field: paid_at, out_of_orderness: 2m}
 dedup: {key: event_id, ttl: 24h}
 conflicts: {sink: {type: jsonl, path: out/conflicts.jsonl}}
@@ -70,7 +75,7 @@ sinks: [{type: sqlite, path: out/revenue.db}]
 
 // checkWarnOnly has warnings and infos but no error: exit 0.
 const checkWarnOnly = `name: revenue_minute
-source: {type: file, path: orders.jsonl, schema: {amount: decimal}}
+source: {type: file, path: orders.jsonl, schema: {amount: decimal, store_id: string}}
 event_time: {field: paid_at, out_of_orderness: 2m}
 key: [store_id]
 window: {type: tumbling, size: 1m}
@@ -132,6 +137,7 @@ func TestCheckJSON(t *testing.T) {
 	want := []string{
 		"error TM203 drop-money-metric late.policy",
 		"warning TM106 quarantine-not-kept quarantine.sink",
+		"warning TM109 key-field-undeclared key",
 		"info TM101 dedup-missing dedup",
 		"info TM202 lateness-below-delay allowed_lateness",
 		"info TM402 provisional-rows sinks[0]",
@@ -186,7 +192,7 @@ func TestCheckExitCodes(t *testing.T) {
 	}{
 		{[]string{"check", "clean.yaml"}, 0, "", "clean.yaml: 0 errors, 0 warnings, 0 info\n"},
 		{[]string{"check", "warn.yaml"}, 0, "", "warn.yaml: 0 errors, 1 warning, 1 info\n"},
-		{[]string{"check", "pipeline.yaml"}, 1, "pipeline.yaml has 1 error", "1 error, 1 warning, 3 info"},
+		{[]string{"check", "pipeline.yaml"}, 1, "pipeline.yaml has 1 error", "1 error, 2 warnings, 3 info"},
 		{[]string{"check"}, 2, "accepts 1 arg(s), received 0", ""},
 		{[]string{"check", "a.yaml", "b.yaml"}, 2, "accepts 1 arg(s), received 2", ""},
 		{[]string{"check", "--format", "xml", "clean.yaml"}, 2, `check: --format "xml": want text or json`, ""},
