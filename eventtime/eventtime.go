@@ -118,7 +118,11 @@ func (p *Parser) parse(b []byte) (int64, error) {
 	switch p.Format {
 	case EpochMs:
 		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || v > maxEpochMs || v < -maxEpochMs {
+		if errors.Is(err, strconv.ErrRange) || err == nil && (v > maxEpochMs || v < -maxEpochMs) {
+			// An integer, but far outside the years RFC 3339 can write.
+			return 0, fmt.Errorf("%w: %q", ErrRange, s)
+		}
+		if err != nil {
 			return 0, fmt.Errorf("%w: %q is not integer epoch milliseconds", ErrSyntax, s)
 		}
 		return v, nil
@@ -429,6 +433,12 @@ func parseEpochSeconds(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseInt(sec, 10, 64)
+	if errors.Is(err, strconv.ErrRange) || err == nil && (v > 9_000_000_000_000 || v < -9_000_000_000_000) {
+		if allDigits(frac) {
+			// A number, but far outside the years RFC 3339 can write.
+			return 0, fmt.Errorf("%w: %q", ErrRange, s)
+		}
+	}
 	if err != nil || v > 9_000_000_000_000 || v < -9_000_000_000_000 {
 		return 0, fmt.Errorf("%w: %q is not epoch seconds", ErrSyntax, s)
 	}
@@ -458,4 +468,14 @@ func parseEpochSeconds(s string) (int64, error) {
 		return ms - f, nil
 	}
 	return ms + f, nil
+}
+
+// allDigits reports whether s holds only the digits 0 to 9 (true for "").
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

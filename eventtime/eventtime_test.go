@@ -164,12 +164,14 @@ func TestEpochMs(t *testing.T) {
 		{"-62167219200000", -62_167_219_200_000, nil}, // 0000-01-01T00:00:00Z
 		{"-62167219200001", 0, ErrRange},
 		{"9000000000000000", 0, ErrRange},
-		// Beyond ±9e15 ms the text is not even read as a number. MinInt64
-		// and MaxInt64 would read as "no watermark" and "end of input".
-		{"9000000000000001", 0, ErrSyntax},
-		{"-9223372036854775808", 0, ErrSyntax},
-		{"9223372036854775807", 0, ErrSyntax},
-		{"9223372036854775808", 0, ErrSyntax},
+		// Beyond ±9e15 ms (and beyond int64) an integer is out of range
+		// too, not "not integer": MinInt64 and MaxInt64 would read as "no
+		// watermark" and "end of input".
+		{"9000000000000001", 0, ErrRange},
+		{"-9223372036854775808", 0, ErrRange},
+		{"9223372036854775807", 0, ErrRange},
+		{"9223372036854775808", 0, ErrRange},
+		{"-99999999999999999999999", 0, ErrRange},
 		{"", 0, ErrSyntax},
 		{"1.5", 0, ErrSyntax},
 		{"1e3", 0, ErrSyntax},
@@ -206,7 +208,9 @@ func TestEpochS(t *testing.T) {
 		{"9000000000000", 0, ErrRange},
 		{"253402300799.999", 253_402_300_799_999, nil},
 		{"-9000000000000.999", 0, ErrRange},
-		{"9000000000001", 0, ErrSyntax},
+		{"9000000000001", 0, ErrRange},
+		{"99999999999999999999.5", 0, ErrRange},
+		{"9000000000001.x", 0, ErrSyntax},
 		{"", 0, ErrSyntax},
 		{"-", 0, ErrSyntax},
 		{".5", 0, ErrSyntax},
@@ -808,6 +812,28 @@ func BenchmarkParse(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestEpochOutOfRangeMessage: an epoch integer outside the years 0000 to
+// 9999 is called out of range, not "not integer" (the quarantine reason a
+// user reads); text that is no integer keeps its syntax message.
+func TestEpochOutOfRangeMessage(t *testing.T) {
+	for _, tc := range []struct {
+		p    *Parser
+		in   string
+		want string
+	}{
+		{&Parser{Format: EpochMs}, "99999999999999999999", `timestamp outside the years 0000 to 9999: "99999999999999999999"`},
+		{&Parser{Format: EpochMs}, "9000000000000001", `timestamp outside the years 0000 to 9999: "9000000000000001"`},
+		{&Parser{Format: EpochMs}, "1.5", `unparsable timestamp: "1.5" is not integer epoch milliseconds`},
+		{&Parser{Format: EpochS}, "9000000000001", `timestamp outside the years 0000 to 9999: "9000000000001"`},
+		{&Parser{Format: EpochS}, "1e3", `unparsable timestamp: "1e3" is not epoch seconds`},
+	} {
+		_, err := tc.p.Parse([]byte(tc.in))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("Parse(%q) = %v, want %s", tc.in, err, tc.want)
 		}
 	}
 }
