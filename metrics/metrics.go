@@ -24,6 +24,14 @@ import (
 	"github.com/tidemark/tidemark/slo"
 )
 
+// SourceStage is the stage label of what happens before the stages: the
+// records quarantined while they are decoded and checked (decode, event
+// time, contract rules, dedup and order_by keys). No stage can be named
+// "source" (the name is reserved for a stage's input), so the series never
+// collides with a stage's own, also in a single-stage pipeline whose stage
+// has the pipeline's name.
+const SourceStage = "source"
+
 // Exporter holds the latest snapshot of one pipeline and serves it. It is
 // safe for concurrent use: Update on the runner's goroutine, scrapes on
 // the HTTP server's.
@@ -151,7 +159,7 @@ func (c *collector) descs() map[string]desc {
 			"ptime":      newDesc("tidemark_processing_time_seconds", "The runner's processing time (records' arrival times or the clock), Unix seconds.", g, p),
 			"read":       newDesc("tidemark_records_read_total", "Records delivered by the source, redeliveries included.", k, p),
 			"redeliv":    newDesc("tidemark_records_redelivered_total", "Records the source marked as redelivered copies.", k, p),
-			"quar":       newDesc("tidemark_records_quarantined_total", "Invalid records sent to quarantine (stage \"\": before the stages: decode, event time, contract rules, dedup key).", k, p, "stage"),
+			"quar":       newDesc("tidemark_records_quarantined_total", "Invalid records sent to quarantine, by where: stage \"source\" before the stages (decode, event time, contract rules, dedup and order_by keys), else the stage (filter, derived field or aggregate errors).", k, p, "stage"),
 			"dups":       newDesc("tidemark_duplicates_total", "Redeliveries of a known event id with the same payload (not applied).", k, p),
 			"confl":      newDesc("tidemark_conflicts_total", "Deliveries of a known event id with another payload (to the conflict output).", k, p),
 			"stale":      newDesc("tidemark_versions_out_of_order_total", "State events not newer than their entity's current version (ignored).", k, p),
@@ -242,7 +250,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	m("ptime", seconds(l.ProcessingTime))
 	m("read", float64(l.EventsRead))
 	m("redeliv", float64(l.Redeliveries))
-	m("quar", float64(l.Quarantined), "")
+	m("quar", float64(l.Quarantined), SourceStage)
 	m("dups", float64(l.Duplicates))
 	m("confl", float64(l.Conflicts))
 	m("stale", float64(l.StaleVersions))

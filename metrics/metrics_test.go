@@ -109,7 +109,8 @@ checkpoint: {dir: %s/ck, interval: 1h}
 	text := scrape(t, x)
 	has(t, text,
 		`tidemark_records_read_total{pipeline="m"} 6`,
-		`tidemark_records_quarantined_total{pipeline="m",stage=""} 1`,
+		`tidemark_records_quarantined_total{pipeline="m",stage="source"} 1`,
+		`tidemark_records_quarantined_total{pipeline="m",stage="m"} 0`,
 		`tidemark_records_on_time_total{pipeline="m",stage="m"} 4`,
 		`tidemark_records_too_late_total{outcome="side_output",pipeline="m",stage="m"} 1`,
 		`tidemark_records_too_late_total{outcome="dropped",pipeline="m",stage="m"} 0`,
@@ -239,5 +240,24 @@ func TestDocsListEveryMetric(t *testing.T) {
 	}
 	if len(exported) < 40 {
 		t.Errorf("only %d metrics exported", len(exported))
+	}
+}
+
+// TestQuarantineBySource: the records quarantined before the stages are
+// labelled stage="source", apart from each stage's own, also when the
+// single stage has the pipeline's name (the label was "" before).
+func TestQuarantineBySource(t *testing.T) {
+	x := New("shop")
+	x.Update(&engine.Live{Pipeline: "shop", Quarantined: 3, Stages: []engine.LiveStage{
+		{Name: "shop", Counters: engine.Counters{In: 10, Quarantined: 2, Filtered: 4}},
+	}})
+	text := scrape(t, x)
+	has(t, text,
+		`tidemark_records_quarantined_total{pipeline="shop",stage="source"} 3`,
+		`tidemark_records_quarantined_total{pipeline="shop",stage="shop"} 2`,
+		`tidemark_records_filtered_total{pipeline="shop",stage="shop"} 4`,
+	)
+	if strings.Contains(text, `stage=""`) {
+		t.Errorf("a series is labelled stage=\"\":\n%s", text)
 	}
 }

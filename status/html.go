@@ -188,8 +188,10 @@ late ratio <span id="late-ratio">{{ratio .D.LateRatio}}</span>.</p>
 <table id="records">
 <tr><th>read</th><td class="n" id="records-read">{{.D.Records.Read}}</td></tr>
 <tr><th>quarantined</th><td class="n" id="records-quarantined">{{.D.Records.Quarantined}}</td></tr>
-<tr><th>duplicates</th><td class="n" id="records-duplicates">{{.D.Records.Duplicates}}</td></tr>
+{{range .D.Records.QuarantinedByStage}}<tr class="quarantined-by-stage" data-stage="{{.Stage}}"><th>&nbsp;&nbsp;at {{if eq .Stage "source"}}the source{{else}}stage {{.Stage}}{{end}}</th><td class="n">{{.Records}}</td></tr>
+{{end}}<tr><th>duplicates</th><td class="n" id="records-duplicates">{{.D.Records.Duplicates}}</td></tr>
 <tr><th>conflicts</th><td class="n" id="records-conflicts">{{.D.Records.Conflicts}}</td></tr>
+<tr><th>filtered</th><td class="n" id="records-filtered">{{.D.Records.Filtered}}</td></tr>
 <tr><th>on time</th><td class="n" id="records-on-time">{{.D.Records.OnTime}}</td></tr>
 <tr><th>late, accepted</th><td class="n" id="records-late-accepted">{{.D.Records.LateAccepted}}</td></tr>
 <tr><th>too late</th><td class="n" id="records-too-late">{{.D.Records.TooLate}}</td></tr>

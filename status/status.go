@@ -104,14 +104,37 @@ type Partition struct {
 
 // Records counts record fates over the run.
 type Records struct {
-	Read         int64 `json:"read"`
-	Quarantined  int64 `json:"quarantined"`
-	Duplicates   int64 `json:"duplicates"`
-	Conflicts    int64 `json:"conflicts"`
+	Read int64 `json:"read"`
+	// Quarantined is every quarantined record: before the stages and in
+	// each stage (QuarantinedByStage splits it).
+	Quarantined int64 `json:"quarantined"`
+	// QuarantinedByStage splits Quarantined as the metric
+	// tidemark_records_quarantined_total does: first stage "source" (the
+	// records invalid before the stages: decode, event time, contract
+	// rules, dedup and order_by keys), then each stage in order (its
+	// filter, derived fields or aggregates failed).
+	QuarantinedByStage []StageCount `json:"quarantined_by_stage"`
+	Duplicates         int64        `json:"duplicates"`
+	Conflicts          int64        `json:"conflicts"`
+	// Filtered counts the valid records the stages' filters dropped (the
+	// sum of tidemark_records_filtered_total).
+	Filtered     int64 `json:"filtered"`
 	OnTime       int64 `json:"on_time"`
 	LateAccepted int64 `json:"late_accepted"`
 	TooLate      int64 `json:"too_late"`
 	RowsEmitted  int64 `json:"rows_emitted"`
+}
+
+// SourceStage names what happens before the stages in QuarantinedByStage:
+// "source", the stage label of metrics.SourceStage (no stage can be named
+// so).
+const SourceStage = "source"
+
+// StageCount is a count of records at one stage, or at SourceStage (before
+// the stages).
+type StageCount struct {
+	Stage   string `json:"stage"`
+	Records int64  `json:"records"`
 }
 
 // Checkpoints reports the last checkpoint.
@@ -226,7 +249,8 @@ func (pg *Page) Doc() Doc {
 	pg.mu.Lock()
 	l := pg.last
 	pg.mu.Unlock()
-	d := Doc{Pipeline: pg.p.Name, Contracts: contracts(pg.p), Watermark: "none", Partitions: []Partition{}, SLO: []SLO{}}
+	d := Doc{Pipeline: pg.p.Name, Contracts: contracts(pg.p), Watermark: "none", Partitions: []Partition{}, SLO: []SLO{},
+		Records: Records{QuarantinedByStage: []StageCount{}}}
 	if l != nil {
 		d.Snapshot = l.At.UTC().Format(time.RFC3339Nano)
 		d.Ended = l.Ended
@@ -243,9 +267,12 @@ func (pg *Page) Doc() Doc {
 		}
 		r := &d.Records
 		r.Read, r.Quarantined, r.Duplicates, r.Conflicts = l.EventsRead, l.Quarantined, l.Duplicates, l.Conflicts
+		r.QuarantinedByStage = []StageCount{{SourceStage, l.Quarantined}}
 		var valid int64
 		for _, st := range l.Stages {
 			r.Quarantined += st.Quarantined
+			r.QuarantinedByStage = append(r.QuarantinedByStage, StageCount{st.Name, st.Quarantined})
+			r.Filtered += st.Filtered
 			r.OnTime += st.OnTime
 			r.LateAccepted += st.LateAccepted
 			r.TooLate += st.TooLateDropped + st.TooLateSideOutput

@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/metrics"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/slo"
 	"github.com/tidemark/tidemark/spec"
@@ -213,5 +214,48 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	if len(shot) < 1000 {
 		t.Errorf("screenshot of %d bytes", len(shot))
+	}
+}
+
+// TestRecordsFilteredAndQuarantinedByStage: the page shows the filter's
+// count (the metrics had it, the page did not) and splits quarantined
+// records as the metric's stage label does: "source" before the stages,
+// then each stage.
+func TestRecordsFilteredAndQuarantinedByStage(t *testing.T) {
+	p, err := spec.Parse("s.yaml", []byte("name: shop\nsource: {type: file, path: in.jsonl}\nevent_time: {field: ts}\n"+
+		"stages:\n  - {name: a, filter: 'x > 1', key: [k], window: {type: tumbling, size: 1m}, aggregates: {n: count()}, emit: {mode: final}}\n"+
+		"  - {name: b, input: source, filter: 'x > 2', window: {type: tumbling, size: 1m}, aggregates: {n: count()}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := New(p, nil)
+	pg.Update(&engine.Live{Pipeline: "shop", EventsRead: 20, Quarantined: 3, Stages: []engine.LiveStage{
+		{Name: "a", Counters: engine.Counters{In: 17, Quarantined: 2, Filtered: 5, OnTime: 10}},
+		{Name: "b", Counters: engine.Counters{In: 17, Quarantined: 1, Filtered: 7, OnTime: 9}},
+	}})
+	r := pg.Doc().Records
+	want := []StageCount{{"source", 3}, {"a", 2}, {"b", 1}}
+	if r.Filtered != 12 || r.Quarantined != 6 || fmt.Sprint(r.QuarantinedByStage) != fmt.Sprint(want) {
+		t.Errorf("records %+v, want filtered 12, quarantined 6 by %v", r, want)
+	}
+	if SourceStage != metrics.SourceStage {
+		t.Errorf("status labels the source %q, metrics %q", SourceStage, metrics.SourceStage)
+	}
+	var html strings.Builder
+	if err := pg.writeHTML(&html); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		`<tr><th>filtered</th><td class="n" id="records-filtered">12</td></tr>`,
+		`<tr class="quarantined-by-stage" data-stage="source"><th>&nbsp;&nbsp;at the source</th><td class="n">3</td></tr>`,
+		`<tr class="quarantined-by-stage" data-stage="b"><th>&nbsp;&nbsp;at stage b</th><td class="n">1</td></tr>`,
+	} {
+		if !strings.Contains(html.String(), w) {
+			t.Errorf("the page lacks %s", w)
+		}
+	}
+	// Before the first snapshot the list is empty, not null.
+	if d := New(p, nil).Doc(); d.Records.QuarantinedByStage == nil || len(d.Records.QuarantinedByStage) != 0 {
+		t.Errorf("before a snapshot: %+v", d.Records)
 	}
 }
