@@ -4,15 +4,14 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 )
 
-// CSV decodes CSV records (as returned by encoding/csv) into rows. See the
-// package documentation for the conversions. Build one per header with
-// NewCSV; it is not safe for concurrent use.
+// CSV decodes CSV records (split into fields, CSVRecord) into rows. See
+// the package documentation for the conversions. Build one per header
+// with NewCSV; it is not safe for concurrent use.
 type CSV struct {
 	fields []plan
 	cols   []int // cols[i] is the column of fields[i]
@@ -64,37 +63,70 @@ func NewCSV(f Fields, header []string) (*CSV, error) {
 	return d, nil
 }
 
+// CSVRecord is one CSV record split into fields, as the file source's
+// reader parses it.
+type CSVRecord struct {
+	// Raw is the record's bytes as in the file, without its final line
+	// terminator.
+	Raw []byte
+	// Fields holds each field's text: quotes removed, doubled quotes
+	// undoubled, a line break inside a quoted field as "\n". It may alias
+	// Raw.
+	Fields [][]byte
+	// Starts holds, for each field, the offset in Raw of its first byte
+	// (its opening quote when it is quoted).
+	Starts []int
+}
+
+// Reset empties r, keeping capacity.
+func (r *CSVRecord) Reset() {
+	r.Raw = nil
+	r.Fields = r.Fields[:0]
+	r.Starts = r.Starts[:0]
+}
+
+// Width returns the number of columns of the header the decoder was built
+// for.
+func (d *CSV) Width() int { return d.width }
+
 // Decode fills r (already shaped by the schema, all null) from one record.
-// Empty text is null. Strings in r share record's memory.
+// Empty text is null. Strings are copied into a (the arena of the batch r
+// belongs to), valid until a is Reset.
 //
 // It returns nil, or the first problem found: Rule "decode" when the
 // record does not have one field per header column (no field is decoded),
-// Rule "type" (text that is not of the field's kind) or Rule "timestamp"
-// (the field's parser rejected the text); the error's Field names the
-// column. After a "type" or "timestamp" error the other fields are still
+// Rule "encoding" when the text of a string field holds a NUL character
+// or is not valid UTF-8 (the reason gives the byte offset in rec.Raw; the
+// field stays null: such text cannot be stored by every sink and would
+// silently merge different keys if repaired), Rule "type" (text that is
+// not of the field's kind) or Rule "timestamp" (the field's parser
+// rejected the text); the error's Field names the column. After an
+// "encoding", "type" or "timestamp" error the other fields are still
 // decoded.
-func (d *CSV) Decode(record []string, r *row.Row) *source.DecodeError {
-	if len(record) != d.width {
-		return &source.DecodeError{Rule: "decode", Reason: fmt.Sprintf("record has %d fields, header has %d", len(record), d.width)}
+func (d *CSV) Decode(rec *CSVRecord, r *row.Row, a *source.Arena) *source.DecodeError {
+	if len(rec.Fields) != d.width {
+		return &source.DecodeError{Rule: "decode", Reason: fmt.Sprintf("record has %d fields, header has %d", len(rec.Fields), d.width)}
 	}
 	var first *source.DecodeError
 	for i := range d.fields {
 		p := &d.fields[i]
-		s := record[d.cols[i]]
-		if s == "" {
+		col := d.cols[i]
+		b := rec.Fields[col]
+		if len(b) == 0 {
 			continue
 		}
 		if p.f.Kind == row.KindString {
-			if !utf8.ValidString(s) {
-				// As for JSON: each invalid byte becomes U+FFFD, so a key
-				// is the same text in every output.
-				s = string(appendUnescapedText(nil, s))
+			if !Text(b) {
+				if first == nil {
+					first = EncodingError(p.f.Name, rec.Raw, rec.Starts[col])
+				}
+				continue
 			}
-			r.S[p.f.Slot] = s
+			r.S[p.f.Slot] = a.String(b)
 			r.SetValid(p.f.Index)
 			continue
 		}
-		if e := setText(p, bytesOf(s), "", r); e != nil && first == nil {
+		if e := setText(p, b, "", r); e != nil && first == nil {
 			first = e
 		}
 	}

@@ -3,6 +3,8 @@ package format
 import (
 	"errors"
 	"testing"
+
+	"github.com/tidemark/tidemark/source"
 )
 
 func TestCSVDecode(t *testing.T) {
@@ -65,6 +67,25 @@ func TestCSVDecode(t *testing.T) {
 			err:    `i type: want int, got "1.5" (has a fraction)`,
 		},
 		{
+			// Five empty fields and their commas: s starts at byte 5.
+			name:   "a NUL character in a string",
+			record: []string{"", "", "", "", "", "ab\x00c", "", "k"},
+			want:   `s=null i=null d=null b=null t=null e=null n=null`,
+			err:    `s encoding: NUL character at byte 7 (PostgreSQL text cannot store it)`,
+		},
+		{
+			// s starts at byte 9 (",,true,,,"): \xc3 is byte 12.
+			name:   "invalid UTF-8 in a string, the other fields still decoded",
+			record: []string{"", "", "true", "", "", "caf\xc3", "", "k"},
+			want:   `s=null i=null d=null b=true t=null e=null n=null`,
+			err:    `s encoding: invalid UTF-8 at byte 12`,
+		},
+		{
+			name:   "valid UTF-8 and control characters other than NUL are text",
+			record: []string{"", "", "", "", "", "café\t\x01😀", "", "k"},
+			want:   `s="café\t\x01😀" i=null d=null b=null t=null e=null n=null`,
+		},
+		{
 			name:   "too few fields",
 			record: []string{"1", "2"},
 			want:   `s=null i=null d=null b=null t=null e=null n=null`,
@@ -84,7 +105,7 @@ func TestCSVDecode(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := f.Schema.NewRow()
-			got := errText(d.Decode(tc.record, r))
+			got := errText(d.Decode(csvRecord(tc.record...), r, new(source.Arena)))
 			if got != tc.err {
 				t.Errorf("error\n got: %s\nwant: %s", got, tc.err)
 			}
@@ -120,9 +141,16 @@ func TestCSVZeroAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := f.Schema.NewRow()
+	cr := csvRecord(rec...)
+	var a source.Arena
+	n := 0
 	allocs := testing.AllocsPerRun(1000, func() {
+		if n%512 == 0 {
+			a.Reset() // as a batch is reset before each Next
+		}
+		n++
 		f.Schema.Shape(r)
-		if e := d.Decode(rec, r); e != nil {
+		if e := d.Decode(cr, r, &a); e != nil {
 			t.Fatal(e)
 		}
 	})

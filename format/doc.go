@@ -63,9 +63,9 @@
 // # CSV
 //
 // [CSV] maps header columns to schema fields once ([NewCSV]); a record is a
-// []string as returned by encoding/csv. Strings in the row share the
-// record's memory (encoding/csv allocates a fresh string for every record,
-// also with ReuseRecord), so CSV strings need no arena.
+// [CSVRecord], its fields already split and unquoted (the file source
+// parses CSV). Strings are copied into the arena passed to Decode, so
+// decoding allocates nothing.
 //
 // Decoders are not safe for concurrent use.
 package format

@@ -88,7 +88,8 @@ func FuzzCSV(f *testing.F) {
 				return
 			}
 			r := fields.Schema.NewRow()
-			if e := d.Decode(rec, r); e != nil {
+			var a source.Arena
+			if e := d.Decode(csvRecord(rec...), r, &a); e != nil {
 				checkRule(t, e.Rule)
 			}
 			render(fields.Schema, r)
@@ -99,7 +100,7 @@ func FuzzCSV(f *testing.F) {
 func checkRule(t *testing.T, rule string) {
 	t.Helper()
 	switch rule {
-	case "decode", "type", "timestamp":
+	case "decode", "type", "timestamp", "encoding":
 	default:
 		t.Fatalf("unknown rule %q", rule)
 	}

@@ -67,3 +67,20 @@ func render(s *row.Schema, r *row.Row) string {
 	}
 	return string(b)
 }
+
+// csvRecord builds the record of fields as if parsed from their text
+// joined by commas (no quotes).
+func csvRecord(fields ...string) *CSVRecord {
+	rec := &CSVRecord{}
+	for i, f := range fields {
+		if i > 0 {
+			rec.Raw = append(rec.Raw, ',')
+		}
+		rec.Starts = append(rec.Starts, len(rec.Raw))
+		rec.Raw = append(rec.Raw, f...)
+	}
+	for i, f := range fields {
+		rec.Fields = append(rec.Fields, rec.Raw[rec.Starts[i]:rec.Starts[i]+len(f)])
+	}
+	return rec
+}

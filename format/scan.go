@@ -509,15 +509,6 @@ func strictJSON(line []byte) *source.DecodeError {
 	}
 }
 
-// appendUnescapedText appends s with each invalid UTF-8 byte replaced by
-// U+FFFD (no escapes: plain text such as a CSV field).
-func appendUnescapedText(dst []byte, s string) []byte {
-	for _, r := range s { // ranging yields RuneError for each invalid byte
-		dst = utf8.AppendRune(dst, r)
-	}
-	return dst
-}
-
 // ValidJSON reports whether b is one JSON value by RFC 8259 (white space
 // around it allowed), as encoding/json.Valid does, with the scanner of the
 // fast decoding path: several times faster than encoding/json. A value

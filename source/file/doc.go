@@ -12,14 +12,20 @@
 // once (and reads every CSV header) so that a missing or unreadable file,
 // or a missing CSV column, is reported before the first record.
 //
-// JSONL files are streamed line by line (lines up to MaxLineBytes; blank
-// lines skipped; "\r\n" accepted). CSV files are read whole into memory,
-// one file at a time, so that Meta.Raw can be the record's exact bytes;
-// encoding/csv parses them with strict quoting (quoted fields may hold
-// delimiters and newlines). With csv.header (the default) the first
-// record of each file is that file's header; otherwise csv.columns names
-// the columns of every file. A UTF-8 byte order mark at the start of a
-// file is skipped.
+// Both formats are streamed line by line (lines and records up to
+// MaxLineBytes). A file's line breaks are decided from the bytes buffered
+// when its first line is read: with a "\n" there, lines end with "\n" or
+// "\r\n" and a lone "\r" is part of its line; without one but with "\r",
+// lines end with "\r", "\r\n" or "\n" (classic Mac OS). JSONL skips blank
+// lines. CSV is parsed with strict quoting, as encoding/csv does (quoted
+// fields may hold delimiters, doubled quotes and line breaks, read as
+// "\n"); Meta.Raw is the record's exact bytes. A multi-line CSV record that
+// is not valid, or has the wrong number of fields, is cut to its first
+// line (quarantined) and the lines it took are read again one record each,
+// so that an unterminated quote does not swallow the records after it.
+// With csv.header (the default) the first record of each file is that
+// file's header; otherwise csv.columns names the columns of every file. A
+// UTF-8 byte order mark at the start of a file is skipped.
 //
 // A record that cannot be decoded is not an error of Next: it is delivered
 // with Meta.Err set (and its row unusable), so the engine can quarantine

@@ -1,8 +1,6 @@
 package file
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,9 +11,10 @@ import (
 	"github.com/tidemark/tidemark/source"
 )
 
-// MaxLineBytes is the longest JSON line the file source decodes (64 MiB,
-// without its line terminator). A longer line becomes a record with a
-// "decode" error whose Raw holds only its first TruncatedRawBytes bytes.
+// MaxLineBytes is the longest JSON line (or CSV record) the file source
+// decodes (64 MiB, without its line terminator). A longer one becomes a
+// record with a "decode" error whose Raw holds only its first
+// TruncatedRawBytes bytes.
 const MaxLineBytes = 64 << 20
 
 // TruncatedRawBytes is how much of an over-long line is kept in Meta.Raw.
@@ -24,106 +23,59 @@ const TruncatedRawBytes = 1 << 10
 // maxLineBytes is MaxLineBytes; tests lower it.
 var maxLineBytes = MaxLineBytes
 
-// jsonlBufferSize is the read buffer of a JSONL file.
-const jsonlBufferSize = 256 << 10
-
 // bom is the UTF-8 byte order mark, skipped at the start of a file.
 var bom = []byte{0xEF, 0xBB, 0xBF}
 
 // jsonlReader streams the records of one JSONL file, line by line.
 type jsonlReader struct {
-	path string
-	f    *os.File
-	br   *bufio.Reader
-	dec  *format.JSON
-	long []byte // a line longer than the read buffer
-	line int64  // lines consumed
-	off  int64  // byte offset of the next line
+	path  string
+	f     *os.File
+	lines *lineReader
+	dec   *format.JSON
 }
 
-func openJSONL(path string, dec *format.JSON, br *bufio.Reader) (*jsonlReader, error) {
+// openJSONL opens the file at path at offset off, the start of line
+// line+1 (0, 0: the start of the file), with the line mode the lines
+// before it established; buf is a read buffer to reuse, or nil.
+func openJSONL(path string, dec *format.JSON, buf []byte, off, line int64, mode lineMode) (*jsonlReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if br == nil {
-		br = bufio.NewReaderSize(f, jsonlBufferSize)
-	} else {
-		br.Reset(f)
+	if off > 0 {
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
-	return &jsonlReader{path: path, f: f, br: br, dec: dec}, nil
+	l, err := newLineReader(path, f, buf, off, line, mode)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &jsonlReader{path: path, f: f, lines: l, dec: dec}, nil
 }
 
 // next decodes the next non-blank line, its strings into a. m.Raw points
 // into the reader's buffer until the next call.
 func (j *jsonlReader) next(r *row.Row, m *source.Meta, a *source.Arena) error {
 	for {
-		start := j.off
-		b, n, tooLong, err := j.readLine()
+		b, _, start, tooLong, err := j.lines.next(maxLineBytes)
 		if err != nil {
 			return err
-		}
-		j.line++
-		j.off += n
-		if start == 0 && len(b) >= 3 && b[0] == bom[0] && b[1] == bom[1] && b[2] == bom[2] {
-			b, start = b[3:], 3
 		}
 		if !tooLong && blank(b) {
 			continue
 		}
-		m.Pos = changelog.Position{Source: j.path, Line: j.line, Offset: start}
+		m.Pos = changelog.Position{Source: j.path, Line: j.lines.line, Offset: start}
 		m.Raw = b
 		if tooLong {
-			m.Err = &source.DecodeError{Rule: "decode", Reason: fmt.Sprintf("line of about %d bytes is longer than the limit of %d bytes", n, maxLineBytes)}
+			m.Err = &source.DecodeError{Rule: "decode", Reason: fmt.Sprintf("line of about %d bytes is longer than the limit of %d bytes", j.lines.off-start, maxLineBytes)}
 			return nil
 		}
 		m.Err = j.dec.Decode(b, r, a)
 		return nil
 	}
-}
-
-// readLine returns the next line without its terminator ("\n" or "\r\n")
-// and the number of bytes it spans in the file. A line longer than
-// MaxLineBytes is consumed whole, but only its first TruncatedRawBytes are
-// returned, with tooLong set. It returns io.EOF after the last line.
-func (j *jsonlReader) readLine() (b []byte, n int64, tooLong bool, err error) {
-	b, err = j.br.ReadSlice('\n')
-	n = int64(len(b))
-	if errors.Is(err, bufio.ErrBufferFull) {
-		j.long = append(j.long[:0], b...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			b, err = j.br.ReadSlice('\n')
-			n += int64(len(b))
-			switch {
-			case tooLong:
-			case len(j.long)+len(b) > maxLineBytes+2: // +2: the terminator
-				tooLong = true
-				j.long = j.long[:min(len(j.long), TruncatedRawBytes)]
-			default:
-				j.long = append(j.long, b...)
-			}
-		}
-		b = j.long
-	}
-	switch {
-	case err == io.EOF && n == 0:
-		return nil, 0, false, io.EOF
-	case err != nil && err != io.EOF:
-		return nil, 0, false, fmt.Errorf("%s: %w", j.path, err)
-	}
-	if tooLong {
-		return b, n, true, nil
-	}
-	if k := len(b); k > 0 && b[k-1] == '\n' {
-		b = b[:k-1]
-		if k := len(b); k > 0 && b[k-1] == '\r' {
-			b = b[:k-1]
-		}
-	}
-	if len(b) > maxLineBytes {
-		return b[:min(len(b), TruncatedRawBytes)], n, true, nil
-	}
-	return b, n, false, nil
 }
 
 // blank reports whether a line holds only spaces, tabs and carriage
@@ -139,4 +91,9 @@ func blank(b []byte) bool {
 
 func (j *jsonlReader) close() error { return j.f.Close() }
 
-func (r *jsonlReader) offset() int64 { return r.off }
+// at returns where the reader is: after the last line read.
+func (j *jsonlReader) at() readerAt {
+	return readerAt{off: j.lines.off, line: j.lines.line, mode: j.lines.mode}
+}
+
+func (j *jsonlReader) buffer() []byte { return j.lines.buf }

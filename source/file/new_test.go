@@ -38,7 +38,7 @@ func TestNewErrors(t *testing.T) {
 		{name: "bad glob", spec: spec.Source{Path: "[", Format: "jsonl"}, want: `syntax error in pattern`},
 		{name: "unknown format", spec: spec.Source{Path: "noext"}, want: `source.format: "" is neither jsonl nor csv`},
 		{name: "missing column", spec: spec.Source{Path: "[ab].csv"}, want: `DIR/b.csv: no column "Quantity" in CSV header ["InvoiceNo" "Qty"]`, csv: true},
-		{name: "broken header", spec: spec.Source{Path: "broken.csv"}, want: `DIR/broken.csv: header: parse error on line 1, column 21: extraneous or missing " in quoted-field`, csv: true},
+		{name: "broken header", spec: spec.Source{Path: "broken.csv"}, want: `DIR/broken.csv: header: the quoted field opened at line 1, column 1 does not close before the end of the file`, csv: true},
 		{name: "missing column without header", spec: spec.Source{Path: "a.csv", CSV: spec.CSVOptions{Header: new(bool), Columns: []string{"InvoiceNo"}}}, want: `source.csv.columns: no column "Quantity"`, csv: true},
 		{name: "no columns without header", spec: spec.Source{Path: "a.csv", CSV: spec.CSVOptions{Header: new(bool)}}, want: `source.csv.columns: required`, csv: true},
 		{name: "bad delimiter", spec: spec.Source{Path: "a.csv", CSV: spec.CSVOptions{Delimiter: ";;"}}, want: `source.csv.delimiter: ";;" is not one usable character`, csv: true},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"unsafe"
 
+	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/perturb"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
@@ -222,11 +223,11 @@ func (rp *replayer) conflicting(s *Source, r *row.Row, m *source.Meta) bool {
 		if !ok || c.dec == nil {
 			return false
 		}
-		rec, ok := rp.changeCSV(s, c.header, m.Raw)
+		rec, ok := rp.changeCSV(s, c.header, m.Raw, c.lines.mode)
 		if !ok {
 			return false
 		}
-		derr = c.dec.Decode(rec, &rp.crow)
+		derr = c.dec.Decode(rec, &rp.crow, &rp.arena)
 	}
 	if derr != nil {
 		return false
@@ -239,10 +240,11 @@ func (rp *replayer) conflicting(s *Source, r *row.Row, m *source.Meta) bool {
 	return true
 }
 
-// changeCSV parses a CSV record's raw bytes, changes the conflict field's
-// column and encodes the record again (encoding/csv) into rp.craw. It
-// returns the changed fields.
-func (rp *replayer) changeCSV(s *Source, header []string, raw []byte) ([]string, bool) {
+// changeCSV parses a CSV record's raw bytes (of a file with line mode
+// mode), changes the conflict field's column and encodes the record again
+// (encoding/csv) into rp.craw. It returns the changed record, parsed from
+// rp.craw.
+func (rp *replayer) changeCSV(s *Source, header []string, raw []byte, mode lineMode) (*format.CSVRecord, bool) {
 	col := -1
 	for i, h := range header {
 		if h == rp.cf.Name {
@@ -250,12 +252,13 @@ func (rp *replayer) changeCSV(s *Source, header []string, raw []byte) ([]string,
 			break
 		}
 	}
-	cr := csv.NewReader(bytes.NewReader(raw))
-	cr.Comma = s.csv.comma
-	cr.FieldsPerRecord = -1
-	rec, err := cr.Read()
-	if err != nil || col < 0 || col >= len(rec) || rec[col] == "" {
+	orig := splitCSV(raw, s.csv.comma, mode)
+	if orig == nil || col < 0 || col >= len(orig.Fields) || len(orig.Fields[col]) == 0 {
 		return nil, false
+	}
+	rec := make([]string, len(orig.Fields))
+	for i, f := range orig.Fields {
+		rec[i] = string(f)
 	}
 	rp.ctext = rp.ctext[:0]
 	if rp.change == perturb.AsNumber {
@@ -274,8 +277,13 @@ func (rp *replayer) changeCSV(s *Source, header []string, raw []byte) ([]string,
 		return nil, false
 	}
 	w.Flush()
-	rp.craw = append(rp.craw[:0], trimNewline(rp.cbuf.Bytes())...)
-	return rec, true
+	b := rp.cbuf.Bytes()
+	rp.craw = append(rp.craw[:0], b[:len(b)-1]...) // without the final "\n"
+	changed := splitCSV(rp.craw, s.csv.comma, mode)
+	if changed == nil {
+		return nil, false
+	}
+	return changed, true
 }
 
 // hold returns a free entry holding a copy of the record on partition p.

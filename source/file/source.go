@@ -1,7 +1,6 @@
 package file
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -51,13 +50,13 @@ type Source struct {
 	heads     map[string][]string // CSV columns of each file, by path: read by New, never written afterwards (EventJSON reads it concurrently)
 	delivered int64               // records returned by Next
 
-	json  *format.JSON  // shared by all JSONL files
-	br    *bufio.Reader // shared by all JSONL files
-	cur   recordReader  // the open file, nil between files
-	next  int           // index in files of the next file to open
-	eof   bool          // every file has been read (direct mode)
-	sizes []int64       // file sizes for Progress, read at its first call
-	shut  bool          // Close was called
+	json  *format.JSON // shared by all JSONL files
+	buf   []byte       // the read buffer, handed from file to file
+	cur   recordReader // the open file, nil between files
+	next  int          // index in files of the next file to open
+	eof   bool         // every file has been read (direct mode)
+	sizes []int64      // file sizes for Progress, read at its first call
+	shut  bool         // Close was called
 
 	d  derive
 	rp *replayer // nil without replay
@@ -71,8 +70,20 @@ type recordReader interface {
 	// fatal.
 	next(r *row.Row, m *source.Meta, a *source.Arena) error
 	close() error
-	// offset is the number of bytes of the file consumed so far.
-	offset() int64
+	// at returns where the reader is in its file: after the last record
+	// it returned.
+	at() readerAt
+	// buffer returns the reader's read buffer, for the next file's reader.
+	buffer() []byte
+}
+
+// readerAt is a position in a file, between two records: what a reader
+// needs to continue there.
+type readerAt struct {
+	off    int64    // file offset of the next byte to read
+	line   int64    // lines consumed
+	mode   lineMode // the file's line breaks, once known
+	single int64    // CSV: records starting before this offset are read one line each
 }
 
 // Progress reports how much of the input has been read, in bytes: done
@@ -94,7 +105,7 @@ func (s *Source) Progress() (done, total int64) {
 		}
 	}
 	if s.cur != nil {
-		done += s.cur.offset()
+		done += s.cur.at().off
 	}
 	if s.eof {
 		done = total
@@ -289,7 +300,7 @@ func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena) error {
 			if s.next == len(s.files) {
 				return io.EOF
 			}
-			if err := s.open(s.files[s.next]); err != nil {
+			if err := s.open(s.files[s.next], readerAt{}); err != nil {
 				return err
 			}
 			s.next++
@@ -297,6 +308,7 @@ func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena) error {
 		}
 		err := s.cur.next(r, m, a)
 		if err == io.EOF {
+			s.buf = s.cur.buffer()
 			cerr := s.cur.close()
 			s.cur = nil
 			if cerr != nil {
@@ -307,26 +319,24 @@ func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena) error {
 		if err != nil {
 			return err
 		}
-		if s.jsonl {
-			m.Raw = a.Bytes(m.Raw)
-		}
+		m.Raw = a.Bytes(m.Raw)
 		s.d.number(r, m)
 		return nil
 	}
 }
 
-// open starts reading the file at path.
-func (s *Source) open(path string) error {
+// open starts reading the file at path, at p (the zero readerAt: its
+// start).
+func (s *Source) open(path string, p readerAt) error {
 	if s.jsonl {
-		j, err := openJSONL(path, s.json, s.br)
+		j, err := openJSONL(path, s.json, s.buf, p.off, p.line, p.mode)
 		if err != nil {
 			return err
 		}
-		s.br = j.br
 		s.cur = j
 		return nil
 	}
-	c, err := openCSV(path, &s.csv, s.fields)
+	c, err := openCSV(path, &s.csv, s.fields, s.buf, p.off, p.line, p.mode, p.single)
 	if err != nil {
 		return err
 	}
