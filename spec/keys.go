@@ -51,7 +51,7 @@ func CheckKeys(data []byte, v any) (err error) {
 	if perr != nil || f == nil || len(f.Docs) == 0 || f.Docs[0] == nil || f.Docs[0].Body == nil {
 		return nil
 	}
-	w := &keyWalker{anchors: map[string][]anchorDef{}, seen: map[*token.Token]bool{}}
+	w := &keyWalker{anchors: map[string][]anchorDef{}, seen: map[*token.Token]bool{}, done: map[walked]bool{}}
 	w.collect(f.Docs[0].Body, 0)
 	for _, defs := range w.anchors {
 		sort.SliceStable(defs, func(i, j int) bool { return before(defs[i].tok, defs[j].tok) })
@@ -76,6 +76,15 @@ type keyWalker struct {
 	anchors map[string][]anchorDef // by name, in document order
 	issues  []keyIssue
 	seen    map[*token.Token]bool // issues already recorded (an anchored key walked twice)
+	// done holds the mappings already walked as a struct type: an anchored
+	// mapping used through many aliases or merge keys is walked once, so
+	// nested aliases cannot make the walk exponential.
+	done map[walked]bool
+}
+
+type walked struct {
+	node ast.Node
+	typ  reflect.Type
 }
 
 type anchorDef struct {
@@ -297,6 +306,10 @@ func structKeys(t reflect.Type) []structKey {
 }
 
 func (w *keyWalker) walkStruct(node ast.Node, t reflect.Type, path string, depth int) {
+	if node == nil || w.done[walked{node, t}] {
+		return
+	}
+	w.done[walked{node, t}] = true
 	keys := structKeys(t)
 	names := make([]string, len(keys))
 	for i, k := range keys {

@@ -1,9 +1,15 @@
 package spec
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
 )
 
 // firstLine returns the first line of err's message ("" for nil).
@@ -186,5 +192,100 @@ func TestCheckKeysLeavesTheRestToTheDecoder(t *testing.T) {
 		if err := CheckKeys([]byte(src), new(Pipeline)); err != nil {
 			t.Errorf("CheckKeys(%q) = %v, want nil", src, err)
 		}
+	}
+}
+
+// FuzzCheckKeys checks CheckKeys against the decoder: it never panics, and
+// a key it calls unknown is one the decoder refuses too (a false "unknown
+// field" would refuse a valid pipeline). Documents with a key that is not a
+// string are left out: goccy/go-yaml v1.19.2 stops checking a mapping's
+// keys for unknown ones when one of them is a number (`0: x`), where
+// CheckKeys refuses it.
+//
+//	go test -fuzz=FuzzCheckKeys -fuzztime=60000x ./spec
+func FuzzCheckKeys(f *testing.F) {
+	for _, s := range []string{
+		pipe(),
+		twoStages,
+		pipe("emit: {mode: update, early: 1m}"),
+		"base: &b {type: tumbling, size: 1m}\n" + pipe("window: {<<: *b, offset: 1m}"),
+		"name: &n p\nsource: {type: file, path: e.jsonl}\nevent_time: &e {field: ts, idle: 1m}\nstages: [{name: a, event_time: *e, window: {type: *n}}]\n",
+		pipe("window: {<<: [{type: tumbling}, {size: 1m}], offset: 0s}"),
+		pipe("sinks: [&s {type: jsonl, path: a}, *s, {<<: *s, pth: b}]"),
+		pipe("checkpoint: {dir: ck, interval: 0s, retain: 0}"),
+		"? [a]\n: b\n",
+		"a: &a [*a]\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := CheckKeys(data, new(Pipeline))
+		if err == nil || !strings.Contains(err.Error(), "unknown field") {
+			return
+		}
+		if hasNonStringKey(data) {
+			return
+		}
+		var p Pipeline
+		derr := func() (derr error) {
+			defer func() {
+				if recover() != nil {
+					derr = errPanicked
+				}
+			}()
+			return yaml.UnmarshalWithOptions(data, &p, yaml.DisallowUnknownField())
+		}()
+		if derr == nil {
+			t.Fatalf("CheckKeys: %v\nbut the decoder accepts:\n%s", err, data)
+		}
+	})
+}
+
+var errPanicked = errors.New("the decoder panicked")
+
+// hasNonStringKey reports whether a mapping of data's first document has a
+// key that is not a plain string.
+func hasNonStringKey(data []byte) bool {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil || len(f.Docs) == 0 {
+		return false
+	}
+	found := false
+	ast.Walk(visitorFunc(func(n ast.Node) {
+		if mv, ok := n.(*ast.MappingValueNode); ok {
+			if _, str := mv.Key.(*ast.StringNode); !str && !mv.Key.IsMergeKey() {
+				found = true
+			}
+		}
+	}), f.Docs[0])
+	return found
+}
+
+type visitorFunc func(ast.Node)
+
+func (v visitorFunc) Visit(n ast.Node) ast.Visitor {
+	v(n)
+	return v
+}
+
+// TestCheckKeysAliasBomb: merge keys that each bring in an anchored
+// mapping twice double the mappings at every level (2^39 here); each
+// mapping is walked once, so this takes microseconds, not forever.
+func TestCheckKeysAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: p\nx0: &a0 {type: tumbling, bogus: 1}\n")
+	for i := 1; i < 40; i++ {
+		fmt.Fprintf(&b, "x%d: &a%d {<<: [*a%d, *a%d]}\n", i, i, i-1, i-1)
+	}
+	b.WriteString("window: {<<: *a39}\n")
+	done := make(chan error, 1)
+	go func() { done <- CheckKeys([]byte(b.String()), new(Pipeline)) }()
+	select {
+	case err := <-done:
+		if want := `[2:1] unknown field "x0"`; firstLine(err) != want {
+			t.Errorf("CheckKeys = %v, want %s", err, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("CheckKeys did not return within 10s")
 	}
 }
