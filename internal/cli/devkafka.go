@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -23,7 +27,14 @@ type devKafkaFlags struct {
 	topics     []string
 	autoCreate bool
 	quiet      bool
+	// outliveParent keeps the broker running after the process that
+	// started it exits.
+	outliveParent bool
 }
+
+// parentPollInterval is how often dev-kafka checks that the process that
+// started it is still running.
+const parentPollInterval = 200 * time.Millisecond
 
 // newDevKafkaCmd is tidemark dev-kafka: the listening line goes to stdout,
 // notes to stderr.
@@ -43,7 +54,13 @@ record is gone when it stops. It is no substitute for a Kafka cluster.
 
 When it listens, one line "kafka listening on HOST:PORT" goes to stdout
 (with --addr HOST:0, the port the system chose), for scripts to wait for.
-It runs until SIGINT or SIGTERM, then closes and exits 0.
+It runs until SIGINT or SIGTERM, then closes and exits 0. It also stops
+(and exits 0) when the process that started it exits, on Unix: stopping
+"go run ./cmd/tidemark dev-kafka" by the PID of go run, or a script or
+test harness that ends or is killed, never leaves a broker listening
+(--outlive-parent keeps it running). For scripts, build the binary
+(go build -o tidemark ./cmd/tidemark) and run that: its PID is the
+broker's, and go run does not pass SIGINT sent to its own PID on.
 
 tidemark's Kafka source and sinks require their topics to exist: create them
 with --topic (each with --partitions partitions) or tidemark produce --create.
@@ -61,11 +78,13 @@ listened on, 2 for a usage error.`,
 	fl.StringArrayVar(&f.topics, "topic", nil, "topic to create at start (repeatable; a,b,c creates three)")
 	fl.BoolVar(&f.autoCreate, "auto-create", false, "let clients that ask for it create a topic by producing to it or fetching its metadata (tidemark never asks)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the listening line")
+	fl.BoolVar(&f.outliveParent, "outlive-parent", false, "keep running after the process that started it exits (by default the broker stops then)")
 	return cmd
 }
 
 // runDevKafka runs the broker until ctx ends.
 func runDevKafka(ctx context.Context, f *devKafkaFlags, stdout, stderr io.Writer) error {
+	ppid := os.Getppid() // before anything else: the parent may exit meanwhile
 	host, portText, err := net.SplitHostPort(f.addr)
 	if err != nil {
 		return usageErr("--addr %q: %v", f.addr, err)
@@ -126,9 +145,49 @@ func runDevKafka(ctx context.Context, f *devKafkaFlags, stdout, stderr io.Writer
 		}
 		fmt.Fprintf(stderr, "dev-kafka: KAFKA_BROKERS=%s\n", addr)
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // the watcher below ends with ctx
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if !f.outliveParent {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if waitParent(ctx, ppid, parentPollInterval) {
+				cancel(fmt.Errorf("the process that started it (pid %d) exited", ppid))
+			}
+		}()
+	}
 	<-ctx.Done()
 	if !f.quiet {
+		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+			fmt.Fprintf(stderr, "dev-kafka: %v\n", cause)
+		}
 		fmt.Fprintf(stderr, "dev-kafka: stopped\n")
 	}
 	return nil
+}
+
+// waitParent returns false when ctx ends, true when the parent process
+// ppid has exited, polling every interval. On Unix an orphan is handed to
+// another parent (init, or a subreaper), so a changed parent pid means
+// the parent exited. It watches nothing when the parent is init already
+// (a daemon) or on Windows, which does not hand orphans on.
+func waitParent(ctx context.Context, ppid int, interval time.Duration) bool {
+	if ppid <= 1 || runtime.GOOS == "windows" {
+		<-ctx.Done()
+		return false
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			if os.Getppid() != ppid {
+				return true
+			}
+		}
+	}
 }
