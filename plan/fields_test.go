@@ -187,3 +187,25 @@ func TestSourceFields(t *testing.T) {
 		t.Errorf("SourceFields = %+v", l)
 	}
 }
+
+// TestKeepPayloads: the plan takes dedup.keep_payloads as given, 0
+// included (it used to be replaced by the default).
+func TestKeepPayloads(t *testing.T) {
+	for _, tc := range []struct {
+		dedup string
+		want  int
+	}{
+		{"{key: id, ttl: 1h}", spec.DefaultKeepPayloads},
+		{"{key: id, ttl: 1h, keep_payloads: 0}", 0},
+		{"{key: id, ttl: 1h, keep_payloads: 7}", 7},
+	} {
+		pl, err := compileWith(t, "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\ndedup: "+tc.dedup+
+			"\nwindow: {type: tumbling, size: 1m}\naggregates: {n: count()}\n", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pl.Dedup.KeepPayloads != tc.want {
+			t.Errorf("dedup %s: KeepPayloads = %d, want %d", tc.dedup, pl.Dedup.KeepPayloads, tc.want)
+		}
+	}
+}

@@ -382,7 +382,11 @@ func (pl *Plan) compileSourceSteps(dedupKey *expr.Parsed) error {
 		case k.Kind() == row.KindNull || k.Kind() == row.KindBool:
 			errs = append(errs, fmt.Errorf("dedup.key: %q is %s; an event id is a string or a number", d.Key, k.Kind()))
 		default:
-			pl.Dedup = &Dedup{Key: k, TTL: d.TTL.Ms(), KeepPayloads: d.KeepPayloads, Ignore: d.Ignore}
+			keep := spec.DefaultKeepPayloads
+			if d.KeepPayloads != nil {
+				keep = *d.KeepPayloads
+			}
+			pl.Dedup = &Dedup{Key: k, TTL: d.TTL.Ms(), KeepPayloads: keep, Ignore: d.Ignore}
 		}
 	}
 	if o := p.OrderBy; o != nil {

@@ -23,3 +23,27 @@ func TestSchemaCompleteValidate(t *testing.T) {
 		t.Error("schema_complete defaults to true")
 	}
 }
+
+// TestKeepPayloadsZero: docs/pipeline.md says dedup.keep_payloads: 0 keeps
+// no payload, but 0 used to become the default 10000; an absent key is the
+// default, an explicit 0 is 0.
+func TestKeepPayloadsZero(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want int
+	}{
+		{pipe("dedup: {key: id, ttl: 1h}"), DefaultKeepPayloads},
+		{pipe("dedup: {key: id, ttl: 1h, keep_payloads: }"), DefaultKeepPayloads},
+		{pipe("dedup: {key: id, ttl: 1h, keep_payloads: 0}"), 0},
+		{pipe("dedup: {key: id, ttl: 1h, keep_payloads: 25}"), 25},
+	} {
+		p := mustParse(t, tc.src)
+		if p.Dedup.KeepPayloads == nil || *p.Dedup.KeepPayloads != tc.want {
+			t.Errorf("%s: keep_payloads = %v, want %d", tc.src, p.Dedup.KeepPayloads, tc.want)
+		}
+	}
+	_, err := Parse("x.yaml", []byte(pipe("dedup: {key: id, ttl: 1h, keep_payloads: -1}")))
+	if want := "x.yaml: dedup.keep_payloads: must not be negative"; err == nil || err.Error() != want {
+		t.Errorf("keep_payloads -1: %v, want %s", err, want)
+	}
+}

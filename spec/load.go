@@ -129,8 +129,9 @@ func (p *Pipeline) Defaults() {
 		}
 	}
 	if d := p.Dedup; d != nil {
-		if d.KeepPayloads == 0 {
-			d.KeepPayloads = 10_000
+		if d.KeepPayloads == nil {
+			n := DefaultKeepPayloads
+			d.KeepPayloads = &n
 		}
 		if d.Ignore == nil && p.Source.ArrivalTimeField != "" {
 			d.Ignore = []string{p.Source.ArrivalTimeField}
@@ -378,7 +379,7 @@ func (p *Pipeline) Validate() error {
 			add("dedup.ttl", "required and positive: how long in event time an id is remembered (e.g. 24h)")
 		}
 		wholeMs("dedup.ttl", d.TTL, add)
-		if d.KeepPayloads < 0 {
+		if d.KeepPayloads != nil && *d.KeepPayloads < 0 {
 			add("dedup.keep_payloads", "must not be negative")
 		}
 	}

@@ -469,14 +469,18 @@ type Dedup struct {
 	// KeepPayloads is how many first payloads are kept (newest first) so
 	// that a conflict record can show the first delivery next to the new
 	// one; older first payloads are shown by hash only. YAML
-	// `keep_payloads`. Default 10000.
-	KeepPayloads int `yaml:"keep_payloads"`
+	// `keep_payloads`. Default (nil, an absent key) DefaultKeepPayloads,
+	// filled in by Defaults; 0 keeps none.
+	KeepPayloads *int `yaml:"keep_payloads"`
 	// Ignore lists top-level fields that describe the delivery, not the
 	// event (ingested_at): two deliveries differing only there are
 	// duplicates, not a conflict. YAML `ignore`. Default: the contract's
 	// metadata fields and ingest_time, and source.arrival_time_field.
 	Ignore []string `yaml:"ignore"`
 }
+
+// DefaultKeepPayloads is dedup.keep_payloads when the key is absent.
+const DefaultKeepPayloads = 10_000
 
 // OrderBy configures per-key version ordering of state events.
 type OrderBy struct {
