@@ -703,6 +703,7 @@ func (rt *runtime) summary() *Summary {
 		ResumedEvents:  rt.resumedEvents,
 		Reference:      rt.refSummary(),
 		Ledgers:        rt.ledgerSummaries(),
+		SinkNotes:      rt.sinkNotes(),
 	}
 	for _, name := range slices.Sorted(maps.Keys(rt.byRule)) {
 		s.Rules = append(s.Rules, RuleCount{Rule: name, Count: rt.byRule[name]})

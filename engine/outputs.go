@@ -54,17 +54,21 @@ type Registry struct {
 
 // DefaultRegistry returns the built-in sinks: sqlite, postgres (mode
 // results; the runner opens mode ledger itself), kafka, jsonl and stdout
-// for results; kafka, jsonl and stdout for side outputs.
+// for results; sqlite and postgres (tables of records), kafka, jsonl and
+// stdout for side outputs.
 func DefaultRegistry() *Registry {
 	return &Registry{
 		Results: map[string]ResultSinkFactory{
 			"sqlite": func(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
 				// A run that recomputes its results from the start of its
-				// input replaces the table's rows (in its first commit)
-				// rather than being held back by the versions a previous
-				// run left; a run resuming from a checkpoint keeps them.
+				// input empties a table tidemark created (in its first
+				// commit) rather than being held back by the versions a
+				// previous run left; a run resuming from a checkpoint keeps
+				// the rows, and needs the table to exist still.
 				return sqlite.NewWithOptions(ctx, s.Path, s.Table, d, sqlite.Options{
-					Replace: !env.Restoring, ExactlyOnce: env.exactlyOnce(s), Pipeline: env.Pipeline, Sink: s.Table})
+					Fresh: !env.Restoring, Resume: env.Restoring, ReplaceLayout: s.Replace,
+					Lineage: LineageColumn, NoLineage: s.Lineage != nil && !*s.Lineage,
+					ExactlyOnce: env.exactlyOnce(s), Pipeline: env.Pipeline, Sink: s.Table})
 			},
 			"postgres": func(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
 				if s.Mode == "ledger" {
@@ -72,7 +76,10 @@ func DefaultRegistry() *Registry {
 					return nil, errors.New("mode ledger is opened by the runner, not the registry")
 				}
 				return postgres.New(ctx, s.DSN, s.Table, d, postgres.Options{
-					Pipeline: env.Pipeline, Sink: s.Table, Replace: !env.Restoring, AtLeastOnce: !env.exactlyOnce(s)})
+					Pipeline: env.Pipeline, Sink: s.Table,
+					Fresh: !env.Restoring, Resume: env.Restoring, ReplaceLayout: s.Replace,
+					Lineage: LineageColumn, NoLineage: s.Lineage != nil && !*s.Lineage,
+					AtLeastOnce: !env.exactlyOnce(s), Retry: pgRetry(s)})
 			},
 			"kafka": func(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
 				return kafka.NewResults(ctx, d, kafkaOptions(s, env))
@@ -85,6 +92,16 @@ func DefaultRegistry() *Registry {
 			},
 		},
 		Records: map[string]RecordSinkFactory{
+			"sqlite": func(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {
+				return sqlite.NewRecords(ctx, s.Path, s.Table, sqlite.RecordsOptions{
+					Pipeline: env.Pipeline, Sink: s.Table, Fresh: !env.Restoring, Resume: env.Restoring,
+					ReplaceLayout: s.Replace, ExactlyOnce: env.exactlyOnce(s)})
+			},
+			"postgres": func(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {
+				return postgres.NewRecords(ctx, s.DSN, s.Table, postgres.RecordsOptions{
+					Pipeline: env.Pipeline, Sink: s.Table, Fresh: !env.Restoring, Resume: env.Restoring,
+					ReplaceLayout: s.Replace, AtLeastOnce: !env.exactlyOnce(s), Retry: pgRetry(s)})
+			},
 			"kafka": func(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {
 				return kafka.NewRecords(ctx, kafkaOptions(s, env))
 			},
@@ -96,6 +113,37 @@ func DefaultRegistry() *Registry {
 			},
 		},
 	}
+}
+
+// pgRetry is a postgres sink's retry bound (spec key retries).
+func pgRetry(s spec.Sink) postgres.Retry {
+	if s.Retries == nil {
+		return postgres.Retry{}
+	}
+	return postgres.RetryCount(*s.Retries)
+}
+
+// sinkNotes returns what the run's sinks did besides writing output (a
+// table emptied, replaced, or kept: sink.Noter), each prefixed by the
+// sink's place in the pipeline.
+func (rt *runtime) sinkNotes() []string {
+	var out []string
+	add := func(where string, s any) {
+		if n, ok := s.(sink.Noter); ok {
+			for _, note := range n.Notes() {
+				out = append(out, where+": "+note)
+			}
+		}
+	}
+	add("quarantine.sink", rt.quarantine)
+	add("conflicts.sink", rt.conflictS)
+	for _, st := range rt.stages {
+		for i, s := range st.sinks {
+			add(fmt.Sprintf("%s: sinks[%d]", st.p.Name, i), s)
+		}
+		add(st.p.Name+": late.sink", st.late)
+	}
+	return out
 }
 
 // kafkaOptions are a kafka sink's options. The topic names the sink

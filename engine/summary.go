@@ -86,6 +86,11 @@ type Summary struct {
 	// Ledgers reports the postgres ledger sinks (mode ledger), in stage
 	// and sink order.
 	Ledgers []LedgerSummary
+	// SinkNotes are what sinks did besides writing output (sink.Noter): a
+	// table emptied at a fresh start with the rows removed, a table
+	// replaced, the rows of a table tidemark did not create kept; each
+	// prefixed by the sink ("revenue: sinks[0]: emptied table …").
+	SinkNotes []string
 }
 
 // LedgerSummary is what one ledger sink did in this run. Applied +
@@ -199,6 +204,9 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 	}
 	for _, l := range s.Ledgers {
 		fmt.Fprintf(w, "  ledger %s: %d applied, %d already in the ledger, %d conflicts\n", l.Sink, l.Applied, l.Duplicates, l.Conflicts)
+	}
+	for _, n := range s.SinkNotes {
+		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 	fmt.Fprintf(w, "  final watermark      %s\n", wm)
 	if c := s.Checkpoints; c.Dir != "" {

@@ -1,8 +1,8 @@
 // Package sink defines where a pipeline's outputs go. Result sinks receive
 // window result rows (changelog.Row); record sinks receive side-output
-// records (late, quarantine) as JSON objects. Connectors live in
-// sub-packages (sink/sqlite, sink/jsonl, sink/stdout) and are passive: the
-// runner calls Write and Flush.
+// records (late, quarantine, conflict) as JSON objects. Connectors live in
+// sub-packages (sink/sqlite, sink/postgres, sink/kafka, sink/jsonl,
+// sink/stdout) and are passive: the runner calls Write and Flush.
 package sink
 
 import (
@@ -62,4 +62,16 @@ type Committer interface {
 	// prepared means no checkpoint, a fresh start: the sink forgets its
 	// commit marker (and, for a result table, the rows of earlier runs).
 	Recover(ctx context.Context, id int64, prepared []byte) error
+}
+
+// Noter is implemented by sinks that did something to the outside world
+// that the run's summary must say, because it is not writing output: a SQL
+// sink that emptied or replaced a table it had created, or that kept the
+// rows of a table it did not create. The engine prints each note, prefixed
+// by the sink's place in the pipeline ("revenue: sinks[0]").
+type Noter interface {
+	// Notes returns one sentence per such action, in the order done,
+	// without a trailing period; nil when there is none. It may be called
+	// at any time, also after Close.
+	Notes() []string
 }

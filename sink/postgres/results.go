@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 )
 
@@ -24,38 +27,74 @@ type Options struct {
 	// the table. Two sinks writing to one database must differ in one of
 	// them. Default Pipeline: the Desc's Stage; default Sink: the table
 	// name as given. Without AtLeastOnce, Pipeline must not end up empty.
+	// Pipeline is also recorded in tidemark_tables for the tables the
+	// sink creates.
 	Pipeline string
 	Sink     string
-	// Replace deletes the table's existing rows, so that a run recomputing
-	// the result from the start replaces the previous run's rows instead
-	// of being held back by their versions: with AtLeastOnce in the
-	// transaction of the first Flush, otherwise in Recover(0, nil) (a
-	// fresh start), together with forgetting the commit marker. Readers
-	// see the old rows until that commit. Default false: rows are upserted
-	// over whatever the table holds.
-	Replace bool
+	// Fresh says the run recomputes its results from the start (it
+	// resumes no checkpoint). The rows of a table tidemark created are
+	// then deleted, so that the previous run's rows do not hold the new
+	// ones back by their versions: with AtLeastOnce in the transaction of
+	// the first Flush, otherwise in Recover(0, nil), together with
+	// forgetting the commit marker; Notes says how many rows were removed.
+	// Readers see the old rows until that commit. A table tidemark did not
+	// create is never emptied: rows are upserted over what it holds.
+	// Default false.
+	Fresh bool
+	// ReplaceLayout (the sink key replace) lets a Fresh run drop and
+	// create anew a table tidemark created whose layout differs from the
+	// one the sink writes (other keys or aggregates), when the sink opens;
+	// Notes says so. Default false: such a table is refused with a
+	// *SchemaError. It never drops a table tidemark did not create, a
+	// table a view depends on (*ViewDependsError), nor any table when not
+	// Fresh.
+	ReplaceLayout bool
+	// Resume says the run resumes from a checkpoint, so the table must
+	// exist: a missing table is a *MissingTableError, not a new empty
+	// table. (Recover with a checkpoint id refuses a table the sink had to
+	// create in any case.) Default false.
+	Resume bool
+	// Lineage names the Desc's lineage value column (engine.LineageColumn,
+	// "lineage"): a table the sink creates has it, an existing table gets
+	// its value only when it has a column of that name, and NoLineage
+	// leaves it out everywhere. "" (default): every value column is an
+	// ordinary column.
+	Lineage   string
+	NoLineage bool
 	// AtLeastOnce makes Flush apply the rows written since the previous
 	// Flush in one transaction, like the SQLite sink, and the
 	// sink.Committer methods return ErrAtLeastOnce. Default false: the
 	// sink takes part in checkpoints (two-phase commit) and only Commit
 	// and Recover write rows; Flush does nothing.
 	AtLeastOnce bool
+	// Retry bounds the retries of a transaction that failed for a
+	// transient reason (see Transient). Default: DefaultRetries retries.
+	Retry Retry
 }
 
 // Results keeps a stage's result rows in an upsert table in PostgreSQL,
 // one row per window and key (see the package documentation). It
-// implements sink.Results and sink.Committer. A Results holds one
-// connection and is not safe for concurrent use.
+// implements sink.Results, sink.Committer and sink.Noter. A Results holds
+// one connection and is not safe for concurrent use.
 type Results struct {
-	dsn   string
 	table tableName
 	cols  []column
 	nKey  int
 	o     Options
 	mark  marker
 	st    statements
+	x     txRunner
 
-	conn  *pgx.Conn
+	loc      *time.Location
+	keyNames []string
+	linIdx   int // the Desc's value column left out (lineage), -1 for none
+	linRow   changelog.Row
+	// The table: created by this sink (it did not exist when the sink
+	// opened), tidemark's (recorded in tidemark_tables), and whether its
+	// unique key treats NULL keys as equal.
+	created, owned, nullsEqual bool
+	notes                      []string
+
 	stage *batch // rows written since the last Prepare (or Flush)
 	prep  *batch // rows prepared and not yet committed; nil when none
 	free  *batch // an empty batch to stage into after the next Prepare, or nil
@@ -64,29 +103,46 @@ type Results struct {
 	spare   *batch // scratch for decoded prepared rows
 	method  int    // applyCopy or applyValues
 	perStmt int    // rows per multi-row statement (applyValues)
-	replace bool   // Replace still to do
+	replace bool   // the emptying of a Fresh run still to do
 	closed  bool
 }
 
 var (
 	_ sink.Results   = (*Results)(nil)
 	_ sink.Committer = (*Results)(nil)
+	_ sink.Noter     = (*Results)(nil)
 )
 
 // New connects to the PostgreSQL database at dsn (a URL such as
 // "postgres://user@host:5432/db?sslmode=disable" or key=value pairs, as
-// pgx accepts), creates the result table for d and the tidemark_commits
-// table if they are absent, and returns the sink.
+// pgx accepts), makes sure the result table for d can take the rows, and
+// returns the sink. It creates the tidemark_commits and tidemark_tables
+// tables beside the result table when they are absent.
+//
+//   - A table that does not exist is created (see the package
+//     documentation) and recorded in tidemark_tables — unless
+//     Options.Resume: then it is a *MissingTableError.
+//   - A table tidemark created must have exactly the layout the sink
+//     creates; otherwise it is a *SchemaError (Owned), or, with
+//     Options.ReplaceLayout and Options.Fresh, it is dropped and created
+//     anew (a *ViewDependsError when a view selects from it).
+//   - Any other table is used as it is when it has the columns the sink
+//     writes, with compatible types (numeric(p,s) and integer columns,
+//     varchar(n), NOT NULL columns …; the rows must then fit them, which
+//     Write checks), other columns nullable or with a default, and a
+//     primary key or unique constraint on window_start and the key
+//     columns; otherwise it is a *SchemaError naming every problem. It is
+//     never dropped or emptied.
 //
 // table is a table name, optionally qualified by a schema ("analytics.revenue");
-// the commit marker table is created in the same schema. Names are quoted:
+// the bookkeeping tables are created in the same schema. Names are quoted:
 // they are case-sensitive and may hold any character but NUL.
 //
-// It returns a *SchemaError when the table exists with other columns, and
-// an error when d.Timezone is not a known IANA zone ("" is UTC), when two
-// columns share a name, when a name is empty or longer than 63 bytes,
-// when the server is older than PostgreSQL 15, or when the database
-// cannot be reached. Errors name the table, never the DSN.
+// It also returns an error when d.Timezone is not a known IANA zone ("" is
+// UTC), when two columns share a name, when a name is empty or longer than
+// 63 bytes, when the server is older than PostgreSQL 15, or when the
+// database cannot be reached (after Options.Retry). Errors name the
+// table, never the DSN.
 func New(ctx context.Context, dsn, table string, d changelog.Desc, o Options) (*Results, error) {
 	r, err := open(ctx, dsn, table, d, o)
 	if err != nil {
@@ -100,11 +156,11 @@ func open(ctx context.Context, dsn, table string, d changelog.Desc, o Options) (
 	if err != nil {
 		return nil, err
 	}
-	if _, err := time.LoadLocation(d.Timezone); err != nil {
+	loc, err := time.LoadLocation(d.Timezone)
+	if err != nil {
 		return nil, fmt.Errorf("timezone: %w", err)
 	}
-	cols, err := resultColumns(&d)
-	if err != nil {
+	if _, err := resultColumns(&d); err != nil {
 		return nil, err
 	}
 	if o.Pipeline == "" {
@@ -117,77 +173,168 @@ func open(ctx context.Context, dsn, table string, d changelog.Desc, o Options) (
 		return nil, errors.New("Options.Pipeline is empty and the Desc has no Stage: the commit marker needs a pipeline name")
 	}
 	r := &Results{
-		dsn: dsn, table: t, cols: cols, nKey: len(d.Key), o: o,
-		mark:    marker{table: t.sibling(CommitsTable), pipeline: o.Pipeline, sink: o.Sink},
-		st:      newStatements(t, cols, len(d.Key)),
-		stage:   newBatch(cols, len(d.Key)),
-		spare:   newBatch(cols, len(d.Key)),
-		method:  defaultMethod,
-		perStmt: min(defaultPerStatement, maxParams/len(cols)),
-		replace: o.Replace,
+		table: t, nKey: len(d.Key), o: o, loc: loc, linIdx: -1,
+		mark:   marker{table: t.sibling(CommitsTable), pipeline: o.Pipeline, sink: o.Sink},
+		method: defaultMethod,
+		x:      txRunner{dsn: dsn, retry: o.Retry},
 	}
-	if err := r.ensureConn(ctx); err != nil {
+	for _, k := range d.Key {
+		r.keyNames = append(r.keyNames, k.Name)
+	}
+	err = r.x.inTx(ctx, func(tx pgx.Tx) error { return r.init(ctx, tx, d) })
+	if err != nil {
+		r.x.close(ctx)
 		return nil, err
 	}
-	if err := r.init(ctx); err != nil {
-		r.conn.Close(context.WithoutCancel(ctx))
+	r.st = newStatements(t, r.cols, r.nKey)
+	r.stage, r.spare = newBatch(r.cols, r.nKey), newBatch(r.cols, r.nKey)
+	r.perStmt = min(defaultPerStatement, maxParams/len(r.cols))
+	r.replace = o.Fresh && r.owned && !r.created
+	r.x.setup = func(ctx context.Context, conn *pgx.Conn) error {
+		if _, err := conn.Exec(ctx, r.st.createStage); err != nil {
+			return fmt.Errorf("create staging table: %w", err)
+		}
+		return nil
+	}
+	if err := r.x.setup(ctx, r.x.conn); err != nil {
+		r.x.close(ctx)
 		return nil, err
 	}
 	return r, nil
 }
 
-// init creates or checks the tables.
-func (r *Results) init(ctx context.Context) error {
-	if _, err := r.conn.Exec(ctx, createTableSQL(r.table, r.cols, uniqueKey(resultKey(r.cols, r.nKey)))); err != nil {
-		return fmt.Errorf("create table: %w", err)
+// init decides, in one transaction, the table the sink writes: it creates
+// it, replaces it, or checks it, and sets the columns written (r.cols).
+// It may run again (a retried transaction): it starts from scratch.
+func (r *Results) init(ctx context.Context, tx pgx.Tx, d changelog.Desc) error {
+	r.created, r.owned, r.nullsEqual, r.notes, r.linIdx = false, false, true, nil, -1
+	if err := createBookkeeping(ctx, tx, r.table); err != nil {
+		return err
 	}
-	if err := checkTable(ctx, r.conn, r.table, r.cols, resultKey(r.cols, r.nKey)); err != nil {
-		var se *SchemaError
-		if !r.replace || !errors.As(err, &se) {
-			return err
-		}
-		// A run that replaces the table's rows replaces a table of another
-		// layout too (an older tidemark, changed aggregates).
-		if _, err := r.conn.Exec(ctx, "DROP TABLE "+r.table.sql()); err != nil {
-			return fmt.Errorf("drop table: %w", err)
-		}
-		if _, err := r.conn.Exec(ctx, createTableSQL(r.table, r.cols, uniqueKey(resultKey(r.cols, r.nKey)))); err != nil {
-			return fmt.Errorf("create table: %w", err)
-		}
-	}
-	if _, err := r.conn.Exec(ctx, createCommitsSQL(r.mark.table)); err != nil {
-		return fmt.Errorf("create table %s: %w", r.mark.table, err)
-	}
-	return nil
-}
-
-// ensureConn (re)connects when the sink has no open connection, and
-// creates the connection's staging table.
-func (r *Results) ensureConn(ctx context.Context) error {
-	if r.conn != nil && !r.conn.IsClosed() {
-		return nil
-	}
-	conn, err := connect(ctx, r.dsn)
+	ti, err := inspect(ctx, tx, r.table)
 	if err != nil {
 		return err
 	}
-	if _, err := conn.Exec(ctx, r.st.createStage); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return fmt.Errorf("create staging table: %w", err)
+	// The lineage column: left out with NoLineage, and from a table of
+	// the user's without one.
+	lin := -1
+	for i, c := range d.Values {
+		if r.o.Lineage != "" && c.Name == r.o.Lineage {
+			lin = i
+		}
 	}
-	r.conn = conn
+	mine := ti != nil
+	if mine {
+		if mine, err = owned(ctx, tx, r.table, ti.oid); err != nil {
+			return err
+		}
+	}
+	if lin >= 0 && (r.o.NoLineage || ti != nil && !mine && ti.col(r.o.Lineage) == nil) {
+		r.linIdx = lin
+		d.Values = append(append([]changelog.Column(nil), d.Values[:lin]...), d.Values[lin+1:]...)
+	}
+	cols, err := resultColumns(&d)
+	if err != nil {
+		return err
+	}
+	key := resultKey(cols, r.nKey)
+	create := createTableSQL(r.table, cols, uniqueKey(key))
+	switch {
+	case ti == nil:
+		if r.o.Resume {
+			return &MissingTableError{Table: r.table.String(), Marker: readMarker(ctx, tx, r.table, r.mark.pipeline, r.mark.sink)}
+		}
+		if err := createOwned(ctx, tx, r.table, create, r.o.Pipeline, false); err != nil {
+			return err
+		}
+		r.created, r.owned = true, true
+	case mine:
+		r.owned = true
+		err := checkExact(ti, r.table, cols, key, true)
+		if err == nil {
+			break
+		}
+		if !r.o.ReplaceLayout {
+			return err
+		}
+		if !r.o.Fresh {
+			return fmt.Errorf("%w; the run resumes a checkpoint, and replace: true replaces a table only at a fresh start", err)
+		}
+		views, verr := dependentViews(ctx, tx, ti.oid)
+		if verr != nil {
+			return fmt.Errorf("look up the views on %s: %w", r.table, verr)
+		}
+		if len(views) > 0 {
+			return &ViewDependsError{Table: r.table.String(), Views: views}
+		}
+		n, cerr := countRows(ctx, tx, r.table, "", math.MaxInt64-1)
+		if cerr != nil {
+			return fmt.Errorf("count the rows of %s: %w", r.table, cerr)
+		}
+		if err := createOwned(ctx, tx, r.table, create, r.o.Pipeline, true); err != nil {
+			return err
+		}
+		var se *SchemaError
+		errors.As(err, &se)
+		r.notes = append(r.notes, fmt.Sprintf("replaced table %s, which tidemark created, of another layout (%s): %d rows dropped", r.table, se.differences(), n))
+		r.created = true // a new, empty table
+	}
+	if r.created {
+		if ti, err = inspect(ctx, tx, r.table); err != nil {
+			return err
+		}
+	}
+	r.nullsEqual, err = bind(ti, r.table, cols, key)
+	if err != nil {
+		return err
+	}
+	if r.o.Fresh && !r.owned {
+		n, err := countRows(ctx, tx, r.table, "", keptLimit)
+		if err != nil {
+			return fmt.Errorf("count the rows of %s: %w", r.table, err)
+		}
+		if n > 0 {
+			r.notes = append(r.notes, fmt.Sprintf("kept the %s rows already in table %s, which tidemark did not create: a row there is replaced only by a version at least as high as its own",
+				countText(n, keptLimit), r.table))
+		}
+	}
+	r.cols = cols
 	return nil
 }
+
+// keptLimit bounds the count of the rows of a table the sink did not
+// create that Notes reports.
+const keptLimit = 1_000_000
+
+// countText is n, or "more than limit".
+func countText(n, limit int64) string {
+	if n > limit {
+		return fmt.Sprintf("more than %d", limit)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// Notes implements sink.Noter: what the sink did to its table besides
+// writing rows (a table replaced, a table emptied at a fresh start, the
+// rows of a table it did not create kept).
+func (r *Results) Notes() []string { return r.notes }
 
 // Write stages rows for the next Prepare (or, with AtLeastOnce, Flush);
 // update_before rows are skipped. Nothing reaches the database. Rows of
 // one window and key are collapsed as they arrive when the later row
 // makes the earlier ones irrelevant (see the package documentation), so
-// staging holds about one row per window and key.
+// staging holds about one row per window and key. The lineage value is
+// left out when the table has no lineage column (Options.Lineage).
 //
 // It stages nothing and returns an error when a row does not fit the
-// table (wrong number of columns, a value of the wrong kind, a version
-// above 2⁶³−1), after Close (wrapping ErrClosed), or when ctx is done.
+// table: wrong number of columns, a value of the wrong kind, a version
+// above 2⁶³−1, or — in a table of the user's — a value the column cannot
+// hold as it is (NULL in a NOT NULL column, more decimal places or digits
+// than numeric(p,s) keeps, an integer outside integer's range, a string
+// longer than varchar(n), a NULL key where the unique constraint treats
+// NULLs as distinct). The error names the row (window_start and key) and
+// the column. It also fails after Close (wrapping ErrClosed) and when ctx
+// is done.
 func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 	if r.closed {
 		return fmt.Errorf("postgres %s: %w", r.table, ErrClosed)
@@ -199,13 +346,66 @@ func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 		if rows[i].Op == changelog.UpdateBefore {
 			continue
 		}
-		if err := r.stage.check(&rows[i]); err != nil {
+		rw := r.written(&rows[i])
+		if err := r.stage.check(rw); err != nil {
 			return fmt.Errorf("postgres %s: %w", r.table, err)
+		}
+		if err := r.fits(rw); err != nil {
+			return fmt.Errorf("postgres %s: row %s: %w", r.table, describeRow(rw, r.keyNames, r.loc), err)
 		}
 	}
 	for i := range rows {
 		if rows[i].Op != changelog.UpdateBefore {
-			r.stage.add(&rows[i])
+			r.stage.add(r.written(&rows[i]))
+		}
+	}
+	return nil
+}
+
+// written returns the row as the table stores it: without the lineage
+// value when the table has no lineage column (in a reused row; valid until
+// the next call).
+func (r *Results) written(rw *changelog.Row) *changelog.Row {
+	if r.linIdx < 0 || r.linIdx >= len(rw.Values) {
+		return rw
+	}
+	vals := append(r.linRow.Values[:0], rw.Values[:r.linIdx]...)
+	r.linRow = *rw
+	r.linRow.Values = append(vals, rw.Values[r.linIdx+1:]...)
+	return &r.linRow
+}
+
+// fits returns an error naming the column when a value of row cannot be
+// stored in the table as it is (see Write).
+func (r *Results) fits(rw *changelog.Row) error {
+	cols := r.cols
+	check := func(c *column, v row.Value) error {
+		if why := c.to.fit(v, r.loc); why != "" {
+			return fmt.Errorf("column %s (%s): %s", c.name, c.to.typ, why)
+		}
+		return nil
+	}
+	for i, v := range rw.Key {
+		c := &cols[2+i]
+		if err := check(c, v); err != nil {
+			return err
+		}
+		if v.Kind == row.KindNull && !r.nullsEqual {
+			return fmt.Errorf("key column %s is NULL, and the unique constraint of table %s treats NULLs as distinct: every update would insert another row (make it UNIQUE NULLS NOT DISTINCT, or keep NULL keys out with a filter)", c.name, r.table)
+		}
+	}
+	for i, v := range rw.Values {
+		if err := check(&cols[2+r.nKey+i], v); err != nil {
+			return err
+		}
+	}
+	n := len(cols)
+	if err := check(&cols[n-4], row.Int(int64(min(rw.Version, math.MaxInt64)))); err != nil {
+		return err
+	}
+	if rw.WatermarkAt == changelog.WatermarkNone {
+		if err := check(&cols[n-2], row.Value{}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -213,9 +413,10 @@ func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 
 // Flush, with AtLeastOnce, applies the staged rows in one transaction and
 // commits it (deleting the table's rows first on the first Flush of a
-// sink opened with Replace). On error the transaction is rolled back and
-// the rows stay staged, so a later Flush retries them (the version guard
-// makes that safe).
+// Fresh sink whose table tidemark created). A transaction that fails for
+// a transient reason is retried (Options.Retry); on another error it is
+// rolled back and the rows stay staged, so a later Flush retries them (the
+// version guard makes that safe).
 //
 // Without AtLeastOnce, Flush does nothing: staged rows wait for Prepare
 // and Commit, and no reader sees them before. It returns an error wrapping
@@ -227,11 +428,14 @@ func (r *Results) Flush(ctx context.Context) error {
 	if !r.o.AtLeastOnce || (len(r.stage.entries) == 0 && !r.replace) {
 		return nil
 	}
+	var emptied int64 = -1
 	err := r.inTx(ctx, func(tx pgx.Tx) error {
 		if r.replace {
-			if _, err := tx.Exec(ctx, "DELETE FROM "+r.table.sql()); err != nil {
+			tag, err := tx.Exec(ctx, "DELETE FROM "+r.table.sql())
+			if err != nil {
 				return err
 			}
+			emptied = tag.RowsAffected()
 		}
 		return r.apply(ctx, tx, r.stage)
 	})
@@ -239,8 +443,18 @@ func (r *Results) Flush(ctx context.Context) error {
 		return fmt.Errorf("postgres %s: %w", r.table, err)
 	}
 	r.stage.reset()
-	r.replace = false
+	r.noteEmptied(emptied)
 	return nil
+}
+
+// noteEmptied records that a fresh start deleted n rows (n >= 0) of the
+// table, and that it is done.
+func (r *Results) noteEmptied(n int64) {
+	if n < 0 {
+		return
+	}
+	r.replace = false
+	r.notes = append(r.notes, fmt.Sprintf("emptied table %s, which tidemark created, for this fresh start: %d rows of earlier runs removed", r.table, n))
 }
 
 // Prepare implements sink.Committer. It moves the staged rows to the
@@ -305,7 +519,11 @@ func (r *Results) Commit(ctx context.Context, id int64, prepared []byte) error {
 
 // Recover implements sink.Committer. It discards staged and prepared rows.
 // With id 0 (a fresh start; prepared must be nil) it deletes the commit
-// marker, and with Options.Replace the table's rows, in one transaction.
+// marker, and with Options.Fresh the rows of a table tidemark created, in
+// one transaction. With a positive id it returns a *MissingTableError when
+// the sink had to create the table when it opened: the checkpoint's rows
+// were committed to a table that has since been dropped (the table just
+// created is dropped again).
 // Otherwise, in one transaction: when the marker is older than id it
 // applies prepared and sets the marker to id, as Commit does (the crash
 // came between the checkpoint and its Commit); when it records id, it does
@@ -328,12 +546,14 @@ func (r *Results) Recover(ctx context.Context, id int64, prepared []byte) error 
 	case id == 0 && len(prepared) > 0:
 		return fmt.Errorf("postgres %s: recover: prepared output without a checkpoint id", r.table)
 	case id == 0:
+		var emptied int64 = -1
 		err := r.inTx(ctx, func(tx pgx.Tx) error {
 			if err := r.mark.forget(ctx, tx); err != nil {
 				return err
 			}
 			if r.replace {
-				_, err := tx.Exec(ctx, "DELETE FROM "+r.table.sql())
+				tag, err := tx.Exec(ctx, "DELETE FROM "+r.table.sql())
+				emptied = tag.RowsAffected()
 				return err
 			}
 			return nil
@@ -341,8 +561,11 @@ func (r *Results) Recover(ctx context.Context, id int64, prepared []byte) error 
 		if err != nil {
 			return fmt.Errorf("postgres %s: recover: %w", r.table, err)
 		}
+		r.noteEmptied(emptied)
 		r.replace = false
 		return nil
+	case r.created:
+		return r.missing(ctx, id)
 	}
 	r.spare.reset()
 	if len(prepared) > 0 {
@@ -425,12 +648,30 @@ func (r *Results) CommittedID(ctx context.Context) (int64, error) {
 }
 
 // inTx runs fn in a transaction and commits it, or rolls it back when fn
-// fails. A broken connection is dropped, and the next call reconnects.
+// fails; a transaction that failed for a transient reason is retried on a
+// new connection (Options.Retry).
 func (r *Results) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	if err := r.ensureConn(ctx); err != nil {
+	return r.x.inTx(ctx, fn)
+}
+
+// missing returns the *MissingTableError of a restore of checkpoint id into
+// the table the sink created when it opened, after dropping that new,
+// empty table and its record, so that the next attempt finds the same.
+func (r *Results) missing(ctx context.Context, id int64) error {
+	e := &MissingTableError{Table: r.table.String(), Checkpoint: id}
+	err := r.inTx(ctx, func(tx pgx.Tx) error {
+		e.Marker = readMarker(ctx, tx, r.table, r.mark.pipeline, r.mark.sink)
+		if _, err := tx.Exec(ctx, "DROP TABLE "+r.table.sql()); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "DELETE FROM "+r.table.sibling(TablesTable).sql()+" WHERE table_name = $1", r.table.name)
 		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgres %s: recover %d: %w (and dropping the table created empty failed: %v)", r.table, id, e, err)
 	}
-	return runTx(ctx, r.conn, fn)
+	r.created = false
+	return fmt.Errorf("postgres %s: recover %d: %w", r.table, id, e)
 }
 
 // runTx runs fn in a transaction on conn and commits it, or rolls it back
@@ -463,10 +704,8 @@ func (r *Results) Close(ctx context.Context) error {
 	r.closed = true
 	r.stage.reset()
 	r.releasePrep()
-	if r.conn != nil {
-		if cerr := r.conn.Close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
-			err = fmt.Errorf("postgres %s: %w", r.table, cerr)
-		}
+	if cerr := r.x.close(ctx); err == nil && cerr != nil {
+		err = fmt.Errorf("postgres %s: %w", r.table, cerr)
 	}
 	return err
 }

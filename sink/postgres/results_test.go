@@ -432,7 +432,8 @@ func TestRecoverAfterCrashBetweenPrepareAndCommit(t *testing.T) {
 }
 
 // TestRecoverFreshStart: Recover(0, nil) forgets the marker, and with
-// Replace the rows of earlier runs; without Replace the rows stay.
+// Fresh the rows of earlier runs (in a table tidemark created); without
+// Fresh the rows stay.
 func TestRecoverFreshStart(t *testing.T) {
 	ctx := context.Background()
 	dsn, schema := testSchema(t)
@@ -462,7 +463,7 @@ func TestRecoverFreshStart(t *testing.T) {
 	commit(t, s, 1) // a fresh run starts again at checkpoint 1
 	check(t, dsn, markers, "p | a | 1\np | b | 9\n")
 
-	s = newSink(t, dsn, table, revenue, Options{Pipeline: "p", Sink: "b", Replace: true})
+	s = newSink(t, dsn, table, revenue, Options{Pipeline: "p", Sink: "b", Fresh: true})
 	if err := s.Recover(ctx, 0, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +475,7 @@ func TestRecoverFreshStart(t *testing.T) {
 	}
 }
 
-// TestAtLeastOnce: Flush publishes, Replace deletes the old rows in the
+// TestAtLeastOnce: Flush publishes, Fresh deletes the old rows in the
 // first Flush, and the Committer methods refuse.
 func TestAtLeastOnce(t *testing.T) {
 	ctx := context.Background()
@@ -506,10 +507,10 @@ func TestAtLeastOnce(t *testing.T) {
 	}
 	check(t, dsn, q, "a | 1.00\nb | 2\n")
 
-	s = newSink(t, dsn, table, revenue, Options{AtLeastOnce: true, Replace: true})
-	write(t, s, res(t, changelog.Insert, row.Str("a"), 1, "3.00", 1)) // version 1 < 5: kept only thanks to Replace
+	s = newSink(t, dsn, table, revenue, Options{AtLeastOnce: true, Fresh: true})
+	write(t, s, res(t, changelog.Insert, row.Str("a"), 1, "3.00", 1)) // version 1 < 5: kept only thanks to Fresh
 	check(t, dsn, q, "a | 3.00\n")
-	write(t, s, res(t, changelog.Insert, row.Str("c"), 1, "4", 1)) // Replace acts once
+	write(t, s, res(t, changelog.Insert, row.Str("c"), 1, "4", 1)) // Fresh empties once
 	check(t, dsn, q, "a | 3.00\nc | 4\n")
 }
 
@@ -540,12 +541,18 @@ func TestSchemaMismatch(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, part)
 		}
 	}
-	// A table whose key allows duplicate NULLs is refused too.
+	// A table of the user's whose unique key treats NULLs as distinct is
+	// used, but a row with a NULL key is refused, naming the row: it would
+	// be inserted again at every update.
 	exec(t, dsn, "CREATE TABLE "+schema+".plain (window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, store text, revenue numeric, orders bigint, "+
 		"version bigint NOT NULL, is_final boolean NOT NULL, watermark_at timestamptz, updated_at timestamptz NOT NULL, UNIQUE (window_start, store))")
-	if _, err := New(ctx, dsn, schema+".plain", revenue, Options{}); !errors.As(err, &se) || !se.Key || se.Missing != nil {
-		t.Fatalf("got %v", err)
+	s := newSink(t, dsn, schema+".plain", revenue, Options{AtLeastOnce: true})
+	err = s.Write(ctx, []changelog.Row{res(t, changelog.Insert, row.Null, 1, "1", 1)})
+	if want := "postgres " + schema + ".plain: row window_start=2026-09-01T10:00:00+09:00 store=NULL: key column store is NULL, and the unique constraint of table " + schema + ".plain treats NULLs as distinct"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("NULL key: %v\nwant %s…", err, want)
 	}
+	write(t, s, res(t, changelog.Insert, row.Str("a"), 1, "1", 1))
+	check(t, dsn, "SELECT store, revenue FROM "+schema+".plain", "a | 1\n")
 }
 
 // TestNamesAndErrors: quoted names with odd characters work; bad names,
@@ -634,13 +641,16 @@ func TestPreparedEncodingRejectsOtherColumns(t *testing.T) {
 }
 
 // TestReconnectsAfterConnectionLoss: when the server ends the sink's
-// connection, the call that finds out fails, the prepared rows stay, and
-// the next call reconnects (recreating the staging table) and commits.
+// connection (pg_terminate_backend) between Prepare and Commit, Commit
+// reconnects (recreating the staging table) and commits: a dropped
+// connection is retried, not a failed run.
 func TestReconnectsAfterConnectionLoss(t *testing.T) {
 	ctx := context.Background()
 	dsn, schema := testSchema(t)
 	table := schema + ".revenue"
 	s := newSink(t, dsn, table, revenue, Options{})
+	var waits []time.Duration
+	s.x.fast(&waits)
 	if err := s.Write(ctx, []changelog.Row{res(t, changelog.Insert, row.Str("a"), 1, "1.10", 1)}); err != nil {
 		t.Fatal(err)
 	}
@@ -648,14 +658,15 @@ func TestReconnectsAfterConnectionLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec(t, dsn, fmt.Sprintf("SELECT pg_terminate_backend(%d)", s.conn.PgConn().PID()))
-	if err := s.Commit(ctx, 1, p); err == nil {
-		t.Fatal("Commit on a terminated connection: no error")
-	}
+	exec(t, dsn, fmt.Sprintf("SELECT pg_terminate_backend(%d)", s.x.pid()))
 	if err := s.Commit(ctx, 1, p); err != nil {
-		t.Fatalf("Commit after reconnecting: %v", err)
+		t.Fatalf("Commit on a terminated connection: %v", err)
+	}
+	if fmt.Sprint(waits) != "[250ms]" {
+		t.Errorf("waits %v, want one retry after 250ms", waits)
 	}
 	check(t, dsn, "SELECT store, revenue FROM "+table, "a | 1.10\n")
+	check(t, dsn, "SELECT checkpoint_id FROM "+schema+".tidemark_commits", "1\n")
 }
 
 // TestRecoverRewindsANewerMarker: the marker records checkpoint 3, but

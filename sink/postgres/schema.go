@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/row"
 )
@@ -18,6 +16,8 @@ type column struct {
 	null bool   // nullable
 	kind row.Kind
 	def  string // DEFAULT expression, "" for none
+	// to is the existing table's column (New binds it), nil until bound.
+	to *target
 }
 
 // The bookkeeping columns of a result table around its key and value
@@ -166,99 +166,13 @@ func columnList(cols []column) string {
 	return strings.Join(quoteAll(names), ", ")
 }
 
-// SchemaError is returned by New and NewLedger when a table exists with
-// other columns than the sink writes. Each field lists one kind of
-// difference; at least one is set.
-type SchemaError struct {
-	Table   string   // the table, as given ("schema.table" or "table")
-	Missing []string // columns the sink writes that the table lacks
-	Extra   []string // columns of the table the sink does not write
-	Types   []string // "name: table has X, sink needs Y" for differing types
-	// Key is set when the table has no UNIQUE NULLS NOT DISTINCT constraint
-	// (or primary key, for a ledger's event_id) on exactly WantKey, in order.
-	Key     bool
-	WantKey []string
-}
-
-// Error implements error, naming the table and every difference.
-func (e *SchemaError) Error() string {
-	var parts []string
-	if len(e.Missing) > 0 {
-		parts = append(parts, "missing columns "+strings.Join(e.Missing, ", "))
-	}
-	if len(e.Extra) > 0 {
-		parts = append(parts, "extra columns "+strings.Join(e.Extra, ", "))
-	}
-	if len(e.Types) > 0 {
-		parts = append(parts, "column types differ ("+strings.Join(e.Types, "; ")+")")
-	}
-	if e.Key {
-		parts = append(parts, fmt.Sprintf("no unique key on (%s)", strings.Join(e.WantKey, ", ")))
-	}
-	return fmt.Sprintf("table %q exists with other columns than the sink writes: %s (drop or rename the table, or write to another one)",
-		e.Table, strings.Join(parts, "; "))
-}
-
-// checkTable compares the existing table t with cols and returns a
-// *SchemaError when they differ. It looks for a unique index on exactly
-// key (in order) that treats NULLs as equal (or whose columns are all NOT
-// NULL, like a primary key).
-func checkTable(ctx context.Context, conn *pgx.Conn, t tableName, cols []column, key []string) error {
-	rows, err := conn.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod)
-FROM pg_attribute a
-WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped
-ORDER BY a.attnum`, t.sql())
-	if err != nil {
+// checkTable compares the existing table t, if there is one, with exactly
+// cols and the unique key key (a ledger's tables), returning a
+// *SchemaError naming every difference.
+func checkTable(ctx context.Context, q querier, t tableName, cols []column, key []string) error {
+	ti, err := inspect(ctx, q, t)
+	if err != nil || ti == nil {
 		return err
 	}
-	have := map[string]string{}
-	var order []string
-	for rows.Next() {
-		var name, typ string
-		if err := rows.Scan(&name, &typ); err != nil {
-			rows.Close()
-			return err
-		}
-		have[name] = typ
-		order = append(order, name)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	e := &SchemaError{Table: t.String()}
-	want := map[string]bool{}
-	for _, c := range cols {
-		want[c.name] = true
-		typ, ok := have[c.name]
-		switch {
-		case !ok:
-			e.Missing = append(e.Missing, c.name)
-		case typ != c.typ:
-			e.Types = append(e.Types, fmt.Sprintf("%s: table has %s, sink needs %s", c.name, typ, c.typ))
-		}
-	}
-	for _, name := range order {
-		if !want[name] {
-			e.Extra = append(e.Extra, name)
-		}
-	}
-	var found bool
-	err = conn.QueryRow(ctx, `SELECT EXISTS (
-  SELECT 1 FROM pg_index i
-  WHERE i.indrelid = $1::regclass AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
-    AND (i.indnullsnotdistinct OR i.indisprimary)
-    AND ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, n)
-              JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum ORDER BY k.n) = $2::text[])`,
-		t.sql(), key).Scan(&found)
-	if err != nil {
-		return err
-	}
-	if !found {
-		e.Key, e.WantKey = true, key
-	}
-	if e.Missing != nil || e.Extra != nil || e.Types != nil || e.Key {
-		return e
-	}
-	return nil
+	return checkExact(ti, t, cols, key, false)
 }

@@ -98,10 +98,31 @@ ON CONFLICT (pipeline, sink) DO UPDATE SET checkpoint_id = excluded.checkpoint_i
 
 // Recover brings the table to checkpoint id: it commits prepared unless
 // the marker is already there, and drops staged rows. With id 0 (a fresh
-// start) it deletes the marker and, with Options.Replace, the table's
-// rows, in one transaction.
+// start) it deletes the marker and, with Options.Fresh, the rows of a
+// table tidemark created, in one transaction. With a positive id it
+// returns a *MissingTableError when the sink had to create the table when
+// it opened (the checkpoint's rows were committed to a table dropped
+// since); the table just created is dropped again.
 func (r *Results) Recover(ctx context.Context, id int64, prepared []byte) error {
 	r.ops, r.args, r.prepared = r.ops[:0], r.args[:0], nil
+	if id > 0 && r.created {
+		e := &MissingTableError{Path: r.path, Table: r.table, Checkpoint: id, Marker: readMarker(ctx, r.db, r.pipeline, r.name)}
+		r.closeStatements()
+		r.upserts, r.nullUpdate, r.nullInsert, r.del = nil, nil, nil, nil
+		tx, err := r.db.BeginTx(ctx, nil)
+		if err == nil {
+			if err = forgetOwned(ctx, tx, r.table); err == nil {
+				err = tx.Commit()
+			} else {
+				tx.Rollback()
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite %s: %w (and dropping the table created empty failed: %v)", r.path, e, err)
+		}
+		r.created = false
+		return fmt.Errorf("sqlite %s: %w", r.path, e)
+	}
 	if id > 0 {
 		r.replace = false // never delete what earlier checkpoints committed
 		// A marker past id means a newer checkpoint was unusable and the

@@ -11,7 +11,7 @@ import (
 
 func exactlyOnce(t *testing.T, path string, replace bool) *Results {
 	t.Helper()
-	s, err := NewWithOptions(context.Background(), path, "revenue", revenue, Options{ExactlyOnce: true, Replace: replace, Pipeline: "p", Sink: "revenue/sinks[0]"})
+	s, err := NewWithOptions(context.Background(), path, "revenue", revenue, Options{ExactlyOnce: true, Fresh: replace, Pipeline: "p", Sink: "revenue/sinks[0]"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ const selectMarker = `SELECT pipeline, sink, checkpoint_id FROM tidemark_commits
 // TestExactlyOnce: rows are invisible until Commit, written with the
 // marker in one transaction; a repeated or older Commit is a no-op;
 // Recover after a crash between Prepare (checkpoint written) and Commit
-// publishes exactly once; Recover(0) with Replace starts fresh.
+// publishes exactly once; Recover(0) with Fresh starts fresh.
 func TestExactlyOnce(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "out.db")
@@ -89,7 +89,7 @@ func TestExactlyOnce(t *testing.T) {
 	}
 	check(t, path, selectShort, want+"'s-3' | '1.00' | 1 | 1\n")
 
-	// A fresh start with Replace clears the rows and the marker.
+	// A fresh start with Fresh clears the rows and the marker.
 	s3 := exactlyOnce(t, path, true)
 	if err := s3.Recover(ctx, 0, nil); err != nil {
 		t.Fatal(err)

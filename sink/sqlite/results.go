@@ -8,11 +8,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/tidemark/tidemark/changelog"
+	rowpkg "github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 )
 
@@ -49,6 +51,16 @@ type Results struct {
 	exactlyOnce    bool
 	pipeline, name string // the commit marker's identity
 	prepared       *preparedRows
+
+	o        Options
+	loc      *time.Location
+	keyNames []string
+	linIdx   int // the Desc's value column left out (lineage), -1 for none
+	linRow   changelog.Row
+	// The table was created by this sink (it did not exist when the sink
+	// opened); it is tidemark's (recorded in tidemark_tables).
+	created, owned bool
+	notes          []string
 }
 
 // pendingRow is a buffered row waiting for Flush.
@@ -57,56 +69,82 @@ type pendingRow struct {
 	nullKey bool         // a key value is NULL
 }
 
-var _ sink.Results = (*Results)(nil)
+var (
+	_ sink.Results = (*Results)(nil)
+	_ sink.Noter   = (*Results)(nil)
+)
 
 // New opens or creates the SQLite database at path (creating its parent
-// directories), creates the result table for d if it is absent and
-// prepares the sink's statements.
-//
-// It returns a *SchemaError when the table exists with other columns, and
-// an error when d.Timezone is not a known IANA zone ("" is UTC), when two
-// columns share a name, or when the database cannot be opened.
+// directories), makes sure the result table for d can take the rows (see
+// NewWithOptions) and prepares the sink's statements.
 func New(ctx context.Context, path, table string, d changelog.Desc) (*Results, error) {
 	return NewWithOptions(ctx, path, table, d, Options{})
 }
 
 // Options adjusts a sink.
 type Options struct {
-	// Replace deletes the table's existing rows in the transaction of the
-	// first Flush, so that a run recomputing the result from the start
-	// replaces the previous run's rows instead of being held back by their
-	// versions. Readers see the old contents until that commit. A table of
-	// another layout is dropped and created anew when the sink opens.
-	// Default false: rows are upserted over whatever the table holds.
-	Replace bool
+	// Fresh says the run recomputes its results from the start (it
+	// resumes no checkpoint): the rows of a table tidemark created are
+	// deleted in the transaction of the first Flush (or Recover(0, nil)),
+	// so that the previous run's rows do not hold the new ones back by
+	// their versions; Notes says how many. Readers see the old contents
+	// until that commit. A table tidemark did not create is never
+	// emptied. Default false: rows are upserted over whatever the table
+	// holds.
+	Fresh bool
+	// ReplaceLayout (the sink key replace) lets a Fresh run drop and
+	// create anew a table tidemark created whose layout differs from the
+	// one the sink writes; Notes says so. Default false: such a table is
+	// refused with a *SchemaError. Never a table tidemark did not create,
+	// nor one a view reads (*ViewDependsError).
+	ReplaceLayout bool
+	// Resume says the run resumes from a checkpoint: a missing table is a
+	// *MissingTableError, not a new empty table. Default false.
+	Resume bool
+	// Lineage names the Desc's lineage value column ("lineage"): written
+	// into tables the sink creates, and into an existing table only when
+	// it has a column of that name; NoLineage leaves it out everywhere.
+	// "" (default): every value column is an ordinary column.
+	Lineage   string
+	NoLineage bool
 	// ExactlyOnce makes the sink a sink.Committer: rows wait for the
 	// checkpoint that covers them and are written in one transaction with
 	// the commit marker (Pipeline, Sink, checkpoint id) in the table
 	// tidemark_commits; Flush writes nothing.
 	ExactlyOnce bool
-	// Pipeline and Sink name the commit marker (ExactlyOnce only).
+	// Pipeline and Sink name the commit marker (ExactlyOnce only);
+	// Pipeline is also recorded in tidemark_tables for the tables the
+	// sink creates.
 	Pipeline, Sink string
 }
 
-// NewWithOptions is New with options.
+// NewWithOptions is New with options. The table:
+//
+//   - that does not exist is created and recorded in tidemark_tables,
+//     unless o.Resume (*MissingTableError);
+//   - that tidemark created must have exactly the sink's layout
+//     (*SchemaError, Owned), or is replaced with o.ReplaceLayout and
+//     o.Fresh (not when a view reads it: *ViewDependsError);
+//   - of anyone else is used as it is when it has the columns the sink
+//     writes, declared with types whose affinity keeps the values exactly
+//     (TEXT for decimals and text; INTEGER or NUMERIC for integers; TEXT or
+//     NUMERIC for times; untyped for any), every other column nullable or
+//     with a default, and a primary key or unique index on window_start and
+//     the key columns; otherwise a *SchemaError names every problem. It is
+//     never dropped or emptied.
+//
+// It also returns an error when d.Timezone is not a known IANA zone ("" is
+// UTC), when two columns share a name, or when the database cannot be
+// opened.
 func NewWithOptions(ctx context.Context, path, table string, d changelog.Desc, o Options) (*Results, error) {
-	r, err := open(ctx, path, table, d, o.Replace)
+	r, err := open(ctx, path, table, d, o)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
-	}
-	r.replace = o.Replace
-	r.exactlyOnce, r.pipeline, r.name = o.ExactlyOnce, o.Pipeline, o.Sink
-	if o.ExactlyOnce {
-		if _, err := r.db.ExecContext(ctx, createCommitsSQL); err != nil {
-			r.closeStatements()
-			r.db.Close()
-			return nil, fmt.Errorf("sqlite %s: create table tidemark_commits: %w", path, err)
-		}
 	}
 	return r, nil
 }
 
-func open(ctx context.Context, path, table string, d changelog.Desc, replace ...bool) (*Results, error) {
+func open(ctx context.Context, path, table string, d changelog.Desc, o Options) (*Results, error) {
 	if table == "" {
 		return nil, errors.New("empty table name")
 	}
@@ -114,10 +152,40 @@ func open(ctx context.Context, path, table string, d changelog.Desc, replace ...
 	if err != nil {
 		return nil, fmt.Errorf("timezone: %w", err)
 	}
-	cols, err := tableColumns(&d)
-	if err != nil {
+	if _, err := tableColumns(&d); err != nil {
 		return nil, fmt.Errorf("table %q: %w", table, err)
 	}
+	db, err := openDB(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &Results{
+		db: db, path: path, table: table, nKey: len(d.Key), loc: loc, linIdx: -1,
+		exactlyOnce: o.ExactlyOnce, pipeline: o.Pipeline, name: o.Sink, o: o,
+	}
+	for _, k := range d.Key {
+		r.keyNames = append(r.keyNames, k.Name)
+	}
+	cols, err := r.init(ctx, d)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	r.nCol = len(cols)
+	r.batch = min(defaultBatch, maxVariables/len(cols))
+	r.enc = encoder{cols: cols, nKey: len(d.Key), loc: loc}
+	r.replace = o.Fresh && r.owned && !r.created
+	if err := r.prepareStatements(ctx, cols); err != nil {
+		r.closeStatements()
+		db.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// openDB opens the database file with one connection (creating its parent
+// directories).
+func openDB(path string) (*sql.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -131,18 +199,33 @@ func open(ctx context.Context, path, table string, d changelog.Desc, replace ...
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	r := &Results{
-		db: db, path: path, table: table,
-		nCol: len(cols), nKey: len(d.Key),
-		batch: min(defaultBatch, maxVariables/len(cols)),
-		enc:   encoder{cols: cols, nKey: len(d.Key), loc: loc},
+	return db, nil
+}
+
+// Notes implements sink.Noter: what the sink did to its table besides
+// writing rows.
+func (r *Results) Notes() []string { return r.notes }
+
+// keptLimit bounds the rows of a table the sink did not create that Notes
+// counts.
+const keptLimit = 1_000_000
+
+// countRows counts the rows of table (matching where, if given), at most
+// keptLimit+1.
+func countRows(ctx context.Context, q queryer, table, where string, args ...any) (int64, error) {
+	if where != "" {
+		where = " WHERE " + where
 	}
-	if err := r.init(ctx, cols, len(replace) > 0 && replace[0]); err != nil {
-		r.closeStatements()
-		db.Close()
-		return nil, err
+	var n int64
+	err := q.QueryRowContext(ctx, fmt.Sprintf("SELECT count(*) FROM (SELECT 1 FROM %s%s LIMIT %d)", quote(table), where, keptLimit+1), args...).Scan(&n)
+	return n, err
+}
+
+func countText(n int64) string {
+	if n > keptLimit {
+		return fmt.Sprintf("more than %d", keptLimit)
 	}
-	return r, nil
+	return fmt.Sprint(n)
 }
 
 // dsn returns the data source name for path: a file: URI (so that '?' or
@@ -160,25 +243,110 @@ func dsn(path string) string {
 	return "file:" + u.EscapedPath() + "?" + q.Encode()
 }
 
-// init creates or checks the table and prepares the statements.
-func (r *Results) init(ctx context.Context, cols []column, replace bool) error {
-	if _, err := r.db.ExecContext(ctx, createTable(r.table, cols, r.nKey)); err != nil {
-		return fmt.Errorf("create table %q: %w", r.table, err)
+// init decides, in one transaction, the table the sink writes: it creates
+// it, replaces it, or checks it, and returns the columns written.
+func (r *Results) init(ctx context.Context, d changelog.Desc) (cols []column, err error) {
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
 	}
-	if err := checkTable(ctx, r.db, r.table, cols, r.nKey); err != nil {
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	for _, q := range []string{createCommitsSQL, createTablesSQL} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("create the bookkeeping tables: %w", err)
+		}
+	}
+	ti, err := inspect(ctx, tx, r.table)
+	if err != nil {
+		return nil, err
+	}
+	mine := false
+	if ti != nil {
+		if mine, err = isOwned(ctx, tx, r.table, ti); err != nil {
+			return nil, err
+		}
+	}
+	lin := -1
+	for i, c := range d.Values {
+		if r.o.Lineage != "" && c.Name == r.o.Lineage {
+			lin = i
+		}
+	}
+	if lin >= 0 && (r.o.NoLineage || ti != nil && !mine && ti.col(r.o.Lineage) == nil) {
+		r.linIdx = lin
+		d.Values = append(append([]changelog.Column(nil), d.Values[:lin]...), d.Values[lin+1:]...)
+	}
+	if cols, err = tableColumns(&d); err != nil {
+		return nil, fmt.Errorf("table %q: %w", r.table, err)
+	}
+	pk := primaryKey(cols, r.nKey)
+	create := createTable(r.table, cols, r.nKey)
+	switch {
+	case ti == nil:
+		if r.o.Resume {
+			return nil, &MissingTableError{Path: r.path, Table: r.table, Marker: readMarker(ctx, tx, r.pipeline, r.name)}
+		}
+		if err := createOwned(ctx, tx, r.table, create, r.pipeline, false); err != nil {
+			return nil, err
+		}
+		r.created, r.owned = true, true
+	case mine:
+		r.owned = true
+		serr := checkExact(ti, r.table, cols, pk)
+		if serr == nil {
+			break
+		}
+		if !r.o.ReplaceLayout {
+			return nil, serr
+		}
+		if !r.o.Fresh {
+			return nil, fmt.Errorf("%w; the run resumes a checkpoint, and replace: true replaces a table only at a fresh start", serr)
+		}
+		views, err := dependentViews(ctx, tx, r.table)
+		if err != nil {
+			return nil, fmt.Errorf("look up the views on %q: %w", r.table, err)
+		}
+		if len(views) > 0 {
+			return nil, &ViewDependsError{Table: r.table, Views: views}
+		}
+		n, err := countRows(ctx, tx, r.table, "")
+		if err != nil {
+			return nil, err
+		}
+		if err := createOwned(ctx, tx, r.table, create, r.pipeline, true); err != nil {
+			return nil, err
+		}
 		var se *SchemaError
-		if !replace || !errors.As(err, &se) {
-			return err
+		errors.As(serr, &se)
+		r.notes = append(r.notes, fmt.Sprintf("replaced table %s, which tidemark created, of another layout (%s): %s rows dropped", r.table, se.differences(), countText(n)))
+		r.created = true
+	default:
+		if err := bind(ti, r.table, cols, pk); err != nil {
+			return nil, err
 		}
-		// A run that replaces the table's rows replaces a table of another
-		// layout too (an older tidemark, changed aggregates).
-		if _, err := r.db.ExecContext(ctx, "DROP TABLE "+quote(r.table)); err != nil {
-			return fmt.Errorf("drop table %q: %w", r.table, err)
-		}
-		if _, err := r.db.ExecContext(ctx, createTable(r.table, cols, r.nKey)); err != nil {
-			return fmt.Errorf("create table %q: %w", r.table, err)
+		if r.o.Fresh {
+			n, err := countRows(ctx, tx, r.table, "")
+			if err != nil {
+				return nil, err
+			}
+			if n > 0 {
+				r.notes = append(r.notes, fmt.Sprintf("kept the %s rows already in table %s, which tidemark did not create: a row there is replaced only by a higher version",
+					countText(n), r.table))
+			}
 		}
 	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return cols, nil
+}
+
+// prepareStatements prepares the statements of the table's columns.
+func (r *Results) prepareStatements(ctx context.Context, cols []column) error {
 	r.upserts = make([]*sql.Stmt, r.batch+1)
 	var err error
 	prepare := func(query string) *sql.Stmt {
@@ -200,9 +368,12 @@ func (r *Results) init(ctx context.Context, cols []column, replace bool) error {
 }
 
 // Write buffers rows for the next Flush; update_before rows are skipped.
-// It buffers nothing and returns an error when a row does not fit the
-// table (wrong number of columns, a value of the wrong kind), after Close
-// (wrapping sql.ErrConnDone), or when ctx is done.
+// The lineage value is left out when the table has no lineage column
+// (Options.Lineage). It buffers nothing and returns an error when a row
+// does not fit the table (wrong number of columns, a value of the wrong
+// kind, NULL in a column a table of the user's declares NOT NULL; the
+// error names the row and the column), after Close (wrapping
+// sql.ErrConnDone), or when ctx is done.
 func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 	if r.closed {
 		return fmt.Errorf("sqlite %s: %w", r.path, sql.ErrConnDone)
@@ -212,9 +383,13 @@ func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 	}
 	nOps, nArgs := len(r.ops), len(r.args)
 	for i := range rows {
-		row := &rows[i]
+		row := r.written(&rows[i])
 		if row.Op == changelog.UpdateBefore {
 			continue
+		}
+		if err := r.notNull(row); err != nil {
+			r.ops, r.args = r.ops[:nOps], r.args[:nArgs]
+			return fmt.Errorf("sqlite %s: table %q: %w", r.path, r.table, err)
 		}
 		if row.Op > changelog.Delete {
 			r.ops, r.args = r.ops[:nOps], r.args[:nArgs]
@@ -232,6 +407,53 @@ func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 		r.ops = append(r.ops, p)
 	}
 	return nil
+}
+
+// written returns the row as the table stores it: without the lineage
+// value when the table has no lineage column (in a reused row, valid
+// until the next call).
+func (r *Results) written(rw *changelog.Row) *changelog.Row {
+	if r.linIdx < 0 || r.linIdx >= len(rw.Values) {
+		return rw
+	}
+	vals := append(r.linRow.Values[:0], rw.Values[:r.linIdx]...)
+	r.linRow = *rw
+	r.linRow.Values = append(vals, rw.Values[r.linIdx+1:]...)
+	return &r.linRow
+}
+
+// notNull returns an error naming the row and the column when a value is
+// NULL where a table of the user's declares the column NOT NULL.
+func (r *Results) notNull(rw *changelog.Row) error {
+	cols := r.enc.cols
+	bad := ""
+	for i, v := range rw.Key {
+		if i < r.nKey && v.IsNull() && cols[2+i].notNull {
+			bad = cols[2+i].name
+		}
+	}
+	for i, v := range rw.Values {
+		if c := 2 + r.nKey + i; c < len(cols) && v.IsNull() && cols[c].notNull {
+			bad = cols[c].name
+		}
+	}
+	if rw.WatermarkAt == changelog.WatermarkNone && cols[len(cols)-2].notNull {
+		bad = cols[len(cols)-2].name
+	}
+	if bad == "" {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("window_start=" + rowpkg.FormatTime(rw.WindowStart, r.loc))
+	for i, v := range rw.Key {
+		b.WriteString(" " + r.keyNames[i] + "=")
+		if v.IsNull() {
+			b.WriteString("NULL")
+		} else {
+			b.Write(v.AppendText(nil, r.loc))
+		}
+	}
+	return fmt.Errorf("row %s: column %s is NOT NULL in the table, and the value is NULL", b.String(), bad)
 }
 
 // Flush applies the buffered rows in one transaction and commits it. On
@@ -292,10 +514,13 @@ func (r *Results) applyRows(ctx context.Context, ops []pendingRow, args []any, e
 			return err
 		}
 	}
+	emptied := int64(-1)
 	if r.replace {
-		if _, err = tx.ExecContext(ctx, "DELETE FROM "+quote(r.table)); err != nil {
+		var res sql.Result
+		if res, err = tx.ExecContext(ctx, "DELETE FROM "+quote(r.table)); err != nil {
 			return err
 		}
+		emptied, _ = res.RowsAffected()
 	}
 	for _, g := range r.segments {
 		a := args[g.start*r.nCol : g.end*r.nCol]
@@ -313,6 +538,9 @@ func (r *Results) applyRows(ctx context.Context, ops []pendingRow, args []any, e
 	}
 	if err = tx.Commit(); err != nil {
 		return err
+	}
+	if r.replace {
+		r.notes = append(r.notes, fmt.Sprintf("emptied table %s, which tidemark created, for this fresh start: %d rows of earlier runs removed", r.table, emptied))
 	}
 	r.replace = false
 	return nil

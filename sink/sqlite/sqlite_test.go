@@ -366,7 +366,7 @@ func TestKeyLookupsUseThePrimaryKey(t *testing.T) {
 	}
 }
 
-// TestReplaceOnFirstFlush: a sink opened with Replace deletes the rows a
+// TestReplaceOnFirstFlush: a sink opened with Fresh deletes the rows a
 // previous run left (which its version guard would otherwise keep), in the
 // transaction of its first flush — even when the new run emits no row.
 func TestReplaceOnFirstFlush(t *testing.T) {
@@ -404,11 +404,11 @@ func TestReplaceOnFirstFlush(t *testing.T) {
 	if c, n := count(); c != 1 || n != "5" {
 		t.Fatalf("without replace: %d rows, n=%s; want 1, 5", c, n)
 	}
-	write(Options{Replace: true}, 7, 1)
+	write(Options{Fresh: true}, 7, 1)
 	if c, n := count(); c != 1 || n != "7" {
 		t.Fatalf("with replace: %d rows, n=%s; want 1, 7", c, n)
 	}
-	write(Options{Replace: true}, -1, 0)
+	write(Options{Fresh: true}, -1, 0)
 	if c, _ := count(); c != 0 {
 		t.Fatalf("replace with no rows left %d rows", c)
 	}

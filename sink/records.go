@@ -1,0 +1,120 @@
+package sink
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// RecordFields are the fields of a side-output record that a table of
+// records keeps in typed columns (docs/pipeline.md, "Side-output tables"),
+// read from its JSON. A field the record lacks, or holds as null, is nil
+// or "".
+type RecordFields struct {
+	// Kind is "late" (the record has lateness_ms), "conflict"
+	// (first_payload_hash), "quarantine" (raw), or "record".
+	Kind    string
+	Stage   *string
+	EventID *string
+	Reason  *string
+	// Source is where the record was read: a late or conflict record's
+	// "source" as it is ("events.jsonl:5"); a quarantine record's source
+	// object as the same text ("file:line", "file[partition]@offset",
+	// "topic[partition]@offset").
+	Source *string
+	// EventTime, ObservedAt and CurrentWatermark are the record's RFC 3339
+	// texts; CurrentWatermark may be "infinity".
+	EventTime, ObservedAt, CurrentWatermark string
+	LatenessMs                              *int64
+}
+
+// ParseRecord reads the typed fields of a side-output record, a JSON
+// object. It returns an error when obj is not a JSON object or a field
+// has another type than the record formats give it.
+func ParseRecord(obj []byte) (RecordFields, error) {
+	var r struct {
+		Stage            *string         `json:"stage"`
+		EventID          *string         `json:"event_id"`
+		EventTime        *string         `json:"event_time"`
+		ObservedAt       *string         `json:"observed_at"`
+		CurrentWatermark *string         `json:"current_watermark"`
+		LatenessMs       *int64          `json:"lateness_ms"`
+		Reason           *string         `json:"reason"`
+		Source           json.RawMessage `json:"source"`
+		Raw              json.RawMessage `json:"raw"`
+		FirstHash        json.RawMessage `json:"first_payload_hash"`
+	}
+	var f RecordFields
+	if t := bytes.TrimSpace(obj); len(t) == 0 || t[0] != '{' {
+		return f, fmt.Errorf("side-output record is not a JSON object: %.80q", obj)
+	}
+	if err := json.Unmarshal(obj, &r); err != nil {
+		return f, fmt.Errorf("side-output record %.80q: %w", obj, err)
+	}
+	switch {
+	case r.FirstHash != nil:
+		f.Kind = "conflict"
+	case r.LatenessMs != nil:
+		f.Kind = "late"
+	case r.Raw != nil:
+		f.Kind = "quarantine"
+	default:
+		f.Kind = "record"
+	}
+	f.Stage, f.EventID, f.Reason, f.LatenessMs = r.Stage, r.EventID, r.Reason, r.LatenessMs
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	f.EventTime, f.ObservedAt, f.CurrentWatermark = str(r.EventTime), str(r.ObservedAt), str(r.CurrentWatermark)
+	src, err := sourceText(r.Source)
+	if err != nil {
+		return f, fmt.Errorf("side-output record %.80q: source: %w", obj, err)
+	}
+	f.Source = src
+	return f, nil
+}
+
+// sourceText renders a record's "source": a string as it is, a quarantine
+// record's position object as changelog.Position.String does.
+func sourceText(raw json.RawMessage) (*string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return &s, err
+	}
+	var p struct {
+		File      *string `json:"file"`
+		Topic     *string `json:"topic"`
+		Partition *string `json:"partition"`
+		Line      *int64  `json:"line"`
+		Offset    int64   `json:"offset"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, err
+	}
+	name := p.File
+	if name == nil {
+		name = p.Topic
+	}
+	s := ""
+	if name != nil {
+		s = *name
+	}
+	switch {
+	case p.Line != nil && *p.Line > 0:
+		s += ":" + strconv.FormatInt(*p.Line, 10)
+	case p.Partition != nil && *p.Partition != "":
+		s += "[" + *p.Partition + "]@" + strconv.FormatInt(p.Offset, 10)
+	default:
+		s += "@" + strconv.FormatInt(p.Offset, 10)
+	}
+	return &s, nil
+}
