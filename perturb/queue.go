@@ -185,3 +185,44 @@ func less[T any](a, b *item[T]) bool {
 	}
 	return a.kind < b.kind
 }
+
+// Held is one delivery a Queue holds, as Snapshot reports it and Restore
+// takes it back.
+type Held[T any] struct {
+	Arrival int64 // unused when Pending
+	Seq     int64
+	Kind    Kind
+	// Pending: pushed at the horizon before any event time was observed;
+	// it arrives at the first one.
+	Pending bool
+	V       T
+}
+
+// Snapshot returns what q holds (in no particular order) and its state:
+// what Restore needs to rebuild a queue that releases the same deliveries
+// in the same order.
+func (q *Queue[T]) Snapshot() (held []Held[T], horizon int64, known, closed bool) {
+	held = make([]Held[T], 0, q.Len())
+	for _, it := range q.h {
+		held = append(held, Held[T]{Arrival: it.arrival, Seq: it.seq, Kind: it.kind, V: it.v})
+	}
+	for _, it := range q.pending {
+		held = append(held, Held[T]{Seq: it.seq, Kind: it.kind, Pending: true, V: it.v})
+	}
+	return held, q.horizon, q.known, q.closed
+}
+
+// Restore makes q, which must be empty (its disorder bound set as when
+// Snapshot was taken), hold what Snapshot returned. The release order is
+// the same, as deliveries are ordered by (arrival, sequence, kind).
+func (q *Queue[T]) Restore(held []Held[T], horizon int64, known, closed bool) {
+	q.horizon, q.known, q.closed = horizon, known, closed
+	for _, h := range held {
+		it := item[T]{arrival: h.Arrival, seq: h.Seq, kind: h.Kind, v: h.V}
+		if h.Pending {
+			q.pending = append(q.pending, it)
+			continue
+		}
+		q.push(it)
+	}
+}

@@ -3,8 +3,10 @@ package perturb
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 )
 
@@ -59,7 +61,9 @@ type Schedule struct {
 // therefore never depend on another record's validity or key.
 type Scheduler struct {
 	rng       *rand.Rand
+	pcg       *rand.PCG  // rng's source, for State
 	crng      *rand.Rand // nil without conflicts
+	cpcg      *rand.PCG
 	seed      int64
 	dist      Distribution
 	delay     int64 // ms
@@ -82,8 +86,10 @@ func NewScheduler(o Options) (*Scheduler, error) {
 	if errs := o.validateSchedule(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	pcg := rand.NewPCG(uint64(o.Seed), transportStream)
 	s := &Scheduler{
-		rng:       rand.New(rand.NewPCG(uint64(o.Seed), transportStream)),
+		rng:       rand.New(pcg),
+		pcg:       pcg,
 		seed:      o.Seed,
 		dist:      o.Distribution,
 		delay:     o.Delay.Milliseconds(),
@@ -96,7 +102,8 @@ func NewScheduler(o Options) (*Scheduler, error) {
 		offDelay:  o.OfflineDelay.Milliseconds(),
 	}
 	if s.conflict > 0 {
-		s.crng = rand.New(rand.NewPCG(uint64(o.Seed), conflictStream))
+		s.cpcg = rand.NewPCG(uint64(o.Seed), conflictStream)
+		s.crng = rand.New(s.cpcg)
 	}
 	if s.offFrac > 0 {
 		s.offline = map[string]int64{}
@@ -164,6 +171,123 @@ func (s *Scheduler) Next(et int64, key []byte, hasKey bool) Schedule {
 		sc.Conflict, sc.ConflictAt = true, addSat(sc.Arrival, cextra)
 	}
 	return sc
+}
+
+// AppendState appends the scheduler's state (the records scheduled, the
+// generators' states, the offline devices) to dst: with SetState on a
+// scheduler built with the same options, the records after it get the
+// same schedules as they would from this one.
+func (s *Scheduler) AppendState(dst []byte) []byte {
+	dst = binary.AppendUvarint(dst, stateVersion)
+	dst = binary.AppendVarint(dst, s.seq)
+	dst = appendPCG(dst, s.pcg)
+	dst = binary.AppendUvarint(dst, boolByte(s.cpcg != nil))
+	if s.cpcg != nil {
+		dst = appendPCG(dst, s.cpcg)
+	}
+	keys := make([]string, 0, len(s.offline))
+	for k := range s.offline {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = binary.AppendUvarint(dst, uint64(len(keys)))
+	for _, k := range keys {
+		dst = binary.AppendUvarint(dst, uint64(len(k)))
+		dst = append(dst, k...)
+		dst = binary.AppendVarint(dst, s.offline[k])
+	}
+	return dst
+}
+
+// stateVersion is the format of AppendState.
+const stateVersion = 1
+
+// ErrState is returned by SetState for a state that does not parse or
+// does not fit the scheduler's options.
+var ErrState = errors.New("perturb: invalid scheduler state")
+
+// SetState restores a state AppendState wrote, on a scheduler built with
+// the same options. It returns an error wrapping ErrState when b does
+// not parse or was written with conflicts on and this scheduler has them
+// off (or the reverse).
+func (s *Scheduler) SetState(b []byte) error {
+	bad := func(what string) error { return fmt.Errorf("%w: %s", ErrState, what) }
+	v, n := binary.Uvarint(b)
+	if n <= 0 || v != stateVersion {
+		return bad(fmt.Sprintf("format version %d, this build reads %d", v, stateVersion))
+	}
+	b = b[n:]
+	seq, n := binary.Varint(b)
+	if n <= 0 || seq < 0 {
+		return bad("record count")
+	}
+	b = b[n:]
+	var err error
+	if b, err = readPCG(b, s.pcg); err != nil {
+		return bad(err.Error())
+	}
+	c, n := binary.Uvarint(b)
+	if n <= 0 || c > 1 || (c == 1) != (s.cpcg != nil) {
+		return bad("the conflict generator does not match conflict_fraction")
+	}
+	b = b[n:]
+	if c == 1 {
+		if b, err = readPCG(b, s.cpcg); err != nil {
+			return bad(err.Error())
+		}
+	}
+	k, n := binary.Uvarint(b)
+	if n <= 0 || k > uint64(len(b)) {
+		return bad("offline devices")
+	}
+	b = b[n:]
+	if k > 0 && s.offline == nil {
+		return bad("offline devices without offline bursts")
+	}
+	clear(s.offline)
+	for range k {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n) {
+			return bad("offline device key")
+		}
+		key := string(b[n : n+int(l)])
+		b = b[n+int(l):]
+		at, n := binary.Varint(b)
+		if n <= 0 {
+			return bad("offline window")
+		}
+		b = b[n:]
+		s.offline[key] = at
+	}
+	if len(b) != 0 {
+		return bad(fmt.Sprintf("%d bytes after the state", len(b)))
+	}
+	s.seq = seq
+	return nil
+}
+
+func appendPCG(dst []byte, p *rand.PCG) []byte {
+	st, _ := p.MarshalBinary() // cannot fail
+	dst = binary.AppendUvarint(dst, uint64(len(st)))
+	return append(dst, st...)
+}
+
+func readPCG(b []byte, p *rand.PCG) ([]byte, error) {
+	l, n := binary.Uvarint(b)
+	if n <= 0 || l > uint64(len(b)-n) {
+		return nil, errors.New("generator state")
+	}
+	if err := p.UnmarshalBinary(b[n : n+int(l)]); err != nil {
+		return nil, err
+	}
+	return b[n+int(l):], nil
+}
+
+func boolByte(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // expDelay turns a uniform u in [0, 1) into an exponential delay with mean

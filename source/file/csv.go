@@ -38,6 +38,7 @@ type csvOptions struct {
 type csvReader struct {
 	path   string
 	f      *os.File // nil for in-memory input
+	n      int64    // the file's size when opened
 	lines  *lineReader
 	comma  []byte // the separator's UTF-8 bytes
 	dec    *format.CSV
@@ -104,6 +105,12 @@ func openCSV(path string, o *csvOptions, fields format.Fields, buf []byte, off, 
 		return nil, err
 	}
 	c.f = f
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	c.n = st.Size()
 	c.header, err = c.readHeader(o)
 	if err != nil {
 		f.Close()
@@ -398,6 +405,8 @@ func (c *csvReader) at() readerAt {
 }
 
 func (c *csvReader) buffer() []byte { return c.lines.buf }
+func (c *csvReader) file() *os.File { return c.f }
+func (c *csvReader) size() int64    { return c.n }
 
 // initCSV checks the CSV options and reads every file's header, so that a
 // missing column is reported before the first record.

@@ -42,6 +42,18 @@
 // is the record's bytes without the line terminator (for CSV, exactly as
 // in the file, quotes included).
 //
+// # Resuming
+//
+// The source is source.Resumable: Position holds where reading stopped
+// (the file, the byte offset after the last record read, the line) and
+// what was derived from the records before it (ordinal counters,
+// partitions, the last arrival time; with replay, the scheduler's state
+// and every record the replay still holds), so Seek opens that file at
+// that offset and reads nothing before it. Seek refuses an input that
+// changed: a file that is no longer at its place in the list, is shorter
+// than the offset, or holds other bytes before it (a CRC-32C of the last
+// 4 KiB read).
+//
 // # Partitions and arrival times (without replay)
 //
 // Without partition_field the source has one partition, "0". With it, the

@@ -30,6 +30,7 @@ var bom = []byte{0xEF, 0xBB, 0xBF}
 type jsonlReader struct {
 	path  string
 	f     *os.File
+	n     int64 // the file's size when opened
 	lines *lineReader
 	dec   *format.JSON
 }
@@ -40,6 +41,11 @@ type jsonlReader struct {
 func openJSONL(path string, dec *format.JSON, buf []byte, off, line int64, mode lineMode) (*jsonlReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	if off > 0 {
@@ -53,7 +59,7 @@ func openJSONL(path string, dec *format.JSON, buf []byte, off, line int64, mode 
 		f.Close()
 		return nil, err
 	}
-	return &jsonlReader{path: path, f: f, lines: l, dec: dec}, nil
+	return &jsonlReader{path: path, f: f, n: st.Size(), lines: l, dec: dec}, nil
 }
 
 // next decodes the next non-blank line, its strings into a. m.Raw points
@@ -97,3 +103,5 @@ func (j *jsonlReader) at() readerAt {
 }
 
 func (j *jsonlReader) buffer() []byte { return j.lines.buf }
+func (j *jsonlReader) file() *os.File { return j.f }
+func (j *jsonlReader) size() int64    { return j.n }

@@ -19,7 +19,7 @@ const (
 	// is not followed by "\n" is part of the line, except at the end of
 	// the file.
 	modeLF
-	// modeCR: the start of the file holds "\r" line breaks and no "\n"
+	// modeCR: the start of the file holds more lone "\r" than "\n"
 	// (classic Mac OS): lines end with "\r", "\r\n" or "\n".
 	modeCR
 )
@@ -212,26 +212,29 @@ func (l *lineReader) find(from int) (end, term int) {
 	return -1, 0
 }
 
-// decide sets the line mode from the buffered bytes and reports whether
-// it could: LF when they hold a "\n", else CR when they hold a "\r"
-// followed by another byte (or ending the file). A "\r" in a file whose
-// lines end with "\n" is part of its line (JSON white space, CSV text), as
-// in a file of one line.
+// decide sets the line mode from the buffered bytes (the start of the
+// file, up to the buffer's size) and reports whether it could: CR when
+// they hold more lone "\r" than "\n" line breaks, else LF; not yet when
+// they hold neither and more bytes follow. So a "\r" in a file whose lines
+// end with "\n" stays part of its line (JSON white space, CSV text), and
+// a "\n" in a quoted field of a file of "\r" lines does not make it one
+// long line.
 func (l *lineReader) decide() bool {
 	b := l.buf[l.r:l.w]
-	if bytes.IndexByte(b, '\n') >= 0 {
-		l.mode = modeLF
-		return true
+	lf := bytes.Count(b, []byte{'\n'})
+	cr := bytes.Count(b, []byte{'\r'}) - bytes.Count(b, []byte{'\r', '\n'})
+	if k := len(b); k > 0 && b[k-1] == '\r' && !l.eof {
+		cr-- // a "\n" may follow
 	}
-	if i := bytes.IndexByte(b, '\r'); i >= 0 && (i+1 < len(b) || l.eof) {
+	switch {
+	case cr > lf:
 		l.mode = modeCR
-		return true
+	case lf > 0 || cr > 0 || l.eof:
+		l.mode = modeLF
+	default:
+		return false
 	}
-	if l.eof {
-		l.mode = modeLF // no line break at all
-		return true
-	}
-	return false
+	return true
 }
 
 // skipLong consumes the rest of a line longer than the limit, keeping its

@@ -13,7 +13,6 @@ import (
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/spec"
-	"github.com/tidemark/tidemark/state"
 )
 
 // Config configures a file source.
@@ -75,6 +74,10 @@ type recordReader interface {
 	at() readerAt
 	// buffer returns the reader's read buffer, for the next file's reader.
 	buffer() []byte
+	// file returns the open file.
+	file() *os.File
+	// size returns the file's size when it was opened.
+	size() int64
 }
 
 // readerAt is a position in a file, between two records: what a reader
@@ -207,46 +210,6 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
 	err := s.nextBatch(ctx, b, max)
 	s.delivered += int64(len(b.Meta) - n)
 	return err
-}
-
-// Position implements source.Resumable: the number of records delivered
-// so far (replayed copies included).
-func (s *Source) Position() []byte {
-	var e state.Encoder
-	e.Byte(1)
-	e.Uint(uint64(s.delivered))
-	return e.Bytes()
-}
-
-// Seek implements source.Resumable on a source that has delivered
-// nothing: it reads and discards the records up to pos. Files are read
-// again from their start because the replay's order, the ordinals and
-// the partitions derive from everything before a record; the cost is a
-// decode per skipped record (about 1 µs). Errors: pos does not parse, the
-// source already delivered records, or the input holds fewer records than
-// pos (it changed since the checkpoint).
-func (s *Source) Seek(ctx context.Context, pos []byte) error {
-	d := state.NewDecoder(pos)
-	d.Section("file source position", 1)
-	want := int64(d.Uint())
-	if err := d.Err(); err != nil {
-		return err
-	}
-	if s.delivered != 0 {
-		return fmt.Errorf("file source: seek after %d records were delivered", s.delivered)
-	}
-	var b source.Batch
-	for s.delivered < want {
-		b.Reset()
-		err := s.Next(ctx, &b, int(min(want-s.delivered, 1024)))
-		if errors.Is(err, io.EOF) && s.delivered < want {
-			return fmt.Errorf("file source: the checkpoint is at record %d, the input holds %d: it changed since", want, s.delivered)
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-	}
-	return nil
 }
 
 func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) error {
