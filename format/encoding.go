@@ -3,6 +3,7 @@ package format
 import (
 	"bytes"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/tidemark/tidemark/source"
@@ -58,4 +59,87 @@ func firstBadText(b []byte, from int) (at int, nul bool) {
 		i += n
 	}
 	return len(b), false
+}
+
+// badText is what breaks the encoding rule in a JSON string.
+type badText uint8
+
+const (
+	textOK        badText = iota
+	textNUL               // a NUL character, raw or \u0000
+	textUTF8              // an invalid UTF-8 byte
+	textSurrogate         // a \uD800–\uDFFF escape that is not half of a pair
+)
+
+// unescapeText appends the text of a JSON string body (already checked by
+// scanString) with its escapes decoded, as appendUnescaped does, unless
+// it breaks the encoding rule: then it returns the index in s where the
+// offending sequence starts (its backslash for an escape) and what it is,
+// and out is unusable. bad is −1 for valid text.
+func unescapeText(dst, s []byte) (out []byte, bad int, what badText) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			switch e := s[i+1]; e {
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r := hex4(s[i+2 : i+6])
+				switch {
+				case r == 0:
+					return dst, i, textNUL
+				case utf16.IsSurrogate(r):
+					if i+12 <= len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
+						if r2 := utf16.DecodeRune(r, hex4(s[i+8:i+12])); r2 != utf8.RuneError {
+							dst = utf8.AppendRune(dst, r2)
+							i += 12
+							continue
+						}
+					}
+					return dst, i, textSurrogate
+				}
+				dst = utf8.AppendRune(dst, r)
+				i += 6
+				continue
+			default: // '"', '\\', '/'
+				dst = append(dst, e)
+			}
+			i += 2
+		case c == 0:
+			return dst, i, textNUL
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			i++
+		default:
+			r, n := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				return dst, i, textUTF8
+			}
+			dst = append(dst, s[i:i+n]...)
+			i += n
+		}
+	}
+	return dst, -1, textOK
+}
+
+// jsonEncodingError is the "encoding" error of field: what was found at
+// byte at of the line (−1: the value could not be located).
+func jsonEncodingError(field string, at int, what badText, esc []byte) *source.DecodeError {
+	where := "at byte " + strconv.Itoa(at)
+	switch what {
+	case textNUL:
+		return &source.DecodeError{Field: field, Rule: "encoding", Reason: "NUL character " + where + " (PostgreSQL text cannot store it)"}
+	case textSurrogate:
+		return &source.DecodeError{Field: field, Rule: "encoding", Reason: "lone surrogate " + string(esc) + " " + where + " (not a character: UTF-8 cannot hold it)"}
+	}
+	return &source.DecodeError{Field: field, Rule: "encoding", Reason: "invalid UTF-8 " + where}
 }

@@ -22,6 +22,8 @@ func FuzzJSON(f *testing.F) {
 		`{"s":"\u00e9\"\\","i":-0,"d":123456789012345678901234567890.5}`,
 		`{"d":1e40,"i":1e19,"t":"2026-09-01 10:00:00"}`,
 		`[1,2]`, `null`, `{`, `{"s":NaN}`, `{"i":01}`, ``,
+		// The encoding rule: NUL, invalid UTF-8, lone surrogates.
+		`{"s":"a\u0000b"}`, "{\"s\":\"k\xff\"}", `{"s":"\ud800x"}`, `{"p":{"q":{"sec":"1"}},"a":["\udc00"]}`, `{"\u0073":"\u0000"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -65,6 +67,7 @@ func FuzzCSV(f *testing.F) {
 		"1,2\n",
 		"\"unterminated,5\n",
 		"a,b\"c,d\n",
+		"ab\x00c,1\n", "caf\xc3,2\n", "\"x\xff\",3\n",
 	} {
 		f.Add(s)
 	}

@@ -73,7 +73,7 @@ func (d *JSON) slowDecode(line []byte, r *row.Row, a *source.Arena) *source.Deco
 		if fv == nil {
 			continue
 		}
-		if e := d.set(p, fv, r, a); e != nil && first == nil {
+		if e := d.set(p, fv, r, a, line); e != nil && first == nil {
 			first = e
 		}
 	}
@@ -81,22 +81,30 @@ func (d *JSON) slowDecode(line []byte, r *row.Row, a *source.Arena) *source.Deco
 }
 
 // set stores the JSON value v into field p of r.
-func (d *JSON) set(p *plan, v *fastjson.Value, r *row.Row, a *source.Arena) *source.DecodeError {
+func (d *JSON) set(p *plan, v *fastjson.Value, r *row.Row, a *source.Arena, line []byte) *source.DecodeError {
 	f := &p.f
 	// A string's raw text, before fastjson unescapes it (MarshalTo of a
 	// string not yet looked at returns its bytes as written): decoded with
-	// the fast path's rules (encoding/json's: surrogates, U+FFFD for
-	// invalid UTF-8), so both paths give the same text.
+	// the fast path's rules, so both paths give the same text. A string
+	// field's text must keep the encoding rule (no NUL, valid UTF-8, no
+	// lone surrogate); for other kinds the text is parsed, and invalid
+	// bytes (as U+FFFD, encoding/json's way) make a type error.
 	if raw := v.MarshalTo(d.num[:0]); len(raw) >= 2 && raw[0] == '"' {
 		d.num = raw
-		d.esc = appendUnescaped(d.esc[:0], raw[1:len(raw)-1])
-		b := d.esc
+		body := raw[1 : len(raw)-1]
 		if f.Kind == row.KindString {
-			r.S[f.Slot] = a.String(b)
+			var bad int
+			var what badText
+			d.esc, bad, what = unescapeText(d.esc[:0], body)
+			if bad >= 0 {
+				return d.encodingError(p, line, body, bad, what)
+			}
+			r.S[f.Slot] = a.String(d.esc)
 			r.SetValid(f.Index)
 			return nil
 		}
-		return setText(p, b, "string", r)
+		d.esc = appendUnescaped(d.esc[:0], body)
+		return setText(p, d.esc, "string", r)
 	}
 	switch v.Type() {
 	case fastjson.TypeNull:
@@ -148,4 +156,20 @@ func describeJSON(v *fastjson.Value, scratch *[]byte) string {
 // still refuses (one of its own limits).
 func syntaxError(err error) *source.DecodeError {
 	return &source.DecodeError{Rule: "decode", Reason: "cannot decode JSON: " + err.Error()}
+}
+
+// encodingError is the "encoding" error of field p, whose string value
+// (body, without its quotes, as written) breaks the rule at body[bad]:
+// the reason names the byte offset in line.
+func (d *JSON) encodingError(p *plan, line, body []byte, bad int, what badText) *source.DecodeError {
+	start, ok := valueAt(line, p.path)
+	if !ok && len(p.path) > 1 {
+		start, ok = valueAt(line, []string{p.f.Name})
+	}
+	at := -1
+	if ok {
+		at = start + 1 + bad
+	}
+	esc := body[bad:min(bad+6, len(body))]
+	return jsonEncodingError(p.f.Name, at, what, esc)
 }

@@ -341,3 +341,48 @@ func TestJSONZeroAllocs(t *testing.T) {
 		t.Fatalf("row: %s", g)
 	}
 }
+
+// TestJSONEncodingRule: a string field holding a NUL character (the
+// escape \u0000), invalid UTF-8 or a lone surrogate escape is an
+// "encoding" error naming the byte offset in the line, on the fast path
+// and on the slow one, nested or not; nothing is replaced by U+FFFD.
+func TestJSONEncodingRule(t *testing.T) {
+	flat := testFields(t, "s:string", "i:int", "u:string")
+	nested := testFields(t, "p.q:string", "s:string")
+	for _, tc := range []struct {
+		name string
+		f    Fields
+		line string
+		err  string // "field rule: reason", "" for none
+		want string // the row
+	}{
+		{"NUL escape", flat, `{"s":"a\u0000b"}`, `s encoding: NUL character at byte 7 (PostgreSQL text cannot store it)`, `s=null i=null u=null`},
+		{"invalid UTF-8", flat, "{\"s\":\"k\xff\",\"i\":3}", `s encoding: invalid UTF-8 at byte 7`, `s=null i=3 u=null`},
+		{"a truncated UTF-8 sequence", flat, "{\"u\":\"caf\xc3\"}", `u encoding: invalid UTF-8 at byte 9`, `s=null i=null u=null`},
+		{"lone high surrogate", flat, `{"s":"s\ud800"}`, `s encoding: lone surrogate \ud800 at byte 7 (not a character: UTF-8 cannot hold it)`, `s=null i=null u=null`},
+		{"lone low surrogate before a high one", flat, `{"s":"\udc00\ud800"}`, `s encoding: lone surrogate \udc00 at byte 6 (not a character: UTF-8 cannot hold it)`, `s=null i=null u=null`},
+		{"a surrogate pair is a character", flat, `{"s":"ok \ud83d\ude00"}`, ``, `s="ok 😀" i=null u=null`},
+		{"other control characters are text", flat, `{"s":"a\u0001\t"}`, ``, "s=\"a\\x01\\t\" i=null u=null"},
+		{"the first field in schema order", flat, `{"u":"\u0000","s":"\u0000"}`, `s encoding: NUL character at byte 19 (PostgreSQL text cannot store it)`, `s=null i=null u=null`},
+		{"a member not decoded does not count", flat, `{"x":"\u0000","s":"ok"}`, ``, `s="ok" i=null u=null`},
+		{"the first of duplicate members", flat, `{"s":"ok","s":"\u0000"}`, ``, `s="ok" i=null u=null`},
+		{"an escaped key", flat, `{"\u0073":"a\u0000"}`, `s encoding: NUL character at byte 12 (PostgreSQL text cannot store it)`, `s=null i=null u=null`},
+		{"an int field is a type error", flat, `{"i":"1\u0000"}`, `i type: want int, got string "1\x00" (not an integer)`, `s=null i=null u=null`},
+		{"nested", nested, `{"x":"\u0000","p":{"q":"ab\u0000"}}`, `p.q encoding: NUL character at byte 26 (PostgreSQL text cannot store it)`, `p.q=null s=null`},
+		{"a dotted top-level name", nested, `{"p.q":"\ud800"}`, `p.q encoding: lone surrogate \ud800 at byte 8 (not a character: UTF-8 cannot hold it)`, `p.q=null s=null`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, fast := range []bool{true, false} {
+				d := NewJSON(tc.f)
+				d.fast = d.fast && fast
+				r := tc.f.Schema.NewRow()
+				if got := errText(d.Decode([]byte(tc.line), r, new(source.Arena))); got != tc.err {
+					t.Errorf("fast=%v: error\n got: %s\nwant: %s", fast, got, tc.err)
+				}
+				if g := render(tc.f.Schema, r); g != tc.want {
+					t.Errorf("fast=%v: row\n got: %s\nwant: %s", fast, g, tc.want)
+				}
+			}
+		})
+	}
+}

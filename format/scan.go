@@ -187,16 +187,29 @@ func (d *JSON) fastValue(p *plan, b []byte, i int, r *row.Row, a *source.Arena) 
 			return 0, false
 		}
 		s := b[i+1 : end]
-		if esc || !utf8.Valid(s) {
-			// Decode escapes and replace invalid UTF-8 with U+FFFD, as
-			// encoding/json does.
-			d.esc = appendUnescaped(d.esc[:0], s)
-			s = d.esc
-		}
 		if f.Kind == row.KindString {
+			// A string field's text keeps the encoding rule (scanString
+			// refused raw control characters, NUL among them); anything
+			// else is the slow path's error to report.
+			if esc {
+				var bad int
+				d.esc, bad, _ = unescapeText(d.esc[:0], s)
+				if bad >= 0 {
+					return 0, false
+				}
+				s = d.esc
+			} else if !utf8.Valid(s) {
+				return 0, false
+			}
 			r.S[f.Slot] = a.String(s)
 			r.SetValid(f.Index)
 			return end + 1, true
+		}
+		if esc || !utf8.Valid(s) {
+			// Decode escapes and replace invalid UTF-8 with U+FFFD, as
+			// encoding/json does: the text is parsed, not kept.
+			d.esc = appendUnescaped(d.esc[:0], s)
+			s = d.esc
 		}
 		return end + 1, setText(p, s, "string", r) == nil
 	case c == '-' || isDigit(c):

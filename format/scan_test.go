@@ -72,6 +72,7 @@ func FuzzFastPath(f *testing.F) {
 	for _, s := range []string{
 		`{"s":"a","i":3,"d":19.99,"b":true,"t":"2026-09-01T10:00:00+09:00","e":1700000000000}`,
 		`{"x":{"y":[1,"2",{"z":null}]},"i":-1e2,"d":"5"}`, `{"s":"\u0041"}`, `{"b":false,"s":true}`,
+		`{"s":"a\u0000b","i":1}`, "{\"i\":2,\"s\":\"k\xff\"}", `{"s":"\ud800\ud800"}`, `{"s":"\ud83d\ude00"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -139,9 +140,7 @@ func TestFastPathStringsFollowEncodingJSON(t *testing.T) {
 	for _, c := range []struct{ line, want string }{
 		{`{"s":"a\"b\\c\/d\n"}`, "a\"b\\c/d\n"},
 		{`{"s":"caf\u00e9 \ud83d\ude00"}`, "café 😀"},
-		{`{"s":"s\ud800"}`, "s\ufffd"},
 		{`{"s":"s\\ud800"}`, `s\ud800`},
-		{"{\"s\":\"k\xff\"}", "k\ufffd"},
 	} {
 		// encoding/json is the reference for the text.
 		var m map[string]string

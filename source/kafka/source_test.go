@@ -693,3 +693,29 @@ func TestBatchesStayValid(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodingRule: a payload whose decoded string holds a NUL character
+// (\u0000) or invalid UTF-8 carries an "encoding" error naming the field
+// and the byte offset, so the record is quarantined before any state; the
+// other records are decoded.
+func TestEncodingRule(t *testing.T) {
+	brokers := cluster(t, map[string]int32{"orders": 1})
+	cl := client(t, brokers)
+	produce(t, cl,
+		rec("orders", 0, `{"id":"a\u0000","amount":1,"ts":"2026-03-01T10:00:00Z"}`),
+		rec("orders", 0, "{\"id\":\"\xff\",\"amount\":2,\"ts\":\"2026-03-01T10:00:01Z\"}"),
+		rec("orders", 0, `{"id":"c","amount":3,"ts":"2026-03-01T10:00:02Z"}`),
+	)
+	s := newSource(t, Config{Brokers: brokers, Topics: []string{"orders"}})
+	gs := read(t, s, 3, 10)
+	want := []string{
+		"err encoding: field id: NUL character at byte 8 (PostgreSQL text cannot store it)",
+		"err encoding: field id: invalid UTF-8 at byte 7",
+		"c|3|2026-03-01T10:00:02Z",
+	}
+	for i, g := range gs {
+		if g.text != want[i] {
+			t.Errorf("record %d: %s, want %s", i, g.text, want[i])
+		}
+	}
+}
