@@ -305,8 +305,9 @@ func inputsOf(p *spec.Pipeline, specSource bool) ([]*input, error) {
 }
 
 // sourceInput is the file source's path as an input: a file, a directory
-// (its files, and any file created in it) or a glob (the files it matches,
-// and any file created that would match), as source/file lists them.
+// (its regular files, and any file created in it) or a glob (the regular
+// files it matches, and any file created that would match), as
+// source/file lists them; subdirectories are not read.
 func sourceInput(path string) (*input, error) {
 	in := &input{key: "source.path", path: path}
 	id, err := resolve(path)
@@ -322,7 +323,7 @@ func sourceInput(path string) (*input, error) {
 			return nil, err
 		}
 		for _, e := range ents {
-			if f, err := resolve(filepath.Join(path, e.Name())); err == nil && f.fi != nil {
+			if f, err := resolve(filepath.Join(path, e.Name())); err == nil && f.fi != nil && f.fi.Mode().IsRegular() {
 				in.files = append(in.files, f)
 			}
 		}
@@ -341,7 +342,7 @@ func sourceInput(path string) (*input, error) {
 		}
 		matches, _ := filepath.Glob(path)
 		for _, m := range matches {
-			if f, err := resolve(m); err == nil && f.fi != nil {
+			if f, err := resolve(m); err == nil && f.fi != nil && f.fi.Mode().IsRegular() {
 				in.files = append(in.files, f)
 			}
 		}

@@ -229,6 +229,17 @@ func TestOutputPathsAllowed(t *testing.T) {
 			p.Checkpoint = &spec.Checkpoint{Dir: out("ck")}
 			return p
 		}},
+		{"a checkpoint directory inside the source directory, which reads no subdirectory", func() *spec.Pipeline {
+			must(t, os.MkdirAll(filepath.Join(f.data, "ck"), 0o755))
+			for _, src := range []string{f.data, filepath.Join(f.data, "*")} {
+				p := f.p(src)
+				p.Checkpoint = &spec.Checkpoint{Dir: filepath.Join(f.data, "ck")}
+				if _, err := checkOutputPaths(p, true); err != nil {
+					t.Errorf("source.path %s: %v", src, err)
+				}
+			}
+			return f.p(f.in)
+		}},
 		{"a glob that does not match the output's name", func() *spec.Pipeline {
 			p := f.p(filepath.Join(f.data, "*.csv"))
 			p.Sinks[0].Path = filepath.Join(f.dir, "data-link", "rows.jsonl")
