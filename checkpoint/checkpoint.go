@@ -35,8 +35,9 @@ import (
 )
 
 // FormatVersion is the version of the file layout and of the engine
-// payload this build writes and reads.
-const FormatVersion = 1
+// payload this build writes and reads. Version 2: the payload is a
+// manifest referencing key-group sections in segment files (store.go).
+const FormatVersion = 2
 
 const (
 	magic  = "TIDEMARK"
@@ -104,7 +105,11 @@ func Decode(b []byte) (*Checkpoint, error) {
 		return nil, corrupt("checksum mismatch (a partial or damaged file)")
 	}
 	if v != FormatVersion {
-		return nil, fmt.Errorf("%w: format version %d, this build reads %d", ErrVersion, v, FormatVersion)
+		why := ""
+		if v == 1 {
+			why = " (version 1 held the whole state in one file, before state was kept per key group: finish the pipeline with the build that wrote it, or recompute from the start with a new checkpoint.dir)"
+		}
+		return nil, fmt.Errorf("%w: format version %d, this build reads %d%s", ErrVersion, v, FormatVersion, why)
 	}
 	p := body[len(magic)+2:]
 	hdr := int(binary.LittleEndian.Uint32(p))
@@ -234,7 +239,7 @@ func Clean(dir string) error {
 		return err
 	}
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".tmp-"+prefix) {
+		if strings.HasPrefix(e.Name(), ".tmp-"+prefix) || strings.HasPrefix(e.Name(), ".tmp-"+segPrefix) {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}

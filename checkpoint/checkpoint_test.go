@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"fmt"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -88,7 +89,7 @@ func TestOtherFormatVersion(t *testing.T) {
 	// Re-seal the checksum: a well-formed file of another version.
 	b = b[:len(b)-8]
 	b = appendSum(b)
-	if _, err := Decode(b); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "format version 2, this build reads 1") {
+	if _, err := Decode(b); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), fmt.Sprintf("format version %d, this build reads %d", FormatVersion+1, FormatVersion)) {
 		t.Fatalf("Decode: %v", err)
 	}
 }
@@ -120,4 +121,14 @@ func FuzzDecode(f *testing.F) {
 
 func appendSum(b []byte) []byte {
 	return binary.LittleEndian.AppendUint64(b, xxhash.Sum64(b))
+}
+
+func TestOlderFormatVersionSaysWhy(t *testing.T) {
+	b := Encode(sample(3))
+	b[len(magic)] = 1
+	b = appendSum(b[:len(b)-8])
+	_, err := Decode(b)
+	if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "format version 1") || !strings.Contains(err.Error(), "new checkpoint.dir") {
+		t.Fatalf("Decode: %v", err)
+	}
 }

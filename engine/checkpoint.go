@@ -8,64 +8,123 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/checkpoint"
+	"github.com/tidemark/tidemark/dedup"
+	"github.com/tidemark/tidemark/operator"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/state"
+	"github.com/tidemark/tidemark/task"
 )
 
-// The checkpoint protocol (docs/checkpoints.md): at a batch boundary — no
-// record half processed, every operator drained — the runner prepares
-// every exactly-once sink (their output since the last checkpoint becomes
-// durable but unpublished), snapshots the source position and all state
-// into one payload together with what the sinks prepared, writes the
-// checkpoint file atomically, and only then commits the sinks. On start
-// it restores the newest complete checkpoint and asks every sink to
-// recover to it: publish the checkpoint's prepared output if that commit
-// was lost, drop anything after it.
+// The checkpoint protocol (docs/checkpoints.md): the router marks a round
+// (a batch boundary); every task snapshots, right after that round, the
+// key groups whose state changed since the previous checkpoint; the
+// writer, once it has written the round, prepares every exactly-once sink
+// (their output since the last checkpoint becomes durable but
+// unpublished), writes the changed sections into one new segment, writes
+// the manifest — source position, the router's state, counters, each key
+// group's newest section (in this segment or an earlier one), and what the
+// sinks prepared — atomically, and only then commits the sinks. On start
+// it restores the newest checkpoint whose manifest and sections read back
+// intact, into any number of tasks, and asks every sink to recover to it.
 
-// payloadVersion is the engine payload's own version (inside
+// payloadVersion is the manifest payload's own version (inside
 // checkpoint.FormatVersion).
-const payloadVersion = 2
+const payloadVersion = 3
 
 // committer is one sink taking part in checkpoints.
 type committer struct {
-	id string // stable name: "<stage>/sinks[i]", "<stage>/late", "quarantine", "conflicts"
+	id string // stable name: "<stage>: sinks[i]", "<stage>: late.sink", "quarantine.sink", "conflicts.sink"
 	c  sink.Committer
 }
 
-// ckState is the runner's checkpoint bookkeeping.
+// secRef locates a key group's newest section.
+type secRef struct {
+	seg       string
+	off, n    int64
+	hash      uint64
+	node, grp int
+}
+
+type nodeGroup struct{ node, group int }
+
+// ckState is the checkpoint bookkeeping.
 type ckState struct {
 	dir      string
+	store    checkpoint.Store
 	interval time.Duration
 	retain   int
 	spec     []byte // the pipeline spec, canonical JSON
 	nextID   int64
-	last     time.Time // when the previous checkpoint was taken (wall clock)
-	restored int64     // the checkpoint restored at start, 0 for none
+	last     time.Time // when the previous checkpoint completed (wall clock)
+	// lastRouted is when the router last asked for one.
+	lastRouted time.Time
+	restored   int64 // the checkpoint restored at start, 0 for none
 
 	committers []committer
 	flushers   []func(context.Context) error // at-least-once sinks, flushed at each checkpoint
 
-	// Buffers reused from one checkpoint to the next (a checkpoint of
-	// megabytes would otherwise grow fresh buffers by doubling each time).
-	enc, opEnc state.Encoder
-	file       []byte
+	// current is each key group's newest section; segBytes the bytes of
+	// each segment current references (for compaction).
+	current map[nodeGroup]secRef
+	// retained maps each retained checkpoint to the segments it references.
+	retained map[int64][]string
+	segSize  map[string]int64
 
 	taken    int
 	failures int
 	lastID   int64
-	bytes    int // size of the last checkpoint file
+	bytes    int // size of the last checkpoint (manifest + new segment)
+	segBytes int // size of the last new segment
 	duration time.Duration
 	total    time.Duration
+}
+
+// routerState is the router's part of a checkpoint, taken after a round.
+type routerState struct {
+	position []byte
+	now, wm  int64
+	parts    int
+	events   int64
+	redel    int64
+	outside  int64
+	step     uint64
+	present  []bool
+	tracker  []byte
+	early    []int64 // per stage: next early firing (−1: none)
+}
+
+// routerState captures the router's state for a snapshot round.
+func (rt *runtime) routerState() *routerState {
+	s := &routerState{now: rt.now, wm: rt.wm, parts: rt.parts, events: rt.events, redel: rt.redeliver, outside: rt.outside,
+		step: rt.step, present: slices.Clone(rt.present)}
+	if res, ok := rt.src.(source.Resumable); ok {
+		s.position = res.Position()
+	}
+	var e state.Encoder
+	rt.tracker.Snapshot(&e)
+	s.tracker = e.Bytes()
+	for _, sch := range rt.early {
+		if sch == nil {
+			s.early = append(s.early, -1)
+		} else {
+			s.early = append(s.early, sch.Next)
+		}
+	}
+	if rt.ck != nil {
+		rt.ck.lastRouted = rt.opts.WallClock()
+	}
+	return s
 }
 
 // specJSON returns the pipeline spec as canonical JSON (encoding/json
@@ -93,16 +152,463 @@ func (rt *runtime) registerSink(id, typ, delivery string, s any, flush func(cont
 	return nil
 }
 
-// restore finds the newest usable checkpoint and brings the runner, the
-// source and the sinks to it; without one it tells the sinks to start
-// fresh. It runs after every sink and the source are open and before any
-// record is read.
+// takeCheckpoint runs the protocol after a round the router marked.
+func (rt *runtime) takeCheckpoint(ctx context.Context, ro *routerOut, outs []*taskOut) error {
+	err := rt.checkpointOnce(ctx, ro, outs)
+	if err != nil {
+		rt.ck.failures++
+		rt.publishLive(false)
+	}
+	return err
+}
+
+// checkpointOnce runs the protocol for the next checkpoint id.
+func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*taskOut) error {
+	ck := rt.ck
+	start := time.Now()
+	id := ck.nextID
+	// Ledgers commit before the checkpoint; the conflicts they find are
+	// written to the conflict output before it prepares.
+	if err := rt.applyLedgers(ctx, 0); err != nil {
+		return fmt.Errorf("checkpoint %d: %w", id, err)
+	}
+	prepared := make([][]byte, len(ck.committers))
+	for i, s := range ck.committers {
+		p, err := s.c.Prepare(ctx, id)
+		if err != nil {
+			return fmt.Errorf("checkpoint %d: %s: prepare: %w", id, s.id, err)
+		}
+		prepared[i] = p
+	}
+	for _, f := range ck.flushers {
+		if err := f(ctx); err != nil {
+			return fmt.Errorf("checkpoint %d: %w", id, err)
+		}
+	}
+	rt.fault("prepared", id)
+	segName := checkpoint.SegmentName(id)
+	seg := []byte(checkpoint.SegmentMagic)
+	var secs []task.Section
+	var globals []task.Globals
+	for _, o := range outs {
+		secs = append(secs, o.sections...)
+		globals = append(globals, o.globals)
+	}
+	slices.SortFunc(secs, func(a, b task.Section) int {
+		if a.Node != b.Node {
+			return a.Node - b.Node
+		}
+		return a.Group - b.Group
+	})
+	add := func(node, group int, data []byte) {
+		ck.current[nodeGroup{node, group}] = secRef{seg: segName, off: int64(len(seg)), n: int64(len(data)), hash: xxhash.Sum64(data), node: node, grp: group}
+		seg = append(seg, data...)
+	}
+	for _, s := range secs {
+		add(s.Node, s.Group, s.Data)
+	}
+	// Compaction: a segment of which less than half is still referenced
+	// has its live sections copied into the new one, so that old segments
+	// can go and the directory holds at most about twice the state.
+	live := map[string]int64{}
+	for _, r := range ck.current {
+		live[r.seg] += r.n
+	}
+	for name, n := range live {
+		if name == segName || n*2 >= ck.segSize[name] {
+			continue
+		}
+		for k, r := range ck.current {
+			if r.seg != name {
+				continue
+			}
+			b, err := ck.store.ReadSegment(r.seg, r.off, r.n)
+			if err != nil {
+				return fmt.Errorf("checkpoint %d: compacting: %w", id, err)
+			}
+			if xxhash.Sum64(b) != r.hash {
+				return fmt.Errorf("checkpoint %d: compacting: segment %s: section of key group %d changed on disk", id, r.seg, r.grp)
+			}
+			add(k.node, k.group, b)
+		}
+	}
+	segWritten := 0
+	if len(seg) > len(checkpoint.SegmentMagic) {
+		if err := ck.store.WriteSegment(segName, seg); err != nil {
+			return fmt.Errorf("checkpoint %d: %w", id, err)
+		}
+		segWritten = len(seg)
+		ck.segSize[segName] = int64(len(seg))
+	}
+	var e state.Encoder
+	refs := rt.encodeManifest(&e, ro.state, task.SumGlobals(globals), prepared)
+	c := &checkpoint.Checkpoint{ID: id, Created: rt.opts.WallClock().UnixMilli(), Pipeline: rt.plan.Spec.Name, Spec: ck.spec, Payload: e.Bytes()}
+	_, n, err := checkpoint.WriteEncoded(ck.dir, id, checkpoint.Encode(c))
+	if err != nil {
+		return err
+	}
+	rt.fault("written", id)
+	for i, s := range ck.committers {
+		t0 := time.Now()
+		err := s.c.Commit(ctx, id, prepared[i])
+		rt.commits = append(rt.commits, SinkCommit{Sink: s.id, ID: id, Duration: time.Since(t0), Err: err != nil})
+		if err != nil {
+			return fmt.Errorf("checkpoint %d: %s: commit: %w", id, s.id, err)
+		}
+		rt.fault("committed:"+s.id, id)
+	}
+	ck.retained[id] = refs
+	if err := rt.prune(); err != nil {
+		rt.logf("checkpoint %d: pruning old checkpoints: %v", id, err)
+	}
+	ck.nextID++
+	ck.taken++
+	ck.lastID, ck.bytes, ck.segBytes = id, n+segWritten, segWritten
+	ck.duration = time.Since(start)
+	ck.total += ck.duration
+	ck.last = rt.opts.WallClock()
+	rt.publishLive(false)
+	return nil
+}
+
+// prune deletes the checkpoints beyond retain and the segments no
+// retained checkpoint references.
+func (rt *runtime) prune() error {
+	ck := rt.ck
+	if err := checkpoint.Prune(ck.dir, ck.retain); err != nil {
+		return err
+	}
+	ids, err := checkpoint.List(ck.dir)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	have := map[int64]bool{}
+	for _, id := range ids {
+		have[id] = true
+		for _, s := range ck.retained[id] {
+			keep[s] = true
+		}
+	}
+	for id := range ck.retained {
+		if !have[id] {
+			delete(ck.retained, id)
+		}
+	}
+	segs, err := ck.store.Segments()
+	if err != nil {
+		return err
+	}
+	for _, s := range segs {
+		if sid, _ := checkpoint.SegmentID(s); keep[s] || sid >= ck.nextID {
+			continue
+		}
+		if err := ck.store.RemoveSegment(s); err != nil {
+			return err
+		}
+		delete(ck.segSize, s)
+	}
+	return nil
+}
+
+// The manifest payload, version 3 (state encoding):
+//
+//	Byte(3) Uint(key groups) Uint(tasks that wrote it) Bytes8(source position)
+//	router: Int(now) Int(watermark) Uint(partitions) Int(events) Int(redelivered)
+//	        Int(outside the range) Uint(step) Uint(#fields) Bool(present)…
+//	        Bytes8(tracker snapshot) Uint(#stages) Int(next early firing, −1 none)…
+//	counters: Int(quarantined) Int(duplicates) Int(conflicts) Int(stale)
+//	        Int(superseded) Uint(#rules) (String(rule) Int(n))…
+//	        Uint(#notes) (Bool(set) Uint(step) String(text))…
+//	        per stage: String(name) Int(counter)… (task.StageCounters.Fields)
+//	globals: Int(watermark) Int(now) Int(dedup cut) Int(dedup next sweep)
+//	        Int(order_by next sweep) per stage: Int(emitted) Int(partly too
+//	        late) Int(skipped windows)
+//	graph:  Uint(#nodes) (Byte(kind) String(stage or ""))…
+//	segments: Uint(#segments) String(name)…
+//	sections: Uint(#sections) (Uint(node) Uint(key group) Uint(segment index)
+//	        Uint(offset) Uint(length) Fixed64(xxHash64))…
+//	sinks:  Uint(#committers) (String(id) Bytes8(prepared))…
+
+// encodeManifest writes the manifest and returns the segments it
+// references.
+func (rt *runtime) encodeManifest(e *state.Encoder, rs *routerState, g task.Globals, prepared [][]byte) []string {
+	e.Byte(payloadVersion)
+	e.Uint(uint64(rt.g.KeyGroups))
+	e.Uint(uint64(rt.par))
+	e.Bytes8(rs.position)
+	e.Int(rs.now)
+	e.Int(rs.wm)
+	e.Uint(uint64(rs.parts))
+	e.Int(rs.events)
+	e.Int(rs.redel)
+	e.Int(rs.outside)
+	e.Uint(rs.step)
+	e.Uint(uint64(len(rs.present)))
+	for _, p := range rs.present {
+		e.Bool(p)
+	}
+	e.Bytes8(rs.tracker)
+	e.Uint(uint64(len(rs.early)))
+	for _, n := range rs.early {
+		e.Int(n)
+	}
+	c := &rt.cnt
+	for _, v := range []int64{c.Quarantined, c.Duplicates, c.Conflicts, c.StaleVersions, c.Superseded} {
+		e.Int(v)
+	}
+	e.Uint(uint64(len(c.ByRule)))
+	for _, k := range slices.Sorted(maps.Keys(c.ByRule)) {
+		e.String(k)
+		e.Int(c.ByRule[k])
+	}
+	e.Uint(uint64(len(c.First)))
+	for _, n := range c.First {
+		e.Bool(n.Set)
+		e.Uint(n.Step)
+		e.String(n.Text)
+	}
+	for i, st := range rt.plan.Stages {
+		e.String(st.Name)
+		for _, p := range c.Stages[i].Fields() {
+			e.Int(*p)
+		}
+	}
+	e.Int(g.Watermark)
+	e.Int(g.Now)
+	e.Int(g.Sweep.Cut)
+	e.Int(g.Sweep.NextSweep)
+	e.Int(g.OrderNextSweep)
+	for _, og := range g.Ops {
+		e.Int(og.Emitted)
+		e.Int(og.PartlyTooLate)
+		e.Int(og.SkippedWindows)
+	}
+	e.Uint(uint64(len(rt.g.Nodes)))
+	for _, n := range rt.g.Nodes {
+		e.Byte(byte(n.Kind))
+		name := ""
+		if n.Stage >= 0 {
+			name = rt.plan.Stages[n.Stage].Name
+		}
+		e.String(name)
+	}
+	refs := slices.Collect(maps.Values(rt.ck.current))
+	slices.SortFunc(refs, func(a, b secRef) int {
+		if a.node != b.node {
+			return a.node - b.node
+		}
+		return a.grp - b.grp
+	})
+	var segs []string
+	segIdx := map[string]int{}
+	for _, r := range refs {
+		if _, ok := segIdx[r.seg]; !ok {
+			segIdx[r.seg] = len(segs)
+			segs = append(segs, r.seg)
+		}
+	}
+	e.Uint(uint64(len(segs)))
+	for _, s := range segs {
+		e.String(s)
+	}
+	e.Uint(uint64(len(refs)))
+	for _, r := range refs {
+		e.Uint(uint64(r.node))
+		e.Uint(uint64(r.grp))
+		e.Uint(uint64(segIdx[r.seg]))
+		e.Uint(uint64(r.off))
+		e.Uint(uint64(r.n))
+		e.Fixed64(r.hash)
+	}
+	e.Uint(uint64(len(rt.ck.committers)))
+	for i, s := range rt.ck.committers {
+		e.String(s.id)
+		e.Bytes8(prepared[i])
+	}
+	return segs
+}
+
+// manifest is a decoded manifest.
+type manifest struct {
+	keyGroups, tasks int
+	router           routerState
+	cnt              task.Counters
+	globals          task.Globals
+	nodes            []string // "kind/stage"
+	refs             []secRef
+	segs             []string
+	prepared         map[string][]byte
+}
+
+// decodeManifest reads a manifest payload. Errors wrap
+// checkpoint.ErrCorrupt for damage (a payload that does not parse).
+func (rt *runtime) decodeManifest(payload []byte) (*manifest, error) {
+	d := state.NewDecoder(payload)
+	d.Section("manifest", payloadVersion)
+	m := &manifest{cnt: task.NewCounters(len(rt.plan.Stages)), prepared: map[string][]byte{}}
+	m.keyGroups = int(d.Len(1<<16, 0))
+	m.tasks = int(d.Len(1<<16, 0))
+	r := &m.router
+	r.position = d.Bytes8()
+	r.now, r.wm = d.Int(), d.Int()
+	r.parts = d.Len(MaxPartitions, 0)
+	r.events, r.redel, r.outside = d.Int(), d.Int(), d.Int()
+	r.step = d.Uint()
+	n := d.Len(1<<20, 1)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		r.present = append(r.present, d.Bool())
+	}
+	r.tracker = d.Bytes8()
+	n = d.Len(1<<16, 1)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		r.early = append(r.early, d.Int())
+	}
+	c := &m.cnt
+	for _, p := range []*int64{&c.Quarantined, &c.Duplicates, &c.Conflicts, &c.StaleVersions, &c.Superseded} {
+		*p = d.Int()
+	}
+	n = d.Len(1<<20, 2)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		if c.ByRule == nil {
+			c.ByRule = map[string]int64{}
+		}
+		k := d.String()
+		c.ByRule[k] = d.Int()
+	}
+	n = d.Len(1<<16, 3)
+	if d.Err() == nil && n != len(c.First) {
+		d.Fail("%d notes, the plan has %d stages", n, len(rt.plan.Stages))
+	}
+	for i := 0; i < n && d.Err() == nil; i++ {
+		c.First[i] = task.Note{Set: d.Bool(), Step: d.Uint(), Text: d.String()}
+	}
+	for i, st := range rt.plan.Stages {
+		if name := d.String(); d.Err() == nil && name != st.Name {
+			d.Fail("stage %q, the plan has %q", name, st.Name)
+		}
+		for _, p := range c.Stages[i].Fields() {
+			*p = d.Int()
+		}
+	}
+	g := &m.globals
+	g.Watermark, g.Now = d.Int(), d.Int()
+	g.Sweep = dedup.SweepState{Cut: d.Int(), NextSweep: d.Int()}
+	g.OrderNextSweep = d.Int()
+	g.Ops = make([]operator.Globals, len(rt.plan.Stages))
+	for i := range g.Ops {
+		g.Ops[i].Emitted, g.Ops[i].PartlyTooLate, g.Ops[i].SkippedWindows = d.Int(), d.Int(), d.Int()
+	}
+	n = d.Len(1<<16, 2)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		k := d.Byte()
+		m.nodes = append(m.nodes, fmt.Sprintf("%d/%s", k, d.String()))
+	}
+	n = d.Len(1<<24, 1)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		m.segs = append(m.segs, d.String())
+	}
+	n = d.Len(1<<31, 13)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		ref := secRef{node: int(d.Uint()), grp: int(d.Uint())}
+		si := d.Uint()
+		ref.off, ref.n = int64(d.Uint()), int64(d.Uint())
+		ref.hash = d.Fixed64()
+		if d.Err() != nil {
+			break
+		}
+		if si >= uint64(len(m.segs)) {
+			d.Fail("section %d: segment %d of %d", i, si, len(m.segs))
+			break
+		}
+		ref.seg = m.segs[si]
+		m.refs = append(m.refs, ref)
+	}
+	n = d.Len(1<<16, 2)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		id := d.String()
+		p := d.Bytes8()
+		if len(p) == 0 {
+			p = nil // what Prepare returned: nothing to publish
+		}
+		m.prepared[id] = p
+	}
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", checkpoint.ErrCorrupt, err)
+	}
+	if d.Remaining() != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the manifest", checkpoint.ErrCorrupt, d.Remaining())
+	}
+	return m, nil
+}
+
+// restored is a checkpoint read back: its manifest and the sections of
+// every key group.
+type restored struct {
+	m    *manifest
+	secs []task.Section
+}
+
+// usable reads and checks a checkpoint: the pipeline, the spec and the key
+// groups must match (else a plain error: the run stops), and every section
+// must read back with its checksum (else an ErrCorrupt error naming the
+// segment: the previous checkpoint is tried).
+func (rt *runtime) usable(c *checkpoint.Checkpoint) (*restored, error) {
+	ck := rt.ck
+	if c.Pipeline != rt.plan.Spec.Name {
+		return nil, fmt.Errorf("it belongs to pipeline %q, not %q", c.Pipeline, rt.plan.Spec.Name)
+	}
+	if changed := specChanges(c.Spec, ck.spec); len(changed) > 0 {
+		return nil, fmt.Errorf("it was taken under another pipeline spec: %s changed; restoring it would mix two computations (use a new checkpoint.dir to recompute from the start)", strings.Join(changed, ", "))
+	}
+	m, err := rt.decodeManifest(c.Payload)
+	if err != nil {
+		return nil, err
+	}
+	if m.keyGroups != rt.g.KeyGroups {
+		return nil, fmt.Errorf("key_groups (%d → %d) changed: a pipeline's state is split into its key groups for good; recompute from the start with a new checkpoint.dir, or keep key_groups: %d", m.keyGroups, rt.g.KeyGroups, m.keyGroups)
+	}
+	var want []string
+	for _, n := range rt.g.Nodes {
+		name := ""
+		if n.Stage >= 0 {
+			name = rt.plan.Stages[n.Stage].Name
+		}
+		want = append(want, fmt.Sprintf("%d/%s", n.Kind, name))
+	}
+	if !slices.Equal(want, m.nodes) {
+		return nil, fmt.Errorf("its graph %v differs from the pipeline's %v", m.nodes, want)
+	}
+	r := &restored{m: m}
+	for _, ref := range m.refs {
+		if ref.node < 0 || ref.node >= len(rt.g.Nodes) || ref.grp < 0 || ref.grp >= rt.g.KeyGroups {
+			return nil, fmt.Errorf("%w: section of node %d, key group %d", checkpoint.ErrCorrupt, ref.node, ref.grp)
+		}
+		b, err := ck.store.ReadSegment(ref.seg, ref.off, ref.n)
+		if err != nil {
+			return nil, fmt.Errorf("%w: key group %d: %v", checkpoint.ErrCorrupt, ref.grp, err)
+		}
+		if xxhash.Sum64(b) != ref.hash {
+			return nil, fmt.Errorf("%w: segment %s: the section of key group %d (bytes %d–%d) fails its checksum", checkpoint.ErrCorrupt, ref.seg, ref.grp, ref.off, ref.off+ref.n)
+		}
+		r.secs = append(r.secs, task.Section{Node: ref.node, Group: ref.grp, Data: b})
+	}
+	return r, nil
+}
+
+// restore finds the newest usable checkpoint and brings the router, the
+// tasks, the source and the sinks to it; without one it tells the sinks to
+// start fresh. It runs after every sink and the source are open and before
+// any record is read.
 func (rt *runtime) restore(ctx context.Context) error {
 	ck := rt.ck
+	ck.current = map[nodeGroup]secRef{}
+	ck.retained = map[int64][]string{}
+	ck.segSize = map[string]int64{}
 	if err := checkpoint.Clean(ck.dir); err != nil {
 		return fmt.Errorf("checkpoint.dir: %w", err)
 	}
-	c, err := checkpoint.Latest(ck.dir, rt.logf)
+	c, r, err := checkpoint.LatestUsable(ck.dir, rt.logf, rt.usable)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -115,18 +621,82 @@ func (rt *runtime) restore(ctx context.Context) error {
 		}
 		return nil
 	}
-	if c.Pipeline != rt.plan.Spec.Name {
-		return fmt.Errorf("checkpoint %d in %s belongs to pipeline %q, not %q", c.ID, ck.dir, c.Pipeline, rt.plan.Spec.Name)
+	m := r.m
+	res, ok := rt.src.(source.Resumable)
+	if !ok {
+		return errors.New("checkpoint: the source cannot resume from a position (it does not implement source.Resumable)")
 	}
-	if changed := specChanges(c.Spec, ck.spec); len(changed) > 0 {
-		return fmt.Errorf("checkpoint %d in %s was taken under another pipeline spec: %s changed; restoring it would mix two computations (use a new checkpoint.dir to recompute from the start)", c.ID, ck.dir, strings.Join(changed, ", "))
+	if err := res.Seek(ctx, m.router.position); err != nil {
+		return fmt.Errorf("checkpoint %d in %s: source: %w", c.ID, ck.dir, err)
 	}
-	prepared, err := rt.decodeState(ctx, c.Payload)
-	if err != nil {
+	rs := &m.router
+	if len(rs.present) != len(rt.present) || len(rs.early) != len(rt.early) {
+		return fmt.Errorf("checkpoint %d in %s: %d source fields and %d stages, the plan has %d and %d", c.ID, ck.dir, len(rs.present), len(rs.early), len(rt.present), len(rt.early))
+	}
+	rt.now, rt.wm, rt.parts, rt.events, rt.redeliver, rt.outside, rt.step = rs.now, rs.wm, rs.parts, rs.events, rs.redel, rs.outside, rs.step
+	copy(rt.present, rs.present)
+	rt.absent = 0
+	for _, p := range rt.present {
+		if !p {
+			rt.absent++
+		}
+	}
+	if err := rt.tracker.RestoreState(state.NewDecoder(rs.tracker)); err != nil {
 		return fmt.Errorf("checkpoint %d in %s: %w", c.ID, ck.dir, err)
 	}
+	for i, n := range rs.early {
+		if rt.early[i] != nil && n >= 0 {
+			rt.early[i].Next = n
+		}
+	}
+	rt.cnt = m.cnt
+	byTask := make([][]task.Section, rt.par)
+	for _, s := range r.secs {
+		i := rt.g.Owner(s.Group)
+		byTask[i] = append(byTask[i], s)
+	}
+	for i, t := range rt.tasks {
+		if err := t.Restore(byTask[i], m.globals); err != nil {
+			return fmt.Errorf("checkpoint %d in %s: task %d: %w", c.ID, ck.dir, i, err)
+		}
+	}
+	rt.opGlob = m.globals
+	for _, ref := range m.refs {
+		ck.current[nodeGroup{ref.node, ref.grp}] = ref
+	}
+	// The segments every retained checkpoint references (for pruning).
+	ids, err := checkpoint.List(ck.dir)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if id == c.ID {
+			ck.retained[id] = m.segs
+			continue
+		}
+		if id > c.ID {
+			continue
+		}
+		if oc, err := checkpoint.Read(ck.dir + "/" + checkpoint.Name(id)); err == nil {
+			if om, err := rt.decodeManifest(oc.Payload); err == nil {
+				ck.retained[id] = om.segs
+			}
+		}
+	}
+	segs, _ := ck.store.Segments()
+	for _, s := range segs {
+		if sid, _ := checkpoint.SegmentID(s); sid <= c.ID {
+			var size int64
+			for _, ref := range m.refs {
+				if ref.seg == s {
+					size = max(size, ref.off+ref.n)
+				}
+			}
+			ck.segSize[s] = size
+		}
+	}
 	for _, s := range ck.committers {
-		p, ok := prepared[s.id]
+		p, ok := m.prepared[s.id]
 		if !ok {
 			return fmt.Errorf("checkpoint %d in %s holds no state for sink %s", c.ID, ck.dir, s.id)
 		}
@@ -143,7 +713,7 @@ func (rt *runtime) restore(ctx context.Context) error {
 	case rt.wm != changelog.WatermarkNone:
 		wm = row.FormatTime(rt.wm, rt.plan.Stages[0].Loc)
 	}
-	rt.logf("restored checkpoint %d from %s (%d records in, watermark %s)", c.ID, ck.dir, rt.events, wm)
+	rt.logf("restored checkpoint %d from %s (%d records in, watermark %s; written by %d tasks, restored into %d)", c.ID, ck.dir, rt.events, wm, m.tasks, rt.par)
 	return nil
 }
 
@@ -247,355 +817,5 @@ func flatten(prefix string, v any, out map[string]string) {
 			return // zero values equal absent ones
 		}
 		out[prefix] = string(b)
-	}
-}
-
-// fault calls Options.FaultHook, if set, at a named point of the protocol.
-func (rt *runtime) fault(point string, id int64) {
-	if rt.opts.FaultHook != nil {
-		rt.opts.FaultHook(point, id)
-	}
-}
-
-// logf writes a log line through Options.Logf, if set.
-func (rt *runtime) logf(format string, args ...any) {
-	if rt.opts.Logf != nil {
-		rt.opts.Logf(format, args...)
-	}
-}
-
-// due reports whether a periodic checkpoint is due.
-func (rt *runtime) due() bool {
-	ck := rt.ck
-	if ck == nil {
-		return false
-	}
-	select {
-	case <-rt.opts.CheckpointNow:
-		return true
-	default:
-	}
-	return rt.opts.WallClock().Sub(ck.last) >= ck.interval
-}
-
-// takeCheckpoint runs the protocol at a batch boundary.
-func (rt *runtime) takeCheckpoint(ctx context.Context) error {
-	err := rt.checkpointOnce(ctx)
-	if err != nil {
-		rt.ck.failures++
-		rt.publishLive(true, false)
-	}
-	return err
-}
-
-// checkpointOnce runs the protocol for the next checkpoint id.
-func (rt *runtime) checkpointOnce(ctx context.Context) error {
-	ck := rt.ck
-	start := time.Now()
-	id := ck.nextID
-	// Ledgers commit before the checkpoint; the conflicts they find are
-	// written to the conflict output before it prepares.
-	if err := rt.applyLedgers(ctx, 0); err != nil {
-		return fmt.Errorf("checkpoint %d: %w", id, err)
-	}
-	prepared := make([][]byte, len(ck.committers))
-	for i, s := range ck.committers {
-		p, err := s.c.Prepare(ctx, id)
-		if err != nil {
-			return fmt.Errorf("checkpoint %d: %s: prepare: %w", id, s.id, err)
-		}
-		prepared[i] = p
-	}
-	for _, f := range ck.flushers {
-		if err := f(ctx); err != nil {
-			return fmt.Errorf("checkpoint %d: %w", id, err)
-		}
-	}
-	rt.fault("prepared", id)
-	ck.enc.Reset()
-	if err := rt.encodeState(&ck.enc, prepared); err != nil {
-		return fmt.Errorf("checkpoint %d: %w", id, err)
-	}
-	c := &checkpoint.Checkpoint{ID: id, Created: rt.opts.WallClock().UnixMilli(), Pipeline: rt.plan.Spec.Name, Spec: ck.spec, Payload: ck.enc.Bytes()}
-	ck.file = checkpoint.AppendEncode(ck.file[:0], c)
-	_, n, err := checkpoint.WriteEncoded(ck.dir, id, ck.file)
-	if err != nil {
-		return err
-	}
-	rt.fault("written", id)
-	for i, s := range ck.committers {
-		t0 := time.Now()
-		err := s.c.Commit(ctx, id, prepared[i])
-		rt.commits = append(rt.commits, SinkCommit{Sink: s.id, ID: id, Duration: time.Since(t0), Err: err != nil})
-		if err != nil {
-			return fmt.Errorf("checkpoint %d: %s: commit: %w", id, s.id, err)
-		}
-		rt.fault("committed:"+s.id, id)
-	}
-	if err := checkpoint.Prune(ck.dir, ck.retain); err != nil {
-		rt.logf("checkpoint %d: pruning old checkpoints: %v", id, err)
-	}
-	ck.nextID++
-	ck.taken++
-	ck.lastID, ck.bytes = id, n
-	ck.duration = time.Since(start)
-	ck.total += ck.duration
-	ck.last = rt.opts.WallClock()
-	rt.publishLive(true, false)
-	return nil
-}
-
-// encodeState writes the runner's state and the sinks' prepared output.
-func (rt *runtime) encodeState(e *state.Encoder, prepared [][]byte) error {
-	e.Byte(payloadVersion)
-	res, ok := rt.src.(source.Resumable)
-	if !ok {
-		return errors.New("the source cannot resume from a position (it does not implement source.Resumable)")
-	}
-	e.Bytes8(res.Position())
-	for _, v := range []int64{rt.now, rt.wm, int64(rt.parts), rt.events, rt.redeliver, rt.quarantined, rt.dups, rt.conflicts, rt.stale, rt.superseded, rt.outside} {
-		e.Int(v)
-	}
-	e.String(rt.firstQ)
-	e.Uint(uint64(len(rt.byRule)))
-	for _, k := range slices.Sorted(maps.Keys(rt.byRule)) {
-		e.String(k)
-		e.Int(rt.byRule[k])
-	}
-	e.Uint(uint64(len(rt.present)))
-	for _, p := range rt.present {
-		e.Bool(p)
-	}
-	rt.tracker.Snapshot(e)
-	e.Bool(rt.dedup != nil)
-	if d := rt.dedup; d != nil {
-		d.table.Snapshot(e)
-		d.payloads.snapshot(e)
-	}
-	e.Bool(rt.order != nil)
-	if o := rt.order; o != nil {
-		o.snapshot(e, rt.plan.SourceSchema)
-	}
-	e.Uint(uint64(len(rt.stages)))
-	op := &rt.ck.opEnc
-	for _, st := range rt.stages {
-		e.String(st.p.Name)
-		for _, p := range st.cnt.fields() {
-			e.Int(*p)
-		}
-		e.String(st.firstQ)
-		op.Reset()
-		if st.op != nil {
-			st.op.Snapshot(op)
-		}
-		e.Bytes8(op.Bytes())
-	}
-	e.Uint(uint64(len(rt.ck.committers)))
-	for i, s := range rt.ck.committers {
-		e.String(s.id)
-		e.Bytes8(prepared[i])
-	}
-	return nil
-}
-
-// decodeState restores what encodeState wrote and returns the sinks'
-// prepared output by sink id.
-func (rt *runtime) decodeState(ctx context.Context, payload []byte) (map[string][]byte, error) {
-	d := state.NewDecoder(payload)
-	d.Section("engine", payloadVersion)
-	pos := d.Bytes8()
-	if err := d.Err(); err != nil {
-		return nil, err
-	}
-	res, ok := rt.src.(source.Resumable)
-	if !ok {
-		return nil, errors.New("the source cannot resume from a position")
-	}
-	if err := res.Seek(ctx, pos); err != nil {
-		return nil, fmt.Errorf("source: %w", err)
-	}
-	for _, p := range []*int64{&rt.now, &rt.wm} {
-		*p = d.Int()
-	}
-	parts := d.Int()
-	for _, p := range []*int64{&rt.events, &rt.redeliver, &rt.quarantined, &rt.dups, &rt.conflicts, &rt.stale, &rt.superseded, &rt.outside} {
-		*p = d.Int()
-	}
-	rt.firstQ = d.String()
-	n := d.Len(1<<20, 2)
-	rt.byRule = nil
-	for range n {
-		if rt.byRule == nil {
-			rt.byRule = map[string]int64{}
-		}
-		k := d.String()
-		rt.byRule[k] = d.Int()
-	}
-	if n := d.Len(1<<20, 1); d.Err() == nil {
-		if n != len(rt.present) {
-			d.Fail("%d source fields, the plan has %d", n, len(rt.present))
-		}
-		rt.absent = 0
-		for i := 0; i < n && d.Err() == nil; i++ {
-			rt.present[i] = d.Bool()
-			if !rt.present[i] {
-				rt.absent++
-			}
-		}
-	}
-	if err := d.Err(); err != nil {
-		return nil, err
-	}
-	if parts < 0 || parts > MaxPartitions {
-		return nil, fmt.Errorf("%d partitions", parts)
-	}
-	rt.parts = int(parts)
-	if err := rt.tracker.RestoreState(d); err != nil {
-		return nil, fmt.Errorf("watermarks: %w", err)
-	}
-	if has := d.Bool(); has != (rt.dedup != nil) && d.Err() == nil {
-		return nil, errors.New("dedup state does not match the pipeline")
-	}
-	if dd := rt.dedup; dd != nil {
-		if err := dd.table.Restore(d); err != nil {
-			return nil, fmt.Errorf("dedup: %w", err)
-		}
-		dd.payloads.restore(d)
-	}
-	if has := d.Bool(); has != (rt.order != nil) && d.Err() == nil {
-		return nil, errors.New("order_by state does not match the pipeline")
-	}
-	if o := rt.order; o != nil {
-		o.restore(d, rt.plan.SourceSchema)
-	}
-	if n := d.Len(1<<16, 1); d.Err() == nil && n != len(rt.stages) {
-		d.Fail("%d stages, the plan has %d", n, len(rt.stages))
-	}
-	for _, st := range rt.stages {
-		if name := d.String(); d.Err() == nil && name != st.p.Name {
-			d.Fail("stage %q, the plan has %q", name, st.p.Name)
-		}
-		for _, p := range st.cnt.fields() {
-			*p = d.Int()
-		}
-		st.firstQ = d.String()
-		opState := d.Bytes8()
-		if err := d.Err(); err != nil {
-			return nil, err
-		}
-		if st.op == nil {
-			if len(opState) != 0 {
-				return nil, fmt.Errorf("stage %s: operator state for a select stage", st.p.Name)
-			}
-			continue
-		}
-		if err := st.op.Restore(state.NewDecoder(opState)); err != nil {
-			return nil, fmt.Errorf("stage %s: %w", st.p.Name, err)
-		}
-	}
-	prepared := map[string][]byte{}
-	n = d.Len(1<<16, 2)
-	for range n {
-		id := d.String()
-		p := d.Bytes8()
-		if len(p) == 0 {
-			p = nil // what Prepare returned: nothing to publish
-		}
-		prepared[id] = p
-	}
-	if err := d.Err(); err != nil {
-		return nil, err
-	}
-	if d.Remaining() != 0 {
-		return nil, fmt.Errorf("%d bytes after the state", d.Remaining())
-	}
-	return prepared, nil
-}
-
-// fields lists the counters in a fixed order, for checkpoints.
-func (c *Counters) fields() []*int64 {
-	return []*int64{&c.In, &c.Quarantined, &c.Filtered, &c.OnTime, &c.LateAccepted, &c.TooLateDropped,
-		&c.TooLateSideOutput, &c.Retractions, &c.RetractMissing, &c.RetractTooLate, &c.RowsEmitted, &c.FinalRows}
-}
-
-// snapshot writes the payload cache: its capacity, ring position and
-// entries in ring order.
-func (c *payloadCache) snapshot(e *state.Encoder) {
-	e.Uint(uint64(len(c.ring)))
-	e.Uint(uint64(c.next))
-	for _, id := range c.ring {
-		e.Fixed64(id)
-		e.Bytes8(c.m[id])
-	}
-}
-
-func (c *payloadCache) restore(d *state.Decoder) {
-	n := d.Len(max(c.capacity, 0), 9)
-	next := d.Len(max(n, 1), 0)
-	c.ring, c.next, c.m = make([]uint64, 0, n), next, make(map[uint64][]byte, n)
-	for range n {
-		id := d.Fixed64()
-		p := d.Bytes8()
-		c.ring = append(c.ring, id)
-		c.m[id] = append([]byte(nil), p...)
-	}
-}
-
-// snapshot writes the version state, entities sorted by key.
-func (o *orderStep) snapshot(e *state.Encoder, s *row.Schema) {
-	e.Int(o.nextSweep)
-	keys := slices.Collect(maps.Keys(o.state))
-	sort.Strings(keys)
-	e.Uint(uint64(len(keys)))
-	for _, k := range keys {
-		v := o.state[k]
-		e.String(k)
-		e.Int(v.v)
-		e.Int(v.ts)
-		for _, f := range s.Fields {
-			e.Value(v.row.Get(f))
-		}
-		m := &v.meta
-		e.Int(int64(m.Partition))
-		e.Int(m.Arrival)
-		e.String(m.Pos.Source)
-		e.String(m.Pos.Partition)
-		e.Int(m.Pos.Line)
-		e.Int(m.Pos.Offset)
-		e.Bytes8(m.Raw)
-		e.Bool(m.Redelivery)
-	}
-}
-
-func (o *orderStep) restore(d *state.Decoder, s *row.Schema) {
-	o.nextSweep = d.Int()
-	n := d.Len(1<<31-1, 4)
-	o.state = make(map[string]*version, n)
-	for range n {
-		if d.Err() != nil {
-			return
-		}
-		k := d.String()
-		v := &version{v: d.Int(), ts: d.Int(), row: *s.NewRow()}
-		for _, f := range s.Fields {
-			val := d.Value()
-			if d.Err() != nil {
-				return
-			}
-			if err := v.row.Set(f, val); err != nil {
-				d.Fail("entity %q field %s: %v", k, f.Name, err)
-				return
-			}
-		}
-		m := &v.meta
-		m.Partition = int(d.Int())
-		m.Arrival = d.Int()
-		m.Pos.Source = d.String()
-		m.Pos.Partition = d.String()
-		m.Pos.Line = d.Int()
-		m.Pos.Offset = d.Int()
-		m.Raw = append([]byte(nil), d.Bytes8()...)
-		m.Redelivery = d.Bool()
-		o.state[k] = v
 	}
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/tidemark/tidemark/aggregate"
 	"github.com/tidemark/tidemark/changelog"
@@ -11,7 +10,7 @@ import (
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/sink/postgres"
 	"github.com/tidemark/tidemark/spec"
-	"github.com/tidemark/tidemark/window"
+	"github.com/tidemark/tidemark/task"
 )
 
 // ledgerBatch is the number of pending events at which a ledger sink
@@ -32,17 +31,18 @@ const ledgerBatch = 4096
 // only its hash).
 type ledgerSink struct {
 	rt  *runtime
-	st  *stage
+	si  int    // the stage
 	id  string // "<stage>: sinks[i]"
 	l   *postgres.Ledger
 	agg []aggregate.Spec
 
 	events []postgres.LedgerEvent
-	vals   []row.Value // backing of events' Key and Deltas
-	raw    []byte      // events' JSON, back to back
-	ends   []int       // end of each event's JSON in raw
+	raw    []byte // events' JSON, back to back
+	ends   []int  // end of each event's JSON in raw
 	pos    []changelog.Position
-	wins   []window.Window // Assign's scratch
+	seen   []int64 // processing time of each event
+	enc    *changelog.Encoder
+	buf    []byte
 
 	applied, duplicates, conflicts int64
 }
@@ -50,9 +50,9 @@ type ledgerSink struct {
 var _ sink.Results = (*ledgerSink)(nil)
 var _ sink.Committer = (*ledgerSink)(nil)
 
-// openLedger connects the ledger sink s of stage st.
-func (rt *runtime) openLedger(ctx context.Context, st *stage, s spec.Sink, id string) (*ledgerSink, error) {
-	p := st.p
+// openLedger connects the ledger sink s of stage si.
+func (rt *runtime) openLedger(ctx context.Context, si int, s spec.Sink, id string) (*ledgerSink, error) {
+	p := rt.plan.Stages[si]
 	cfg := postgres.LedgerConfig{
 		Table:          s.LedgerTable,
 		AggregateTable: s.Table,
@@ -71,45 +71,25 @@ func (rt *runtime) openLedger(ctx context.Context, st *stage, s spec.Sink, id st
 	if err != nil {
 		return nil, err
 	}
-	return &ledgerSink{rt: rt, st: st, id: id, l: l, agg: p.Aggs}, nil
+	return &ledgerSink{rt: rt, si: si, id: id, l: l, agg: p.Aggs, enc: changelog.NewEncoder(p.Loc)}, nil
 }
 
-// add records one accepted source event: its id and payload hash (from
-// the dedup step), its window (tumbling: exactly one) and its key and
-// deltas from r. Strings are copied: r's memory is reused.
-func (ls *ledgerSink) add(r *row.Row, ts int64, org *origin) {
-	d := ls.rt.dedup
-	p := ls.st.p
-	ls.wins = p.Operator.Assigner.Assign(ts, ls.wins[:0])
-	w := ls.wins[0]
-	for _, f := range p.Key {
-		ls.vals = append(ls.vals, ownValue(r.Get(f)))
-	}
-	for _, a := range ls.agg {
-		v := row.Null
-		if a.HasArg {
-			v = ownValue(r.Get(a.Arg))
-		}
-		ls.vals = append(ls.vals, v)
-	}
+// add records one accepted source event (task.LedgerEvent: its values are
+// its own).
+func (ls *ledgerSink) add(ev *task.LedgerEvent) {
 	ls.events = append(ls.events, postgres.LedgerEvent{
-		EventID:     string(d.key),
-		PayloadHash: int64(d.hash),
-		EventTime:   ts,
-		WindowStart: w.Start,
-		WindowEnd:   w.End,
+		EventID:     ev.EventID,
+		PayloadHash: int64(ev.PayloadHash),
+		EventTime:   ev.EventTime,
+		WindowStart: ev.WindowStart,
+		WindowEnd:   ev.WindowEnd,
+		Key:         ev.Key,
+		Deltas:      ev.Deltas,
 	})
-	ls.raw = append(ls.raw, d.event...)
+	ls.raw = append(ls.raw, ev.JSON...)
 	ls.ends = append(ls.ends, len(ls.raw))
-	ls.pos = append(ls.pos, org.pos())
-}
-
-// ownValue returns v with a string it owns.
-func ownValue(v row.Value) row.Value {
-	if v.Kind == row.KindString {
-		v.S = strings.Clone(v.S)
-	}
-	return v
+	ls.pos = append(ls.pos, ev.Position)
+	ls.seen = append(ls.seen, ev.Now)
 }
 
 // apply sends the pending events to the ledger in one transaction and
@@ -117,12 +97,6 @@ func ownValue(v row.Value) row.Value {
 func (ls *ledgerSink) apply(ctx context.Context) error {
 	if len(ls.events) == 0 {
 		return nil
-	}
-	nk, na := len(ls.st.p.Key), len(ls.agg)
-	for i := range ls.events {
-		base := i * (nk + na)
-		ls.events[i].Key = ls.vals[base : base+nk : base+nk]
-		ls.events[i].Deltas = ls.vals[base+nk : base+nk+na : base+nk+na]
 	}
 	res, err := ls.l.Apply(ctx, ls.events)
 	if err != nil {
@@ -146,11 +120,11 @@ func (ls *ledgerSink) apply(ctx context.Context) error {
 			NewPayloadHash:   uint32(c.NewHash),
 			NewPayload:       ls.raw[start:ls.ends[c.Index]],
 			EventTime:        ls.events[c.Index].EventTime,
-			ObservedAt:       rt.now,
+			ObservedAt:       ls.seen[c.Index],
 			Position:         ls.pos[c.Index],
 		}
-		rt.buf = rt.enc.Conflict(rt.buf[:0], &rec)
-		if err := rt.conflictS.WriteRecord(ctx, rt.buf); err != nil {
+		ls.buf = ls.enc.Conflict(ls.buf[:0], &rec)
+		if err := rt.conflictS.WriteRecord(ctx, ls.buf); err != nil {
 			return fmt.Errorf("conflicts sink: %w", err)
 		}
 	}
@@ -167,9 +141,7 @@ func (ls *ledgerSink) apply(ctx context.Context) error {
 func (ls *ledgerSink) reset() {
 	clear(ls.events)
 	ls.events = ls.events[:0]
-	clear(ls.vals)
-	ls.vals = ls.vals[:0]
-	ls.raw, ls.ends, ls.pos = ls.raw[:0], ls.ends[:0], ls.pos[:0]
+	ls.raw, ls.ends, ls.pos, ls.seen = ls.raw[:0], ls.ends[:0], ls.pos[:0], ls.seen[:0]
 }
 
 // Write implements sink.Results: result rows are not the ledger's input.

@@ -7,8 +7,6 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/tidemark/tidemark/changelog"
-	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -150,37 +148,4 @@ func (rt *runtime) lineage() Lineage {
 		l.Reference = rt.ref.version
 	}
 	return l
-}
-
-// sinkDesc is the stage's row description as its sinks see it: with the
-// lineage column when the run records lineage.
-func (st *stage) sinkDesc() changelog.Desc {
-	d := st.p.Desc
-	if st.rt.linVal.Kind == row.KindString {
-		d.Values = append(append([]changelog.Column(nil), d.Values...), changelog.Column{Name: LineageColumn, Kind: row.KindString})
-	}
-	return d
-}
-
-// withLineage returns rows with the lineage value appended to each row's
-// values (in the stage's reused buffer), or rows itself without lineage.
-func (st *stage) withLineage(rows []changelog.Row) []changelog.Row {
-	lin := st.rt.linVal
-	if lin.Kind != row.KindString {
-		return rows
-	}
-	st.linRows = append(st.linRows[:0], rows...)
-	clear(st.linVals)
-	st.linVals = st.linVals[:0]
-	for i := range rows {
-		st.linVals = append(st.linVals, rows[i].Values...)
-		st.linVals = append(st.linVals, lin)
-	}
-	off := 0
-	for i := range st.linRows {
-		n := len(rows[i].Values) + 1
-		st.linRows[i].Values = st.linVals[off : off+n : off+n]
-		off += n
-	}
-	return st.linRows
 }

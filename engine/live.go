@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark/operator"
@@ -14,6 +16,8 @@ import (
 // the callee's (the runner never touches it again).
 type Live struct {
 	Pipeline string
+	// Parallelism is the number of tasks the pipeline runs as.
+	Parallelism int
 	// At is the wall-clock time of the snapshot.
 	At time.Time
 	// ProcessingTime is the runner's processing time (ms since the epoch):
@@ -96,35 +100,24 @@ type SinkCommit struct {
 	Err      bool
 }
 
-// live builds the snapshot.
-func (rt *runtime) live(ended bool) *Live {
-	p := rt.plan
-	l := &Live{
-		Pipeline:       p.Spec.Name,
-		At:             rt.opts.WallClock(),
-		ProcessingTime: rt.now,
-		Watermark:      rt.tracker.Current(),
-		OutOfOrderness: rt.tracker.OutOfOrderness(),
-		IdleTimeout:    p.Spec.EventTime.IdleTimeout.Ms(),
-		Ended:          ended,
-		EventsRead:     rt.events,
-		Redeliveries:   rt.redeliver,
-		Quarantined:    rt.quarantined,
-		Duplicates:     rt.dups,
-		Conflicts:      rt.conflicts,
-		StaleVersions:  rt.stale,
-		Superseded:     rt.superseded,
-		SinkCommits:    rt.commits,
-		Ledgers:        rt.ledgerSummaries(),
-	}
-	rt.commits = nil
+// routerLive is the router's part of a snapshot, taken after a round.
+type routerLive struct {
+	now, wm    int64
+	events     int64
+	redeliver  int64
+	partitions []LivePartition
+}
+
+// routerLive captures the router's view for a snapshot.
+func (rt *runtime) routerLive() *routerLive {
+	l := &routerLive{now: rt.now, wm: rt.tracker.Current(), events: rt.events, redeliver: rt.redeliver}
 	var lag []int64
 	if s, ok := rt.src.(interface{ Lag() []int64 }); ok {
 		lag = s.Lag()
 	}
 	names := rt.src.Partitions()
 	for i, pt := range rt.tracker.Partitions() {
-		lp := LivePartition{Name: "", Watermark: pt.Watermark(rt.tracker.OutOfOrderness()), MaxEventTime: pt.MaxEventTime,
+		lp := LivePartition{Watermark: pt.Watermark(rt.tracker.OutOfOrderness()), MaxEventTime: pt.MaxEventTime,
 			LastArrival: pt.LastArrival, Idle: pt.Idle, Records: pt.Records, ConsumerLag: -1}
 		if i < len(names) {
 			lp.Name = names[i]
@@ -132,16 +125,44 @@ func (rt *runtime) live(ended bool) *Live {
 		if i < len(lag) {
 			lp.ConsumerLag = lag[i]
 		}
-		l.Partitions = append(l.Partitions, lp)
+		l.partitions = append(l.partitions, lp)
 	}
-	for _, st := range rt.stages {
-		ls := LiveStage{Name: st.p.Name, Counters: st.cnt}
-		if st.op != nil {
-			os := st.op.Stats()
-			ls.OpenWindows, ls.Entries, ls.Keys, ls.StateBytes = os.OpenWindows, os.Entries, os.Keys, os.StateBytes
-			if rt.opts.HotKeys > 0 {
-				ls.HotKeys = st.op.TopKeys(rt.opts.HotKeys)
-			}
+	return l
+}
+
+// live builds the snapshot from the newest router view and the writer's
+// totals (on the writer's goroutine).
+func (rt *runtime) live(ended bool) *Live {
+	p := rt.plan
+	r := &rt.rtLive
+	c := &rt.cnt
+	l := &Live{
+		Pipeline:       p.Spec.Name,
+		At:             rt.opts.WallClock(),
+		ProcessingTime: r.now,
+		Watermark:      r.wm,
+		OutOfOrderness: p.Spec.EventTime.OutOfOrderness.Ms(),
+		IdleTimeout:    p.Spec.EventTime.IdleTimeout.Ms(),
+		Ended:          ended,
+		EventsRead:     r.events,
+		Redeliveries:   r.redeliver,
+		Quarantined:    c.Quarantined,
+		Duplicates:     c.Duplicates,
+		Conflicts:      c.Conflicts,
+		StaleVersions:  c.StaleVersions,
+		Superseded:     c.Superseded,
+		SinkCommits:    rt.commits,
+		Ledgers:        rt.ledgerSummaries(),
+		Partitions:     r.partitions,
+		Parallelism:    rt.par,
+	}
+	rt.commits = nil
+	for i, st := range rt.stages {
+		ls := LiveStage{Name: st.p.Name, Counters: c.Stages[i]}
+		if i < len(rt.stats) {
+			s := rt.stats[i]
+			ls.OpenWindows, ls.Entries, ls.Keys, ls.StateBytes = s.OpenWindows, s.Entries, s.Keys, s.StateBytes
+			ls.HotKeys = s.HotKeys
 		}
 		l.Stages = append(l.Stages, ls)
 	}
@@ -155,15 +176,30 @@ func (rt *runtime) live(ended bool) *Live {
 	return l
 }
 
-// publishLive hands a snapshot to Options.Live when one is due.
-func (rt *runtime) publishLive(force, ended bool) {
+// publishLive hands a snapshot to Options.Live (on the writer's
+// goroutine).
+func (rt *runtime) publishLive(ended bool) {
 	if rt.opts.Live == nil {
 		return
 	}
-	now := rt.opts.WallClock()
-	if !force && now.Sub(rt.lastLive) < rt.opts.LiveEvery {
-		return
-	}
-	rt.lastLive = now
 	rt.opts.Live(rt.live(ended))
+}
+
+// mergeHot merges two lists of hot keys (most first, ties by key text)
+// into the n largest.
+func mergeHot(a, b []operator.KeyState, n int) []operator.KeyState {
+	if len(b) == 0 {
+		return a
+	}
+	out := append(append([]operator.KeyState(nil), a...), b...)
+	slices.SortStableFunc(out, func(x, y operator.KeyState) int {
+		if x.Entries != y.Entries {
+			return y.Entries - x.Entries
+		}
+		return strings.Compare(x.Key, y.Key)
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
 }

@@ -230,7 +230,7 @@ func runScenario(t *testing.T, y string, td *datadriven.TestData) string {
 		}
 		return &records{lines: &lines, kind: kind, cap: cp}, nil
 	}
-	sum, err := Run(context.Background(), pl, Options{Registry: reg, Clock: func() int64 { return 0 }})
+	sum, err := Run(context.Background(), pl, Options{Registry: reg, Clock: func() int64 { return 0 }, Parallelism: 1})
 	if err != nil {
 		return "error: " + err.Error()
 	}

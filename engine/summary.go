@@ -7,26 +7,14 @@ import (
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/task"
 )
 
-// Counters are a stage's record counters. Every input record (weight +1)
-// ends in exactly one of Quarantined, Filtered, OnTime, LateAccepted or
-// TooLate*. Retractions (weight −1: a superseded version, or an upstream
-// update_before/delete) are counted apart.
-type Counters struct {
-	In                int64 // records that reached the stage
-	Quarantined       int64 // invalid: decode, type, event time or expression errors
-	Filtered          int64 // valid records the filter dropped
-	OnTime            int64 // entered windows that had not fired
-	LateAccepted      int64 // updated a window that had already fired (within allowed lateness)
-	TooLateDropped    int64 // beyond allowed lateness, policy drop
-	TooLateSideOutput int64 // beyond allowed lateness, written to the late side output
-	Retractions       int64 // retractions that reached the stage
-	RetractMissing    int64 // retractions for rows no window held
-	RetractTooLate    int64 // retractions whose windows had all closed (their final rows stay)
-	RowsEmitted       int64 // result rows emitted (all ops)
-	FinalRows         int64 // rows emitted with is_final = true
-}
+// Counters are a stage's record counters (task.StageCounters). Every
+// input record (weight +1) ends in exactly one of Quarantined, Filtered,
+// OnTime, LateAccepted or TooLate*. Retractions (weight −1: a superseded
+// version, or an upstream update_before/delete) are counted apart.
+type Counters = task.StageCounters
 
 // StageSummary reports one stage.
 type StageSummary struct {
@@ -45,8 +33,10 @@ type StageSummary struct {
 
 // Summary reports a run.
 type Summary struct {
-	Pipeline   string
-	EventsRead int64 // records delivered by the source (including redeliveries), over every run of a resumed pipeline
+	Pipeline string
+	// Parallelism is the number of tasks the run used.
+	Parallelism int
+	EventsRead  int64 // records delivered by the source (including redeliveries), over every run of a resumed pipeline
 	// ResumedEvents is how many of EventsRead were read before the
 	// checkpoint this run resumed from (0 for a fresh start); the run's
 	// throughput counts the others.
@@ -146,6 +136,9 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 		wm = row.FormatTime(s.FinalWatermark, loc)
 	}
 	fmt.Fprintf(w, "pipeline %s\n", s.Pipeline)
+	if s.Parallelism > 0 {
+		fmt.Fprintf(w, "  parallelism          %12d  (tasks, each owning a range of the key groups)\n", s.Parallelism)
+	}
 	fmt.Fprintf(w, "  events read          %12d", s.EventsRead)
 	if s.Redeliveries > 0 {
 		fmt.Fprintf(w, "  (%d redelivered copies)", s.Redeliveries)

@@ -222,3 +222,13 @@ func (r *Row) CopyFrom(src *Row) {
 }
 
 func cloneString(s string) string { return strings.Clone(s) }
+
+// CopyShallow makes r a copy of src that shares src's strings (their bytes
+// are not copied): for a copy that lives no longer than the memory src's
+// strings point into. It allocates only when r's slices are too small.
+func (r *Row) CopyShallow(src *Row) {
+	r.I = append(r.I[:0], src.I...)
+	r.D = append(r.D[:0], src.D...)
+	r.S = append(r.S[:0], src.S...)
+	r.null = append(r.null[:0], src.null...)
+}

@@ -76,7 +76,7 @@ func TestRestoreRefusals(t *testing.T) {
 		os.WriteFile(p, b, 0o644)
 	}
 	out, err = run()
-	if err == nil || !strings.Contains(out, "format version 99, this build reads 1") {
+	if err == nil || !strings.Contains(out, fmt.Sprintf("format version 99, this build reads %d", checkpoint.FormatVersion)) {
 		t.Errorf("format version 99: err %v, output\n%s", err, out)
 	}
 }

@@ -1,0 +1,460 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/task"
+)
+
+// inflight is the number of rounds the router may be ahead of the writer:
+// batches in use at once (their memory stays valid until written).
+const inflight = 4
+
+// roundMsg is the router's round for one task.
+type roundMsg struct {
+	round *task.Round
+	pkts  []*task.Packet // per entry node (index in Graph.Entry)
+	flags roundFlags
+}
+
+// roundFlags say what else a round asks for.
+type roundFlags struct {
+	snapshot bool // checkpoint after this round
+	stats    bool // report state sizes after this round (Live)
+	last     bool // the run ends after this round
+}
+
+// pktMsg is a packet from one task to a node of another.
+type pktMsg struct {
+	round uint64
+	node  int
+	from  int
+	p     *task.Packet
+}
+
+// inMsg is a task's inbox element: a round or a packet.
+type inMsg struct {
+	rm *roundMsg
+	pm *pktMsg
+}
+
+// taskOut is one task's result of a round, for the writer; the writer
+// hands it back to the task once written.
+type taskOut struct {
+	round    uint64
+	task     int
+	logs     []*task.Log
+	cnt      task.Counters
+	sections []task.Section
+	globals  task.Globals
+	stats    []task.StageStats
+	dedupIDs int
+	dedupMem int
+	flags    roundFlags
+}
+
+// routerOut is the router's part of a round, for the writer.
+type routerOut struct {
+	round *task.Round
+	log   *task.Log
+	cnt   task.Counters
+	batch *source.Batch
+	flags roundFlags
+	// state is the router's state after the round (snapshot rounds).
+	state *routerState
+	live  *routerLive
+}
+
+// pipeline holds the channels and pools of a run's goroutines.
+type pipeline struct {
+	inbox     []chan inMsg
+	toWriter  chan *taskOut
+	fromRoute chan *routerOut
+	taskFree  []chan *taskOut
+	batchFree chan *source.Batch
+	roundFree chan *routerOut
+
+	pmu   sync.Mutex
+	pfree []*task.Packet
+
+	done    chan struct{}
+	errOnce sync.Once
+	err     error
+	// panicked holds the value of a goroutine's panic, raised again on
+	// Run's goroutine once every goroutine has stopped.
+	panicked any
+	pmuP     sync.Mutex
+}
+
+// guard runs f, turning an error into the pipeline's failure and a panic
+// into one too (kept for run to raise again).
+func (pl *pipeline) guard(f func() error) {
+	defer func() {
+		if v := recover(); v != nil {
+			pl.pmuP.Lock()
+			if pl.panicked == nil {
+				pl.panicked = v
+			}
+			pl.pmuP.Unlock()
+			pl.fail(fmt.Errorf("panic: %v", v))
+		}
+	}()
+	if err := f(); err != nil {
+		pl.fail(err)
+	}
+}
+
+// fail records the first error and stops every goroutine.
+func (pl *pipeline) fail(err error) {
+	pl.errOnce.Do(func() {
+		pl.err = err
+		close(pl.done)
+	})
+}
+
+var errStopped = errors.New("pipeline stopped")
+
+func (pl *pipeline) packet() *task.Packet {
+	pl.pmu.Lock()
+	defer pl.pmu.Unlock()
+	if n := len(pl.pfree); n > 0 {
+		p := pl.pfree[n-1]
+		pl.pfree = pl.pfree[:n-1]
+		return p
+	}
+	return &task.Packet{}
+}
+
+func (pl *pipeline) release(ps ...*task.Packet) {
+	pl.pmu.Lock()
+	defer pl.pmu.Unlock()
+	for _, p := range ps {
+		p.Reset()
+		pl.pfree = append(pl.pfree, p)
+	}
+}
+
+// newPipeline sizes the channels so that no send between the runner's
+// goroutines ever blocks for longer than a round takes: the router holds
+// at most inflight rounds, and each round sends each task at most one
+// message per (node, sender).
+func (rt *runtime) newPipeline() *pipeline {
+	n := rt.par
+	nodes := len(rt.g.Nodes)
+	pl := &pipeline{
+		toWriter:  make(chan *taskOut, inflight*n+n),
+		fromRoute: make(chan *routerOut, inflight+1),
+		batchFree: make(chan *source.Batch, inflight),
+		roundFree: make(chan *routerOut, inflight),
+		done:      make(chan struct{}),
+	}
+	for range inflight {
+		pl.batchFree <- &source.Batch{}
+		pl.roundFree <- &routerOut{round: &task.Round{}, log: &task.Log{}, cnt: task.NewCounters(len(rt.plan.Stages))}
+	}
+	for i := range n {
+		pl.inbox = append(pl.inbox, make(chan inMsg, (inflight+1)*(1+nodes*n)))
+		free := make(chan *taskOut, inflight+1)
+		for range inflight + 1 {
+			out := &taskOut{task: i, cnt: task.NewCounters(len(rt.plan.Stages))}
+			for range nodes {
+				out.logs = append(out.logs, &task.Log{})
+			}
+			free <- out
+		}
+		pl.taskFree = append(pl.taskFree, free)
+	}
+	return pl
+}
+
+// run starts the tasks and the writer, routes the source on this
+// goroutine until the input ends or ctx is cancelled, and waits for every
+// goroutine to stop. stopped is true for a cancelled run that took a
+// final checkpoint.
+func (rt *runtime) run(ctx context.Context) (stopped bool, err error) {
+	pl := rt.newPipeline()
+	var wg sync.WaitGroup
+	// The goroutines' context outlives a cancelled ctx: a stopped run
+	// still writes its last round and takes its final checkpoint.
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	go func() {
+		select {
+		case <-pl.done:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	// Every goroutine of the run starts here and has stopped when run
+	// returns.
+	for i := range rt.tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pl.guard(func() error { return rt.taskLoop(i, pl) })
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		pl.guard(func() error { return rt.writerLoop(wctx, pl) })
+	}()
+	var rerr error
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				pl.pmuP.Lock()
+				if pl.panicked == nil {
+					pl.panicked = v
+				}
+				pl.pmuP.Unlock()
+				pl.fail(fmt.Errorf("panic: %v", v))
+			}
+		}()
+		stopped, rerr = rt.routeAll(ctx, pl)
+	}()
+	if rerr != nil && !errors.Is(rerr, errStopped) {
+		pl.fail(rerr)
+	}
+	wg.Wait()
+	cancel()
+	if pl.panicked != nil {
+		panic(pl.panicked)
+	}
+	if pl.err != nil {
+		return false, pl.err
+	}
+	if rerr != nil {
+		return false, rerr
+	}
+	if stopped && rt.ck == nil {
+		return false, ctx.Err()
+	}
+	return stopped, nil
+}
+
+// routeAll is the router: it reads the source batch by batch until the end
+// of a bounded input or ctx's cancellation, and sends each round to the
+// tasks and the writer.
+func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, err error) {
+	rt.nextProgress = rt.opts.ProgressEvery
+	rt.progressStart = time.Now()
+	for {
+		var b *source.Batch
+		select {
+		case b = <-pl.batchFree:
+		case <-pl.done:
+			return false, errStopped
+		}
+		ro := rt.beginRound(pl)
+		ro.batch = b
+		b.Reset()
+		var rerr error
+		if ctx.Err() != nil {
+			rerr = ctx.Err()
+		} else {
+			rerr = rt.src.Next(ctx, b, rt.opts.BatchSize)
+		}
+		eof := errors.Is(rerr, io.EOF)
+		if rerr != nil && !eof {
+			if ctx.Err() != nil && errors.Is(rerr, ctx.Err()) {
+				// A graceful stop (SIGINT, SIGTERM): the last round holds
+				// what was read; with checkpoints it ends in a final one so
+				// that the next run resumes here.
+				b.Reset()
+				ro.flags = roundFlags{last: true, snapshot: rt.ck != nil, stats: true}
+				rt.endRound(pl, ro)
+				return true, nil
+			}
+			return false, fmt.Errorf("source: %w", rerr)
+		}
+		if err := rt.routeBatch(b, rerr == nil); err != nil {
+			return false, err
+		}
+		if eof {
+			// The end of a bounded input: every window fires and closes,
+			// and a last checkpoint commits the rest.
+			rt.advance(rt.tracker.End())
+			ro.flags = roundFlags{last: true, snapshot: rt.ck != nil, stats: true}
+		} else {
+			ro.flags.snapshot = rt.ck != nil && rt.due()
+			ro.flags.stats = rt.liveDue()
+		}
+		rt.endRound(pl, ro)
+		rt.progress()
+		if eof {
+			return false, nil
+		}
+	}
+}
+
+// beginRound takes a round's buffers and points the router's sender at
+// fresh packets for every entry node of every task.
+func (rt *runtime) beginRound(pl *pipeline) *routerOut {
+	ro := <-pl.roundFree
+	ro.log.Reset()
+	ro.cnt.Reset()
+	rt.rounds++
+	ro.round.ID = rt.rounds
+	ro.round.Markers = ro.round.Markers[:0]
+	ro.flags = roundFlags{}
+	ro.state, ro.live = nil, nil
+	if rt.rsnd == nil {
+		rt.rsnd = task.NewSender(rt.g, ro.log, &ro.cnt)
+		rt.rsnd.Out = make([][]*task.Packet, len(rt.g.Nodes))
+	}
+	rt.rsnd.Retarget(ro.log, &ro.cnt)
+	for _, n := range rt.g.Entry {
+		ps := make([]*task.Packet, rt.par)
+		for i := range ps {
+			ps[i] = pl.packet()
+		}
+		rt.rsnd.Out[n] = ps
+	}
+	rt.cur = ro
+	rt.rsnd.SetWatermark(rt.wm)
+	return ro
+}
+
+// endRound sends the round to the tasks and the writer.
+func (rt *runtime) endRound(pl *pipeline, ro *routerOut) {
+	if ro.flags.snapshot {
+		ro.state = rt.routerState()
+	}
+	if ro.flags.stats {
+		ro.live = rt.routerLive()
+	}
+	for i := range rt.par {
+		rm := &roundMsg{round: ro.round, flags: ro.flags}
+		for _, n := range rt.g.Entry {
+			rm.pkts = append(rm.pkts, rt.rsnd.Out[n][i])
+		}
+		pl.inbox[i] <- inMsg{rm: rm}
+	}
+	pl.fromRoute <- ro
+	rt.cur = nil
+}
+
+// taskLoop runs task i: each round, its nodes in graph order, each once
+// its inputs of the round have arrived from every sender.
+func (rt *runtime) taskLoop(i int, pl *pipeline) error {
+	t := rt.tasks[i]
+	g := rt.g
+	n := rt.par
+	type key struct {
+		round uint64
+		node  int
+	}
+	early := map[key][]*pktMsg{} // packets of later nodes or rounds
+	var rounds []*roundMsg
+	out := make([][]*task.Packet, len(g.Nodes))
+	entryIdx := make([]int, len(g.Nodes))
+	for k := range entryIdx {
+		entryIdx[k] = -1
+	}
+	for k, e := range g.Entry {
+		entryIdx[e] = k
+	}
+	recv := func() (inMsg, error) {
+		select {
+		case m := <-pl.inbox[i]:
+			return m, nil
+		case <-pl.done:
+			return inMsg{}, errStopped
+		}
+	}
+	for {
+		for len(rounds) == 0 {
+			m, err := recv()
+			if err != nil {
+				return nil
+			}
+			if m.rm != nil {
+				rounds = append(rounds, m.rm)
+			} else {
+				k := key{m.pm.round, m.pm.node}
+				early[k] = append(early[k], m.pm)
+			}
+		}
+		rm := rounds[0]
+		rounds = rounds[1:]
+		id := rm.round.ID
+		var bundle *taskOut
+		select {
+		case bundle = <-pl.taskFree[i]:
+		case <-pl.done:
+			return nil
+		}
+		bundle.round, bundle.flags = id, rm.flags
+		bundle.sections, bundle.stats = bundle.sections[:0], nil
+		bundle.cnt.Reset()
+		for _, l := range bundle.logs {
+			l.Reset()
+		}
+		t.SetOutput(bundle.logs, &bundle.cnt)
+		for ni := range g.Nodes {
+			var in []*task.Packet
+			if e := entryIdx[ni]; e >= 0 {
+				in = rm.pkts[e : e+1]
+			} else {
+				k := key{id, ni}
+				for len(early[k]) < n {
+					m, err := recv()
+					if err != nil {
+						return nil
+					}
+					if m.rm != nil {
+						rounds = append(rounds, m.rm)
+						continue
+					}
+					mk := key{m.pm.round, m.pm.node}
+					early[mk] = append(early[mk], m.pm)
+				}
+				msgs := early[k]
+				delete(early, k)
+				in = make([]*task.Packet, n)
+				for _, m := range msgs {
+					in[m.from] = m.p
+				}
+			}
+			down := g.Nodes[ni].Down
+			for _, d := range down {
+				ps := make([]*task.Packet, n)
+				for j := range ps {
+					ps[j] = pl.packet()
+				}
+				out[d] = ps
+			}
+			if err := t.Process(ni, rm.round, in, out); err != nil {
+				return err
+			}
+			pl.release(in...)
+			for _, d := range down {
+				for j, p := range out[d] {
+					pl.inbox[j] <- inMsg{pm: &pktMsg{round: id, node: d, from: i, p: p}}
+				}
+				out[d] = nil
+			}
+		}
+		if rm.flags.snapshot {
+			bundle.sections = t.Snapshot(bundle.sections)
+			bundle.globals = t.Globals()
+		}
+		if rm.flags.stats || rm.flags.snapshot {
+			bundle.globals = t.Globals()
+		}
+		if rm.flags.stats {
+			bundle.stats, bundle.dedupIDs, bundle.dedupMem = t.Stats(rt.opts.HotKeys)
+		}
+		pl.toWriter <- bundle
+		if rm.flags.last {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"maps"
+	"slices"
+)
+
+// summary builds the run's Summary once every goroutine has stopped.
+func (rt *runtime) summary() *Summary {
+	c := &rt.cnt
+	s := &Summary{
+		Pipeline:       rt.plan.Spec.Name,
+		Parallelism:    rt.par,
+		EventsRead:     rt.events,
+		Redeliveries:   rt.redeliver,
+		Partitions:     rt.parts,
+		FinalWatermark: rt.tracker.Current(),
+		Quarantined:    c.Quarantined,
+		Duplicates:     c.Duplicates,
+		Conflicts:      c.Conflicts,
+		StaleVersions:  c.StaleVersions,
+		Superseded:     c.Superseded,
+		FirstViolation: c.First[0].Text,
+		OutsideRange:   rt.outside,
+		ResumedEvents:  rt.resumedEvents,
+		Reference:      rt.refSummary(),
+		Ledgers:        rt.ledgerSummaries(),
+		DedupIDs:       rt.dedupIDs,
+		DedupBytes:     rt.dedupMem,
+		SinkNotes:      rt.sinkNotes(),
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.ByRule)) {
+		s.Rules = append(s.Rules, RuleCount{Rule: name, Count: c.ByRule[name]})
+	}
+	if ck := rt.ck; ck != nil {
+		s.Checkpoints = CheckpointSummary{Dir: ck.dir, Restored: ck.restored, Taken: ck.taken, Last: ck.lastID,
+			LastBytes: ck.bytes, LastDuration: ck.duration, Total: ck.total}
+	}
+	if rt.events > 0 {
+		for i, seen := range rt.present {
+			if !seen {
+				s.AbsentFields = append(s.AbsentFields, rt.plan.SourceSchema.Fields[i].Name)
+			}
+		}
+	}
+	for i, st := range rt.stages {
+		ss := StageSummary{Name: st.p.Name, Counters: c.Stages[i], FirstQuarantine: c.First[1+i].Text}
+		if i < len(rt.stats) {
+			ss.OpenWindows, ss.StateBytes = rt.stats[i].OpenWindows, rt.stats[i].StateBytes
+		}
+		if i < len(rt.opGlob.Ops) {
+			ss.PartlyTooLate, ss.SkippedWindows = rt.opGlob.Ops[i].PartlyTooLate, rt.opGlob.Ops[i].SkippedWindows
+		}
+		s.Stages = append(s.Stages, ss)
+	}
+	return s
+}

@@ -1,0 +1,239 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/dedup"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/task"
+)
+
+// The router's per-record work (docs/semantics.md, "Order of operations"),
+// in arrival order:
+//
+//  1. processing time advances to the record's arrival (or the clock):
+//     idle partitions stop holding the watermark, early firings fire;
+//  2. an undecodable record, a null event time, one outside the backfill
+//     range, one breaking a contract rule, or one with a null event id or
+//     entity goes to quarantine (or is skipped) and never moves the
+//     watermark;
+//  3. the record goes to the task owning its key group: of its event id
+//     (dedup), else of its entity (order_by), else of each root stage's
+//     group key (after the stage's filter and derived fields);
+//  4. its partition's watermark observes its event time; if the pipeline
+//     watermark advanced, every task receives the advance after the
+//     record.
+//
+// Steps 1 and 4 make markers; each record and marker takes the next step.
+
+// nextStep returns a new step number.
+func (rt *runtime) nextStep() uint64 {
+	rt.step++
+	return rt.step
+}
+
+// routeBatch routes the records of b; more is false at the end of a
+// bounded input.
+func (rt *runtime) routeBatch(b *source.Batch, more bool) error {
+	if b.Len() == 0 && more {
+		// An empty read (a log source with nothing new): processing time
+		// still advances — idleness, early firings, checkpoints.
+		now := rt.opts.Clock()
+		if err := rt.addPartitions(-1, now); err != nil {
+			return err
+		}
+		rt.tick(now)
+		return nil
+	}
+	clock := changelog.WatermarkNone
+	for i := range b.Meta {
+		m := &b.Meta[i]
+		now := m.Arrival
+		if now == source.NoArrival {
+			if clock == changelog.WatermarkNone {
+				clock = rt.opts.Clock()
+			}
+			now = clock
+		}
+		if err := rt.record(&b.Rows[i], m, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record runs one source record through the router's checks and hands it
+// to the tasks.
+func (rt *runtime) record(r *row.Row, m *source.Meta, now int64) error {
+	rt.events++
+	if m.Redelivery {
+		rt.redeliver++
+	}
+	if err := rt.addPartitions(m.Partition, now); err != nil {
+		return err
+	}
+	rt.tick(now)
+	now = rt.now
+	step := rt.nextStep()
+	snd := rt.rsnd
+	if m.Err != nil {
+		snd.QuarantineSource(step, m, m.Err.Reason, m.Err.Field, m.Err.Rule)
+		return nil
+	}
+	if rt.ref != nil {
+		rt.ref.fill(r)
+	}
+	if rt.absent > 0 {
+		for i, seen := range rt.present {
+			if !seen && !r.IsNull(i) {
+				rt.present[i] = true
+				rt.absent--
+			}
+		}
+	}
+	if r.IsNull(rt.etField.Index) {
+		snd.QuarantineSource(step, m, "event-time field "+rt.etField.Name+" is null or missing", rt.etField.Name, "event_time")
+		return nil
+	}
+	ts := r.I[rt.etField.Slot]
+	if rg := rt.opts.Range; rg != nil && (ts < rg.From || ts >= rg.To) {
+		// Skipped outright: it does not move the watermark either, so the
+		// range's events are deduplicated over the whole range (the TTL
+		// counts from the watermark) and none is too late because of an
+		// event outside the range (docs/reprocessing.md).
+		rt.outside++
+		return nil
+	}
+	p := rt.plan
+	if rules := p.Rules; rules != nil {
+		arrival := now
+		if p.HasIngest && !r.IsNull(p.Ingest.Index) {
+			arrival = r.I[p.Ingest.Slot]
+		}
+		if rule, field, reason, ok := rules.Check(r, ts, arrival); !ok {
+			snd.QuarantineSource(step, m, reason, field, rule)
+			return nil
+		}
+	}
+	var id task.ID
+	if d := p.Dedup; d != nil {
+		v, err := d.Key.Eval(r)
+		if err != nil || v.IsNull() {
+			reason := "the event id (dedup.key) is null"
+			if err != nil {
+				reason = "the event id (dedup.key): " + err.Error()
+			}
+			snd.QuarantineSource(step, m, reason, "", "dedup")
+			return nil
+		}
+		rt.idText = v.AppendText(rt.idText[:0], nil)
+		id = task.ID{Text: rt.idText, Hash: dedup.IDHash(rt.idText), Has: true}
+	}
+	if o := p.OrderBy; o != nil {
+		if r.IsNull(o.Key.Index) {
+			snd.QuarantineSource(step, m, "order_by: the entity key "+o.Key.Name+" is null", o.Key.Name, "order_by")
+			return nil
+		}
+		if r.IsNull(o.Version.Index) {
+			snd.QuarantineSource(step, m, "order_by: the version "+o.Version.Name+" is null", o.Version.Name, "order_by")
+			return nil
+		}
+	}
+	switch {
+	case rt.g.DedupNode >= 0:
+		snd.ToDedup(step, now, r, m, ts, id)
+	case rt.g.OrderNode >= 0:
+		snd.ToOrder(step, now, r, m, ts, id)
+	default:
+		snd.ToRoots(step, nil, now, r, m, ts, 1, id, true)
+	}
+	if wm := rt.tracker.Observe(m.Partition, ts, now); wm > rt.wm {
+		rt.advance(wm)
+	}
+	return nil
+}
+
+// addPartitions starts tracking the source's partitions seen so far (and
+// partition p), at processing time now.
+func (rt *runtime) addPartitions(p int, now int64) error {
+	now = max(now, rt.now)
+	for rt.parts < len(rt.src.Partitions()) || rt.parts <= p {
+		if rt.parts == MaxPartitions {
+			return fmt.Errorf("source: more than %d partitions: a partition (partition_field) stands for a log partition, a few dozen values each keeping a watermark, not an entity such as a customer (use it as a key instead)", MaxPartitions)
+		}
+		rt.tracker.AddPartition(rt.parts, now)
+		rt.parts++
+	}
+	return nil
+}
+
+// tick advances processing time to now (it never goes back): idle
+// partitions stop holding the watermark, early firings fire.
+func (rt *runtime) tick(now int64) {
+	if now > rt.now {
+		rt.now = now
+	}
+	now = rt.now
+	if wm := rt.tracker.Tick(now); wm > rt.wm {
+		rt.advance(wm)
+	}
+	var due []int
+	for si, e := range rt.early {
+		if e != nil && e.Due(now) {
+			due = append(due, si)
+		}
+	}
+	if len(due) > 0 {
+		rt.cur.round.Markers = append(rt.cur.round.Markers, task.Marker{Step: rt.nextStep(), Kind: task.Early, Now: now, Stages: due})
+	}
+}
+
+// advance hands a new pipeline watermark to every task.
+func (rt *runtime) advance(wm int64) {
+	rt.wm = wm
+	rt.rsnd.SetWatermark(wm)
+	rt.cur.round.Markers = append(rt.cur.round.Markers, task.Marker{Step: rt.nextStep(), Kind: task.Advance, WM: wm, Now: rt.now})
+}
+
+// due reports whether a periodic checkpoint is due.
+func (rt *runtime) due() bool {
+	ck := rt.ck
+	if ck == nil {
+		return false
+	}
+	select {
+	case <-rt.opts.CheckpointNow:
+		return true
+	default:
+	}
+	return rt.opts.WallClock().Sub(ck.lastRouted) >= ck.interval
+}
+
+// liveDue reports whether a monitoring snapshot is due after this round.
+func (rt *runtime) liveDue() bool {
+	if rt.opts.Live == nil {
+		return false
+	}
+	now := rt.opts.WallClock()
+	if now.Sub(rt.lastLive) < rt.opts.LiveEvery {
+		return false
+	}
+	rt.lastLive = now
+	return true
+}
+
+// progress calls Options.Progress when due.
+func (rt *runtime) progress() {
+	if rt.opts.Progress == nil || rt.events < rt.nextProgress {
+		return
+	}
+	pr := Progress{Events: rt.events, Watermark: rt.wm, Elapsed: time.Since(rt.progressStart)}
+	if s, ok := rt.src.(interface{ Progress() (int64, int64) }); ok {
+		pr.Done, pr.Total = s.Progress()
+	}
+	rt.opts.Progress(pr)
+	rt.nextProgress = rt.events + rt.opts.ProgressEvery
+}

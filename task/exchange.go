@@ -1,0 +1,190 @@
+package task
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
+)
+
+// Item is one input of a node: a source record (or, from order_by, the
+// retraction of an entity's previous version), or a result row of an
+// upstream stage.
+type Item struct {
+	// Step is the runner's step at which the item arose; tail (in the
+	// packet's arena) orders the items of one step (package doc).
+	Step    uint64
+	tailOff uint32
+	tailLen uint32
+	// Now is the processing time (ms) of the step.
+	Now int64
+	// TS is the event time (ms): the record's, or (stage inputs read from
+	// a changelog) the upstream row's event-time field plus the stage's
+	// shift.
+	TS int64
+	// Row is the record: for a stage node, with the stage's derived fields
+	// computed. It is the source batch's row (read only) or the packet's
+	// copy.
+	Row *row.Row
+	// Meta is the source record's meta (batch-owned or the packet's copy);
+	// nil for an upstream stage's row.
+	Meta *source.Meta
+	// CR is the upstream stage's row (the packet's copy), for side outputs;
+	// nil for a source record.
+	CR *changelog.Row
+	// ID is the record's event id text (dedup.key; the packet's arena) and
+	// IDHash its hash; Payload is its payload hash (from the dedup node).
+	idOff, idLen uint32
+	IDHash       uint64
+	Payload      uint32
+	// Weight is +1, or −1 for a retraction.
+	Weight int8
+	// HasID is true when the item carries an event id.
+	HasID bool
+}
+
+// Packet carries the items of one round for one node of one task, from one
+// sender, in (step, tail) order, with the memory they own: copies of rows,
+// metas and upstream rows, and a byte arena (tails, ids, strings and raw
+// bytes of copies). Packets are reused: Reset keeps the capacity.
+type Packet struct {
+	Items []Item
+	rows  chunks[row.Row]
+	metas chunks[source.Meta]
+	crs   chunks[changelog.Row]
+	vals  []row.Value // grows by replacement: copies keep the old arrays alive
+	arena []byte      // grows by append: offsets and earlier slices stay valid
+}
+
+// Reset empties the packet for reuse.
+func (p *Packet) Reset() {
+	clear(p.Items)
+	p.Items = p.Items[:0]
+	p.rows.reset()
+	p.metas.reset()
+	p.crs.reset()
+	clear(p.vals)
+	p.vals = p.vals[:0]
+	p.arena = p.arena[:0]
+}
+
+// Tail returns item i's order tail.
+func (p *Packet) Tail(it *Item) []byte { return p.arena[it.tailOff : it.tailOff+it.tailLen] }
+
+// ID returns the item's event id text.
+func (p *Packet) ID(it *Item) []byte { return p.arena[it.idOff : it.idOff+it.idLen] }
+
+// bytes appends b to the arena and returns its offset. The arena only
+// grows within a round: offsets stay valid.
+func (p *Packet) bytes(b []byte) uint32 {
+	off := len(p.arena)
+	p.arena = append(p.arena, b...)
+	return uint32(off)
+}
+
+// add appends an item with the given tail (copied) and returns it.
+func (p *Packet) add(step uint64, tail []byte) *Item {
+	p.Items = append(p.Items, Item{Step: step})
+	it := &p.Items[len(p.Items)-1]
+	if len(tail) > 0 {
+		it.tailOff = p.bytes(tail)
+		it.tailLen = uint32(len(tail))
+	}
+	return it
+}
+
+// setID stores the item's event id.
+func (p *Packet) setID(it *Item, id []byte, hash uint64, payload uint32) {
+	it.idOff = p.bytes(id)
+	it.idLen = uint32(len(id))
+	it.IDHash, it.Payload, it.HasID = hash, payload, true
+}
+
+// copyRow returns a copy of r owned by the packet: its slots copied, its
+// strings shared (strings are immutable and outlive the round: they point
+// into the source batch, a key table, or a string an expression made).
+func (p *Packet) copyRow(r *row.Row) *row.Row {
+	c := p.rows.next()
+	c.CopyShallow(r)
+	return c
+}
+
+// copyMeta returns a deep copy of m owned by the packet (Raw in the arena).
+func (p *Packet) copyMeta(m *source.Meta) *source.Meta {
+	c := p.metas.next()
+	*c = *m
+	if m.Raw != nil {
+		off := p.bytes(m.Raw)
+		c.Raw = p.arena[off : off+uint32(len(m.Raw)) : off+uint32(len(m.Raw))]
+	}
+	return c
+}
+
+// copyCR returns a copy of an upstream result row owned by the packet
+// (its key and values copied; their strings shared).
+func (p *Packet) copyCR(r *changelog.Row) *changelog.Row {
+	c := p.crs.next()
+	*c = *r
+	n := len(r.Key) + len(r.Values)
+	if len(p.vals)+n > cap(p.vals) {
+		p.vals = make([]row.Value, 0, max(2*cap(p.vals), 256, n))
+	}
+	start := len(p.vals)
+	p.vals = append(p.vals, r.Key...)
+	p.vals = append(p.vals, r.Values...)
+	c.Key = p.vals[start : start+len(r.Key) : start+len(r.Key)]
+	c.Values = p.vals[start+len(r.Key) : start+n : start+n]
+	return c
+}
+
+// chunks is a pool of T handed out by pointer: stable addresses (fixed-size
+// chunks, never reallocated), reused after reset.
+type chunks[T any] struct {
+	c [][]T
+	n int
+}
+
+const chunkSize = 256
+
+func (c *chunks[T]) next() *T {
+	i, j := c.n/chunkSize, c.n%chunkSize
+	if i == len(c.c) {
+		c.c = append(c.c, make([]T, chunkSize))
+	}
+	c.n++
+	return &c.c[i][j]
+}
+
+func (c *chunks[T]) reset() { c.n = 0 }
+
+
+// orderLess reports whether item a of packet pa comes before item b of
+// packet pb: by step, then by tail.
+func orderLess(pa *Packet, a *Item, pb *Packet, b *Item) bool {
+	if a.Step != b.Step {
+		return a.Step < b.Step
+	}
+	return bytes.Compare(pa.Tail(a), pb.Tail(b)) < 0
+}
+
+// Tail encodings (package doc). A source record's item has an empty tail;
+// an item made while processing item x as its j-th output has x's tail
+// and j (4 bytes, big endian); a row of a firing of the stage at depth d
+// has d, its EmitOrder (A and B as big-endian int64 with the sign bit
+// flipped, the key group in 2 bytes) and its index in the firing's rows
+// (4 bytes).
+
+func appendChild(dst, parent []byte, j int) []byte {
+	dst = append(dst, parent...)
+	return binary.BigEndian.AppendUint32(dst, uint32(j))
+}
+
+func appendFiring(dst []byte, depth uint8, a, b int64, group uint16, idx int) []byte {
+	dst = append(dst, depth)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(a)^1<<63)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(b)^1<<63)
+	dst = binary.BigEndian.AppendUint16(dst, group)
+	return binary.BigEndian.AppendUint32(dst, uint32(idx))
+}

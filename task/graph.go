@@ -1,0 +1,161 @@
+package task
+
+import (
+	"fmt"
+
+	"github.com/tidemark/tidemark/keygroup"
+	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
+)
+
+// NodeKind is what a node of the graph computes.
+type NodeKind uint8
+
+// The node kinds.
+const (
+	KindDedup NodeKind = iota // dedup: keyed by event id
+	KindOrder                 // order_by: keyed by entity
+	KindStage                 // a windowed stage: keyed by its group key
+)
+
+// Node is one keyed step of the graph.
+type Node struct {
+	Kind NodeKind
+	// Stage is the plan stage index of a KindStage node, −1 otherwise.
+	Stage int
+	// Up is the node that feeds this one, −1 for the runner (the source).
+	Up int
+	// Down lists the nodes this one feeds.
+	Down []int
+	// Depth orders the rows of one firing step across stages: the stage
+	// index + 1 (KindStage), 0 otherwise.
+	Depth uint8
+}
+
+// Output numbers a pipeline's outputs: the runner maps each to its sinks.
+type Output int32
+
+// The pipeline-level outputs; the stages' follow (Graph.ResultsOf,
+// LateOf, ContribOf).
+const (
+	OutQuarantine Output = iota // quarantine.sink
+	OutConflicts                // conflicts.sink
+	outStages                   // first stage output
+)
+
+// Graph is the compiled graph every task of a run shares, read only.
+type Graph struct {
+	Plan *plan.Plan
+	// KeyGroups is the pipeline's number of key groups; Tasks the number of
+	// tasks of this run.
+	KeyGroups, Tasks int
+	Nodes            []Node
+	// Entry lists the nodes the runner feeds records to.
+	Entry []int
+	// StageNode maps a plan stage to its node (−1 for a select stage,
+	// which has no state: its rows are made where its input is).
+	StageNode []int
+	// Roots are the plan stages reading the source, in plan order.
+	Roots []int
+	// DedupNode and OrderNode are the nodes of those steps, −1 without.
+	DedupNode, OrderNode int
+	// Canonical marks the stages whose rows feed another stage (their
+	// operators emit in the canonical order).
+	Canonical []bool
+	// Downstream lists, per stage, the stages reading its changelog.
+	Downstream [][]int
+
+	// EventJSON renders a source record as a JSON object (the source's
+	// EventJSON); it must be safe for concurrent use.
+	EventJSON func(dst []byte, m *source.Meta) []byte
+	// Lineage is the lineage column's value (a string), or row.Null when
+	// the run does not record lineage.
+	Lineage row.Value
+	// HasSinks marks the stages with result sinks; HasLate those with a
+	// late side output; HasContrib those with a contributions output;
+	// Ledger those with postgres ledger sinks.
+	HasSinks, HasLate, HasContrib, Ledger []bool
+	// HasQuarantine and HasConflicts say whether those outputs have a sink
+	// (records are still counted without).
+	HasQuarantine, HasConflicts bool
+}
+
+// ResultsOf is stage s's result rows output.
+func ResultsOf(s int) Output { return outStages + Output(3*s) }
+
+// LateOf is stage s's late side output.
+func LateOf(s int) Output { return outStages + Output(3*s+1) }
+
+// ContribOf is stage s's contributions output.
+func ContribOf(s int) Output { return outStages + Output(3*s+2) }
+
+// NumOutputs is the number of outputs of a plan with n stages.
+func NumOutputs(n int) int { return int(outStages) + 3*n }
+
+// NewGraph builds the graph of p for tasks tasks. Errors: a number of
+// tasks out of range.
+func NewGraph(p *plan.Plan, tasks int) (*Graph, error) {
+	k := p.Spec.EffectiveKeyGroups()
+	if tasks < 1 || tasks > k || k > keygroup.Max {
+		return nil, fmt.Errorf("%d tasks over %d key groups: want 1 to %d", tasks, k, k)
+	}
+	g := &Graph{Plan: p, KeyGroups: k, Tasks: tasks, DedupNode: -1, OrderNode: -1, Lineage: row.Null}
+	ns := len(p.Stages)
+	g.StageNode = make([]int, ns)
+	g.Canonical = make([]bool, ns)
+	g.Downstream = make([][]int, ns)
+	g.HasSinks = make([]bool, ns)
+	g.HasLate = make([]bool, ns)
+	g.HasContrib = make([]bool, ns)
+	g.Ledger = make([]bool, ns)
+	up := -1
+	if p.Dedup != nil {
+		g.DedupNode = len(g.Nodes)
+		g.Nodes = append(g.Nodes, Node{Kind: KindDedup, Stage: -1, Up: up})
+		up = g.DedupNode
+	}
+	if p.OrderBy != nil {
+		g.OrderNode = len(g.Nodes)
+		g.Nodes = append(g.Nodes, Node{Kind: KindOrder, Stage: -1, Up: up})
+		if up >= 0 {
+			g.Nodes[up].Down = append(g.Nodes[up].Down, g.OrderNode)
+		}
+		up = g.OrderNode
+	}
+	pre := up // the node feeding the root stages, −1 for the runner
+	for i, st := range p.Stages {
+		g.StageNode[i] = -1
+		if st.Input >= 0 {
+			g.Downstream[st.Input] = append(g.Downstream[st.Input], i)
+			g.Canonical[st.Input] = true
+		} else {
+			g.Roots = append(g.Roots, i)
+		}
+		if st.Desc.Stateless {
+			continue
+		}
+		feed := pre
+		if st.Input >= 0 {
+			feed = g.StageNode[st.Input]
+		}
+		n := len(g.Nodes)
+		g.StageNode[i] = n
+		g.Nodes = append(g.Nodes, Node{Kind: KindStage, Stage: i, Up: feed, Depth: uint8(min(i+1, 255))})
+		if feed >= 0 {
+			g.Nodes[feed].Down = append(g.Nodes[feed].Down, n)
+		}
+	}
+	for i, n := range g.Nodes {
+		if n.Up < 0 {
+			g.Entry = append(g.Entry, i)
+		}
+	}
+	return g, nil
+}
+
+// Owner returns the task owning key group kg.
+func (g *Graph) Owner(kg int) int { return keygroup.Owner(kg, g.Tasks, g.KeyGroups) }
+
+// Range returns the key groups task i owns.
+func (g *Graph) Range(i int) keygroup.Range { return keygroup.For(i, g.Tasks, g.KeyGroups) }

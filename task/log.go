@@ -1,0 +1,225 @@
+package task
+
+import (
+	"strings"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/row"
+)
+
+// Log is what one node of one task (or the runner) outputs in a round, in
+// step order: result rows, side-output records and ledger events, each
+// tagged with its step and Output. The runner merges the logs of a round
+// by step and writes them to the sinks. A Log owns its memory; Reset
+// keeps the capacity.
+type Log struct {
+	Entries []Entry
+	// Rows are the result rows (their Values owned by the log, the lineage
+	// value last when the run records lineage; Key shared with the
+	// operator's key table, which never changes a key's values).
+	Rows []changelog.Row
+	// Bytes holds the records (JSON objects) back to back.
+	Bytes []byte
+	// Ledger holds the events for postgres ledger sinks.
+	Ledger []LedgerEvent
+	vals   []row.Value
+}
+
+// EntryKind says what an Entry holds.
+type EntryKind uint8
+
+// The entry kinds.
+const (
+	EntryRow    EntryKind = iota // Rows[A]
+	EntryRecord                  // Bytes[A:B]
+	EntryLedger                  // Ledger[A]
+)
+
+// Entry is one output of a Log.
+type Entry struct {
+	Step uint64
+	Out  Output
+	Kind EntryKind
+	A, B uint32
+}
+
+// Reset empties the log for reuse.
+func (l *Log) Reset() {
+	l.Entries = l.Entries[:0]
+	clear(l.Rows)
+	l.Rows = l.Rows[:0]
+	l.Bytes = l.Bytes[:0]
+	clear(l.Ledger)
+	l.Ledger = l.Ledger[:0]
+	clear(l.vals)
+	l.vals = l.vals[:0]
+}
+
+// Record returns the bytes of a record entry.
+func (l *Log) Record(e *Entry) []byte { return l.Bytes[e.A:e.B] }
+
+// record appends a record; the caller has appended its bytes to l.Bytes
+// from offset start.
+func (l *Log) record(step uint64, out Output, start int) {
+	l.Entries = append(l.Entries, Entry{Step: step, Out: out, Kind: EntryRecord, A: uint32(start), B: uint32(len(l.Bytes))})
+}
+
+// rows appends copies of rows (values copied, with lin appended when it is
+// a string) as entries of out at step.
+func (l *Log) rows(step uint64, out Output, rows []changelog.Row, lin row.Value) {
+	extra := 0
+	if lin.Kind == row.KindString {
+		extra = 1
+	}
+	n := 0
+	for i := range rows {
+		n += len(rows[i].Values) + extra
+	}
+	if len(l.vals)+n > cap(l.vals) {
+		// Replace rather than grow: earlier rows keep the old array.
+		l.vals = make([]row.Value, 0, max(2*cap(l.vals), 1024, n))
+	}
+	for i := range rows {
+		r := rows[i]
+		start := len(l.vals)
+		l.vals = append(l.vals, r.Values...)
+		if extra > 0 {
+			l.vals = append(l.vals, lin)
+		}
+		r.Values = l.vals[start:len(l.vals):len(l.vals)]
+		l.Entries = append(l.Entries, Entry{Step: step, Out: out, Kind: EntryRow, A: uint32(len(l.Rows))})
+		l.Rows = append(l.Rows, r)
+	}
+}
+
+// LedgerEvent is one source event a stage accepted, for its postgres
+// ledger sinks (engine/ledger.go): its id and payload hash from the dedup
+// step, its window, its key values and aggregate deltas (owned), its JSON
+// and position.
+type LedgerEvent struct {
+	Stage       int
+	EventID     string
+	PayloadHash uint32
+	EventTime   int64
+	Now         int64 // processing time when the event was accepted (ms)
+	WindowStart int64
+	WindowEnd   int64
+	Key, Deltas []row.Value
+	JSON        []byte
+	Position    changelog.Position
+}
+
+// StageCounters are a stage's record counters. Every input record (weight
+// +1) ends in exactly one of Quarantined, Filtered, OnTime, LateAccepted or
+// TooLate*. Retractions (weight −1: a superseded version, or an upstream
+// update_before/delete) are counted apart.
+type StageCounters struct {
+	In                int64 // records that reached the stage
+	Quarantined       int64 // invalid: decode, type, event time or expression errors
+	Filtered          int64 // valid records the filter dropped
+	OnTime            int64 // entered windows that had not fired
+	LateAccepted      int64 // updated a window that had already fired (within allowed lateness)
+	TooLateDropped    int64 // beyond allowed lateness, policy drop
+	TooLateSideOutput int64 // beyond allowed lateness, written to the late side output
+	Retractions       int64 // retractions that reached the stage
+	RetractMissing    int64 // retractions for rows no window held
+	RetractTooLate    int64 // retractions whose windows had all closed (their final rows stay)
+	RowsEmitted       int64 // result rows emitted (all ops)
+	FinalRows         int64 // rows emitted with is_final = true
+}
+
+// Fields lists the counters in a fixed order (checkpoints, sums).
+func (c *StageCounters) Fields() []*int64 {
+	return []*int64{&c.In, &c.Quarantined, &c.Filtered, &c.OnTime, &c.LateAccepted, &c.TooLateDropped,
+		&c.TooLateSideOutput, &c.Retractions, &c.RetractMissing, &c.RetractTooLate, &c.RowsEmitted, &c.FinalRows}
+}
+
+// Add adds o's counts to c.
+func (c *StageCounters) Add(o *StageCounters) {
+	a, b := c.Fields(), o.Fields()
+	for i := range a {
+		*a[i] += *b[i]
+	}
+}
+
+// Counters are the record fates a task (or the runner) counted.
+type Counters struct {
+	Stages []StageCounters
+	// Before the stages (counted once, not per stage).
+	Quarantined, Duplicates, Conflicts, StaleVersions, Superseded int64
+	// ByRule counts Quarantined by rule.
+	ByRule map[string]int64
+	// First notes the first quarantined record, pipeline-level (index 0)
+	// and per stage (index 1 + stage).
+	First []Note
+}
+
+// Note is a text noted at a step (the earliest wins when notes merge).
+type Note struct {
+	Step uint64
+	Set  bool
+	Text string
+}
+
+// note records text at step if nothing earlier is noted.
+func (n *Note) note(step uint64, text string) {
+	if !n.Set || step < n.Step {
+		*n = Note{Step: step, Set: true, Text: text}
+	}
+}
+
+// Merge keeps the earlier of n and o.
+func (n *Note) Merge(o Note) {
+	if o.Set {
+		n.note(o.Step, o.Text)
+	}
+}
+
+// NewCounters returns zero counters for stages stages.
+func NewCounters(stages int) Counters {
+	return Counters{Stages: make([]StageCounters, stages), First: make([]Note, stages+1)}
+}
+
+// Add adds o to c.
+func (c *Counters) Add(o *Counters) {
+	for i := range c.Stages {
+		c.Stages[i].Add(&o.Stages[i])
+	}
+	c.Quarantined += o.Quarantined
+	c.Duplicates += o.Duplicates
+	c.Conflicts += o.Conflicts
+	c.StaleVersions += o.StaleVersions
+	c.Superseded += o.Superseded
+	for k, v := range o.ByRule {
+		if c.ByRule == nil {
+			c.ByRule = map[string]int64{}
+		}
+		c.ByRule[k] += v
+	}
+	for i := range c.First {
+		c.First[i].Merge(o.First[i])
+	}
+}
+
+// Reset zeroes the counters, keeping their shape.
+func (c *Counters) Reset() {
+	clear(c.Stages)
+	c.Quarantined, c.Duplicates, c.Conflicts, c.StaleVersions, c.Superseded = 0, 0, 0, 0, 0
+	clear(c.ByRule)
+	clear(c.First)
+}
+
+// firstText renders a quarantine note as the summary shows it:
+// "file:line: rule R: reason" (pipeline) or "file:line: field F: reason"
+// (a stage).
+func firstText(pos changelog.Position, rule, field, reason string, stage bool) string {
+	s := pos.String() + ": "
+	if stage {
+		if field != "" && !strings.Contains(reason, field) {
+			s += "field " + field + ": "
+		}
+	} else if rule != "" {
+		s += "rule " + rule + ": "
+	}
+	return s + reason
+}

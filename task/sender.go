@@ -1,0 +1,386 @@
+package task
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/keygroup"
+	"github.com/tidemark/tidemark/operator"
+	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
+)
+
+// Sender makes the items one node of a task — or the runner, for the
+// nodes it feeds — hands to the next nodes, and the outputs of the stage
+// fronts it runs: a stage's filter and derived fields are evaluated where
+// its input is (so a stage keyed by a derived field can be routed, and
+// filtered records travel nowhere), select stages emit their rows there,
+// and records an expression rejects are quarantined there. The stage's
+// window state is in the node of the task owning the record's key group.
+//
+// A Sender is used by one goroutine. Out holds, for the round, the
+// packets for each (node, task) it feeds; the runner sets them.
+type Sender struct {
+	g *Graph
+	// Out[node][task] is the packet for that node of that task.
+	Out [][]*Packet
+	log *Log
+	cnt *Counters
+
+	encs    []*changelog.Encoder // per stage, in the stage's zone
+	penc    *changelog.Encoder   // pipeline-level records: stage 0's zone
+	scratch []*row.Row           // per stage: derived fields, changelog inputs
+	selVals []row.Value          // a select row's values
+	keyBuf  []byte
+	buf     []byte
+	wm      int64 // the pipeline watermark: select rows' watermark_at
+}
+
+// NewSender returns a sender for graph g writing its outputs to log and
+// counting into cnt.
+func NewSender(g *Graph, log *Log, cnt *Counters) *Sender {
+	s := &Sender{g: g, log: log, cnt: cnt, Out: make([][]*Packet, len(g.Nodes))}
+	for _, st := range g.Plan.Stages {
+		s.encs = append(s.encs, changelog.NewEncoder(st.Loc))
+		s.scratch = append(s.scratch, st.Schema.NewRow())
+	}
+	s.penc = s.encs[0]
+	return s
+}
+
+// ID is a record's event id: its text (dedup.key), hash and payload hash.
+type ID struct {
+	Text    []byte
+	Hash    uint64
+	Payload uint32
+	Has     bool
+}
+
+// origin is where a stage input came from, for side outputs: a source
+// record, or an upstream stage's row.
+type origin struct {
+	meta *source.Meta
+	// stable: meta outlives the round (the source batch's) and can be
+	// shared; otherwise it is copied into the packet.
+	stable bool
+	cr     *changelog.Row
+	up     *changelog.Desc
+	loc    *time.Location
+}
+
+// raw appends the record's original bytes (a generated record's JSON).
+func (g *Graph) raw(dst []byte, o *origin) []byte {
+	if o.meta != nil {
+		if o.meta.Raw == nil {
+			return g.EventJSON(dst, o.meta)
+		}
+		return append(dst, o.meta.Raw...)
+	}
+	return changelog.AppendRowJSON(dst, o.cr, o.up, o.loc)
+}
+
+// event appends the record as a JSON object.
+func (g *Graph) event(dst []byte, o *origin) []byte {
+	if o.meta != nil {
+		return g.EventJSON(dst, o.meta)
+	}
+	return changelog.AppendRowJSON(dst, o.cr, o.up, o.loc)
+}
+
+func (o *origin) pos() changelog.Position {
+	if o.meta != nil {
+		return o.meta.Pos
+	}
+	return changelog.Position{Source: "stage " + o.up.Stage}
+}
+
+// QuarantineSource sends a source record that failed a pipeline-level
+// check to quarantine, counting it (with its rule) for the pipeline.
+func (s *Sender) QuarantineSource(step uint64, m *source.Meta, reason, field, rule string) {
+	c := s.cnt
+	c.Quarantined++
+	c.First[0].note(step, firstText(m.Pos, rule, field, reason, false))
+	if rule != "" {
+		if c.ByRule == nil {
+			c.ByRule = map[string]int64{}
+		}
+		c.ByRule[rule]++
+	}
+	if !s.g.HasQuarantine {
+		return
+	}
+	s.buf = s.g.raw(s.buf[:0], &origin{meta: m})
+	rec := changelog.QuarantineRecord{Stage: s.g.Plan.Spec.Name, Raw: s.buf, Reason: reason, Field: field, Rule: rule, Position: m.Pos}
+	start := len(s.log.Bytes)
+	s.log.Bytes = s.penc.Quarantine(s.log.Bytes, &rec)
+	s.log.record(step, OutQuarantine, start)
+}
+
+// quarantineStage sends a record a stage cannot evaluate to quarantine,
+// counting it for the stage.
+func (s *Sender) quarantineStage(si int, step uint64, o *origin, reason, field, rule string) {
+	quarantineStage(s.g, s.log, s.cnt, s.encs[si], si, step, o, reason, field, rule, &s.buf)
+}
+
+func quarantineStage(g *Graph, log *Log, cnt *Counters, enc *changelog.Encoder, si int, step uint64, o *origin, reason, field, rule string, buf *[]byte) {
+	cnt.Stages[si].Quarantined++
+	pos := o.pos()
+	cnt.First[1+si].note(step, firstText(pos, rule, field, reason, true))
+	if !g.HasQuarantine {
+		return
+	}
+	*buf = g.raw((*buf)[:0], o)
+	rec := changelog.QuarantineRecord{Stage: g.Plan.Stages[si].Name, Raw: *buf, Reason: reason, Field: field, Rule: rule, Position: pos}
+	start := len(log.Bytes)
+	log.Bytes = enc.Quarantine(log.Bytes, &rec)
+	log.record(step, OutQuarantine, start)
+}
+
+// ToDedup hands a valid source record to the dedup node of the task owning
+// its event id's key group.
+func (s *Sender) ToDedup(step uint64, now int64, r *row.Row, m *source.Meta, ts int64, id ID) {
+	n := s.g.DedupNode
+	p := s.Out[n][s.g.Owner(keygroup.OfHash(id.Hash, s.g.KeyGroups))]
+	it := p.add(step, nil)
+	it.Now, it.TS, it.Row, it.Meta, it.Weight = now, ts, r, m, 1
+	p.setID(it, id.Text, id.Hash, id.Payload)
+}
+
+// OrderKey appends the order_by entity key's text of r (not null) to dst.
+func OrderKey(dst []byte, o *plan.OrderBy, r *row.Row) []byte {
+	return r.Get(o.Key).AppendText(dst, nil)
+}
+
+// ToOrder hands a valid source record to the order_by node of the task
+// owning its entity's key group. The record's entity key and version are
+// not null (the runner checked).
+func (s *Sender) ToOrder(step uint64, now int64, r *row.Row, m *source.Meta, ts int64, id ID) {
+	n := s.g.OrderNode
+	s.keyBuf = OrderKey(s.keyBuf[:0], s.g.Plan.OrderBy, r)
+	kg := keygroup.OfHash(xxhash.Sum64(s.keyBuf), s.g.KeyGroups)
+	p := s.Out[n][s.g.Owner(kg)]
+	it := p.add(step, nil)
+	it.Now, it.TS, it.Row, it.Meta, it.Weight = now, ts, r, m, 1
+	if id.Has {
+		p.setID(it, id.Text, id.Hash, id.Payload)
+	}
+}
+
+// ToRoots hands a record to every stage reading the source (its front:
+// filter, derived fields, then its node or, for a select stage, its row).
+// stable says whether r and m outlive the round (the source batch's) or
+// must be copied (an entity's previous version, which order_by replaces).
+// It returns an error only for an aggregate or internal failure.
+func (s *Sender) ToRoots(step uint64, tail []byte, now int64, r *row.Row, m *source.Meta, ts int64, weight int, id ID, stable bool) {
+	for _, si := range s.g.Roots {
+		s.toStage(si, step, tail, now, r, &origin{meta: m, stable: stable, loc: s.g.Plan.Stages[si].Loc}, ts, weight, id, stable)
+	}
+}
+
+// Invalid reports whether some root stage would quarantine r for an
+// expression error, with that stage's reason and field, counting and
+// emitting nothing (order_by quarantines such a version before it
+// replaces the entity's row).
+func (s *Sender) Invalid(r *row.Row) (reason, field string, bad bool) {
+	for _, si := range s.g.Roots {
+		st := s.g.Plan.Stages[si]
+		w := s.scratch[si]
+		w.CopyShallow(r)
+		if _, reason, field, bad := evaluate(st, w); bad {
+			if field != "" {
+				reason = "stage " + st.Name + ": " + reason
+			}
+			return reason, field, true
+		}
+	}
+	return "", "", false
+}
+
+// evaluate runs stage st's filter and computes r's derived fields (r must
+// be writable). keep is false for a record the filter drops; bad is true
+// for an expression error, with its reason and the derived field at fault
+// ("" for the filter).
+func evaluate(st *plan.Stage, r *row.Row) (keep bool, reason, field string, bad bool) {
+	if st.Filter != nil {
+		k, ok, err := st.Filter.EvalBool(r)
+		if err != nil {
+			return false, "filter: " + err.Error(), "", true
+		}
+		if !ok || !k {
+			return false, "", "", false
+		}
+	}
+	if len(st.Derived) > 0 {
+		st.Schema.ExtendFrom(r, st.InputFields)
+		for i := range st.Derived {
+			if err := derive(r, &st.Derived[i]); err != nil {
+				return false, err.Error(), st.Derived[i].Field.Name, true
+			}
+		}
+	}
+	return true, "", "", false
+}
+
+// derive evaluates one derived field into its slot.
+func derive(r *row.Row, d *plan.Derived) error {
+	f := d.Field
+	var ok bool
+	var err error
+	switch f.Kind {
+	case row.KindBool:
+		var v bool
+		v, ok, err = d.Expr.EvalBool(r)
+		if v {
+			r.I[f.Slot] = 1
+		} else {
+			r.I[f.Slot] = 0
+		}
+	case row.KindInt, row.KindTime:
+		r.I[f.Slot], ok, err = d.Expr.EvalInt(r)
+	case row.KindDecimal:
+		r.D[f.Slot], ok, err = d.Expr.EvalDecimal(r)
+	case row.KindString:
+		r.S[f.Slot], ok, err = d.Expr.EvalString(r)
+	default:
+		return fmt.Errorf("field %s: cannot store %s", f.Name, f.Kind)
+	}
+	if err != nil {
+		return err
+	}
+	if ok {
+		r.SetValid(f.Index)
+	} else {
+		r.SetNull(f.Index)
+	}
+	return nil
+}
+
+// toStage runs stage si's front for one input and hands it to the stage's
+// node in the task owning its key group. r is read only unless it is the
+// stage's scratch row; stable says whether r and the origin's meta outlive
+// the round.
+func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row, o *origin, ts int64, weight int, id ID, stable bool) {
+	g := s.g
+	st := g.Plan.Stages[si]
+	c := &s.cnt.Stages[si]
+	if weight > 0 {
+		c.In++
+	} else {
+		c.Retractions++
+	}
+	w := r
+	if len(st.Derived) > 0 && r != s.scratch[si] {
+		w = s.scratch[si]
+		w.CopyShallow(r)
+	}
+	keep, reason, field, bad := evaluate(st, w)
+	if bad {
+		s.quarantineStage(si, step, o, reason, field, "expression")
+		return
+	}
+	if !keep {
+		if weight > 0 {
+			c.Filtered++
+		}
+		return
+	}
+	if st.Desc.Stateless {
+		s.selectRow(si, step, now, w, ts)
+		return
+	}
+	s.keyBuf = operator.AppendKey(s.keyBuf[:0], w, st.Key)
+	node := g.StageNode[si]
+	p := s.Out[node][g.Owner(keygroup.OfKey(s.keyBuf, g.KeyGroups))]
+	it := p.add(step, tail)
+	it.Now, it.TS, it.Weight = now, ts, int8(weight)
+	if w != r || !stable {
+		it.Row = p.copyRow(w)
+	} else {
+		it.Row = r
+	}
+	switch {
+	case o.cr != nil:
+		it.CR = p.copyCR(o.cr)
+	case stable:
+		it.Meta = o.meta
+	default:
+		it.Meta = p.copyMeta(o.meta)
+	}
+	if id.Has {
+		p.setID(it, id.Text, id.Hash, id.Payload)
+	}
+}
+
+// selectRow emits record r of select stage si as an insert row.
+func (s *Sender) selectRow(si int, step uint64, now int64, r *row.Row, ts int64) {
+	st := s.g.Plan.Stages[si]
+	s.cnt.Stages[si].OnTime++
+	s.cnt.Stages[si].RowsEmitted++
+	s.cnt.Stages[si].FinalRows++
+	if !s.g.HasSinks[si] {
+		return
+	}
+	s.selVals = s.selVals[:0]
+	for _, f := range st.Select {
+		s.selVals = append(s.selVals, r.Get(f))
+	}
+	row1 := [1]changelog.Row{{Op: changelog.Insert, WindowStart: ts, WindowEnd: ts, Values: s.selVals,
+		Version: 1, IsFinal: true, WatermarkAt: s.wm, UpdatedAt: now}}
+	s.log.rows(step, ResultsOf(si), row1[:], s.g.Lineage)
+}
+
+// SetWatermark tells the sender the pipeline watermark (the watermark_at
+// of select rows it makes).
+func (s *Sender) SetWatermark(wm int64) { s.wm = wm }
+
+// FromChangelog hands a result row cr of stage up (desc) to stage si that
+// reads its changelog: the row becomes si's input row (window_start,
+// window_end, keys, values, version, is_final; weight −1 for
+// update_before and delete), its event time is its event-time field plus
+// the stage's shift, and the stage's front runs.
+func (s *Sender) FromChangelog(si int, step uint64, tail []byte, now int64, cr *changelog.Row, up *changelog.Desc) {
+	st := s.g.Plan.Stages[si]
+	r := s.scratch[si]
+	st.Schema.Shape(r)
+	sc := st.Schema
+	set := func(i int, v row.Value) { _ = r.Set(sc.Fields[i], v) }
+	set(0, row.Time(cr.WindowStart))
+	set(1, row.Time(cr.WindowEnd))
+	i := 2
+	for _, v := range cr.Key {
+		set(i, v)
+		i++
+	}
+	for _, v := range cr.Values {
+		set(i, v)
+		i++
+	}
+	set(i, row.Int(int64(cr.Version)))
+	set(i+1, row.Bool(cr.IsFinal))
+	weight := 1
+	if cr.Op.Retracts() {
+		weight = -1
+	}
+	o := &origin{cr: cr, up: up, loc: st.Loc}
+	et := st.EventTime
+	if r.IsNull(et.Index) {
+		c := &s.cnt.Stages[si]
+		if weight > 0 {
+			c.In++
+		} else {
+			c.Retractions++
+		}
+		s.quarantineStage(si, step, o, "event-time field "+et.Name+" is null", et.Name, "event_time")
+		return
+	}
+	ts := r.I[et.Slot] + st.EventTimeShift
+	s.toStage(si, step, tail, now, r, o, ts, weight, ID{}, false)
+}
+
+// Retarget points the sender's outputs at another log and counters (a new
+// round's).
+func (s *Sender) Retarget(log *Log, cnt *Counters) { s.log, s.cnt = log, cnt }

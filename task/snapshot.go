@@ -1,0 +1,226 @@
+package task
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/dedup"
+	"github.com/tidemark/tidemark/operator"
+	"github.com/tidemark/tidemark/state"
+)
+
+// Section is the state of one key group of one node, as a checkpoint
+// stores it (the node's key-group format: operator.SnapshotGroups, the
+// dedup and order_by sections of dedup.go and order.go).
+type Section struct {
+	Node  int
+	Group int
+	Data  []byte
+}
+
+// Snapshot appends to dst a section for every key group of every node
+// whose state changed since the previous Snapshot (or since New or
+// Restore), and forgets the changes. Call it between rounds. The sections'
+// Data are new slices, the caller's.
+func (t *Task) Snapshot(dst []Section) []Section {
+	for ni, nr := range t.nodes {
+		switch {
+		case nr.dedup != nil:
+			d := nr.dedup
+			for i, ch := range d.changed {
+				if !ch {
+					continue
+				}
+				var e state.Encoder
+				d.snapshot(i, &e)
+				dst = append(dst, Section{Node: ni, Group: t.rng.Lo + i, Data: e.Bytes()})
+				d.changed[i] = false
+			}
+		case nr.order != nil:
+			o := nr.order
+			for i, ch := range o.changed {
+				if !ch {
+					continue
+				}
+				var e state.Encoder
+				o.snapshot(i, &e)
+				dst = append(dst, Section{Node: ni, Group: t.rng.Lo + i, Data: e.Bytes()})
+				o.changed[i] = false
+			}
+		case nr.stage != nil:
+			op := nr.stage.op
+			groups := op.Changed(nil)
+			encs := make(map[int]*state.Encoder, len(groups))
+			op.SnapshotGroups(groups, func(g int) *state.Encoder {
+				e := &state.Encoder{}
+				encs[g] = e
+				return e
+			})
+			for _, g := range groups {
+				dst = append(dst, Section{Node: ni, Group: g, Data: encs[g].Bytes()})
+			}
+			op.ClearChanged()
+		}
+	}
+	return dst
+}
+
+// Globals is the state of a task outside its key groups: the same in
+// every task (watermark, processing time, sweep schedules) but for the
+// operators' counters, which a checkpoint sums over the tasks.
+type Globals struct {
+	Watermark, Now int64
+	// Sweep is the dedup sweep schedule; OrderNextSweep order_by's.
+	Sweep          dedup.SweepState
+	OrderNextSweep int64
+	// Ops are the stages' operator globals (zero for select stages).
+	Ops []operator.Globals
+}
+
+// Globals returns the task's globals.
+func (t *Task) Globals() Globals {
+	g := Globals{Watermark: changelog.WatermarkNone, Sweep: dedup.NewSweepState(), Ops: make([]operator.Globals, len(t.g.Plan.Stages))}
+	for _, nr := range t.nodes {
+		switch {
+		case nr.dedup != nil:
+			g.Sweep = nr.dedup.sweep
+		case nr.order != nil:
+			g.OrderNextSweep = nr.order.nextSweep
+		case nr.stage != nil:
+			og := nr.stage.op.Globals()
+			g.Ops[nr.stage.si] = og
+			g.Watermark, g.Now = og.Watermark, og.Now
+		}
+	}
+	return g
+}
+
+// SumGlobals combines the globals of every task of a run: their shared
+// values and the sums of the operators' counters.
+func SumGlobals(all []Globals) Globals {
+	if len(all) == 0 {
+		return Globals{}
+	}
+	out := all[0]
+	out.Ops = slices.Clone(all[0].Ops)
+	for _, g := range all[1:] {
+		for i := range out.Ops {
+			out.Ops[i].Emitted += g.Ops[i].Emitted
+			out.Ops[i].PartlyTooLate += g.Ops[i].PartlyTooLate
+			out.Ops[i].SkippedWindows += g.Ops[i].SkippedWindows
+		}
+	}
+	return out
+}
+
+// Restore brings a new task to a checkpoint: the sections of its key
+// groups (any order; sections of other key groups are an error) and the
+// run's globals g. The operators' counters go to the task with index 0
+// (they are sums). Errors name the node, the key group and the cause;
+// the task must then be discarded.
+func (t *Task) Restore(sections []Section, g Globals) error {
+	if len(g.Ops) != len(t.g.Plan.Stages) {
+		return fmt.Errorf("task: checkpoint globals for %d stages, the plan has %d", len(g.Ops), len(t.g.Plan.Stages))
+	}
+	byNode := make([][]Section, len(t.nodes))
+	for _, s := range sections {
+		if s.Node < 0 || s.Node >= len(t.nodes) {
+			return fmt.Errorf("task: section of node %d: the graph has %d nodes", s.Node, len(t.nodes))
+		}
+		if !t.rng.Contains(s.Group) {
+			return fmt.Errorf("task: section of key group %d given to the task of key groups [%d, %d)", s.Group, t.rng.Lo, t.rng.Hi)
+		}
+		byNode[s.Node] = append(byNode[s.Node], s)
+	}
+	for ni, nr := range t.nodes {
+		secs := byNode[ni]
+		slices.SortFunc(secs, func(a, b Section) int { return a.Group - b.Group })
+		for i := 1; i < len(secs); i++ {
+			if secs[i].Group == secs[i-1].Group {
+				return fmt.Errorf("%s: key group %d given twice", nr.name(), secs[i].Group)
+			}
+		}
+		nr.snd.SetWatermark(g.Watermark)
+		switch {
+		case nr.dedup != nil:
+			nr.dedup.sweep = g.Sweep
+			for _, s := range secs {
+				d := state.NewDecoder(s.Data)
+				if err := nr.dedup.restore(s.Group-t.rng.Lo, d); err != nil {
+					return fmt.Errorf("dedup: key group %d: %w", s.Group, err)
+				}
+				if d.Remaining() != 0 {
+					return fmt.Errorf("dedup: key group %d: %d bytes after the section", s.Group, d.Remaining())
+				}
+			}
+		case nr.order != nil:
+			nr.order.nextSweep = g.OrderNextSweep
+			for _, s := range secs {
+				d := state.NewDecoder(s.Data)
+				if err := nr.order.restore(s.Group-t.rng.Lo, d); err != nil {
+					return fmt.Errorf("order_by: key group %d: %w", s.Group, err)
+				}
+				if d.Remaining() != 0 {
+					return fmt.Errorf("order_by: key group %d: %d bytes after the section", s.Group, d.Remaining())
+				}
+			}
+		case nr.stage != nil:
+			parts := make([][]byte, len(secs))
+			for i, s := range secs {
+				parts[i] = s.Data
+			}
+			og := g.Ops[nr.stage.si]
+			og.Watermark, og.Now = g.Watermark, g.Now
+			if t.index > 0 {
+				og.Emitted, og.PartlyTooLate, og.SkippedWindows = 0, 0, 0
+			}
+			if err := nr.stage.op.RestoreGroups(parts, og); err != nil {
+				return fmt.Errorf("stage %s: %w", nr.stage.st.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (nr *nodeRT) name() string {
+	switch nr.n.Kind {
+	case KindDedup:
+		return "dedup"
+	case KindOrder:
+		return "order_by"
+	}
+	return "stage " + nr.stage.st.Name
+}
+
+// StageStats is one stage's state in one task.
+type StageStats struct {
+	operator.Stats
+	HotKeys []operator.KeyState
+}
+
+// Stats reports the task's state: per stage (zero for select stages) the
+// operator's state and up to hot of its keys holding the most state, and
+// the event ids the dedup tables remember with their bytes. It walks the
+// state: call it between rounds, for reports.
+func (t *Task) Stats(hot int) (stages []StageStats, dedupIDs, dedupBytes int) {
+	stages = make([]StageStats, len(t.g.Plan.Stages))
+	for _, nr := range t.nodes {
+		switch {
+		case nr.stage != nil:
+			s := StageStats{Stats: nr.stage.op.Stats()}
+			if hot > 0 {
+				s.HotKeys = nr.stage.op.TopKeys(hot)
+			}
+			stages[nr.stage.si] = s
+		case nr.dedup != nil:
+			for _, tb := range nr.dedup.tables {
+				if tb != nil {
+					dedupIDs += tb.Len()
+					dedupBytes += tb.Bytes()
+				}
+			}
+		}
+	}
+	return stages, dedupIDs, dedupBytes
+}

@@ -1,0 +1,305 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tidemark/tidemark/aggregate"
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/operator"
+	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/window"
+)
+
+// stageNode is a windowed stage's state in one task: its window operator
+// over the task's key groups.
+type stageNode struct {
+	g     *Graph
+	si    int
+	st    *plan.Stage
+	op    *operator.Operator
+	enc   *changelog.Encoder
+	buf   []byte
+	cbuf  []byte
+	cwins []window.Window
+	tail  []byte
+	ord   []operator.EmitOrder
+}
+
+// newStageNode builds stage si's operator with aggregate columns of its
+// own (columns hold state: each task needs its own).
+func newStageNode(g *Graph, si int) (*stageNode, error) {
+	st := g.Plan.Stages[si]
+	cfg := st.Operator
+	cfg.Aggs = make([]aggregate.Column, len(st.Aggs))
+	for i, sp := range st.Aggs {
+		c, err := aggregate.New(sp)
+		if err != nil {
+			return nil, fmt.Errorf("%s: aggregates.%s: %w", st.Name, sp.Name, err)
+		}
+		cfg.Aggs[i] = c
+	}
+	cfg.KeyGroups = g.KeyGroups
+	// Every stage emits its firings in the canonical order (by key group
+	// within a window): the order then survives a restore into any
+	// number of tasks, and rows feeding another stage merge exactly.
+	cfg.Canonical = true
+	op, err := operator.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", st.Name, err)
+	}
+	return &stageNode{g: g, si: si, st: st, op: op, enc: changelog.NewEncoder(st.Loc)}, nil
+}
+
+func (sn *stageNode) origin(it *Item) origin {
+	if it.CR != nil {
+		return origin{cr: it.CR, up: &sn.g.Plan.Stages[sn.st.Input].Desc, loc: sn.st.Loc}
+	}
+	return origin{meta: it.Meta, loc: sn.st.Loc}
+}
+
+// item applies one input to the windows.
+func (sn *stageNode) item(nr *nodeRT, p *Packet, it *Item) error {
+	c := &nr.t.cnt.Stages[sn.si]
+	weight := int(it.Weight)
+	out, err := sn.op.Process(it.Row, it.TS, weight, it.Now)
+	if err != nil {
+		var rej *operator.RejectError
+		if errors.As(err, &rej) {
+			o := sn.origin(it)
+			quarantineStage(sn.g, nr.log, nr.t.cnt, sn.enc, sn.si, it.Step, &o, rej.Error(), "", "aggregate", &sn.buf)
+			return nil
+		}
+		return fmt.Errorf("%s: %w", sn.st.Name, err)
+	}
+	switch out {
+	case operator.OnTime:
+		if weight > 0 {
+			c.OnTime++
+			sn.accepted(nr, p, it)
+		}
+	case operator.LateAccepted:
+		if weight > 0 {
+			c.LateAccepted++
+			sn.accepted(nr, p, it)
+		}
+	case operator.RetractMissing:
+		c.RetractMissing++
+	case operator.RetractTooLate:
+		c.RetractTooLate++
+	case operator.TooLate:
+		sn.tooLate(nr, it)
+	}
+	if sn.op.Pending() > 0 {
+		sn.drain(nr, it.Step, p.Tail(it), false, it.Now)
+	}
+	return nil
+}
+
+// marker applies a watermark advance or an early firing.
+func (sn *stageNode) marker(nr *nodeRT, m *Marker) error {
+	switch m.Kind {
+	case Advance:
+		if err := sn.op.AdvanceWatermark(m.WM, m.Now); err != nil {
+			return fmt.Errorf("%s: %w", sn.st.Name, err)
+		}
+	case Early:
+		due := false
+		for _, s := range m.Stages {
+			due = due || s == sn.si
+		}
+		if !due {
+			return nil
+		}
+		sn.op.FireEarly(m.Now)
+	}
+	if sn.op.Pending() > 0 {
+		sn.drain(nr, m.Step, nil, true, m.Now)
+	}
+	return nil
+}
+
+// drain hands the operator's rows to the stage's sinks (the log) and to
+// the stages reading its changelog, each with its order tail: the input's
+// tail and the row's index for the rows of one input, the stage's depth,
+// the row's EmitOrder and index for the rows of a firing.
+func (sn *stageNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, now int64) {
+	g := sn.g
+	down := g.Downstream[sn.si]
+	if len(down) > 0 && firing {
+		sn.ord = append(sn.ord[:0], sn.op.DrainOrder()...)
+	}
+	rows := sn.op.Drain()
+	c := &nr.t.cnt.Stages[sn.si]
+	c.RowsEmitted += int64(len(rows))
+	for i := range rows {
+		if rows[i].IsFinal {
+			c.FinalRows++
+		}
+	}
+	if g.HasSinks[sn.si] {
+		nr.log.rows(step, ResultsOf(sn.si), rows, g.Lineage)
+	}
+	if len(down) == 0 {
+		return
+	}
+	desc := &sn.st.Desc
+	for i := 0; i < len(rows); i++ {
+		// An update_before/update_after pair that changes no value is a
+		// no-op for a downstream aggregate.
+		if i+1 < len(rows) && noChange(&rows[i], &rows[i+1]) {
+			i++
+			continue
+		}
+		if firing {
+			o := sn.ord[i]
+			sn.tail = appendFiring(sn.tail[:0], nr.n.Depth, o.A, o.B, o.Group, i)
+		} else {
+			sn.tail = appendChild(sn.tail[:0], tail, i)
+		}
+		for _, d := range down {
+			nr.snd.FromChangelog(d, step, sn.tail, now, &rows[i], desc)
+		}
+	}
+}
+
+// accepted hands an accepted source record to the stage's ledger and
+// contributions outputs.
+func (sn *stageNode) accepted(nr *nodeRT, p *Packet, it *Item) {
+	if it.Meta == nil {
+		return
+	}
+	if sn.g.Ledger[sn.si] {
+		sn.ledger(nr, p, it)
+	}
+	if sn.g.HasContrib[sn.si] {
+		sn.contribution(nr, p, it)
+	}
+}
+
+// ledger records one accepted source event for the ledger sinks: its id
+// and payload hash (from the dedup step), its window (tumbling: exactly
+// one), its key and deltas.
+func (sn *stageNode) ledger(nr *nodeRT, p *Packet, it *Item) {
+	st := sn.st
+	sn.cwins = st.Operator.Assigner.Assign(it.TS, sn.cwins[:0])
+	w := sn.cwins[0]
+	ev := LedgerEvent{Stage: sn.si, PayloadHash: it.Payload, EventTime: it.TS, Now: it.Now, WindowStart: w.Start, WindowEnd: w.End, Position: it.Meta.Pos}
+	if it.HasID {
+		ev.EventID = string(p.ID(it))
+	}
+	for _, f := range st.Key {
+		ev.Key = append(ev.Key, ownValue(it.Row.Get(f)))
+	}
+	for _, a := range st.Aggs {
+		v := row.Null
+		if a.HasArg {
+			v = ownValue(it.Row.Get(a.Arg))
+		}
+		ev.Deltas = append(ev.Deltas, v)
+	}
+	ev.JSON = sn.g.EventJSON(nil, it.Meta)
+	nr.log.Entries = append(nr.log.Entries, Entry{Step: it.Step, Out: ResultsOf(sn.si), Kind: EntryLedger, A: uint32(len(nr.log.Ledger))})
+	nr.log.Ledger = append(nr.log.Ledger, ev)
+}
+
+// ownValue returns v with a string it owns.
+func ownValue(v row.Value) row.Value {
+	if v.Kind == row.KindString {
+		v.S = string([]byte(v.S))
+	}
+	return v
+}
+
+// contribution writes one contributions record:
+//
+//	{"event_id":…,"event_time":…,"windows":[[start,end],…],"key":{…},
+//	 "deltas":{"<aggregate>":<argument>|1,…},"source":"file:line"}
+//
+// event_id is the dedup key's text (null without dedup); deltas hold each
+// aggregate's argument value (count(): 1; a null argument: null).
+func (sn *stageNode) contribution(nr *nodeRT, p *Packet, it *Item) {
+	st := sn.st
+	r := it.Row
+	b := append(sn.cbuf[:0], `{"event_id":`...)
+	if it.HasID {
+		b = changelog.AppendJSONString(b, string(p.ID(it)))
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"event_time":`...)
+	b = sn.enc.Time(b, it.TS)
+	b = append(b, `,"windows":[`...)
+	if a := st.Operator.Assigner; a != nil {
+		sn.cwins = a.Assign(it.TS, sn.cwins[:0])
+		for i, w := range sn.cwins {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			b = sn.enc.Time(b, w.Start)
+			b = append(b, ',')
+			b = sn.enc.Time(b, w.End)
+			b = append(b, ']')
+		}
+	}
+	b = append(b, `],"key":{`...)
+	for i, f := range st.Key {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = changelog.AppendJSONString(b, f.Name)
+		b = append(b, ':')
+		b = sn.enc.Value(b, r.Get(f))
+	}
+	b = append(b, `},"deltas":{`...)
+	for i, a := range st.Aggs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = changelog.AppendJSONString(b, a.Name)
+		b = append(b, ':')
+		if !a.HasArg {
+			b = append(b, '1')
+		} else {
+			b = sn.enc.Value(b, r.Get(a.Arg))
+		}
+	}
+	b = append(b, `},"source":`...)
+	b = changelog.AppendJSONString(b, it.Meta.Pos.String())
+	b = append(b, '}')
+	sn.cbuf = b
+	start := len(nr.log.Bytes)
+	nr.log.Bytes = append(nr.log.Bytes, b...)
+	nr.log.record(it.Step, ContribOf(sn.si), start)
+}
+
+// tooLate applies the late policy to a record every window of which has
+// closed.
+func (sn *stageNode) tooLate(nr *nodeRT, it *Item) {
+	c := &nr.t.cnt.Stages[sn.si]
+	if !sn.g.HasLate[sn.si] {
+		c.TooLateDropped++
+		return
+	}
+	c.TooLateSideOutput++
+	wm := sn.op.Watermark()
+	o := sn.origin(it)
+	sn.buf = sn.g.event(sn.buf[:0], &o)
+	rec := changelog.LateRecord{
+		Stage:            sn.st.Name,
+		Event:            sn.buf,
+		EventTime:        it.TS,
+		ObservedAt:       it.Now,
+		CurrentWatermark: wm,
+		LatenessMs:       wm - it.TS,
+		Reason: fmt.Sprintf("every window of the event had closed: watermark %s passed window end + allowed lateness %s",
+			row.FormatTime(wm, sn.st.Loc), time.Duration(sn.st.Operator.AllowedLateness)*time.Millisecond),
+		Position: o.pos(),
+	}
+	start := len(nr.log.Bytes)
+	nr.log.Bytes = sn.enc.Late(nr.log.Bytes, &rec)
+	nr.log.record(it.Step, LateOf(sn.si), start)
+}

@@ -1,0 +1,215 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/keygroup"
+)
+
+// MarkerKind is what a Marker does.
+type MarkerKind uint8
+
+// The marker kinds.
+const (
+	// Advance moves the pipeline watermark to WM: windows fire and close,
+	// dedup ids and order_by versions expire.
+	Advance MarkerKind = iota
+	// Early runs the early firing of the stages in Stages.
+	Early
+)
+
+// Marker is an event every task receives at its step: a watermark advance
+// or an early firing.
+type Marker struct {
+	Step uint64
+	Kind MarkerKind
+	WM   int64 // Advance: the new watermark (ms)
+	Now  int64 // processing time (ms)
+	// Stages lists the stages whose early firing is due (Early).
+	Stages []int
+}
+
+// Round is one round of the runner: its markers, in step order, which
+// every task's every node sees.
+type Round struct {
+	ID      uint64
+	Markers []Marker
+}
+
+// Task is the keyed state of one task and the step function over it
+// (package doc). Not safe for concurrent use.
+type Task struct {
+	g     *Graph
+	index int
+	rng   keygroup.Range
+	nodes []*nodeRT
+	cnt   *Counters
+}
+
+// nodeRT is one node of a task.
+type nodeRT struct {
+	t     *Task
+	n     *Node
+	idx   int
+	log   *Log
+	snd   *Sender
+	dedup *dedupNode
+	order *orderNode
+	stage *stageNode
+	pos   []int // merge scratch
+}
+
+// New returns task index of graph g, owning g.Range(index), with empty
+// state. Errors: a stage whose operator cannot be built.
+func New(g *Graph, index int) (*Task, error) {
+	if index < 0 || index >= g.Tasks {
+		return nil, fmt.Errorf("task %d of %d", index, g.Tasks)
+	}
+	cnt := NewCounters(len(g.Plan.Stages))
+	t := &Task{g: g, index: index, rng: g.Range(index), cnt: &cnt}
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		nr := &nodeRT{t: t, n: n, idx: i, log: &Log{}}
+		nr.snd = NewSender(g, nr.log, t.cnt)
+		switch n.Kind {
+		case KindDedup:
+			nr.dedup = newDedupNode(g, t.rng)
+		case KindOrder:
+			nr.order = newOrderNode(g, t.rng)
+		case KindStage:
+			sn, err := newStageNode(g, n.Stage)
+			if err != nil {
+				return nil, err
+			}
+			nr.stage = sn
+		}
+		t.nodes = append(t.nodes, nr)
+	}
+	return t, nil
+}
+
+// Index returns the task's index.
+func (t *Task) Index() int { return t.index }
+
+// Range returns the key groups the task owns.
+func (t *Task) Range() keygroup.Range { return t.rng }
+
+// Log returns node n's output log.
+func (t *Task) Log(n int) *Log { return t.nodes[n].log }
+
+// Counters returns the counters the task counts into.
+func (t *Task) Counters() *Counters { return t.cnt }
+
+// SetOutput points the task's outputs at logs (one per node, in graph
+// order) and cnt: the buffers of the next round. The task only appends to
+// them.
+func (t *Task) SetOutput(logs []*Log, cnt *Counters) {
+	t.cnt = cnt
+	for i, nr := range t.nodes {
+		nr.log = logs[i]
+		nr.snd.Retarget(logs[i], cnt)
+	}
+}
+
+// Process runs node n over round r. in holds the node's input packets of
+// the round, one per sender in sender order (the runner's single packet
+// for an entry node); out[d][task] are the packets to fill for each node d
+// the node feeds. The node's outputs go to Log(n). Errors: an aggregate or
+// operator failure (the run must stop).
+func (t *Task) Process(n int, r *Round, in []*Packet, out [][]*Packet) (err error) {
+	nr := t.nodes[n]
+	nr.snd.Out = out
+	if cap(nr.pos) < len(in) {
+		nr.pos = make([]int, len(in))
+	}
+	pos := nr.pos[:len(in)]
+	clear(pos)
+	mk := r.Markers
+	mi := 0
+	for {
+		// The next item: the least (step, tail) of the packets' heads.
+		best := -1
+		for k, p := range in {
+			if pos[k] == len(p.Items) {
+				continue
+			}
+			if best < 0 || orderLess(p, &p.Items[pos[k]], in[best], &in[best].Items[pos[best]]) {
+				best = k
+			}
+		}
+		// A marker acts after every item of its step.
+		if mi < len(mk) && (best < 0 || mk[mi].Step < in[best].Items[pos[best]].Step) {
+			if err := nr.marker(&mk[mi]); err != nil {
+				return err
+			}
+			mi++
+			continue
+		}
+		if best < 0 {
+			return nil
+		}
+		p := in[best]
+		it := &p.Items[pos[best]]
+		pos[best]++
+		if err := nr.item(p, it); err != nil {
+			return err
+		}
+	}
+}
+
+func (nr *nodeRT) item(p *Packet, it *Item) error {
+	switch nr.n.Kind {
+	case KindDedup:
+		nr.dedup.item(nr, p, it)
+		return nil
+	case KindOrder:
+		nr.order.item(nr, p, it)
+		return nil
+	}
+	return nr.stage.item(nr, p, it)
+}
+
+func (nr *nodeRT) marker(m *Marker) error {
+	switch nr.n.Kind {
+	case KindDedup:
+		if m.Kind == Advance {
+			nr.dedup.advance(m.WM)
+			nr.snd.SetWatermark(m.WM)
+		}
+		return nil
+	case KindOrder:
+		if m.Kind == Advance {
+			nr.order.expire(m.WM)
+			nr.snd.SetWatermark(m.WM)
+		}
+		return nil
+	}
+	return nr.stage.marker(nr, m)
+}
+
+// noChange reports whether a and b are an update_before/update_after pair
+// of one row with the same window and values: a no-op for a downstream
+// aggregate (a window closing in retract mode changes only is_final and
+// the version).
+func noChange(a, b *changelog.Row) bool {
+	if a.Op != changelog.UpdateBefore || b.Op != changelog.UpdateAfter ||
+		a.WindowStart != b.WindowStart || a.WindowEnd != b.WindowEnd || len(a.Values) != len(b.Values) {
+		return false
+	}
+	for i := range a.Key {
+		if !a.Key[i].Equal(b.Key[i]) {
+			return false
+		}
+	}
+	for i := range a.Values {
+		if !a.Values[i].Equal(b.Values[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrNotFresh is returned by Restore on a task that has processed input.
+var ErrNotFresh = errors.New("task: Restore needs a new task")
