@@ -6,8 +6,11 @@
 // # Files
 //
 // The path is a file; a directory (its regular files sorted by name,
-// symbolic links followed, names starting with "." skipped as hidden); or
-// a glob such as "data/*.csv" (matching regular files sorted by path).
+// symbolic links followed, names starting with "." skipped as hidden,
+// subdirectories not read); or a glob such as "data/*.csv" (matching
+// regular files sorted by path). An entry or match that is neither a
+// regular file nor a directory (a dangling link, a named pipe, a device,
+// a socket) is an error of New naming it, not skipped.
 // Files are read one after the other in that order. New opens every file
 // once (and reads every CSV header) so that a missing or unreadable file,
 // or a missing CSV column, is reported before the first record.

@@ -29,9 +29,13 @@ func (e *NoFilesError) Unwrap() error { return e.Err }
 
 // listFiles expands path into the files to read, in reading order: a
 // regular file is itself; a directory gives its regular files (following
-// symbolic links; names starting with "." are skipped as hidden) sorted
-// by name; any other path containing a glob metacharacter (*?[) is a glob
-// whose matching regular files are sorted by path.
+// symbolic links; names starting with "." are skipped as hidden;
+// subdirectories, and links to directories, are not read) sorted by name;
+// any other path containing a glob metacharacter (*?[) is a glob whose
+// matching regular files are sorted by path. A directory entry or a glob
+// match that is not a regular file or a directory — a dangling symbolic
+// link, a named pipe, a device, a socket — is an error naming it and
+// what it is: it would otherwise be skipped silently, or block the run.
 func listFiles(path string) ([]string, error) {
 	st, err := os.Stat(path)
 	switch {
@@ -46,7 +50,11 @@ func listFiles(path string) ([]string, error) {
 				continue
 			}
 			p := filepath.Join(path, e.Name())
-			if regular(p) {
+			ok, err := regular(p)
+			if err != nil {
+				return nil, fmt.Errorf("source.path: %s (in the directory %s): %w", p, path, err)
+			}
+			if ok {
 				out = append(out, p)
 			}
 		}
@@ -56,11 +64,15 @@ func listFiles(path string) ([]string, error) {
 		return out, nil
 	case err == nil:
 		if !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s: not a regular file or directory", path)
+			return nil, fmt.Errorf("source.path: %s is %s, not a regular file or directory", path, describeMode(st.Mode()))
 		}
 		return []string{path}, nil
 	case !strings.ContainsAny(path, "*?[") || !errors.Is(err, fs.ErrNotExist):
 		if errors.Is(err, fs.ErrNotExist) {
+			if lst, lerr := os.Lstat(path); lerr == nil && lst.Mode()&fs.ModeSymlink != 0 {
+				target, _ := os.Readlink(path)
+				return nil, fmt.Errorf("source.path: %s is a symbolic link to %s, which does not exist", path, target)
+			}
 			return nil, &NoFilesError{Path: path, Why: "does not exist", Err: err}
 		}
 		return nil, err
@@ -72,7 +84,11 @@ func listFiles(path string) ([]string, error) {
 	sort.Strings(matches)
 	var out []string
 	for _, m := range matches {
-		if regular(m) {
+		ok, err := regular(m)
+		if err != nil {
+			return nil, fmt.Errorf("source.path: %s (matched by %s): %w", m, path, err)
+		}
+		if ok {
 			out = append(out, m)
 		}
 	}
@@ -82,8 +98,49 @@ func listFiles(path string) ([]string, error) {
 	return out, nil
 }
 
-// regular reports whether p is (or links to) a regular file.
-func regular(p string) bool {
+// regular reports whether p is (or links to) a regular file; false for a
+// directory (or a link to one). Anything else is an error saying what p
+// is: a dangling or looping symbolic link, a named pipe, a device, a
+// socket, or a file that cannot be examined.
+func regular(p string) (bool, error) {
 	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
+	if err != nil {
+		lst, lerr := os.Lstat(p)
+		if lerr == nil && lst.Mode()&fs.ModeSymlink != 0 {
+			target, _ := os.Readlink(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				return false, fmt.Errorf("a symbolic link to %s, which does not exist (a dangling link)", target)
+			}
+			return false, fmt.Errorf("a symbolic link to %s that cannot be followed: %w", target, err)
+		}
+		return false, err
+	}
+	switch m := st.Mode(); {
+	case m.IsRegular():
+		return true, nil
+	case m.IsDir():
+		return false, nil
+	default:
+		return false, fmt.Errorf("%s, not a regular file", describeMode(m))
+	}
+}
+
+// describeMode names a file type: "a named pipe (FIFO)", "a character
+// device", "a block device", "a socket" ….
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeIrregular != 0:
+		return "a file of an unknown type"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "a " + m.Type().String() + " file"
 }
