@@ -371,8 +371,9 @@ func (r *Results) prepareStatements(ctx context.Context, cols []column) error {
 // The lineage value is left out when the table has no lineage column
 // (Options.Lineage). It buffers nothing and returns an error when a row
 // does not fit the table (wrong number of columns, a value of the wrong
-// kind, NULL in a column a table of the user's declares NOT NULL; the
-// error names the row and the column), after Close (wrapping
+// kind; in a table of the user's, NULL in a NOT NULL column or a decimal
+// that a NUMERIC or REAL column would round; the error names the row and
+// the column), after Close (wrapping
 // sql.ErrConnDone), or when ctx is done.
 func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 	if r.closed {
@@ -387,7 +388,7 @@ func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 		if row.Op == changelog.UpdateBefore {
 			continue
 		}
-		if err := r.notNull(row); err != nil {
+		if err := r.fits(row); err != nil {
 			r.ops, r.args = r.ops[:nOps], r.args[:nArgs]
 			return fmt.Errorf("sqlite %s: table %q: %w", r.path, r.table, err)
 		}
@@ -422,23 +423,35 @@ func (r *Results) written(rw *changelog.Row) *changelog.Row {
 	return &r.linRow
 }
 
-// notNull returns an error naming the row and the column when a value is
-// NULL where a table of the user's declares the column NOT NULL.
-func (r *Results) notNull(rw *changelog.Row) error {
+// fits returns an error naming the row and the column when a value cannot
+// go into a table of the user's as it is: NULL where the column is NOT
+// NULL, a decimal that a NUMERIC or REAL column would round.
+func (r *Results) fits(rw *changelog.Row) error {
 	cols := r.enc.cols
-	bad := ""
+	bad, why := "", ""
+	check := func(c *column, v rowpkg.Value) {
+		switch {
+		case bad != "":
+		case v.IsNull() && c.notNull:
+			bad, why = c.name, "is NOT NULL in the table, and the value is NULL"
+		case c.asNumber && v.Kind == rowpkg.KindDecimal:
+			if w := c.numberFit(string(rowpkg.FormatDecimal(nil, v.D))); w != "" {
+				bad, why = c.name, "("+c.decl+"): "+w
+			}
+		}
+	}
 	for i, v := range rw.Key {
-		if i < r.nKey && v.IsNull() && cols[2+i].notNull {
-			bad = cols[2+i].name
+		if i < r.nKey {
+			check(&cols[2+i], v)
 		}
 	}
 	for i, v := range rw.Values {
-		if c := 2 + r.nKey + i; c < len(cols) && v.IsNull() && cols[c].notNull {
-			bad = cols[c].name
+		if c := 2 + r.nKey + i; c < len(cols) {
+			check(&cols[c], v)
 		}
 	}
-	if rw.WatermarkAt == changelog.WatermarkNone && cols[len(cols)-2].notNull {
-		bad = cols[len(cols)-2].name
+	if rw.WatermarkAt == changelog.WatermarkNone {
+		check(&cols[len(cols)-2], rowpkg.Null)
 	}
 	if bad == "" {
 		return nil
@@ -453,7 +466,7 @@ func (r *Results) notNull(rw *changelog.Row) error {
 			b.Write(v.AppendText(nil, r.loc))
 		}
 	}
-	return fmt.Errorf("row %s: column %s is NOT NULL in the table, and the value is NULL", b.String(), bad)
+	return fmt.Errorf("row %s: column %s %s", b.String(), bad, why)
 }
 
 // Flush applies the buffered rows in one transaction and commits it. On

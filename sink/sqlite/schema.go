@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tidemark/tidemark/changelog"
@@ -20,6 +21,13 @@ type column struct {
 	// notNull: the existing table's column is NOT NULL, though the sink
 	// would create it nullable (a table of the user's; Write checks).
 	notNull bool
+	// asNumber: a decimal column of a table of the user's whose affinity
+	// (NUMERIC, REAL) stores it as a binary number: Write checks that the
+	// value survives that exactly (at most 15 significant digits) and fits
+	// the declared NUMERIC(prec, scale), if any (prec 0: none).
+	asNumber    bool
+	prec, scale int
+	decl        string // the existing table's declared type
 }
 
 // The bookkeeping columns around the key and value columns.
@@ -386,10 +394,12 @@ func affinity(decl string) string {
 func keeps(k row.Kind, aff string) (bool, string) {
 	switch k {
 	case row.KindDecimal:
-		if aff == "TEXT" || aff == "BLOB" {
+		// TEXT keeps the exact literal; NUMERIC and REAL store a binary
+		// number, which Write accepts only for values it holds exactly.
+		if aff != "INTEGER" {
 			return true, ""
 		}
-		return false, "SQLite would store the exact decimal text as a binary number (20.00 becomes 20, 0.1 is inexact): declare it TEXT"
+		return false, "the pipeline writes decimals: declare it TEXT (or NUMERIC)"
 	case row.KindInt, row.KindBool:
 		if aff == "INTEGER" || aff == "NUMERIC" || aff == "BLOB" {
 			return true, ""
@@ -435,7 +445,11 @@ func bind(ti *tableInfo, table string, cols []column, key []string) error {
 			e.Types = append(e.Types, fmt.Sprintf("column %s is %s: %s", c.name, decl, why))
 			continue
 		}
-		c.notNull = tc.notNull
+		c.notNull, c.decl = tc.notNull, tc.typ
+		if a := affinity(tc.typ); c.kind == row.KindDecimal && (a == "NUMERIC" || a == "REAL") {
+			c.asNumber = true
+			c.prec, c.scale = declaredPrecision(tc.typ)
+		}
 	}
 	for _, tc := range ti.cols {
 		if !want[strings.ToLower(tc.name)] && tc.notNull && !tc.hasDefault && tc.pk == 0 {
@@ -461,4 +475,51 @@ func equalFold(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// declaredPrecision reads the precision and scale of a declared type such
+// as "numeric(18, 2)" or "DECIMAL(10)"; 0, 0 when there are none.
+func declaredPrecision(decl string) (prec, scale int) {
+	_, args, ok := strings.Cut(decl, "(")
+	if !ok {
+		return 0, 0
+	}
+	args, _, _ = strings.Cut(args, ")")
+	p, s, _ := strings.Cut(args, ",")
+	prec, err := strconv.Atoi(strings.TrimSpace(p))
+	if err != nil || prec <= 0 {
+		return 0, 0
+	}
+	if strings.TrimSpace(s) != "" {
+		if scale, err = strconv.Atoi(strings.TrimSpace(s)); err != nil || scale < 0 || scale > prec {
+			return 0, 0
+		}
+	}
+	return prec, scale
+}
+
+// maxExactDigits is how many significant decimal digits SQLite keeps when
+// it stores a decimal literal as a binary floating-point number.
+const maxExactDigits = 15
+
+// numberFit returns why the decimal literal s cannot be stored in a column
+// with NUMERIC or REAL affinity without being rounded, "" when it can.
+func (c *column) numberFit(s string) string {
+	digits := strings.TrimPrefix(s, "-")
+	whole, frac, _ := strings.Cut(digits, ".")
+	frac = strings.TrimRight(frac, "0")
+	whole = strings.TrimLeft(whole, "0")
+	if c.prec > 0 {
+		if len(frac) > c.scale {
+			return fmt.Sprintf("%s has %d decimal places and the column is declared with %d", s, len(frac), c.scale)
+		}
+		if len(whole) > c.prec-c.scale {
+			return fmt.Sprintf("%s has %d digits before the decimal point and the column allows %d", s, len(whole), c.prec-c.scale)
+		}
+	}
+	sig := strings.Trim(whole+frac, "0") // the significant digits
+	if len(sig) > maxExactDigits {
+		return fmt.Sprintf("%s has %d significant digits, and SQLite stores a NUMERIC or REAL column as binary floating point, exact to %d (declare the column TEXT to keep any decimal exactly)", s, len(sig), maxExactDigits)
+	}
+	return ""
 }
