@@ -1,9 +1,9 @@
 package checkpoint
 
 import (
-	"fmt"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"

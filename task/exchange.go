@@ -159,7 +159,6 @@ func (c *chunks[T]) next() *T {
 
 func (c *chunks[T]) reset() { c.n = 0 }
 
-
 // orderLess reports whether item a of packet pa comes before item b of
 // packet pb: by step, then by tail.
 func orderLess(pa *Packet, a *Item, pb *Packet, b *Item) bool {
