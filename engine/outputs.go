@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/results"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/sink/jsonl"
 	"github.com/tidemark/tidemark/sink/kafka"
@@ -67,7 +68,7 @@ func DefaultRegistry() *Registry {
 				// the rows, and needs the table to exist still.
 				return sqlite.NewWithOptions(ctx, s.Path, s.Table, d, sqlite.Options{
 					Fresh: !env.Restoring, Resume: env.Restoring, ReplaceLayout: s.Replace,
-					Lineage: LineageColumn, NoLineage: s.Lineage != nil && !*s.Lineage,
+					Lineage: LineageColumn, NoLineage: s.Lineage != nil && !*s.Lineage, Serve: isLive(s.Table),
 					ExactlyOnce: env.exactlyOnce(s), Pipeline: env.Pipeline, Sink: s.Table})
 			},
 			"postgres": func(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
@@ -78,7 +79,7 @@ func DefaultRegistry() *Registry {
 				return postgres.New(ctx, s.DSN, s.Table, d, postgres.Options{
 					Pipeline: env.Pipeline, Sink: s.Table,
 					Fresh: !env.Restoring, Resume: env.Restoring, ReplaceLayout: s.Replace,
-					Lineage: LineageColumn, NoLineage: s.Lineage != nil && !*s.Lineage,
+					Lineage: LineageColumn, NoLineage: s.Lineage != nil && !*s.Lineage, Serve: isLive(s.Table),
 					AtLeastOnce: !env.exactlyOnce(s), Retry: pgRetry(s)})
 			},
 			"kafka": func(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
@@ -113,6 +114,14 @@ func DefaultRegistry() *Registry {
 			},
 		},
 	}
+}
+
+// isLive reports whether table is the live version of the versioning
+// convention (revenue__live): the sink that creates it also creates the
+// serving view (revenue) when nothing has that name (docs/reprocessing.md).
+func isLive(table string) bool {
+	_, v, ok := results.SplitVersion(table)
+	return ok && v == results.LiveVersion
 }
 
 // pgRetry is a postgres sink's retry bound (spec key retries).

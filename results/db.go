@@ -62,6 +62,11 @@ func Open(ctx context.Context, target string) (*DB, error) {
 	return openSQLite(ctx, target)
 }
 
+// OpenPostgres connects to a PostgreSQL database given by any connection
+// string pgx accepts (a URL or key=value pairs), as the postgres sink's
+// dsn key does.
+func OpenPostgres(ctx context.Context, dsn string) (*DB, error) { return openPostgres(ctx, dsn) }
+
 func openSQLite(ctx context.Context, path string) (*DB, error) {
 	st, err := os.Stat(path)
 	if err != nil {

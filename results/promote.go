@@ -193,6 +193,36 @@ func (d *DB) Promote(ctx context.Context, table, version string, o PromoteOption
 	return p, nil
 }
 
+// PromoteIfAbsent makes the serving view table serve version for every
+// window, as Promote does, only when nothing of that name exists yet; it
+// returns nil, nil and changes nothing when a table, a view or anything
+// else has the name. The live pipeline's first run calls it (through the
+// SQL sinks' Serve option) so that readers can query the serving name from
+// the start; the promotion is recorded as any other, so that a later
+// promote with a cutover or a rollback works as documented.
+func (d *DB) PromoteIfAbsent(ctx context.Context, table, version string) (*Promotion, error) {
+	if err := checkTableName(table); err != nil {
+		return nil, err
+	}
+	if err := CheckVersion(version); err != nil {
+		return nil, err
+	}
+	n := d.name(table)
+	var p *Promotion
+	err := d.inTx(ctx, func(t *tx) error {
+		kind, err := d.kindOf(ctx, t, n)
+		if err != nil || kind != relNone {
+			return err
+		}
+		p, err = d.promote(ctx, t, n, version, PromoteOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("promote %s %s: %w", table, version, err)
+	}
+	return p, nil
+}
+
 func (d *DB) promote(ctx context.Context, t *tx, n qname, version string, o PromoteOptions) (*Promotion, error) {
 	promos := n.sibling(PromotionsTable)
 	if err := t.exec(ctx, d.createPromotionsSQL(promos)); err != nil {

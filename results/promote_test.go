@@ -252,3 +252,38 @@ func TestPromotePostgresSearchPath(t *testing.T) {
 		t.Errorf("after rollback: %s", got)
 	}
 }
+
+// TestPromoteIfAbsent: without anything of the serving name, the view is
+// made as promotion 1 of the version for every window; when a view (or a
+// table) has the name, nothing changes and nothing is recorded.
+func TestPromoteIfAbsent(t *testing.T) {
+	backends(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		b.createVersion(t, "live", "", res{"2026-09-01T10:00:00+09:00", "S1", "1", 1})
+		b.createVersion(t, "v2", "", res{"2026-09-01T10:00:00+09:00", "S1", "2", 1})
+		p, err := b.db.PromoteIfAbsent(ctx, b.table, "live")
+		if err != nil || p == nil || p.ID != 1 || DescribeSegments(p.Segments) != "live (all windows)" {
+			t.Fatalf("got %+v, %v", p, err)
+		}
+		if got := b.rows(t); got != "2026-09-01 10:00:00 | S1 | 1 | 1\n" {
+			t.Fatalf("view rows %q", got)
+		}
+		if _, err := b.db.Promote(ctx, b.table, "v2", PromoteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := b.db.PromoteIfAbsent(ctx, b.table, "live"); p != nil || err != nil {
+			t.Fatalf("a view exists: got %+v, %v", p, err)
+		}
+		if got := b.rows(t); got != "2026-09-01 10:00:00 | S1 | 2 | 1\n" {
+			t.Fatalf("the view changed: %q", got)
+		}
+		if h, err := b.db.History(ctx, b.table); err != nil || len(h) != 2 {
+			t.Fatalf("history %+v, %v", h, err)
+		}
+		b.exec(t, "CREATE TABLE "+b.qual("orders")+" (window_start TEXT)")
+		table := strings.Replace(b.table, "revenue_minute", "orders", 1)
+		if p, err := b.db.PromoteIfAbsent(ctx, table, "live"); p != nil || err != nil {
+			t.Fatalf("a table of the name: got %+v, %v", p, err)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -8,7 +9,8 @@ import (
 )
 
 // TestPromoteSeptember: the walk-through of docs/reprocessing.md. The
-// live table serves first; a backfill of September into v2 is promoted
+// live table serves first (the live pipeline's first run made the serving
+// view: promoting live again changes nothing); a backfill of September into v2 is promoted
 // for September only (--from, --cutover): the view serves September from
 // v2 and the rest from the live table, 100,000,000 for September and not
 // the doubled 200,000,000 of an appended replay; rollback serves the live
@@ -16,8 +18,11 @@ import (
 func TestPromoteSeptember(t *testing.T) {
 	resultDBs(t, func(t *testing.T, r *resultDB) {
 		bf := livePipeline(t, r, "")
+		if got, want := r.rows(t, "revenue_minute"), r.rows(t, "revenue_minute__live"); got != want || got == "" {
+			t.Errorf("the serving view after the first run:\n%s\nwant the live table:\n%s", got, want)
+		}
 		out := mustRun(t, 0, "promote", "--db", r.db, r.table, "live")
-		if got := r.clean(out); got != "revenue_minute: promoted live (promotion 1)\n  serving: live (all windows)\n" {
+		if got := r.clean(out); got != "revenue_minute already serves this (promotion 1): live (all windows); nothing changed\n" {
 			t.Errorf("promote live:\n%s", got)
 		}
 		mustRun(t, 0, "backfill", "--quiet", bf, "--from", september, "--to", october, "--result-version", "v2")
@@ -81,6 +86,11 @@ func TestPromoteCutover(t *testing.T) {
 		bf := livePipeline(t, r, `filter: status != "cancelled"`)
 		mustRun(t, 0, "backfill", "--quiet", bf, "--from", september, "--to", october, "--result-version", "v2")
 		// A cutover needs a view to keep serving the windows after it.
+		view := `"revenue_minute"`
+		if r.schema != "" {
+			view = `"` + r.schema + `".` + view
+		}
+		r.exec(t, "DROP VIEW "+view, "DELETE FROM "+strings.Replace(view, "revenue_minute", "tidemark_promotions", 1))
 		code, _, errOut := run(t, "promote", "--db", r.db, r.table, "v2", "--cutover", "2026-09-20T09:00:30+09:00")
 		if code != 1 || !strings.Contains(errOut, "serves nothing yet") {
 			t.Errorf("cutover before any promotion: exit %d, %s", code, errOut)
@@ -99,7 +109,7 @@ func TestPromoteCutover(t *testing.T) {
 		}
 		// The same boundary in UTC is the same instant.
 		out := mustRun(t, 0, "promote", "--db", r.db, r.table, "v2", "--cutover", "2026-09-20T00:00:30Z")
-		if !strings.Contains(out, "already serves this (promotion 2)") {
+		if !strings.Contains(out, "already serves this (promotion 3)") { // 1, made by the run, was deleted above
 			t.Errorf("the cutover in UTC:\n%s", out)
 		}
 		mustRun(t, 0, "promote", "--db", r.db, r.table, "v2", "--cutover", "2026-09-20T09:00:00+09:00")
@@ -189,6 +199,48 @@ func TestPromoteGuards(t *testing.T) {
 		mustRun(t, 0, "promote", "--db", r.db, table, "--rollback")
 		if got := r.rows(t, "orders"); got != before {
 			t.Errorf("orders after rollback:\n%s", got)
+		}
+	})
+}
+
+// TestRunAndTheServingView: the live pipeline's first run makes the
+// serving view and says so; its next run empties the table it created and
+// says how many rows it removed; a run that would replace the table (a
+// changed aggregate, replace: true) while the promoted view reads it is
+// refused naming the view and what to do — not a raw SQLSTATE 2BP01 —,
+// and the table and view are left as they were.
+func TestRunAndTheServingView(t *testing.T) {
+	resultDBs(t, func(t *testing.T, r *resultDB) {
+		all := slices.Concat(septemberEvents, octoberEvents)
+		live := pipeline(t, r, "live", all, "revenue_minute__live", "")
+		out := mustRun(t, 0, "run", live)
+		table, view := "revenue_minute__live", "revenue_minute"
+		if r.schema != "" {
+			table, view = r.schema+"."+table, r.schema+"."+view
+		}
+		if want := "  note: revenue_minute: sinks[0]: created the serving view " + view + ", which reads " + table + " (promotion 1): readers query " + view + ", and tidemark promote switches it to another version\n"; !strings.Contains(out, want) {
+			t.Errorf("first run's summary lacks %q:\n%s", want, out)
+		}
+		out = mustRun(t, 0, "run", live)
+		if want := "  note: revenue_minute: sinks[0]: emptied table " + table + ", which tidemark created, for this fresh start: 6 rows of earlier runs removed\n"; !strings.Contains(out, want) {
+			t.Errorf("second run's summary lacks %q:\n%s", want, out)
+		}
+		served := r.rows(t, "revenue_minute")
+		y, err := os.ReadFile(live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := strings.Replace(strings.Replace(string(y), "orders: count()", "orders: count(), top: max(amount)", 1), "table: ", "replace: true, table: ", 1)
+		if err := os.WriteFile(live, []byte(changed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := run(t, "run", "--quiet", live)
+		if code == 0 || strings.Contains(errOut, "2BP01") || !strings.Contains(errOut, "cannot be replaced: the view "+view) ||
+			!strings.Contains(errOut, "Drop the view (DROP VIEW ") {
+			t.Errorf("replace under a view: exit %d\n%s", code, errOut)
+		}
+		if got := r.rows(t, "revenue_minute"); got != served {
+			t.Errorf("the view changed:\n%s\nwant\n%s", got, served)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/results"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 )
@@ -61,6 +62,13 @@ type Options struct {
 	// ordinary column.
 	Lineage   string
 	NoLineage bool
+	// Serve: when the sink creates the table and it is a version table of
+	// the versioning convention (docs/reprocessing.md;
+	// analytics.revenue__live is version live of analytics.revenue), the
+	// serving view is made to read it (results.PromoteIfAbsent: promotion
+	// 1) unless something of that name exists; Notes says so. Default
+	// false.
+	Serve bool
 	// AtLeastOnce makes Flush apply the rows written since the previous
 	// Flush in one transaction, like the SQLite sink, and the
 	// sink.Committer methods return ErrAtLeastOnce. Default false: the
@@ -200,7 +208,35 @@ func open(ctx context.Context, dsn, table string, d changelog.Desc, o Options) (
 		r.x.close(ctx)
 		return nil, err
 	}
+	if o.Serve && r.created {
+		if err := r.serve(ctx, dsn); err != nil {
+			r.x.close(ctx)
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// serve makes the serving view of the version table read it, when nothing
+// has the view's name (Options.Serve), and notes it.
+func (r *Results) serve(ctx context.Context, dsn string) error {
+	view, version, ok := results.SplitVersion(r.table.String())
+	if !ok {
+		return nil
+	}
+	db, err := results.OpenPostgres(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("create the serving view %s: %w", view, err)
+	}
+	defer db.Close()
+	p, err := db.PromoteIfAbsent(ctx, view, version)
+	if err != nil {
+		return fmt.Errorf("create the serving view %s: %w", view, err)
+	}
+	if p != nil {
+		r.notes = append(r.notes, fmt.Sprintf("created the serving view %s, which reads %s (promotion %d): readers query %s, and tidemark promote switches it to another version", view, r.table, p.ID, view))
+	}
+	return nil
 }
 
 // init decides, in one transaction, the table the sink writes: it creates

@@ -14,6 +14,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/results"
 	rowpkg "github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 )
@@ -107,6 +108,12 @@ type Options struct {
 	// "" (default): every value column is an ordinary column.
 	Lineage   string
 	NoLineage bool
+	// Serve: when the sink creates the table and it is a version table of
+	// the versioning convention (docs/reprocessing.md; revenue__live is
+	// version live of revenue), the serving view (revenue) is made to
+	// read it (results.PromoteIfAbsent: promotion 1) unless something of
+	// that name exists; Notes says so. Default false.
+	Serve bool
 	// ExactlyOnce makes the sink a sink.Committer: rows wait for the
 	// checkpoint that covers them and are written in one transaction with
 	// the commit marker (Pipeline, Sink, checkpoint id) in the table
@@ -180,7 +187,41 @@ func open(ctx context.Context, path, table string, d changelog.Desc, o Options) 
 		db.Close()
 		return nil, err
 	}
+	if o.Serve && r.created {
+		note, err := serve(ctx, func(ctx context.Context) (*results.DB, error) { return results.Open(ctx, path) }, table)
+		if err != nil {
+			r.closeStatements()
+			db.Close()
+			return nil, err
+		}
+		if note != "" {
+			r.notes = append(r.notes, note)
+		}
+	}
 	return r, nil
+}
+
+// serve makes the serving view of the version table table read it, when
+// nothing has the view's name (see Options.Serve), and returns the note to
+// say so ("" when it did nothing).
+func serve(ctx context.Context, open func(context.Context) (*results.DB, error), table string) (string, error) {
+	view, version, ok := results.SplitVersion(table)
+	if !ok {
+		return "", nil
+	}
+	db, err := open(ctx)
+	if err != nil {
+		return "", fmt.Errorf("create the serving view %s: %w", view, err)
+	}
+	defer db.Close()
+	p, err := db.PromoteIfAbsent(ctx, view, version)
+	if err != nil {
+		return "", fmt.Errorf("create the serving view %s: %w", view, err)
+	}
+	if p == nil {
+		return "", nil
+	}
+	return fmt.Sprintf("created the serving view %s, which reads %s (promotion %d): readers query %s, and tidemark promote switches it to another version", view, table, p.ID, view), nil
 }
 
 // openDB opens the database file with one connection (creating its parent
