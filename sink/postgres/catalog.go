@@ -32,9 +32,9 @@ type tableCol struct {
 	// prec and scale of a numeric(p,s) (prec 0: unconstrained numeric);
 	// maxChars of a varchar(n) or char(n) (0: unbounded).
 	prec, scale, maxChars int
-	notNull    bool
-	hasDefault bool // a DEFAULT, an identity or a generated column: an INSERT may leave it out
-	generated  bool // GENERATED ALWAYS AS (…) STORED: an INSERT must leave it out
+	notNull               bool
+	hasDefault            bool // a DEFAULT, an identity or a generated column: an INSERT may leave it out
+	generated             bool // GENERATED ALWAYS AS (…) STORED: an INSERT must leave it out
 }
 
 // uniqueIndex is a unique index (or primary key) on plain columns, without
