@@ -186,6 +186,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 			return nil, err
 		}
 		rt.ck.last = opts.WallClock()
+		rt.ck.lastRouted = rt.ck.last
 	}
 	stopped, err := rt.run(ctx)
 	if err != nil {

@@ -2,6 +2,7 @@ package crashtest
 
 import (
 	le "encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
