@@ -20,8 +20,10 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/backfill"
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/internal/datatest"
+	"github.com/tidemark/tidemark/results"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -142,7 +144,9 @@ func runExample(t *testing.T, data string, mutate func(*spec.Pipeline)) (string,
 	return out, sum
 }
 
-// finalRows reads the SQLite result table: every row must be final.
+// finalRows reads the SQLite result through the serving view
+// revenue_hourly (the live pipeline's table is revenue_hourly__live):
+// every row must be final.
 func finalRows(t *testing.T, db string) map[groupKey]*groupVal {
 	t.Helper()
 	c, err := sql.Open("sqlite", db)
@@ -359,4 +363,102 @@ func TestOnlineRetailDeterministic(t *testing.T) {
 	}
 	ra, rb := finalRows(t, filepath.Join(a, "tidemark.db")), finalRows(t, filepath.Join(b, "tidemark.db"))
 	compareGroups(t, ra, rb)
+}
+
+// TestOnlineRetailReprocessing runs docs/reprocessing.md's flow on the
+// bundled example, which follows the versioning convention: the live run
+// writes revenue_hourly__live and makes the serving view revenue_hourly
+// (the README's query reads it); a backfill of January 2011 writes
+// revenue_hourly__v2; diff live v2 over January agrees (nothing is too
+// late with 4h of allowed lateness, so both count every line); promote v2
+// for January serves January from v2 and every other window from the live
+// table, none twice or missed; rollback serves the live table again.
+func TestOnlineRetailReprocessing(t *testing.T) {
+	ctx := context.Background()
+	data := datatest.Dir(t)
+	t.Setenv("TIDEMARK_DATA", data)
+	out := t.TempDir()
+	load := func() *spec.Pipeline {
+		p, err := tidemark.Load("online-retail/pipeline.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Contract = "online-retail/contract.yaml"
+		for i := range p.Sinks {
+			p.Sinks[i].Path = filepath.Join(out, filepath.Base(p.Sinks[i].Path))
+		}
+		p.Late.Sink.Path = filepath.Join(out, "late.jsonl")
+		p.Quarantine.Sink.Path = filepath.Join(out, "quarantine.jsonl")
+		p.Conflicts.Sink.Path = filepath.Join(out, "conflicts.jsonl")
+		p.AllowedLateness = spec.Duration(4 * time.Hour)
+		return p
+	}
+	sum, err := tidemark.Run(ctx, load(), engine.Options{Lineage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := "revenue_hourly: sinks[0]: created the serving view revenue_hourly, which reads revenue_hourly__live (promotion 1): readers query revenue_hourly, and tidemark promote switches it to another version"
+	if fmt.Sprint(sum.SinkNotes) != "["+note+"]" {
+		t.Errorf("notes %q, want %q", sum.SinkNotes, note)
+	}
+	dbPath := filepath.Join(out, "tidemark.db")
+	c, err := sql.Open("sqlite", dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	count := func(q string) int64 {
+		t.Helper()
+		var n int64
+		if err := c.QueryRow(q).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	liveRows := count(`SELECT count(*) FROM revenue_hourly__live`)
+	if n := count(`SELECT count(*) FROM (SELECT window_start, Country, net_revenue, lines, version, is_final FROM revenue_hourly ORDER BY window_start)`); n != liveRows || n == 0 {
+		t.Fatalf("the README's query reads %d rows through the view, the live table holds %d", n, liveRows)
+	}
+
+	from, to := time.Date(2011, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2011, 2, 1, 0, 0, 0, 0, time.UTC) // London is UTC in January
+	bp := load()
+	if err := backfill.Apply(bp, "v2"); err != nil {
+		t.Fatal(err)
+	}
+	bsum, err := tidemark.Run(ctx, bp, engine.Options{Lineage: true, ReplayID: "v2@test",
+		Range: &engine.TimeRange{From: from.UnixMilli(), To: to.UnixMilli()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bsum.OutsideRange == 0 || len(bsum.SinkNotes) != 0 {
+		t.Fatalf("backfill: %d events outside the range, notes %q", bsum.OutsideRange, bsum.SinkNotes)
+	}
+	db, err := results.Open(ctx, dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r, err := db.Diff(ctx, "revenue_hourly", "live", "v2", results.DiffOptions{From: from, To: to})
+	if err != nil {
+		t.Fatal(err)
+	}
+	january := count(`SELECT count(*) FROM revenue_hourly__v2`)
+	if r.Differs || r.Old.Rows != january || r.New.Rows != january || r.Counts.Same != january || january == 0 {
+		t.Fatalf("diff live v2 over January: differs %v, %d and %d rows, %+v; v2 holds %d", r.Differs, r.Old.Rows, r.New.Rows, r.Counts, january)
+	}
+	if _, err := db.Promote(ctx, "revenue_hourly", "v2", results.PromoteOptions{From: from, Cutover: to}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(`SELECT count(*) FROM revenue_hourly`); n != liveRows {
+		t.Errorf("after promote the view serves %d rows, want %d (each window once)", n, liveRows)
+	}
+	if n := count(`SELECT count(*) FROM revenue_hourly WHERE lineage LIKE '%;replay=v2@test'`); n != january {
+		t.Errorf("%d rows served from v2, want January's %d", n, january)
+	}
+	if _, err := db.Rollback(ctx, "revenue_hourly", "v2"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(`SELECT count(*) FROM revenue_hourly WHERE lineage LIKE '%;replay=%'`); n != 0 {
+		t.Errorf("after rollback %d rows come from a backfill", n)
+	}
 }

@@ -175,6 +175,10 @@ type DiffCounts struct {
 	OnlyInNew       int64 `json:"only_in_new"`
 	Changed         int64 `json:"changed"`          // beyond the tolerance
 	WithinTolerance int64 `json:"within_tolerance"` // changed, within it
+	// KeyTotals is how many key values' totals the report has to show
+	// (those that differ, or all with AllTotals), over every key column;
+	// Totals lists at most MaxRows per key column.
+	KeyTotals int64 `json:"key_totals"`
 	// Truncated: a list holds fewer entries than its count (MaxRows).
 	Truncated bool `json:"truncated"`
 }
@@ -1070,8 +1074,9 @@ func (m *merge) finish() {
 			if !differs && !m.o.AllTotals {
 				continue
 			}
+			m.r.Counts.KeyTotals++
 			if m.full(n) {
-				break
+				continue // counted, not listed
 			}
 			n++
 			m.r.Totals = append(m.r.Totals, KeyTotals{

@@ -142,7 +142,7 @@ func TestDiffKeys(t *testing.T) {
 		}{r.OnlyInOld, r.OnlyInNew, r.Counts})
 		want := `{"Old":[{"key":{"window_start":"2026-09-01T10:02:00+09:00","store_id":"S1"},"values":{"window_end":"2026-09-01T10:03:00+09:00","net_revenue":"30","orders":"1"}}],` +
 			`"New":[{"key":{"window_start":"2026-09-01T10:01:00+09:00","store_id":"S2"},"values":{"window_end":"2026-09-01T10:02:00+09:00","net_revenue":"20","orders":"2"}}],` +
-			`"C":{"same":2,"only_in_old":1,"only_in_new":1,"changed":0,"within_tolerance":0,"truncated":false}}`
+			`"C":{"same":2,"only_in_old":1,"only_in_new":1,"changed":0,"within_tolerance":0,"key_totals":2,"truncated":false}}`
 		if string(js) != want {
 			t.Errorf("got\n%s\nwant\n%s", js, want)
 		}
@@ -153,12 +153,13 @@ func TestDiffKeys(t *testing.T) {
 			strings.Join(r.IgnoredColumns, ",") != "version,is_final,watermark_at,updated_at" || strings.Join(r.NumericColumns, ",") != "net_revenue,orders" {
 			t.Errorf("columns: key %v values %v ignored %v numeric %v", r.KeyColumns, r.ValueColumns, r.IgnoredColumns, r.NumericColumns)
 		}
-		// MaxRows bounds the lists, not the counts.
+		// MaxRows bounds the lists, not the counts: the totals of three
+		// key values (NULL, S1, S2) are counted, one is listed.
 		r, err = b.db.Diff(context.Background(), b.table, "v1", "v2", DiffOptions{MaxRows: 1, AllTotals: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(r.OnlyInOld) != 1 || r.Counts.OnlyInOld != 1 || len(r.Totals) != 1 || !r.Counts.Truncated {
+		if len(r.OnlyInOld) != 1 || r.Counts.OnlyInOld != 1 || len(r.Totals) != 1 || r.Counts.KeyTotals != 3 || !r.Counts.Truncated {
 			t.Errorf("max rows 1: %d only in old, %d totals, counts %+v", len(r.OnlyInOld), len(r.Totals), r.Counts)
 		}
 	})

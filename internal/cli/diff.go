@@ -268,6 +268,12 @@ func writeDiffText(w io.Writer, r *results.DiffReport) {
 		}
 		tw.Flush()
 	}
+	if n := r.Counts.KeyTotals - int64(len(r.Totals)); n > 0 {
+		if len(r.Totals) == 0 {
+			fmt.Fprintf(w, "\ntotals per key value:\n")
+		}
+		fmt.Fprintf(w, "  ... %s not listed (--max-rows; 0 lists all)\n", plural(n, "more key value"))
+	}
 	fmt.Fprintf(w, "\ntotals over all rows compared:\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  column\t%s\t%s\tdifference\n", r.Old.Version, r.New.Version)

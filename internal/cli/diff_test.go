@@ -237,6 +237,21 @@ live and appended differ: 0 rows only in live, 0 only in appended, 4 changed bey
 		if got := r.clean(out); got != want {
 			t.Errorf("diff live appended:\n%s\nwant\n%s", got, want)
 		}
+		// --max-rows cuts the lists and says so, the totals per key value
+		// too (S1, S2 and S3 differ; one is listed).
+		out = mustRun(t, 1, "diff", "--db", r.db, "--table", r.table, "--timezone", "Asia/Seoul",
+			"--from", september, "--to", october, "--max-rows", "1", "live", "appended")
+		for _, s := range []string{
+			"\nchanged: 4 rows\n  window_start=2026-09-01T10:00:00+09:00 store_id=S1\n",
+			"    orders       2         4         2\n  ... 3 more (--max-rows)\n",
+			"\ntotals per key value:\n  key          column       live      appended  difference\n  store_id=S1  rows         1         1         0\n" +
+				"               net_revenue  40000000  80000000  40000000\n               orders       2         4         2\n" +
+				"  ... 2 more key values not listed (--max-rows; 0 lists all)\n\ntotals over all rows compared:\n",
+		} {
+			if !strings.Contains(r.clean(out), s) {
+				t.Errorf("diff --max-rows 1 lacks %q:\n%s", s, out)
+			}
+		}
 		// The recomputation: a backfill of September into v2.
 		mustRun(t, 0, "backfill", "--quiet", bf, "--from", september, "--to", october, "--result-version", "v2")
 		out = mustRun(t, 0, "diff", "--db", r.db, "--table", r.table, "--from", september, "--to", october, "live", "v2")
@@ -305,7 +320,7 @@ func TestDiffRuleChange(t *testing.T) {
 			"overall": `{"old_rows":4,"new_rows":4,"sums":[` +
 				`{"column":"net_revenue","old":"100000000","new":"93000000","difference":"-7000000"},` +
 				`{"column":"orders","old":"7","new":"5","difference":"-2"}]}`,
-			"counts":  `{"same":2,"only_in_old":0,"only_in_new":0,"changed":2,"within_tolerance":0,"truncated":false}`,
+			"counts":  `{"same":2,"only_in_old":0,"only_in_new":0,"changed":2,"within_tolerance":0,"key_totals":1,"truncated":false}`,
 			"differs": `true`,
 		} {
 			var v any
