@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/spf13/cobra"
 
+	"github.com/tidemark/tidemark/aggregate"
 	"github.com/tidemark/tidemark/backfill"
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/engine"
@@ -214,14 +216,22 @@ func explain(w io.Writer, st *plan.Stage, start int64, keys []string) error {
 	}
 
 	// The contributing events.
-	if c := st.Contributions; c != nil && c.Sink != nil {
+	c := st.Contributions
+	if c == nil || c.Sink == nil {
+		fmt.Fprintf(w, "\ncontributing events: not recorded: stage %s has no contributions sink. To record the events behind each row from the next run on, add to the stage\n"+
+			"  contributions: {sink: {type: jsonl, path: out/%s.events.jsonl}}\n", st.Name, st.Name)
+	} else {
 		f, err := os.Open(c.Sink.Path)
 		if err != nil {
 			return fmt.Errorf("contributions: %w", err)
 		}
 		defer f.Close()
 		fmt.Fprintf(w, "\ncontributing events (%s):\n", c.Sink.Path)
-		sums := map[string]*decSum{}
+		specs := map[string]aggregate.Spec{}
+		for _, a := range st.Aggs {
+			specs[a.Name] = a
+		}
+		folds := map[string]*fold{}
 		var order []string
 		n := 0
 		sc := bufio.NewScanner(f)
@@ -263,19 +273,15 @@ func explain(w io.Writer, st *plan.Stage, start int64, keys []string) error {
 			if rec.EventID != nil {
 				id = *rec.EventID
 			}
-			deltas := orderedDeltas(rec.Deltas)
 			var parts []string
-			for _, d := range deltas {
-				sign := ""
-				if !strings.HasPrefix(d.v, "-") && d.v != "null" {
-					sign = "+"
-				}
-				parts = append(parts, d.k+" "+sign+d.v)
-				if sums[d.k] == nil {
-					sums[d.k] = &decSum{}
+			for _, d := range orderedDeltas(rec.Deltas) {
+				fd := folds[d.k]
+				if fd == nil {
+					fd = &fold{spec: specs[d.k], distinct: map[string]bool{}}
+					folds[d.k] = fd
 					order = append(order, d.k)
 				}
-				sums[d.k].add(d.v)
+				parts = append(parts, d.k+" "+fd.add(d.v))
 			}
 			fmt.Fprintf(w, "  %-12s %s  %s  (%s)\n", id, rec.EventTime, strings.Join(parts, ", "), rec.Source)
 		}
@@ -284,9 +290,9 @@ func explain(w io.Writer, st *plan.Stage, start int64, keys []string) error {
 		} else {
 			var parts []string
 			for _, k := range order {
-				parts = append(parts, k+" "+sums[k].String())
+				parts = append(parts, k+" "+folds[k].String())
 			}
-			fmt.Fprintf(w, "  %d events; sums: %s\n", n, strings.Join(parts, ", "))
+			fmt.Fprintf(w, "  %d events; recomputed from them: %s\n", n, strings.Join(parts, ", "))
 		}
 	}
 	if !found {
@@ -319,30 +325,121 @@ func orderedDeltas(raw json.RawMessage) []kv {
 	return out
 }
 
-// decSum sums decimal texts exactly.
-type decSum struct {
-	d    row.Decimal
-	null bool
-	set  bool
+// fold recomputes one aggregate column from the contributions' deltas
+// (each the aggregate's argument for the event, 1 for count()), so that
+// explain shows how the row's value comes from the events listed: a sum's
+// deltas add up, a distinct count counts distinct values, min and max keep
+// the extreme, avg sums and counts. A null argument counts for nothing, as
+// in SQL.
+type fold struct {
+	spec     aggregate.Spec
+	n        int64 // non-null arguments
+	sum      row.Decimal
+	best     string // min/max/arg_*: the extreme's JSON text
+	distinct map[string]bool
 }
 
-func (b *decSum) add(s string) {
-	d, err := row.ParseDecimal([]byte(s))
-	if err != nil {
-		return
+// add takes one delta (JSON text) and returns how to show it.
+func (f *fold) add(v string) string {
+	null := v == "null"
+	if !null {
+		f.n++
 	}
-	if !b.set {
-		b.d, b.set = d, true
-		return
+	switch fn := f.spec.Func; {
+	case fn == "count" && !f.spec.HasArg:
+		return "+1"
+	case fn == "count":
+		if null {
+			return "+0 (null)"
+		}
+		return "+1"
+	case fn == "count_distinct":
+		if null {
+			return "null (not counted)"
+		}
+		f.distinct[canonical(v)] = true
+		return v
+	case fn == "sum" || fn == "avg" || fn == "":
+		if null {
+			return "null"
+		}
+		if d, err := row.ParseDecimal([]byte(v)); err == nil {
+			if f.n == 1 {
+				f.sum = d
+			} else {
+				f.sum = f.sum.Add(d)
+			}
+		}
+		if fn == "avg" || strings.HasPrefix(v, "-") {
+			return v
+		}
+		return "+" + v
+	default: // min, max, arg_min, arg_max: the compared value
+		if !null && f.better(v) {
+			f.best = v
+		}
+		return v
 	}
-	b.d = b.d.Add(d)
 }
 
-func (b *decSum) String() string {
-	if !b.set {
+// better reports whether v beats the extreme kept so far: numbers by
+// value, timestamps as instants, strings as text.
+func (f *fold) better(v string) bool {
+	if f.best == "" {
+		return true
+	}
+	c := compareJSON(v, f.best)
+	if strings.HasSuffix(f.spec.Func, "max") {
+		return c > 0
+	}
+	return c < 0
+}
+
+// compareJSON orders two JSON scalars of one aggregate argument.
+func compareJSON(a, b string) int {
+	if x, err := row.ParseDecimal([]byte(a)); err == nil {
+		if y, err := row.ParseDecimal([]byte(b)); err == nil {
+			return x.Cmp(y)
+		}
+	}
+	var sa, sb string
+	if json.Unmarshal([]byte(a), &sa) == nil && json.Unmarshal([]byte(b), &sb) == nil {
+		ta, ea := time.Parse(time.RFC3339Nano, sa)
+		tb, eb := time.Parse(time.RFC3339Nano, sb)
+		if ea == nil && eb == nil {
+			return ta.Compare(tb)
+		}
+		return strings.Compare(sa, sb)
+	}
+	return strings.Compare(a, b)
+}
+
+// String is the aggregate recomputed over the deltas added.
+func (f *fold) String() string {
+	switch fn := f.spec.Func; {
+	case fn == "count":
+		return strconv.FormatInt(f.n, 10)
+	case fn == "count_distinct":
+		return fmt.Sprintf("%d distinct", len(f.distinct))
+	case f.n == 0:
 		return "null"
+	case fn == "avg":
+		return fmt.Sprintf("%s / %d", row.FormatDecimal(nil, f.sum), f.n) // the sum over the count of non-null values
+	case fn == "sum" || fn == "":
+		return string(row.FormatDecimal(nil, f.sum))
+	case strings.HasPrefix(fn, "arg_"):
+		return strings.TrimPrefix(fn, "arg_") + " " + f.best
 	}
-	return b.d.String()
+	return f.best
+}
+
+// canonical is a JSON value's text with numbers by value (2.0 and 2.00 are
+// one distinct value, as the aggregate compares them).
+func canonical(v string) string {
+	if d, err := row.ParseDecimal([]byte(v)); err == nil {
+		return "n:" + d.String()
+	}
+	return v
 }
 
 // explainPostgres prints the row of window start and keys from a

@@ -3,6 +3,7 @@ package cli
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,7 @@ sinks:
 		"insert        v1  net_revenue=20000 events=2  final=true",
 		"  e100         2026-09-01T10:00:10+09:00  net_revenue +25000, events +1  (" + in + ":1)\n",
 		"  e101         2026-09-01T10:00:20+09:00  net_revenue -5000, events +1  (" + in + ":2)\n",
-		"  2 events; sums: net_revenue 20000, events 2\n",
+		"  2 events; recomputed from them: net_revenue 20000, events 2\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain lacks %q:\n%s", want, out)
@@ -149,7 +150,7 @@ sinks: [{type: postgres, dsn: "`+dsn+`", table: `+schema+`.revenue_minute__live}
 	if code != 0 {
 		t.Fatalf("explain: %d %s", code, errOut)
 	}
-	for _, want := range []string{"row (postgres, table " + schema + ".revenue_minute__live):", "  net_revenue    20000\n", "  events         2\n", "  window_start   2026-09-01T10:00:00+09:00\n", "  2 events; sums: net_revenue 20000, events 2\n"} {
+	for _, want := range []string{"row (postgres, table " + schema + ".revenue_minute__live):", "  net_revenue    20000\n", "  events         2\n", "  window_start   2026-09-01T10:00:00+09:00\n", "  2 events; recomputed from them: net_revenue 20000, events 2\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain lacks %q:\n%s", want, out)
 		}
@@ -163,4 +164,64 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestExplainEveryAggregate: each event's delta shows as its aggregate
+// takes it — a distinct count's value as the value (not +"o-001"), a
+// count of a field +1 or +0 for a null — and the line under the events
+// recomputes every aggregate from them (2 distinct orders, not null).
+// Without a contributions sink, explain says so and how to add one.
+func TestExplainEveryAggregate(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "events.jsonl")
+	os.WriteFile(in, []byte(`{"event_id":"e1","order_id":"o-001","store_id":"store-7","amount":25000,"note":"a","paid_at":"2026-09-01T10:00:10+09:00"}
+{"event_id":"e2","order_id":"o-001","store_id":"store-7","amount":-5000,"note":null,"paid_at":"2026-09-01T10:00:20+09:00"}
+{"event_id":"e3","order_id":"o-002","store_id":"store-7","amount":10000.50,"note":"b","paid_at":"2026-09-01T10:00:30+09:00"}
+`), 0o644)
+	spec := func(contrib string) string {
+		p := filepath.Join(dir, "p"+fmt.Sprint(len(contrib))+".yaml")
+		os.WriteFile(p, []byte(`name: revenue
+source: {type: file, path: `+in+`, schema: {amount: decimal}}
+event_time: {field: paid_at}
+dedup: {key: event_id, ttl: 24h}
+key: [store_id]
+window: {type: tumbling, size: 1m, timezone: Asia/Seoul}
+aggregates: {orders: count_distinct(order_id), revenue: sum(amount), top: max(amount), low: min(amount), mean: avg(amount), noted: count(note)}
+emit: {mode: final}
+`+contrib+`
+sinks: [{type: sqlite, path: `+filepath.Join(dir, "out"+fmt.Sprint(len(contrib))+".db")+`, table: revenue_minute}]
+`), 0o644)
+		return p
+	}
+	p := spec("contributions: {sink: {type: jsonl, path: " + filepath.Join(dir, "contrib.jsonl") + "}}")
+	if code, _, errOut := run(t, "run", "--quiet", p); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	code, out, errOut := run(t, "explain", p, "--table", "revenue_minute", "--window", "2026-09-01T10:00:00+09:00", "--key", "store-7")
+	if code != 0 {
+		t.Fatalf("explain: %d %s", code, errOut)
+	}
+	for _, want := range []string{
+		"  orders         2\n",
+		`  e1           2026-09-01T10:00:10+09:00  orders "o-001", revenue +25000, top 25000, low 25000, mean 25000, noted +1  (` + in + ":1)\n",
+		`  e2           2026-09-01T10:00:20+09:00  orders "o-001", revenue -5000, top -5000, low -5000, mean -5000, noted +0 (null)  (` + in + ":2)\n",
+		"  3 events; recomputed from them: orders 2 distinct, revenue 30000.50, top 25000, low -5000, mean 30000.50 / 3, noted 2\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `+"`) || strings.Contains(out, "orders null") {
+		t.Errorf("a distinct count shown as a sum:\n%s", out)
+	}
+
+	bare := spec("")
+	if code, _, errOut := run(t, "run", "--quiet", bare); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	code, out, errOut = run(t, "explain", bare, "--table", "revenue_minute", "--window", "2026-09-01T10:00:00+09:00", "--key", "store-7")
+	if want := "\ncontributing events: not recorded: stage revenue has no contributions sink. To record the events behind each row from the next run on, add to the stage\n" +
+		"  contributions: {sink: {type: jsonl, path: out/revenue.events.jsonl}}\n"; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("without contributions: exit %d, %s\n%s", code, errOut, out)
+	}
 }
