@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/backfill"
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/internal/datatest"
+	"github.com/tidemark/tidemark/internal/pgtest"
 	"github.com/tidemark/tidemark/results"
 	"github.com/tidemark/tidemark/spec"
 )
@@ -460,5 +461,84 @@ func TestOnlineRetailReprocessing(t *testing.T) {
 	}
 	if n := count(`SELECT count(*) FROM revenue_hourly WHERE lineage LIKE '%;replay=%'`); n != 0 {
 		t.Errorf("after rollback %d rows come from a backfill", n)
+	}
+}
+
+// TestOnlineRetailSideOutputTables: late, quarantine and conflict records
+// into SQLite and PostgreSQL tables, with checkpoints (exactly once), hold
+// exactly the records the jsonl files of the same run hold, in the same
+// order (seq), with the typed columns taken from them.
+func TestOnlineRetailSideOutputTables(t *testing.T) {
+	data := datatest.Dir(t)
+	dsn, schema := pgtest.Schema(t)
+	var jsonlDir string
+	withTables := func(p *spec.Pipeline, out string) {
+		p.Checkpoint = &spec.Checkpoint{Dir: filepath.Join(out, "ck"), Interval: spec.Duration(50 * time.Millisecond), Retain: 2}
+		p.Late.Sink = &spec.Sink{Type: "sqlite", Path: filepath.Join(out, "side.db"), Table: "late"}
+		p.Quarantine.Sink = &spec.Sink{Type: "postgres", DSN: dsn, Table: schema + ".quarantine"}
+		p.Conflicts.Sink = &spec.Sink{Type: "sqlite", Path: filepath.Join(out, "side.db"), Table: "conflicts"}
+	}
+	jsonlDir, _ = runExample(t, data, nil)
+	out, sum := runExample(t, data, func(p *spec.Pipeline) { withTables(p, filepath.Dir(p.Sinks[0].Path)) })
+	if sum.Checkpoints.Taken < 2 {
+		t.Fatalf("%d checkpoints taken: the test wants several", sum.Checkpoints.Taken)
+	}
+	side, err := sql.Open("sqlite", filepath.Join(out, "side.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer side.Close()
+	records := func(t *testing.T, q func(string) (*sql.Rows, error), table, kind string) []string {
+		t.Helper()
+		rows, err := q(`SELECT seq, kind, record FROM ` + table + ` ORDER BY seq`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var recs []string
+		for rows.Next() {
+			var seq int64
+			var k, rec string
+			if err := rows.Scan(&seq, &k, &rec); err != nil {
+				t.Fatal(err)
+			}
+			if k != kind || seq != int64(len(recs)+1) {
+				t.Fatalf("%s: record %d has seq %d, kind %s", table, len(recs)+1, seq, k)
+			}
+			recs = append(recs, rec)
+		}
+		return recs
+	}
+	lines := func(file string) []string {
+		b, err := os.ReadFile(filepath.Join(jsonlDir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	}
+	sqliteQ := func(q string) (*sql.Rows, error) { return side.Query(q) }
+	for _, c := range []struct {
+		table, kind, file string
+		q                 func(string) (*sql.Rows, error)
+	}{
+		{"late", "late", "late.jsonl", sqliteQ},
+		{"conflicts", "conflict", "conflicts.jsonl", sqliteQ},
+	} {
+		got, want := records(t, c.q, c.table, c.kind), lines(c.file)
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s: %d records, the jsonl file of the same input %d, or they differ", c.table, len(got), len(want))
+		}
+	}
+	if got := int64(len(lines("late.jsonl"))); got != sum.Stages[0].TooLateSideOutput {
+		t.Errorf("late records %d, summary %d", got, sum.Stages[0].TooLateSideOutput)
+	}
+	// PostgreSQL keeps the record as json text exactly.
+	want := lines("quarantine.jsonl")
+	got := strings.Split(strings.TrimSuffix(pgtest.Dump(t, dsn, `SELECT record FROM "`+schema+`".quarantine ORDER BY seq`), "\n"), "\n")
+	if int64(len(got)) != sum.Quarantined || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("quarantine table: %d records (summary %d), or they differ from the jsonl file's %d", len(got), sum.Quarantined, len(want))
+	}
+	if n := pgtest.Dump(t, dsn, `SELECT count(*) FROM "`+schema+`".quarantine WHERE reason IS NULL OR source IS NULL OR stage IS NULL OR checkpoint_id IS NULL`); n != "0\n" {
+		t.Errorf("quarantine rows without their typed columns: %s", n)
 	}
 }
