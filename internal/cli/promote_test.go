@@ -244,3 +244,42 @@ func TestRunAndTheServingView(t *testing.T) {
 		}
 	})
 }
+
+// TestRunRefusesATableDroppedWhileDown: the pipeline's checkpoints say
+// rows were committed to its table; the table (and its view) were dropped
+// while it was down; the restart is an error naming the table, and does
+// not create an empty one.
+func TestRunRefusesATableDroppedWhileDown(t *testing.T) {
+	resultDBs(t, func(t *testing.T, r *resultDB) {
+		all := slices.Concat(septemberEvents, octoberEvents)
+		live := pipeline(t, r, "live", all, "revenue_minute__live", "")
+		y, err := os.ReadFile(live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(live, append(y, "checkpoint: {dir: "+t.TempDir()+"}\n"...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, 0, "run", "--quiet", live)
+		view, table := `"revenue_minute"`, `"revenue_minute__live"`
+		if r.schema != "" {
+			view, table = `"`+r.schema+`".`+view, `"`+r.schema+`".`+table
+		}
+		r.exec(t, "DROP VIEW "+view, "DROP TABLE "+table)
+		code, _, errOut := run(t, "run", "--quiet", live)
+		if code == 0 || !strings.Contains(errOut, "does not exist") ||
+			!strings.Contains(errOut, "but the run resumes from a checkpoint whose rows were committed to it (its commit marker in tidemark_commits records checkpoint ") ||
+			!strings.Contains(errOut, "tidemark does not create it anew empty") {
+			t.Errorf("restart: exit %d\n%s", code, errOut)
+		}
+		n := `SELECT count(*), '', '', 0, '' FROM sqlite_schema WHERE name = 'revenue_minute__live'`
+		want := "0 |  |  | 0 | \n"
+		if r.schema != "" {
+			n = `SELECT count(*) FROM pg_class WHERE oid = to_regclass('` + table + `')`
+			want = "0\n"
+		}
+		if got := r.dump(t, n); got != want {
+			t.Errorf("the table was created again: %q", got)
+		}
+	})
+}
