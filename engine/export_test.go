@@ -1,0 +1,4 @@
+package engine
+
+// Hooks for the external tests of package engine_test.
+var ScenarioSpec = scenarioSpec

@@ -1,0 +1,114 @@
+package engine_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/internal/partest"
+	"github.com/tidemark/tidemark/spec"
+)
+
+// TestRandomPipelinesAnyParallelism: random events (late, out of order,
+// redelivered, conflicting, in several versions) through random pipeline
+// shapes — dedup, order_by, tumbling, sliding and session windows, every
+// emit mode, early firings, a second stage keyed by the first's window
+// whose event time is the upstream window_start (so upstream firings land
+// in windows of the second stage that have fired: late updates whose order
+// matters) — give the same canonical outputs at parallelism 1, 2, 3 and 5
+// over 8 key groups.
+func TestRandomPipelinesAnyParallelism(t *testing.T) {
+	dir := t.TempDir()
+	base := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 120).Draw(rt, "events")
+		var b strings.Builder
+		at := base
+		for i := range n {
+			id := rapid.IntRange(0, n).Draw(rt, "id")
+			ts := base.Add(time.Duration(rapid.IntRange(0, 40*60).Draw(rt, "second")) * time.Second)
+			at = at.Add(time.Duration(rapid.IntRange(0, 40).Draw(rt, "gap")) * time.Second)
+			fmt.Fprintf(&b, `{"at":"%s","ts":"%s","event_id":"e%d","order_id":"o%d","version":%d,"store":"%s","cur":"%s","amount":%d,"p":"%d"}`+"\n",
+				at.Format(time.RFC3339), ts.Format(time.RFC3339), id, rapid.IntRange(0, 12).Draw(rt, "order"), i,
+				rapid.SampledFrom([]string{"S1", "S2", "S3", "S4", "S5", "S6", "S7"}).Draw(rt, "store"),
+				rapid.SampledFrom([]string{"KRW", "USD"}).Draw(rt, "cur"),
+				rapid.IntRange(-5, 500).Draw(rt, "amount"), rapid.IntRange(0, 2).Draw(rt, "partition"))
+		}
+		in := filepath.Join(dir, "in.jsonl")
+		if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+			rt.Fatal(err)
+		}
+		mode := rapid.SampledFrom([]string{"final", "update", "retract"}).Draw(rt, "mode")
+		win := rapid.SampledFrom([]string{"tumbling", "sliding", "session"}).Draw(rt, "window")
+		pre := rapid.SampledFrom([]string{"none", "dedup", "order_by", "both"}).Draw(rt, "pre")
+		twoStages := rapid.Bool().Draw(rt, "twoStages")
+		lateness := spec.Duration(time.Duration(rapid.SampledFrom([]int{0, 2, 10}).Draw(rt, "lateness")) * time.Minute)
+		early := spec.Duration(0)
+		if mode != "final" && rapid.Bool().Draw(rt, "early") {
+			early = spec.Duration(30 * time.Second)
+		}
+		mode2 := rapid.SampledFrom([]string{"update", "retract"}).Draw(rt, "mode2")
+		build := func() *spec.Pipeline {
+			w := spec.Window{Type: win, Size: spec.Duration(5 * time.Minute)}
+			switch win {
+			case "sliding":
+				w.Slide = spec.Duration(time.Minute)
+			case "session":
+				w = spec.Window{Type: "session", Gap: spec.Duration(3 * time.Minute)}
+			}
+			p := &spec.Pipeline{
+				Name:      "par",
+				KeyGroups: 8,
+				Source: spec.Source{Type: "file", Path: in, Format: "jsonl", ArrivalTimeField: "at", PartitionField: "p",
+					Schema: spec.FieldTypes{{Name: "amount", Type: "int"}, {Name: "version", Type: "int"}}},
+				EventTime: spec.EventTime{Field: "ts", OutOfOrderness: spec.Duration(time.Minute), IdleTimeout: spec.Duration(5 * time.Minute)},
+			}
+			if pre == "dedup" || pre == "both" {
+				p.Dedup = &spec.Dedup{Key: "event_id", TTL: spec.Duration(20 * time.Minute)}
+			}
+			if pre == "order_by" || pre == "both" {
+				p.OrderBy = &spec.OrderBy{Key: "order_id", Version: "version"}
+			}
+			first := spec.Stage{
+				Name: "per_store", Filter: "amount != 13", Fields: spec.NamedExprs{{Name: "big", Expr: "amount > 100"}},
+				Key: []string{"store", "cur"}, Window: w, AllowedLateness: lateness,
+				Aggregates: spec.NamedExprs{{Name: "n", Expr: "count()"}, {Name: "total", Expr: "sum(amount)"}, {Name: "most", Expr: "max(amount)"}},
+				Emit:       spec.Emit{Mode: mode, EarlyEvery: early},
+				Late:       spec.Late{Policy: "side_output"},
+			}
+			if !twoStages {
+				p.Stages = []spec.Stage{first}
+				return p
+			}
+			if mode == "update" {
+				first.Emit.Mode = "retract"
+			}
+			second := spec.Stage{
+				Name: "per_window", Input: "per_store",
+				EventTime: &spec.EventTime{Field: "window_start", Format: "rfc3339"},
+				Fields:    spec.NamedExprs{{Name: "w", Expr: "window_start"}},
+				Key:       []string{"w", "cur"},
+				Window:    spec.Window{Type: "tumbling", Size: spec.Duration(2 * time.Minute)}, AllowedLateness: spec.Duration(30 * time.Minute),
+				Aggregates: spec.NamedExprs{{Name: "stores", Expr: "count()"}, {Name: "sum", Expr: "sum(total)"},
+					{Name: "least", Expr: "min(total)"}},
+				Emit: spec.Emit{Mode: mode2},
+				Late: spec.Late{Policy: "side_output"},
+			}
+			if first.Emit.Mode == "final" {
+				second.Aggregates = append(second.Aggregates, spec.NamedExpr{Name: "top", Expr: "arg_max(total, store)"})
+			}
+			p.Stages = []spec.Stage{first, second}
+			return p
+		}
+		ref := partest.Check(rt, build, nil, engine.Options{}, 2, 3, 5)
+		if ref.Summary == "" {
+			rt.Fatal("no summary")
+		}
+	})
+}

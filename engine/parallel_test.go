@@ -1,0 +1,49 @@
+package engine_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/internal/partest"
+	"github.com/tidemark/tidemark/spec"
+)
+
+// TestScenariosAnyParallelism runs every scenario of testdata/scenarios at
+// parallelism 1, 2, 4 and 8 and requires the same canonical outputs: for
+// every (stage, window, key) the same rows in the same order, the same
+// side-output records, the same counters (docs/semantics.md,
+// "Parallelism").
+func TestScenariosAnyParallelism(t *testing.T) {
+	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
+		var y string
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			switch td.Cmd {
+			case "pipeline":
+				y = td.Input
+				return td.Expected
+			case "run":
+				dir := t.TempDir()
+				p, err := engine.ScenarioSpec(t, y, td, dir)
+				if err != nil {
+					return td.Expected // a refused pipeline: nothing to compare
+				}
+				if err := os.WriteFile(p.Source.Path, []byte(td.Input+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				build := func() *spec.Pipeline {
+					q, err := engine.ScenarioSpec(t, y, td, dir)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return q
+				}
+				partest.Check(t, build, nil, engine.Options{Clock: func() int64 { return 0 }}, 2, 4, 8)
+				return td.Expected
+			}
+			return td.Expected
+		})
+	})
+}
