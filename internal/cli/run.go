@@ -27,6 +27,7 @@ import (
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var quiet bool
 	var batchSize int
+	var parallelism int
 	var cpuProfile, contractPath, metricsAddr string
 	var hotKeys int
 	var failOnSLO bool
@@ -60,7 +61,13 @@ configuration error (nothing was read or written).`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			opts := engine.Options{Stdout: stdout, BatchSize: batchSize, Lineage: true, Logf: func(format string, args ...any) {
+			if parallelism < 0 {
+				return &engine.ConfigError{Err: fmt.Errorf("--parallelism %d is negative (0: the pipeline's parallelism, else one task per CPU)", parallelism)}
+			}
+			if kg := p.EffectiveKeyGroups(); parallelism > kg {
+				return &engine.ConfigError{Err: fmt.Errorf("--parallelism %d: the pipeline has %d key groups, and a task owns at least one (key_groups)", parallelism, kg)}
+			}
+			opts := engine.Options{Stdout: stdout, BatchSize: batchSize, Parallelism: parallelism, Lineage: true, Logf: func(format string, args ...any) {
 				fmt.Fprintf(stderr, "tidemark: "+format+"\n", args...)
 			}}
 			ev := slo.New(p.SLO)
@@ -174,6 +181,7 @@ configuration error (nothing was read or written).`,
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print neither progress nor the summary")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	cmd.Flags().IntVar(&parallelism, "parallelism", 0, "tasks to run the pipeline as (0: the pipeline's parallelism key, else one per CPU); each owns a range of the key groups")
 	cmd.Flags().IntVar(&batchSize, "batch-size", 1024, "records read per source call; checkpoints are taken between batches")
 	cmd.Flags().StringVar(&contractPath, "contract", "", "data contract (YAML) to follow; overrides the pipeline's contract key")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0 picks one); default off")

@@ -7,12 +7,15 @@ package crashtest
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -125,7 +128,12 @@ func newJob(t *testing.T, dir, name string, checkpoints bool) job {
 
 // start starts one run of the job.
 func (j job) start(t *testing.T, fault string) (*exec.Cmd, *bytes.Buffer) {
-	cmd := exec.Command(binary, "run", "--quiet", "--batch-size", "16", j.yaml)
+	return j.startAt(t, fault, 1)
+}
+
+// startAt starts one run of the job as par tasks.
+func (j job) startAt(t *testing.T, fault string, par int) (*exec.Cmd, *bytes.Buffer) {
+	cmd := exec.Command(binary, "run", "--quiet", "--batch-size", "16", "--parallelism", fmt.Sprint(par), j.yaml)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Env = append(os.Environ(), "TIDEMARK_FAULT="+fault)
@@ -195,9 +203,11 @@ func compare(t *testing.T, got, want map[string]string) {
 	}
 }
 
-func runToEnd(t *testing.T, j job) time.Duration {
+func runToEnd(t *testing.T, j job) time.Duration { return runToEndAt(t, j, 1) }
+
+func runToEndAt(t *testing.T, j job, par int) time.Duration {
 	start := time.Now()
-	cmd, stderr := j.start(t, "")
+	cmd, stderr := j.startAt(t, "", par)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr)
 	}
@@ -228,18 +238,40 @@ func TestCrashRecovery(t *testing.T) {
 	if stream != want["pg revenue_agg"] {
 		t.Fatalf("ledger aggregates differ from the stream's results:\nledger\n%s\nstream\n%s", want["pg revenue_agg"], stream)
 	}
-	ref := newJob(t, dir, "ref", true)
-	took := runToEnd(t, ref)
-	compare(t, ref.outputs(t), want)
-	ids, _ := checkpoint.List(ref.ck)
-	t.Logf("uninterrupted run with checkpoints: %v; newest checkpoint %v", took, ids)
+	for _, c := range []struct {
+		name string
+		pars []int // each restart runs as one of these numbers of tasks
+	}{{"parallelism 2", []int{2}}, {"parallelism 1, 2 and 4 across restarts", []int{1, 2, 4}}} {
+		t.Run(c.name, func(t *testing.T) { crashLoop(t, dir, c.pars, want) })
+	}
+}
 
-	crash := newJob(t, dir, "crash", true)
-	r := rand.New(rand.NewPCG(42, 42))
+// crashLoop kills and restarts a run of the job, each restart as one of
+// pars tasks, and compares its outputs with want (a run at parallelism 1
+// that never crashed): exactly for the tables; for the changelog, row for
+// row within each (window, key), and the side outputs as sets, since the
+// interleaving of different keys depends on the parallelism. With a single
+// parallelism the outputs must also equal, byte for byte, an uncrashed run
+// at that parallelism.
+func crashLoop(t *testing.T, dir string, pars []int, want map[string]string) {
+	name := strings.Trim(strings.ReplaceAll(fmt.Sprint(pars), " ", "-"), "[]")
+	ref := newJob(t, dir, "ref"+name, true)
+	took := runToEndAt(t, ref, pars[0])
+	refOut := ref.outputs(t)
+	compareCanonical(t, refOut, want)
+	ids, _ := checkpoint.List(ref.ck)
+	t.Logf("uninterrupted run with checkpoints at parallelism %d: %v; newest checkpoint %v", pars[0], took, ids)
+	if len(pars) > 1 {
+		refOut = want
+	}
+
+	crash := newJob(t, dir, "crash"+name, true)
+	r := rand.New(rand.NewPCG(42, uint64(len(pars))))
 	points := []string{"prepared", "written", "committed:revenue: sinks[0]", "committed:revenue: sinks[1]", "committed:revenue: sinks[2]",
 		"committed:conflicts.sink", "committed:quarantine.sink", "applied:ledger: sinks[0]", "committed:ledger: sinks[0]"}
 	kills, runs := 0, 0
 	byPoint := map[string]int{}
+	byPar := map[int]int{}
 	for {
 		runs++
 		if runs > 300 {
@@ -249,6 +281,8 @@ func TestCrashRecovery(t *testing.T) {
 		var timer *time.Timer
 		var cmd *exec.Cmd
 		var stderr *bytes.Buffer
+		par := pars[r.IntN(len(pars))]
+		byPar[par]++
 		if kills < 24 {
 			if kills%3 == 2 {
 				// A named point of a checkpoint a little ahead.
@@ -261,13 +295,13 @@ func TestCrashRecovery(t *testing.T) {
 				fault = fmt.Sprintf("%s:%d", p, next+int64(r.IntN(3)))
 				byPoint[p]++
 			}
-			cmd, stderr = crash.start(t, fault)
+			cmd, stderr = crash.startAt(t, fault, par)
 			if fault == "" {
 				delay := time.Duration(r.Int64N(int64(took)))
 				timer = time.AfterFunc(delay, func() { cmd.Process.Signal(syscall.SIGKILL) })
 			}
 		} else {
-			cmd, stderr = crash.start(t, "")
+			cmd, stderr = crash.startAt(t, "", par)
 		}
 		err := cmd.Wait()
 		if timer != nil {
@@ -286,8 +320,12 @@ func TestCrashRecovery(t *testing.T) {
 		// Finished before the kill: start over from scratch for more kills.
 		os.RemoveAll(crash.ck)
 	}
-	t.Logf("%d runs, %d kills (named points: %v)", runs, kills, byPoint)
-	compare(t, crash.outputs(t), want)
+	t.Logf("%d runs, %d kills (named points: %v; runs per parallelism: %v)", runs, kills, byPoint, byPar)
+	got := crash.outputs(t)
+	compareCanonical(t, got, want)
+	if len(pars) == 1 {
+		compare(t, got, refOut)
+	}
 
 	// A truncated newest checkpoint: the run falls back to the previous
 	// one, says so, and the outputs stay exact.
@@ -298,14 +336,63 @@ func TestCrashRecovery(t *testing.T) {
 	newest := filepath.Join(crash.ck, checkpoint.Name(ids[0]))
 	b, _ := os.ReadFile(newest)
 	os.WriteFile(newest, b[:len(b)/2], 0o644)
-	cmd, stderr := crash.start(t, "")
+	cmd, stderr := crash.startAt(t, "", pars[len(pars)-1])
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("after truncating %s: %v\n%s", newest, err, stderr)
 	}
 	if !strings.Contains(stderr.String(), "is unusable") || !strings.Contains(stderr.String(), fmt.Sprintf("restored checkpoint %d", ids[1])) {
 		t.Errorf("no fallback log line: %s", stderr)
 	}
-	compare(t, crash.outputs(t), want)
+	compareCanonical(t, crash.outputs(t), want)
+}
+
+// compareCanonical compares outputs up to the interleaving of different
+// keys: JSONL changelogs per (window_start, store_id) in order, side
+// outputs as sorted lines, tables exactly.
+func compareCanonical(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	canon := func(m map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range m {
+			switch {
+			case k == "changelog.jsonl":
+				out[k] = canonChangelog(t, v)
+			case strings.HasSuffix(k, ".jsonl"):
+				lines := strings.Split(strings.TrimSuffix(v, "\n"), "\n")
+				slices.Sort(lines)
+				out[k] = strings.Join(lines, "\n")
+			default:
+				out[k] = v
+			}
+		}
+		return out
+	}
+	compare(t, canon(got), canon(want))
+}
+
+// canonChangelog groups changelog lines by (window_start, store_id),
+// keeping each group's order, groups sorted.
+func canonChangelog(t *testing.T, s string) string {
+	groups := map[string][]string{}
+	for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		var m struct {
+			WindowStart string `json:"window_start"`
+			Store       string `json:"store_id"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("changelog line %q: %v", l, err)
+		}
+		k := m.WindowStart + " " + m.Store
+		groups[k] = append(groups[k], l)
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(groups)) {
+		b.WriteString(k + "\n" + strings.Join(groups[k], "\n") + "\n")
+	}
+	return b.String()
 }
 
 // killed reports whether a child's exit error says SIGKILL ended it.
