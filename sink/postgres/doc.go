@@ -21,6 +21,21 @@
 // so a NULL key is one key and ON CONFLICT finds it; a primary key cannot
 // hold NULLs.
 //
+// # Whose table
+//
+// The tables the sink creates are recorded, with their oid, in
+// tidemark_tables beside tidemark_commits (TablesTable). Only such a table
+// is emptied at a fresh start (Options.Fresh) or replaced when its layout
+// no longer matches (Options.ReplaceLayout, the sink key replace). Any
+// other existing table is used as it is — never dropped, recreated or
+// emptied — when it has the columns the sink writes with compatible types
+// (numeric(p,s), integer, varchar(n), NOT NULL …) and a primary key or
+// unique constraint on window_start and the key columns; Write then refuses
+// a value the table cannot hold exactly, naming the row and the column.
+// The lineage column (Options.Lineage) is written only where the table has
+// one. A run resuming a checkpoint whose table is gone fails with a
+// *MissingTableError.
+//
 // Rows apply in emission order: insert and update_after upsert, replacing
 // a stored row only when their version is >= the stored one (an equal
 // version rewrites the row identically, so a replay after a restore never
@@ -57,6 +72,19 @@
 // redelivery with another payload hash is reported as a conflict. It
 // commits before the checkpoint (see Ledger.Prepare).
 //
-// A Results or Ledger holds one connection (pgx.Conn), reconnects after
-// the connection breaks, and is not safe for concurrent use.
+// # Side-output tables
+//
+// Records writes late, quarantine and conflict records into a table, one
+// row per record with the common fields in typed columns and the record as
+// json, exactly once with checkpoints through the same commit marker.
+//
+// # Transient faults
+//
+// A Results or Records holds one connection (pgx.Conn). A transaction that
+// fails for a transient reason (Transient: connection lost, serialization
+// failure, deadlock, server shutting down) is retried on a new connection
+// with exponential backoff, up to Options.Retry; the commit marker in the
+// same transaction makes a retried commit that had reached the database a
+// no-op. A Ledger reconnects at its next call. None is safe for concurrent
+// use.
 package postgres

@@ -24,6 +24,20 @@
 // The primary key includes window_start as text, so the Desc's timezone
 // must not change for an existing table.
 //
+// # Whose table
+//
+// The tables the sink creates are recorded in tidemark_tables
+// (TablesTable) with their CREATE statement. Only such a table is emptied
+// at a fresh start (Options.Fresh) or replaced when its layout changed
+// (Options.ReplaceLayout). Any other existing table is used as it is when
+// it has the columns with declared types whose affinity keeps the values
+// (decimals in TEXT exactly, or in NUMERIC/REAL when they hold them
+// exactly, which Write checks) and a primary key or unique index on
+// window_start and the key columns; it is never dropped or emptied. A run
+// resuming a checkpoint whose table is gone fails with a
+// *MissingTableError. Records writes side-output records into a table
+// (see NewRecords).
+//
 // # Writes
 //
 // Write buffers rows; Flush applies them in one transaction, in order:
