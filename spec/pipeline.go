@@ -451,7 +451,8 @@ type Late struct {
 	// Policy is "drop" (counted) or "side_output" (written to Sink).
 	// YAML `policy`. Default: side_output when a sink is set, else drop.
 	Policy string `yaml:"policy" enum:"policy|drop,side_output"`
-	// Sink receives late records: jsonl or stdout. YAML `sink`.
+	// Sink receives late records: jsonl, kafka, stdout, or a table of
+	// sqlite or postgres. YAML `sink`.
 	Sink *Sink `yaml:"sink"`
 }
 
