@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -16,9 +17,25 @@ import (
 // differ ("\xff x" and "\xfe x"). A record breaking the rule is
 // quarantined (Rule "encoding") before it reaches any state.
 
-// Text reports whether b is valid UTF-8 without NUL characters.
+// Text reports whether b is valid UTF-8 without NUL characters. ASCII
+// text is checked eight bytes at a time (a lane is zero or has its high
+// bit set when ((x − 0x01…) | x) & 0x80… is set in it; a borrow comes
+// only from a zero lane, so the test is exact); other text by
+// utf8.Valid.
 func Text(b []byte) bool {
-	return bytes.IndexByte(b, 0) < 0 && utf8.Valid(b)
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if ((x-lo7)|x)&hi7 != 0 {
+			return bytes.IndexByte(b[i:], 0) < 0 && utf8.Valid(b[i:])
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == 0 || c >= utf8.RuneSelf {
+			return bytes.IndexByte(b[i:], 0) < 0 && utf8.Valid(b[i:])
+		}
+	}
+	return true
 }
 
 // EncodingError returns the "encoding" error of field, whose text starts

@@ -31,7 +31,8 @@ const (
 // concurrent use while it is filled; what it handed out may be read from
 // any goroutine until Reset.
 type Arena struct {
-	chunks [][]byte // chunks[:cur+1] hold data; chunks[cur+1:] are free
+	buf    []byte   // the chunk being filled: chunks[cur][:bytes used]
+	chunks [][]byte // every chunk (len 0, full capacity); chunks[cur+1:] are free
 	cur    int
 }
 
@@ -39,16 +40,12 @@ type Arena struct {
 // Reset. The slice's capacity is n: appending to it never writes into
 // the arena. Alloc(0) returns nil.
 func (a *Arena) Alloc(n int) []byte {
+	if l := len(a.buf); n <= cap(a.buf)-l && n > 0 {
+		a.buf = a.buf[:l+n]
+		return a.buf[l : l+n : l+n]
+	}
 	if n <= 0 {
 		return nil
-	}
-	if a.cur < len(a.chunks) {
-		c := a.chunks[a.cur]
-		if l := len(c); n <= cap(c)-l {
-			c = c[:l+n]
-			a.chunks[a.cur] = c
-			return c[l : l+n : l+n]
-		}
 	}
 	return a.grow(n)
 }
@@ -59,31 +56,41 @@ func (a *Arena) grow(n int) []byte {
 	// The chunks after the current one are free (a Reset emptied them):
 	// take the first large enough, dropping smaller ones, so that the
 	// arena converges on chunks that fit its batches.
-	for a.cur+1 < len(a.chunks) {
-		if c := a.chunks[a.cur+1]; n <= cap(c) {
-			a.cur++
-			a.chunks[a.cur] = c[:n]
-			return c[:n:n]
+	next := a.cur + 1
+	if len(a.chunks) == 0 {
+		next = 0
+	}
+	for next < len(a.chunks) {
+		if c := a.chunks[next]; n <= cap(c) {
+			a.cur = next
+			a.buf = c[:n]
+			return a.buf[:n:n]
 		}
-		a.chunks = slices.Delete(a.chunks, a.cur+1, a.cur+2)
+		a.chunks = slices.Delete(a.chunks, next, next+1)
 	}
 	size := MinArenaChunk
 	if k := len(a.chunks); k > 0 {
 		size = min(max(2*cap(a.chunks[k-1]), MinArenaChunk), MaxArenaChunk)
 	}
-	c := make([]byte, n, max(size, n))
+	c := make([]byte, 0, max(size, n))
 	a.chunks = append(a.chunks, c)
 	a.cur = len(a.chunks) - 1
-	return c[:n:n]
+	a.buf = c[:n]
+	return a.buf[:n:n]
 }
 
 // Bytes returns a copy of b in the arena, valid until Reset (nil for an
-// empty b).
+// empty b). Its capacity is its length.
 func (a *Arena) Bytes(b []byte) []byte {
+	l := len(a.buf)
+	if n := len(b); n <= cap(a.buf)-l && n > 0 {
+		a.buf = append(a.buf, b...) // within capacity: in place
+		return a.buf[l : l+n : l+n]
+	}
 	if len(b) == 0 {
 		return nil
 	}
-	c := a.Alloc(len(b))
+	c := a.grow(len(b))
 	copy(c, b)
 	return c
 }
@@ -91,10 +98,15 @@ func (a *Arena) Bytes(b []byte) []byte {
 // String returns a copy of b in the arena as a string, valid until Reset
 // ("" for an empty b). The string must not be used after Reset.
 func (a *Arena) String(b []byte) string {
+	l := len(a.buf)
+	if n := len(b); n <= cap(a.buf)-l && n > 0 {
+		a.buf = append(a.buf, b...) // within capacity: in place
+		return unsafe.String(&a.buf[l], n)
+	}
 	if len(b) == 0 {
 		return ""
 	}
-	c := a.Alloc(len(b))
+	c := a.grow(len(b))
 	copy(c, b)
 	return unsafe.String(&c[0], len(c))
 }
@@ -102,10 +114,10 @@ func (a *Arena) String(b []byte) string {
 // Reset releases everything handed out: strings and slices from the
 // arena must no longer be used. The chunks are kept for reuse.
 func (a *Arena) Reset() {
-	for i := 0; i <= a.cur && i < len(a.chunks); i++ {
-		a.chunks[i] = a.chunks[i][:0]
-	}
 	a.cur = 0
+	if len(a.chunks) > 0 {
+		a.buf = a.chunks[0][:0]
+	}
 }
 
 // Size returns the bytes of the arena's chunks (their capacity), a

@@ -114,6 +114,21 @@ func (b *Batch) Next(schema *row.Schema) (*row.Row, *Meta) {
 	return r, &b.Meta[n]
 }
 
+// Append returns the row at the end of the batch as it was before the
+// last Reset (reusing its slices; contents unspecified: the caller must
+// make it a row of its schema, with row.Row.CopyShallow or
+// row.Schema.Shape), and its Meta to fill in.
+func (b *Batch) Append() (*row.Row, *Meta) {
+	n := len(b.Rows)
+	if n < cap(b.Rows) {
+		b.Rows = b.Rows[:n+1]
+	} else {
+		b.Rows = append(b.Rows, row.Row{})
+	}
+	b.Meta = append(b.Meta, Meta{Arrival: NoArrival})
+	return &b.Rows[n], &b.Meta[n]
+}
+
 // Source produces records.
 //
 // Next, Partitions, Close and the Resumable methods are called from one

@@ -30,6 +30,7 @@ type replayer struct {
 	hasCF       bool
 	change      perturb.Change // how a conflicting copy changes a JSON value
 	schema      *row.Schema
+	strs        []row.Field // the string fields of schema
 	d           *derive
 	text        []byte // scratch: the partition key
 	inputDone   bool
@@ -82,6 +83,11 @@ func newReplayer(c *spec.Replay, d *derive, schema *row.Schema) (*replayer, erro
 		return nil, replayOptionError(err)
 	}
 	rp := &replayer{sch: sch, names: sch.PartitionNames(), schema: schema, d: d}
+	for _, f := range schema.Fields {
+		if f.Kind == row.KindString {
+			rp.strs = append(rp.strs, f)
+		}
+	}
 	if n := c.PartitionBy; n != "" {
 		f, ok := schema.Lookup(n)
 		if !ok {
@@ -150,7 +156,7 @@ func (rp *replayer) next(s *Source, b *source.Batch, max int) error {
 		rp.arena.Reset()
 		rp.schema.Shape(&rp.scratch)
 		rp.scratchMeta = source.Meta{Arrival: source.NoArrival}
-		err := s.read(&rp.scratch, &rp.scratchMeta, &rp.arena)
+		err := s.read(&rp.scratch, &rp.scratchMeta, &rp.arena, false) // hold copies Raw
 		if err == io.EOF {
 			rp.inputDone = true
 			rp.q.Close()
@@ -308,11 +314,10 @@ func (rp *replayer) hold(r *row.Row, m *source.Meta, p int) *entry {
 // own makes e.row a deep copy of r whose strings point into e.strs. It
 // does what row.Row.CopyFrom does without allocating a string per field.
 func (rp *replayer) own(e *entry, r *row.Row) {
-	sc := rp.schema
-	sc.Shape(&e.row)
+	e.row.CopyShallow(r)
 	n := 0
-	for _, f := range sc.Fields {
-		if f.Kind == row.KindString && !r.IsNull(f.Index) {
+	for _, f := range rp.strs {
+		if !r.IsNull(f.Index) {
 			n += len(r.S[f.Slot])
 		}
 	}
@@ -320,61 +325,57 @@ func (rp *replayer) own(e *entry, r *row.Row) {
 		e.strs = make([]byte, 0, n)
 	}
 	buf := e.strs[:0]
-	for _, f := range sc.Fields {
-		if r.IsNull(f.Index) {
+	for _, f := range rp.strs {
+		v := r.S[f.Slot]
+		if v == "" || r.IsNull(f.Index) {
+			e.row.S[f.Slot] = ""
 			continue
 		}
-		switch f.Kind {
-		case row.KindString:
-			v := r.S[f.Slot]
-			if v != "" {
-				start := len(buf)
-				buf = append(buf, v...)
-				v = unsafe.String(&buf[start], len(v))
-			}
-			e.row.S[f.Slot] = v
-		case row.KindDecimal:
-			e.row.D[f.Slot] = r.D[f.Slot]
-		default:
-			e.row.I[f.Slot] = r.I[f.Slot]
-		}
-		e.row.SetValid(f.Index)
+		start := len(buf)
+		buf = append(buf, v...) // within capacity: strings stay put
+		e.row.S[f.Slot] = unsafe.String(&buf[start], len(v))
 	}
 	e.strs = buf
 }
 
-// deliver copies the earliest held delivery into b (its strings and raw
-// bytes into b's arena) and frees its entry.
+// deliver copies the earliest held delivery into b and frees its entry:
+// the entry's string bytes and raw bytes go to b's arena in one block.
 func (rp *replayer) deliver(b *source.Batch) {
 	arrival, _, _, e := rp.q.Pop()
-	r, m := b.Next(rp.schema)
-	a := b.Arena()
-	copyRow(rp.schema, r, &e.row, a)
+	r, m := b.Append()
+	block := b.Arena().Alloc(len(e.strs) + len(e.raw))
+	copy(block, e.strs)
+	copy(block[len(e.strs):], e.raw)
+	// The batch row takes the entry's row (its slices: the batch was
+	// Reset, so nobody uses the row's old ones, which the entry takes),
+	// its strings moved to block.
+	*r, e.row = e.row, *r
+	rp.rebase(r, e.strs, block)
 	*m = e.meta
 	m.Arrival = arrival
-	m.Raw = a.Bytes(e.raw)
+	m.Raw = block[len(e.strs):len(block):len(block)]
+	if len(e.raw) == 0 {
+		m.Raw = nil
+	}
 	e.meta = source.Meta{}
 	rp.free = append(rp.free, e)
 }
 
-// copyRow copies src into dst (shaped by sc, all null), the bytes of its
-// strings into a.
-func copyRow(sc *row.Schema, dst, src *row.Row, a *source.Arena) {
-	for _, f := range sc.Fields {
-		if src.IsNull(f.Index) {
+// rebase points the strings of r, which lie in strs (own put them
+// there), at the same bytes of block, a copy of strs; null string fields
+// become "".
+func (rp *replayer) rebase(r *row.Row, strs, block []byte) {
+	var base uintptr
+	if len(strs) > 0 {
+		base = uintptr(unsafe.Pointer(unsafe.SliceData(strs)))
+	}
+	for _, f := range rp.strs {
+		v := r.S[f.Slot]
+		if v == "" || r.IsNull(f.Index) {
+			r.S[f.Slot] = ""
 			continue
 		}
-		switch f.Kind {
-		case row.KindString:
-			dst.S[f.Slot] = a.String(bytesOf(src.S[f.Slot]))
-		case row.KindDecimal:
-			dst.D[f.Slot] = src.D[f.Slot]
-		default:
-			dst.I[f.Slot] = src.I[f.Slot]
-		}
-		dst.SetValid(f.Index)
+		off := uintptr(unsafe.Pointer(unsafe.StringData(v))) - base
+		r.S[f.Slot] = unsafe.String(&block[off], len(v))
 	}
 }
-
-// bytesOf returns s's bytes without copying; they must not be modified.
-func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

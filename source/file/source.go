@@ -232,7 +232,7 @@ func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) error 
 	a := b.Arena()
 	for range max {
 		r, m := b.Next(s.schema)
-		if err := s.read(r, m, a); err != nil {
+		if err := s.read(r, m, a, true); err != nil {
 			b.Rows = b.Rows[:len(b.Rows)-1]
 			b.Meta = b.Meta[:len(b.Meta)-1]
 			if err == io.EOF {
@@ -255,9 +255,11 @@ func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) error 
 const MaxBatchBytes = 16 << 20
 
 // read decodes the next record of the files, in order, into r (shaped,
-// all null) and m, its strings and raw bytes into a, and numbers it
-// (ordinal). It returns io.EOF after the last record of the last file.
-func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena) error {
+// all null) and m, its strings into a, and numbers it (ordinal). With
+// keepRaw, m.Raw is copied into a too; otherwise it points into the
+// reader's buffer until the next call (the replay copies it itself). It
+// returns io.EOF after the last record of the last file.
+func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena, keepRaw bool) error {
 	for {
 		if s.cur == nil {
 			if s.next == len(s.files) {
@@ -282,7 +284,9 @@ func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena) error {
 		if err != nil {
 			return err
 		}
-		m.Raw = a.Bytes(m.Raw)
+		if keepRaw {
+			m.Raw = a.Bytes(m.Raw)
+		}
 		s.d.number(r, m)
 		return nil
 	}
