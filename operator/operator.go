@@ -205,6 +205,9 @@ func New(cfg Config) (*Operator, error) {
 	return o, nil
 }
 
+// Assigner returns the operator's window assigner (nil for sessions).
+func (o *Operator) Assigner() window.Assigner { return o.cfg.Assigner }
+
 // Watermark returns the operator's current watermark (ms).
 func (o *Operator) Watermark() int64 { return o.wm }
 

@@ -232,3 +232,43 @@ func (r *Row) CopyShallow(src *Row) {
 	r.S = append(r.S[:0], src.S...)
 	r.null = append(r.null[:0], src.null...)
 }
+
+// Arena holds the slots of row copies (Copy): rows copied into an arena
+// share its backing arrays instead of allocating slices of their own. A
+// full array is replaced, not grown, so earlier copies stay valid; Reset
+// makes the memory reusable (invalidating every copy).
+type Arena struct {
+	i []int64
+	d []Decimal
+	s []string
+	n []uint64
+}
+
+// Copy makes dst a copy of src whose slots live in the arena and whose
+// strings are src's (not copied: see CopyShallow).
+func (a *Arena) Copy(dst, src *Row) {
+	dst.I = arenaCopy(&a.i, src.I)
+	dst.D = arenaCopy(&a.d, src.D)
+	dst.S = arenaCopy(&a.s, src.S)
+	dst.null = arenaCopy(&a.n, src.null)
+}
+
+// Reset empties the arena for reuse.
+func (a *Arena) Reset() {
+	a.i = a.i[:0]
+	a.d = a.d[:0]
+	clear(a.s)
+	a.s = a.s[:0]
+	a.n = a.n[:0]
+}
+
+func arenaCopy[T any](buf *[]T, src []T) []T {
+	b := *buf
+	if len(b)+len(src) > cap(b) {
+		b = make([]T, 0, max(2*cap(b), 1024, len(src)))
+	}
+	start := len(b)
+	b = append(b, src...)
+	*buf = b
+	return b[start:len(b):len(b)]
+}

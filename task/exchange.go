@@ -52,6 +52,7 @@ type Item struct {
 type Packet struct {
 	Items []Item
 	rows  chunks[row.Row]
+	slots row.Arena // the copied rows' slots
 	metas chunks[source.Meta]
 	crs   chunks[changelog.Row]
 	vals  []row.Value // grows by replacement: copies keep the old arrays alive
@@ -63,6 +64,7 @@ func (p *Packet) Reset() {
 	clear(p.Items)
 	p.Items = p.Items[:0]
 	p.rows.reset()
+	p.slots.Reset()
 	p.metas.reset()
 	p.crs.reset()
 	clear(p.vals)
@@ -107,7 +109,7 @@ func (p *Packet) setID(it *Item, id []byte, hash uint64, payload uint32) {
 // into the source batch, a key table, or a string an expression made).
 func (p *Packet) copyRow(r *row.Row) *row.Row {
 	c := p.rows.next()
-	c.CopyShallow(r)
+	p.slots.Copy(c, r)
 	return c
 }
 

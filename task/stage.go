@@ -41,6 +41,9 @@ func newStageNode(g *Graph, si int) (*stageNode, error) {
 		}
 		cfg.Aggs[i] = c
 	}
+	if cfg.Assigner != nil {
+		cfg.Assigner = cfg.Assigner.Clone() // assigners cache: one per task
+	}
 	cfg.KeyGroups = g.KeyGroups
 	// Every stage emits its firings in the canonical order (by key group
 	// within a window): the order then survives a restore into any
@@ -184,7 +187,7 @@ func (sn *stageNode) accepted(nr *nodeRT, p *Packet, it *Item) {
 // one), its key and deltas.
 func (sn *stageNode) ledger(nr *nodeRT, p *Packet, it *Item) {
 	st := sn.st
-	sn.cwins = st.Operator.Assigner.Assign(it.TS, sn.cwins[:0])
+	sn.cwins = sn.op.Assigner().Assign(it.TS, sn.cwins[:0])
 	w := sn.cwins[0]
 	ev := LedgerEvent{Stage: sn.si, PayloadHash: it.Payload, EventTime: it.TS, Now: it.Now, WindowStart: w.Start, WindowEnd: w.End, Position: it.Meta.Pos}
 	if it.HasID {
@@ -232,7 +235,7 @@ func (sn *stageNode) contribution(nr *nodeRT, p *Packet, it *Item) {
 	b = append(b, `,"event_time":`...)
 	b = sn.enc.Time(b, it.TS)
 	b = append(b, `,"windows":[`...)
-	if a := st.Operator.Assigner; a != nil {
+	if a := sn.op.Assigner(); a != nil {
 		sn.cwins = a.Assign(it.TS, sn.cwins[:0])
 		for i, w := range sn.cwins {
 			if i > 0 {

@@ -128,6 +128,29 @@ func (t *Task) Process(n int, r *Round, in []*Packet, out [][]*Packet) (err erro
 	clear(pos)
 	mk := r.Markers
 	mi := 0
+	if len(in) == 1 {
+		// One sender (the runner, or a single task): its order is the
+		// order; markers interleave by step.
+		p := in[0]
+		for i := range p.Items {
+			it := &p.Items[i]
+			for mi < len(mk) && mk[mi].Step < it.Step {
+				if err := nr.marker(&mk[mi]); err != nil {
+					return err
+				}
+				mi++
+			}
+			if err := nr.item(p, it); err != nil {
+				return err
+			}
+		}
+		for ; mi < len(mk); mi++ {
+			if err := nr.marker(&mk[mi]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for {
 		// The next item: the least (step, tail) of the packets' heads.
 		best := -1

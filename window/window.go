@@ -52,6 +52,10 @@ type Assigner interface {
 	// MaxWindows is the largest number of windows Assign can return for one
 	// event (size/slide).
 	MaxWindows() int
+	// Clone returns an assigner of the same windows with state of its own:
+	// an assigner may cache (Calendar's last day) and is not safe for
+	// concurrent use, so each task uses a clone.
+	Clone() Assigner
 }
 
 // day is 24 hours in ms.
@@ -123,6 +127,9 @@ func (f *Fixed) Assign(ts int64, dst []Window) []Window {
 
 // MaxWindows implements Assigner.
 func (f *Fixed) MaxWindows() int { return int(f.Size / f.Slide) }
+
+// Clone returns a copy of f.
+func (f *Fixed) Clone() Assigner { c := *f; return &c }
 
 // Calendar assigns windows of SizeDays local days starting every SlideDays
 // local days at local midnight in Loc.
@@ -214,3 +221,6 @@ func (c *Calendar) Assign(ts int64, dst []Window) []Window {
 
 // MaxWindows implements Assigner.
 func (c *Calendar) MaxWindows() int { return int(c.SizeDays / c.SlideDays) }
+
+// Clone returns a copy of c with an empty cache.
+func (c *Calendar) Clone() Assigner { d := *c; d.cValid = false; return &d }
