@@ -417,6 +417,9 @@ func (s *Source) deliver(i int, rec *kgo.Record, b *source.Batch) {
 	r, m := b.Next(s.schema)
 	m.Partition = i
 	m.Pos = changelog.Position{Source: p.topic, Partition: p.pnum, Offset: rec.Offset}
+	// The value is franz-go's memory for this record alone (the client
+	// never reuses it): it lives as long as the batch refers to it, as
+	// the source.Batch contract asks, without a copy.
 	m.Raw = rec.Value
 	if rec.Value == nil {
 		// A tombstone (a delete marker on a compacted topic) is not an
@@ -487,7 +490,8 @@ func (s *Source) Stats() Stats {
 
 // EventJSON appends the record's value when it is a JSON object (line
 // breaks, which a valid object holds only between tokens, become spaces),
-// else {"_raw": "<the value as a JSON string>"}.
+// else {"_raw": "<the value as a JSON string>"}. It reads only m.Raw, so
+// it is safe for concurrent use, also while Next runs.
 func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
 	raw := m.Raw
 	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' && json.Valid(raw) {
