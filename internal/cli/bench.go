@@ -40,6 +40,9 @@ type benchFlags struct {
 	format     string
 	cpuProfile string
 	memProfile string
+	// parallelism lists the numbers of tasks to measure (0: the
+	// pipeline's default).
+	parallelism []int
 }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -96,6 +99,7 @@ writes the allocation profile after them (go tool pprof).`,
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the tidemark runs to this file")
 	fl.StringVar(&f.memProfile, "memprofile", "", "write an allocation profile after the tidemark runs to this file")
+	fl.IntSliceVar(&f.parallelism, "parallelism", []int{0}, "numbers of tasks to measure, e.g. 1,2 (runs alternate between them; 0: the pipeline's parallelism, else one task per CPU)")
 	return cmd
 }
 
@@ -116,9 +120,12 @@ type BenchRun struct {
 
 // benchSeries is the runs of one side (tidemark or the baseline).
 type benchSeries struct {
-	Name   string     `json:"name"`
-	Runs   []BenchRun `json:"runs"`
-	Median BenchRun   `json:"median"`
+	Name string `json:"name"`
+	// Parallelism is the number of tasks of tidemark's runs (0 for a
+	// baseline).
+	Parallelism int        `json:"parallelism,omitempty"`
+	Runs        []BenchRun `json:"runs"`
+	Median      BenchRun   `json:"median"`
 }
 
 // benchMachine describes where the figures were measured.
@@ -149,7 +156,10 @@ type benchReport struct {
 	Repeat   int          `json:"repeat"`
 	Machine  benchMachine `json:"machine"`
 	Tidemark benchSeries  `json:"tidemark"`
-	Baseline *benchSeries `json:"baseline,omitempty"`
+	// Parallel holds the series of the further --parallelism values
+	// (Tidemark is the first).
+	Parallel []benchSeries `json:"parallel,omitempty"`
+	Baseline *benchSeries  `json:"baseline,omitempty"`
 	// Ratio is tidemark's median over the baseline's: events/s/core and
 	// events/s.
 	Ratio *struct {
@@ -194,6 +204,14 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	}
 	if f.events < 0 {
 		return configErr("--events %d: must be positive", f.events)
+	}
+	if len(f.parallelism) == 0 {
+		f.parallelism = []int{0}
+	}
+	for _, n := range f.parallelism {
+		if n < 0 {
+			return configErr("--parallelism %d: negative", n)
+		}
 	}
 	var p *spec.Pipeline
 	var err error
@@ -277,24 +295,47 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 			return err
 		}
 	}
-	for i := 0; i < f.repeat; i++ {
-		r, reset, err := measure(func(h *liveHeap) (int64, time.Duration, int64, error) {
-			*rows = 0
-			sum, err := engine.Run(ctx, pl, benchOptions(reg, stderr, h))
-			if err != nil {
-				return 0, 0, 0, err
-			}
-			return sum.EventsRead, sum.CPU, stateBytes(sum), nil
-		})
-		if err != nil {
-			if f.cpuProfile != "" {
-				pprof.StopCPUProfile()
-			}
-			return fmt.Errorf("run %d: %w", i+1, err)
+	series := make([]*benchSeries, len(f.parallelism))
+	for k, n := range f.parallelism {
+		if k == 0 {
+			series[k] = &rep.Tidemark
+		} else {
+			series[k] = &benchSeries{Name: "tidemark"}
 		}
-		r.Rows = *rows
-		rep.PeakRSSReset = rep.PeakRSSReset && reset
-		rep.Tidemark.Runs = append(rep.Tidemark.Runs, r)
+		series[k].Parallelism = n
+	}
+	for i := 0; i < f.repeat; i++ {
+		for k, n := range f.parallelism {
+			var par int
+			r, reset, err := measure(func(h *liveHeap) (int64, time.Duration, int64, error) {
+				*rows = 0
+				opts := benchOptions(reg, stderr, h)
+				opts.Parallelism = n
+				sum, err := engine.Run(ctx, pl, opts)
+				if err != nil {
+					return 0, 0, 0, err
+				}
+				par = sum.Parallelism
+				return sum.EventsRead, sum.CPU, stateBytes(sum), nil
+			})
+			if err != nil {
+				if f.cpuProfile != "" {
+					pprof.StopCPUProfile()
+				}
+				return fmt.Errorf("run %d: %w", i+1, err)
+			}
+			r.Rows = *rows
+			rep.PeakRSSReset = rep.PeakRSSReset && reset
+			series[k].Parallelism = par
+			series[k].Runs = append(series[k].Runs, r)
+		}
+	}
+	for k, s := range series {
+		s.Name = fmt.Sprintf("tidemark ×%d", s.Parallelism)
+		if k > 0 {
+			s.Median = medianRun(s.Runs)
+			rep.Parallel = append(rep.Parallel, *s)
+		}
 	}
 	if f.cpuProfile != "" {
 		pprof.StopCPUProfile()
@@ -601,13 +642,16 @@ func writeBenchText(w io.Writer, rep *benchReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\trun\tevents/s\tevents/s/core\twall\tCPU\tpeak RSS\tlive heap\tstate (end)\tallocs/event\tbytes/event\trows\t")
 	series := []*benchSeries{&rep.Tidemark}
+	for i := range rep.Parallel {
+		series = append(series, &rep.Parallel[i])
+	}
 	if rep.Baseline != nil {
 		series = append(series, rep.Baseline)
 	}
 	for _, s := range series {
 		line := func(label string, r *BenchRun) {
 			state := bytesText(r.StateBytesEnd)
-			if s != &rep.Tidemark {
+			if s == rep.Baseline {
 				state = "-"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2fs\t%.2fs\t%s\t%s\t%s\t%.3f\t%.1f\t%s\t\n", s.Name, label,
@@ -620,9 +664,14 @@ func writeBenchText(w io.Writer, rep *benchReport) {
 		line("median", &s.Median)
 	}
 	tw.Flush()
+	for _, p := range rep.Parallel {
+		t := &rep.Tidemark
+		fmt.Fprintf(w, "\nparallelism %d / %d (medians): %.2f× the events/s, %.2f of its events/s/core\n",
+			p.Parallelism, t.Parallelism, ratio(p.Median.EventsPerSec, t.Median.EventsPerSec), ratio(p.Median.EventsPerCore, t.Median.EventsPerCore))
+	}
 	if rep.Ratio != nil {
-		fmt.Fprintf(w, "\nratio tidemark / %s (medians): %.2f of its events/s/core, %.2f of its events/s\n",
-			rep.Baseline.Name, rep.Ratio.EventsPerCore, rep.Ratio.EventsPerSec)
+		fmt.Fprintf(w, "\nratio %s / %s (medians): %.2f of its events/s/core, %.2f of its events/s\n",
+			rep.Tidemark.Name, rep.Baseline.Name, rep.Ratio.EventsPerCore, rep.Ratio.EventsPerSec)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "events/s/core: events / process CPU time (user + system, every thread).")
