@@ -236,6 +236,13 @@ type runtime struct {
 	absent           int
 	ref              *reference
 	cur              *routerOut // the round being routed
+	inline           bool       // one task: it and the writer run on the router's goroutine
+	wctx             context.Context
+	entryIdx         []int              // node → index in Graph.Entry, −1
+	outs             [][][]*task.Packet // per task: its nodes' packets for the round
+	written          int                // rounds written
+	bundle           *taskOut           // push mode: the task\'s buffers of the round
+	pushErr          error              // push mode: the first error of a node
 	rsnd             *task.Sender
 	rcnt             task.Counters // the router's counts of the current round
 	rlog             *task.Log     // the router's log of the current round

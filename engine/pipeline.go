@@ -179,11 +179,24 @@ func (rt *runtime) newPipeline() *pipeline {
 // final checkpoint.
 func (rt *runtime) run(ctx context.Context) (stopped bool, err error) {
 	pl := rt.newPipeline()
+	rt.entryIdx = make([]int, len(rt.g.Nodes))
+	for k := range rt.entryIdx {
+		rt.entryIdx[k] = -1
+	}
+	for k, e := range rt.g.Entry {
+		rt.entryIdx[e] = k
+	}
+	rt.outs = make([][][]*task.Packet, rt.par)
+	for i := range rt.outs {
+		rt.outs[i] = make([][]*task.Packet, len(rt.g.Nodes))
+	}
 	var wg sync.WaitGroup
 	// The goroutines' context outlives a cancelled ctx: a stopped run
 	// still writes its last round and takes its final checkpoint.
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	rt.wctx = wctx
+	rt.inline = rt.par == 1
 	go func() {
 		select {
 		case <-pl.done:
@@ -194,17 +207,22 @@ func (rt *runtime) run(ctx context.Context) (stopped bool, err error) {
 	// Every goroutine of the run starts here and has stopped when run
 	// returns.
 	for i := range rt.tasks {
+		if rt.inline {
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			pl.guard(func() error { return rt.taskLoop(i, pl) })
 		}()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		pl.guard(func() error { return rt.writerLoop(wctx, pl) })
-	}()
+	if !rt.inline {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pl.guard(func() error { return rt.writerLoop(wctx, pl) })
+		}()
+	}
 	var rerr error
 	func() {
 		defer func() {
@@ -269,8 +287,7 @@ func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, er
 				// that the next run resumes here.
 				b.Reset()
 				ro.flags = roundFlags{last: true, snapshot: rt.ck != nil, stats: true}
-				rt.endRound(pl, ro)
-				return true, nil
+				return true, rt.endRound(pl, ro)
 			}
 			return false, fmt.Errorf("source: %w", rerr)
 		}
@@ -286,7 +303,9 @@ func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, er
 			ro.flags.snapshot = rt.ck != nil && rt.due()
 			ro.flags.stats = rt.liveDue()
 		}
-		rt.endRound(pl, ro)
+		if err := rt.endRound(pl, ro); err != nil {
+			return false, err
+		}
 		rt.progress()
 		if eof {
 			return false, nil
@@ -310,6 +329,24 @@ func (rt *runtime) beginRound(pl *pipeline) *routerOut {
 		rt.rsnd.Out = make([][]*task.Packet, len(rt.g.Nodes))
 	}
 	rt.rsnd.Retarget(ro.log, &ro.cnt)
+	rt.cur = ro
+	if rt.inline {
+		// One task, in push mode: records and markers go straight to it.
+		b := <-pl.taskFree[0]
+		b.round, b.flags = ro.round.ID, roundFlags{}
+		b.sections, b.stats = b.sections[:0], nil
+		b.cnt.Reset()
+		for _, l := range b.logs {
+			l.Reset()
+		}
+		rt.tasks[0].SetOutput(b.logs, &b.cnt)
+		rt.bundle = b
+		if rt.rsnd.Direct() == nil {
+			rt.rsnd.SetDirect(rt.tasks[0].Push())
+		}
+		rt.rsnd.SetWatermark(rt.wm)
+		return ro
+	}
 	for _, n := range rt.g.Entry {
 		ps := make([]*task.Packet, rt.par)
 		for i := range ps {
@@ -322,13 +359,18 @@ func (rt *runtime) beginRound(pl *pipeline) *routerOut {
 	return ro
 }
 
-// endRound sends the round to the tasks and the writer.
-func (rt *runtime) endRound(pl *pipeline, ro *routerOut) {
+// endRound sends the round to the tasks and the writer (or, with one
+// task, runs it).
+func (rt *runtime) endRound(pl *pipeline, ro *routerOut) error {
 	if ro.flags.snapshot {
 		ro.state = rt.routerState()
 	}
 	if ro.flags.stats {
 		ro.live = rt.routerLive()
+	}
+	if rt.inline {
+		rt.cur = nil
+		return rt.inlineRound(pl, ro)
 	}
 	for i := range rt.par {
 		rm := &roundMsg{round: ro.round, flags: ro.flags}
@@ -339,28 +381,48 @@ func (rt *runtime) endRound(pl *pipeline, ro *routerOut) {
 	}
 	pl.fromRoute <- ro
 	rt.cur = nil
+	return nil
+}
+
+// inlineRound runs a round of a single task on the router's goroutine —
+// the task's nodes, then the writer's part — and hands the buffers back:
+// with one task there is nothing to run beside the router but the
+// pipeline's hand-offs, which cost more than they give on one core.
+func (rt *runtime) inlineRound(pl *pipeline, ro *routerOut) error {
+	t := rt.tasks[0]
+	bundle := rt.bundle
+	rt.bundle = nil
+	if err := t.Err(); err != nil {
+		return err
+	}
+	bundle.flags = ro.flags
+	if ro.flags.snapshot {
+		bundle.sections = t.Snapshot(bundle.sections)
+	}
+	if ro.flags.stats || ro.flags.snapshot {
+		bundle.globals = t.Globals()
+	}
+	if ro.flags.stats {
+		bundle.stats, bundle.dedupIDs, bundle.dedupMem = t.Stats(rt.opts.HotKeys)
+	}
+	err := rt.finishRound(rt.wctx, ro, []*taskOut{bundle})
+	pl.taskFree[0] <- bundle
+	pl.batchFree <- ro.batch
+	ro.batch = nil
+	pl.roundFree <- ro
+	return err
 }
 
 // taskLoop runs task i: each round, its nodes in graph order, each once
 // its inputs of the round have arrived from every sender.
 func (rt *runtime) taskLoop(i int, pl *pipeline) error {
-	t := rt.tasks[i]
-	g := rt.g
-	n := rt.par
 	type key struct {
 		round uint64
 		node  int
 	}
 	early := map[key][]*pktMsg{} // packets of later nodes or rounds
 	var rounds []*roundMsg
-	out := make([][]*task.Packet, len(g.Nodes))
-	entryIdx := make([]int, len(g.Nodes))
-	for k := range entryIdx {
-		entryIdx[k] = -1
-	}
-	for k, e := range g.Entry {
-		entryIdx[e] = k
-	}
+	n := rt.par
 	recv := func() (inMsg, error) {
 		select {
 		case m := <-pl.inbox[i]:
@@ -391,70 +453,96 @@ func (rt *runtime) taskLoop(i int, pl *pipeline) error {
 		case <-pl.done:
 			return nil
 		}
-		bundle.round, bundle.flags = id, rm.flags
-		bundle.sections, bundle.stats = bundle.sections[:0], nil
-		bundle.cnt.Reset()
-		for _, l := range bundle.logs {
-			l.Reset()
-		}
-		t.SetOutput(bundle.logs, &bundle.cnt)
-		for ni := range g.Nodes {
-			var in []*task.Packet
-			if e := entryIdx[ni]; e >= 0 {
-				in = rm.pkts[e : e+1]
-			} else {
-				k := key{id, ni}
-				for len(early[k]) < n {
-					m, err := recv()
-					if err != nil {
-						return nil
-					}
-					if m.rm != nil {
-						rounds = append(rounds, m.rm)
-						continue
-					}
-					mk := key{m.pm.round, m.pm.node}
-					early[mk] = append(early[mk], m.pm)
+		inputs := func(ni int) ([]*task.Packet, error) {
+			k := key{id, ni}
+			for len(early[k]) < n {
+				m, err := recv()
+				if err != nil {
+					return nil, err
 				}
-				msgs := early[k]
-				delete(early, k)
-				in = make([]*task.Packet, n)
-				for _, m := range msgs {
-					in[m.from] = m.p
+				if m.rm != nil {
+					rounds = append(rounds, m.rm)
+					continue
 				}
+				mk := key{m.pm.round, m.pm.node}
+				early[mk] = append(early[mk], m.pm)
 			}
-			down := g.Nodes[ni].Down
-			for _, d := range down {
-				ps := make([]*task.Packet, n)
-				for j := range ps {
-					ps[j] = pl.packet()
-				}
-				out[d] = ps
+			msgs := early[k]
+			delete(early, k)
+			in := make([]*task.Packet, n)
+			for _, m := range msgs {
+				in[m.from] = m.p
 			}
-			if err := t.Process(ni, rm.round, in, out); err != nil {
-				return err
-			}
-			pl.release(in...)
-			for _, d := range down {
-				for j, p := range out[d] {
-					pl.inbox[j] <- inMsg{pm: &pktMsg{round: id, node: d, from: i, p: p}}
-				}
-				out[d] = nil
-			}
+			return in, nil
 		}
-		if rm.flags.snapshot {
-			bundle.sections = t.Snapshot(bundle.sections)
-			bundle.globals = t.Globals()
+		send := func(d, j int, p *task.Packet) {
+			pl.inbox[j] <- inMsg{pm: &pktMsg{round: id, node: d, from: i, p: p}}
 		}
-		if rm.flags.stats || rm.flags.snapshot {
-			bundle.globals = t.Globals()
-		}
-		if rm.flags.stats {
-			bundle.stats, bundle.dedupIDs, bundle.dedupMem = t.Stats(rt.opts.HotKeys)
+		if err := rt.taskRound(i, rm, bundle, pl, inputs, send); err != nil {
+			if errors.Is(err, errStopped) {
+				return nil
+			}
+			return err
 		}
 		pl.toWriter <- bundle
 		if rm.flags.last {
 			return nil
 		}
 	}
+}
+
+// taskRound runs task i's nodes over one round into bundle: inputs
+// returns a non-entry node's packets of the round (one per task), send
+// hands a packet to node d of task j.
+func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline,
+	inputs func(node int) ([]*task.Packet, error), send func(d, j int, p *task.Packet)) error {
+	t := rt.tasks[i]
+	g := rt.g
+	n := rt.par
+	bundle.round, bundle.flags = rm.round.ID, rm.flags
+	bundle.sections, bundle.stats = bundle.sections[:0], nil
+	bundle.cnt.Reset()
+	for _, l := range bundle.logs {
+		l.Reset()
+	}
+	t.SetOutput(bundle.logs, &bundle.cnt)
+	out := rt.outs[i]
+	for ni := range g.Nodes {
+		var in []*task.Packet
+		if e := rt.entryIdx[ni]; e >= 0 {
+			in = rm.pkts[e : e+1]
+		} else {
+			var err error
+			if in, err = inputs(ni); err != nil {
+				return err
+			}
+		}
+		down := g.Nodes[ni].Down
+		for _, d := range down {
+			ps := out[d][:0]
+			for range n {
+				ps = append(ps, pl.packet())
+			}
+			out[d] = ps
+		}
+		if err := t.Process(ni, rm.round, in, out); err != nil {
+			return err
+		}
+		pl.release(in...)
+		for _, d := range down {
+			for j, p := range out[d] {
+				send(d, j, p)
+			}
+		}
+	}
+	if rm.flags.snapshot {
+		bundle.sections = t.Snapshot(bundle.sections)
+	}
+	if rm.flags.stats || rm.flags.snapshot {
+		bundle.globals = t.Globals()
+	}
+	if rm.flags.stats {
+		bundle.stats, bundle.dedupIDs, bundle.dedupMem = t.Stats(rt.opts.HotKeys)
+	}
+	return nil
 }

@@ -62,7 +62,7 @@ func (rt *runtime) routeBatch(b *source.Batch, more bool) error {
 			return err
 		}
 	}
-	return nil
+	return rt.pushErr
 }
 
 // record runs one source record through the router's checks and hands it
@@ -187,15 +187,27 @@ func (rt *runtime) tick(now int64) {
 		}
 	}
 	if len(due) > 0 {
-		rt.cur.round.Markers = append(rt.cur.round.Markers, task.Marker{Step: rt.nextStep(), Kind: task.Early, Now: now, Stages: due})
+		rt.marker(task.Marker{Step: rt.nextStep(), Kind: task.Early, Now: now, Stages: due})
 	}
+}
+
+// marker hands a marker to the tasks: with the round, or (one task, push
+// mode) at once.
+func (rt *runtime) marker(m task.Marker) {
+	if rt.inline {
+		if err := rt.tasks[0].PushMarker(&m); err != nil && rt.pushErr == nil {
+			rt.pushErr = err
+		}
+		return
+	}
+	rt.cur.round.Markers = append(rt.cur.round.Markers, m)
 }
 
 // advance hands a new pipeline watermark to every task.
 func (rt *runtime) advance(wm int64) {
 	rt.wm = wm
 	rt.rsnd.SetWatermark(wm)
-	rt.cur.round.Markers = append(rt.cur.round.Markers, task.Marker{Step: rt.nextStep(), Kind: task.Advance, WM: wm, Now: rt.now})
+	rt.marker(task.Marker{Step: rt.nextStep(), Kind: task.Advance, WM: wm, Now: rt.now})
 }
 
 // due reports whether a periodic checkpoint is due.

@@ -15,7 +15,6 @@ import (
 // asks for. It hands the round's buffers back to their owners.
 func (rt *runtime) writerLoop(ctx context.Context, pl *pipeline) error {
 	pending := map[uint64][]*taskOut{}
-	rounds := 0
 	for {
 		var ro *routerOut
 		select {
@@ -37,22 +36,8 @@ func (rt *runtime) writerLoop(ctx context.Context, pl *pipeline) error {
 			outs[o.task] = o
 		}
 		delete(pending, id)
-		if err := rt.writeRound(ctx, ro, outs); err != nil {
+		if err := rt.finishRound(ctx, ro, outs); err != nil {
 			return err
-		}
-		rounds++
-		if ro.flags.snapshot {
-			if err := rt.takeCheckpoint(ctx, ro, outs); err != nil {
-				return err
-			}
-		} else if rt.ck == nil && (rounds%rt.opts.FlushEvery == 0 || ro.flags.last) {
-			if err := rt.flush(ctx); err != nil {
-				return err
-			}
-		}
-		if ro.flags.stats || ro.flags.last {
-			rt.absorbStats(ro, outs)
-			rt.publishLive(ro.flags.last)
 		}
 		last := ro.flags.last
 		for i, o := range outs {
@@ -65,6 +50,29 @@ func (rt *runtime) writerLoop(ctx context.Context, pl *pipeline) error {
 			return nil
 		}
 	}
+}
+
+// finishRound writes a round's outputs, then flushes, checkpoints and
+// publishes what the round asks for.
+func (rt *runtime) finishRound(ctx context.Context, ro *routerOut, outs []*taskOut) error {
+	if err := rt.writeRound(ctx, ro, outs); err != nil {
+		return err
+	}
+	rt.written++
+	if ro.flags.snapshot {
+		if err := rt.takeCheckpoint(ctx, ro, outs); err != nil {
+			return err
+		}
+	} else if rt.ck == nil && (rt.written%rt.opts.FlushEvery == 0 || ro.flags.last) {
+		if err := rt.flush(ctx); err != nil {
+			return err
+		}
+	}
+	if ro.flags.stats || ro.flags.last {
+		rt.absorbStats(ro, outs)
+		rt.publishLive(ro.flags.last)
+	}
+	return nil
 }
 
 // writeRound writes one round's logs — the router's, then each task's

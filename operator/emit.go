@@ -15,6 +15,8 @@ type inst struct {
 	version uint32
 	emitted bool          // a row for this instance is live downstream
 	dirty   bool          // changed since the last emission
+	group   uint16        // the key's key group
+	birth   uint64        // the step that created the instance (OrderBirth)
 	emitW   window.Window // window of the live downstream row (its identity)
 	emitV   uint32        // version of the live downstream row
 }
@@ -94,8 +96,11 @@ func (o *Operator) prev(s int32) []row.Value {
 }
 
 func (o *Operator) push(op changelog.Op, key uint32, w window.Window, vals []row.Value, version uint32, final bool) {
-	if o.cfg.Canonical {
-		o.ord = append(o.ord, EmitOrder{A: o.ordA, B: o.ordB, Group: o.keys.ents[key].group})
+	switch o.cfg.Order {
+	case OrderGroup:
+		o.ord = append(o.ord, EmitOrder{A: o.ordA, B: o.ordB, C: uint64(o.keys.ents[key].group)})
+	case OrderBirth:
+		o.ord = append(o.ord, EmitOrder{A: o.ordA, B: o.ordB, C: o.ordC})
 	}
 	o.out = append(o.out, changelog.Row{
 		Op:          op,

@@ -49,7 +49,7 @@ import (
 // states of a key group give equal bytes, whichever operator held it.
 
 // groupSectionVersion is the key-group section's format version.
-const groupSectionVersion = 1
+const groupSectionVersion = 2
 
 // Globals is the part of an operator's state that is not per key group:
 // the watermark and processing time every task's operator shares, and
@@ -113,7 +113,7 @@ func (o *Operator) paneOrder(p *pane) []int32 {
 	sorted := true
 	prev := uint16(0)
 	for i := range p.ents {
-		g := o.keys.ents[p.ents[i].key].group
+		g := p.ents[i].group
 		if g < prev {
 			sorted = false
 		}
@@ -129,13 +129,13 @@ func (o *Operator) paneOrder(p *pane) []int32 {
 	c.count = slices.Grow(c.count[:0], k+1)[:k+1]
 	clear(c.count)
 	for i := range p.ents {
-		c.count[o.keys.ents[p.ents[i].key].group+1]++
+		c.count[p.ents[i].group+1]++
 	}
 	for g := 1; g <= k; g++ {
 		c.count[g] += c.count[g-1]
 	}
 	for i := range p.ents {
-		g := o.keys.ents[p.ents[i].key].group
+		g := p.ents[i].group
 		c.order[c.count[g]] = int32(i)
 		c.count[g]++
 	}
@@ -145,7 +145,7 @@ func (o *Operator) paneOrder(p *pane) []int32 {
 // entriesInOrder calls f for each entry index of p, in canonical order when
 // the operator is canonical, else in arrival order.
 func (o *Operator) entriesInOrder(p *pane, f func(i int32)) {
-	if !o.cfg.Canonical {
+	if o.cfg.Order != OrderGroup {
 		for i := range p.ents {
 			f(int32(i))
 		}
@@ -231,7 +231,7 @@ func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) 
 	for pi, p := range o.panes.list {
 		var c []int
 		for i := range p.ents {
-			g := o.keys.ents[p.ents[i].key].group
+			g := p.ents[i].group
 			if w := want[g]; w != 0 {
 				if c == nil {
 					c = make([]int, len(groups))
@@ -264,7 +264,7 @@ func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) 
 		}
 		for i := range p.ents {
 			in := &p.ents[i]
-			w := want[o.keys.ents[in.key].group]
+			w := want[in.group]
 			if w == 0 {
 				continue
 			}
@@ -301,6 +301,7 @@ func (o *Operator) appendGroupInst(e *state.Encoder, in *inst, w window.Window, 
 	e.Int(in.rows)
 	e.Uint(uint64(in.version))
 	e.Int(int64(in.version) - int64(in.emitV))
+	e.Uint(in.birth)
 	if flags&flagEmitDiff != 0 {
 		e.Int(in.emitW.Start - w.Start)
 		e.Int(in.emitW.End - w.End)
@@ -474,7 +475,7 @@ func (r *groupRestorer) section(d *state.Decoder) {
 				d.Fail("key group %d: pane %s: key %d listed twice", g, w, ki)
 				return
 			}
-			in := inst{key: kid}
+			in := inst{key: kid, group: uint16(g)}
 			isFired, live := r.inst(d, &in, w)
 			if d.Err() != nil {
 				return
@@ -511,7 +512,7 @@ func (r *groupRestorer) keySessions(d *state.Decoder, g int, id uint32) {
 			return
 		}
 		s := &session{w: w}
-		s.key = id
+		s.key, s.group = id, uint16(g)
 		fired, live := r.inst(d, &s.inst, w)
 		if d.Err() != nil {
 			return
@@ -543,6 +544,7 @@ func (r *groupRestorer) inst(d *state.Decoder, in *inst, w window.Window) (fired
 	in.rows = d.Int()
 	ver := d.Uint()
 	dv := d.Int()
+	in.birth = d.Uint()
 	if d.Err() != nil {
 		return
 	}
@@ -587,6 +589,17 @@ func (r *groupRestorer) install(g Globals) {
 		}
 	}
 	sort.Slice(o.panes.list, func(i, j int) bool { return less(o.panes.list[i].w, o.panes.list[j].w) })
+	if o.cfg.Order == OrderBirth {
+		// Entries in birth order, as an operator that never restarted
+		// holds them (arrival order).
+		for _, p := range o.panes.list {
+			sort.SliceStable(p.ents, func(i, j int) bool { return p.ents[i].birth < p.ents[j].birth })
+			clear(p.idx)
+			for i := range p.ents {
+				p.idx[k.ents[p.ents[i].key].enc] = int32(i)
+			}
+		}
+	}
 	// Sessions are numbered by (key group, rank): creation order within
 	// each key group.
 	sort.Slice(r.sessions, func(i, j int) bool {

@@ -49,7 +49,7 @@ func (s *splitOps) drainMerged(t fataler) []changelog.Row {
 		if a.B != b.B {
 			return a.B < b.B
 		}
-		return a.Group < b.Group
+		return a.C < b.C
 	}
 	var out []changelog.Row
 	for {
@@ -73,7 +73,7 @@ func (s *splitOps) drainMerged(t fataler) []changelog.Row {
 func checkSorted(t fataler, ord []EmitOrder, what string) {
 	for i := 1; i < len(ord); i++ {
 		a, b := ord[i-1], ord[i]
-		if a.A > b.A || (a.A == b.A && (a.B > b.B || (a.B == b.B && a.Group > b.Group))) {
+		if a.A > b.A || (a.A == b.A && (a.B > b.B || (a.B == b.B && a.C > b.C))) {
 			t.Fatalf("%s: rows %d and %d out of canonical order: %+v then %+v", what, i-1, i, a, b)
 		}
 	}
@@ -101,7 +101,8 @@ func checkSplit(t *rapid.T, kind string) {
 	f := newSnapFields(t)
 	sc := drawSnapConfig(t, kind)
 	k := rapid.SampledFrom([]int{1, 3, 8}).Draw(t, "keyGroups")
-	sc.groups, sc.canon = k, true
+	sc.groups = k
+	sc.order = rapid.SampledFrom([]Order{OrderGroup, OrderBirth}).Draw(t, "order")
 	build := func() *Operator { return sc.build(t, f) }
 	one := build()
 	newSplit := func(n int) *splitOps {
@@ -199,9 +200,11 @@ func checkSplit(t *rapid.T, kind string) {
 				live = append(live, e)
 			}
 			f.fill(r, e)
+			one.SetStep(uint64(i))
 			oa, erra := one.Process(r, e.ts, weight, now)
 			f.fill(r, e)
 			o := split.ops[split.owner(f, one.cfg, r)]
+			o.SetStep(uint64(i))
 			ob, errb := o.Process(r, e.ts, weight, now)
 			if erra != nil || errb != nil {
 				t.Fatalf("step %d: %v / %v", i, erra, errb)

@@ -112,27 +112,52 @@ type Config struct {
 	// KeyGroups is the number of key groups keys hash into (Flink's max
 	// parallelism); 0 means 128.
 	KeyGroups int
-	// Canonical makes every firing (on time, early, close) emit in the
-	// canonical order — windows by (end, start), then by key group, then
-	// by first arrival within the key group; session timers by (time,
-	// kind, key group, creation) — and record each row's EmitOrder
-	// (DrainOrder). The order is the same whichever key groups an operator
-	// holds, so the rows of several operators that split the key groups
-	// between them merge (by EmitOrder) into exactly the rows one operator
-	// holding every key group emits. The runner sets it for stages whose
-	// rows feed another stage. Default false: within a window, keys in
-	// order of first arrival.
-	Canonical bool
+	// Order is the order of the rows of one firing; OrderGroup and
+	// OrderBirth also record each row's EmitOrder (DrainOrder). Default
+	// OrderArrival.
+	Order Order
 }
 
-// EmitOrder places a row of a firing in the canonical order (Config.Canonical):
-// rows of one firing sort by (A, B, Group), and rows with equal keys come
-// from one operator, in its order. For panes A and B are the window's end
-// and start; for session timers A is the timer's time and B its kind (0
-// fire, 1 close); for early firings of sessions the window's end and start.
+// Order is how a firing (on time, early, close) orders its rows
+// (Config.Order). Windows always come by (end, start) and session timers
+// by (time, kind); within a window:
+//
+//   - OrderArrival: keys by first arrival into the window.
+//   - OrderGroup: by key group, then first arrival within the key group
+//     (sessions: key group, then creation).
+//   - OrderBirth: by the step at which the (window, key) instance was
+//     created (SetStep before Process): the caller's global sequence. With
+//     one record per step, that is first arrival over the whole input,
+//     whichever key groups the operator holds.
+//
+// OrderGroup and OrderBirth are canonical: the same whichever key groups
+// an operator holds and whether it was restored, so the rows of several
+// operators that split the key groups between them merge (by EmitOrder)
+// into exactly the rows one operator holding every key group emits.
+// OrderBirth keeps the emission in arrival order, which is in memory
+// order and cheaper; it needs steps that are distinct for the instances
+// of one window (a stage reading the source). OrderGroup needs nothing
+// (a stage reading another stage's changelog, whose inputs of one step
+// can create many instances).
+type Order uint8
+
+// The orders.
+const (
+	OrderArrival Order = iota
+	OrderGroup
+	OrderBirth
+)
+
+// EmitOrder places a row of a firing in the canonical order
+// (Config.Order): rows of one firing sort by (A, B, C), and rows with equal
+// keys come from one operator, in its order. For panes A and B are the
+// window's end and start; for session timers A is the timer's time and B
+// its kind (0 fire, 1 close); for early firings of sessions the window's
+// end and start. C is the key group (OrderGroup) or the instance's birth
+// step (OrderBirth).
 type EmitOrder struct {
-	A, B  int64
-	Group uint16
+	A, B int64
+	C    uint64
 }
 
 // Operator is the window aggregation operator. Not safe for concurrent use.
@@ -157,8 +182,10 @@ type Operator struct {
 	ord       []EmitOrder // out[i]'s place in the canonical order (Config.Canonical)
 	ordA      int64       // EmitOrder of the rows being pushed
 	ordB      int64
+	ordC      uint64 // the birth of the row being pushed (OrderBirth)
 	nextEarly int64
 	canon     canonScratch // buffers of the canonical order
+	step      uint64       // the caller's step (SetStep): births
 
 	// changed marks the key groups whose state changed since the last
 	// ClearChanged (one bit per key group).
@@ -204,6 +231,10 @@ func New(cfg Config) (*Operator, error) {
 	o.sess.keys = o.keys
 	return o, nil
 }
+
+// SetStep tells the operator the caller's step of the next Process call:
+// the birth of the instances it creates (OrderBirth).
+func (o *Operator) SetStep(step uint64) { o.step = step }
 
 // Assigner returns the operator's window assigner (nil for sessions).
 func (o *Operator) Assigner() window.Assigner { return o.cfg.Assigner }
@@ -322,7 +353,7 @@ func (o *Operator) Drain() []changelog.Row {
 // the same order (Config.Canonical; nil otherwise). The slice is valid
 // until the next call into the operator. Call it before Drain.
 func (o *Operator) DrainOrder() []EmitOrder {
-	if !o.cfg.Canonical {
+	if o.cfg.Order == OrderArrival {
 		return nil
 	}
 	return o.ord
@@ -352,7 +383,7 @@ func (o *Operator) Stats() Stats {
 	var extra int64
 	if o.cfg.Gap > 0 {
 		st.OpenWindows, st.Entries = o.sess.live, o.sess.live
-		for _, s := range o.sess.all(false) {
+		for _, s := range o.sess.all(OrderArrival) {
 			extra += int64(o.slots.extraBytes(s.slot))
 		}
 		st.StateBytes = int64(st.Entries) * int64(sessionBytes)

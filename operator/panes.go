@@ -150,7 +150,7 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 			if err := o.slots.apply(e.slot, r, -1); err != nil {
 				return OnTime, err
 			}
-			o.markChanged(int(o.keys.ents[e.key].group))
+			o.markChanged(int(e.group))
 			e.rows--
 			e.dirty = true
 			accepted++
@@ -180,7 +180,7 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 				o.kid, o.kidOK = kid, true
 			}
 			i = int32(len(p.ents))
-			p.ents = append(p.ents, inst{key: kid, slot: o.slots.alloc()})
+			p.ents = append(p.ents, inst{key: kid, slot: o.slots.alloc(), group: o.keys.ents[kid].group, birth: o.step})
 			if o.panes.multi {
 				ke := &o.keys.ents[kid]
 				if ke.panes == nil {
@@ -205,7 +205,7 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 		if err := o.slots.apply(e.slot, r, 1); err != nil {
 			return OnTime, err
 		}
-		o.markChanged(int(o.keys.ents[e.key].group))
+		o.markChanged(int(e.group))
 		e.rows++
 		e.dirty = true
 		accepted++
@@ -279,17 +279,24 @@ func (o *Operator) advancePanes() {
 		o.reserve(p.live)
 		o.ordA, o.ordB = p.w.End, p.w.Start
 		o.entriesInOrder(p, func(i int32) {
+			if e := &p.ents[i]; e.slot >= 0 {
+				o.ordC = e.birth
+				o.emit(e, p.w, fireClose)
+			}
+		})
+		// The bookkeeping in arrival order: keys interned in arrival
+		// order lie in that order in memory.
+		for i := range p.ents {
 			e := &p.ents[i]
 			if e.slot >= 0 {
-				o.emit(e, p.w, fireClose)
 				o.slots.release(e.slot)
 			}
 			if o.panes.multi {
 				o.keys.dropPane(e.key, p.w.Start)
 			}
-			o.markChanged(int(o.keys.ents[e.key].group))
+			o.markChanged(int(e.group))
 			o.keys.unref(e.key)
-		})
+		}
 		o.panes.recycle(p)
 		n++
 	}
@@ -311,8 +318,9 @@ func (o *Operator) advancePanes() {
 		o.entriesInOrder(p, func(i int32) {
 			e := &p.ents[i]
 			// The pane's fired flag is part of every key group's share.
-			o.markChanged(int(o.keys.ents[e.key].group))
+			o.markChanged(int(e.group))
 			if e.slot >= 0 {
+				o.ordC = e.birth
 				o.emit(e, p.w, fireOnTime)
 			}
 		})
@@ -327,7 +335,8 @@ func (o *Operator) earlyPanes() {
 		o.ordA, o.ordB = p.w.End, p.w.Start
 		o.entriesInOrder(p, func(i int32) {
 			if e := &p.ents[i]; e.slot >= 0 && e.dirty {
-				o.markChanged(int(o.keys.ents[e.key].group))
+				o.markChanged(int(e.group))
+				o.ordC = e.birth
 				o.emit(e, p.w, fireEarly)
 			}
 		})

@@ -61,9 +61,10 @@ type sessionStore struct {
 	keys   *keyTable
 }
 
-// all returns the live sessions ordered by (end, start, creation), or
-// with canonical by (end, start, key group, creation).
-func (ss *sessionStore) all(canonical bool) []*session {
+// all returns the live sessions ordered by (end, start, creation), with
+// OrderGroup by (end, start, key group, creation), with OrderBirth by
+// (end, start, birth).
+func (ss *sessionStore) all(order Order) []*session {
 	var out []*session
 	if ss.keys == nil {
 		return nil
@@ -71,7 +72,17 @@ func (ss *sessionStore) all(canonical bool) []*session {
 	for i := range ss.keys.ents {
 		out = append(out, ss.keys.ents[i].sessions...)
 	}
-	if canonical {
+	if order == OrderBirth {
+		sort.Slice(out, func(i, j int) bool {
+			a, b := out[i], out[j]
+			if a.w != b.w {
+				return sessionLess(a, b)
+			}
+			return a.birth < b.birth
+		})
+		return out
+	}
+	if order == OrderGroup {
 		ents := ss.keys.ents
 		sort.Slice(out, func(i, j int) bool {
 			a, b := out[i], out[j]
@@ -101,8 +112,11 @@ func sessionLess(a, b *session) bool {
 
 func (o *Operator) schedule(s *session) {
 	ord := s.seq
-	if o.cfg.Canonical {
-		ord |= uint64(o.keys.ents[s.key].group) << 48
+	switch o.cfg.Order {
+	case OrderGroup:
+		ord |= uint64(s.group) << 48
+	case OrderBirth:
+		ord = s.birth
 	}
 	if !s.fired {
 		heap.Push(&o.sess.timers, timer{at: s.w.End, kind: timerFire, ord: ord, s: s})
@@ -167,7 +181,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 		// A new session continues the key's versions, so that no row it
 		// emits can look older than a row a dropped session of the key
 		// emitted (or deleted) under the same window start.
-		s := &session{inst: inst{key: id, slot: o.slots.alloc(), version: o.keys.ents[id].maxVer}, w: proto, fired: o.firedAt(proto.End), seq: o.sess.seq}
+		s := &session{inst: inst{key: id, slot: o.slots.alloc(), version: o.keys.ents[id].maxVer, group: o.keys.ents[id].group, birth: o.step}, w: proto, fired: o.firedAt(proto.End), seq: o.sess.seq}
 		o.sess.seq++
 		o.sess.live++
 		o.keys.ref(id)
@@ -298,14 +312,14 @@ func (o *Operator) advanceSessions() {
 		if s.dead {
 			continue
 		}
-		o.ordA, o.ordB = t.at, int64(t.kind)
+		o.ordA, o.ordB, o.ordC = t.at, int64(t.kind), s.birth
 		switch t.kind {
 		case timerFire:
 			if t.at != s.w.End || s.fired {
 				continue // stale: the session grew
 			}
 			s.fired = true
-			o.markChanged(int(o.keys.ents[s.key].group))
+			o.markChanged(int(s.group))
 			if !o.closed(s.w.End) {
 				o.emit(&s.inst, s.w, fireOnTime)
 			}
@@ -321,10 +335,10 @@ func (o *Operator) advanceSessions() {
 }
 
 func (o *Operator) earlySessions() {
-	for _, s := range o.sess.all(o.cfg.Canonical) {
+	for _, s := range o.sess.all(o.cfg.Order) {
 		if !s.fired && s.dirty {
-			o.ordA, o.ordB = s.w.End, s.w.Start
-			o.markChanged(int(o.keys.ents[s.key].group))
+			o.ordA, o.ordB, o.ordC = s.w.End, s.w.Start, s.birth
+			o.markChanged(int(s.group))
 			o.emit(&s.inst, s.w, fireEarly)
 		}
 	}

@@ -49,7 +49,7 @@ import (
 // the running operator are no-ops, so dropping them changes nothing).
 
 // snapshotVersion is the operator section's format version.
-const snapshotVersion = 1
+const snapshotVersion = 2
 
 const (
 	flagLive     = 1 << iota // the instance holds a slot
@@ -193,6 +193,7 @@ func (o *Operator) appendInst(e *state.Encoder, in *inst, w window.Window, fired
 	e.Int(in.rows)
 	e.Uint(uint64(in.version))
 	e.Int(int64(in.version) - int64(in.emitV))
+	e.Uint(in.birth)
 	if flags&flagEmitDiff != 0 {
 		// Wrapping differences round-trip exactly.
 		e.Int(in.emitW.Start - w.Start)
@@ -480,7 +481,7 @@ func (r *restorer) keySessions(id uint32) {
 			return
 		}
 		s := &session{w: w, seq: seq}
-		s.key = id
+		s.key, s.group = id, r.keys.ents[id].group
 		fired, live := r.inst(&s.inst, w)
 		if d.Err() != nil {
 			return
@@ -531,7 +532,7 @@ func (r *restorer) paneList() {
 				d.Fail("pane %s: key id %d out of range or free", w, kid)
 				return
 			}
-			in.key = uint32(kid)
+			in.key, in.group = uint32(kid), r.keys.ents[kid].group
 			// One hash operation: a key listed twice does not grow the map.
 			before := len(p.idx)
 			p.idx[r.keys.ents[kid].enc] = int32(j)
@@ -585,6 +586,7 @@ func (r *restorer) inst(in *inst, w window.Window) (fired, live bool) {
 	in.rows = d.Int()
 	ver := d.Uint()
 	dv := d.Int()
+	in.birth = d.Uint()
 	if d.Err() != nil {
 		return
 	}

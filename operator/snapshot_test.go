@@ -61,7 +61,7 @@ type snapConfig struct {
 	aggs     []aggChoice
 	retract  bool
 	groups   int  // key groups (0: the default)
-	canon    bool // Config.Canonical
+	order    Order // Config.Order
 }
 
 func (c snapConfig) build(t interface{ Fatal(...any) }, f snapFields) *Operator {
@@ -79,7 +79,7 @@ func (c snapConfig) build(t interface{ Fatal(...any) }, f snapFields) *Operator 
 		cols = append(cols, col)
 	}
 	cfg := Config{AllowedLateness: c.lateness, Mode: c.mode, EarlyEvery: c.early, Aggs: cols,
-		Key: []row.Field{f.k, f.g}[:c.keys], KeyGroups: c.groups, Canonical: c.canon}
+		Key: []row.Field{f.k, f.g}[:c.keys], KeyGroups: c.groups, Order: c.order}
 	switch c.kind {
 	case "session":
 		cfg.Gap = c.gap

@@ -174,7 +174,7 @@ func orderLess(pa *Packet, a *Item, pb *Packet, b *Item) bool {
 // an item made while processing item x as its j-th output has x's tail
 // and j (4 bytes, big endian); a row of a firing of the stage at depth d
 // has d, its EmitOrder (A and B as big-endian int64 with the sign bit
-// flipped, the key group in 2 bytes) and its index in the firing's rows
+// flipped, C as big-endian uint64) and its index in the firing's rows
 // (4 bytes).
 
 func appendChild(dst, parent []byte, j int) []byte {
@@ -182,10 +182,10 @@ func appendChild(dst, parent []byte, j int) []byte {
 	return binary.BigEndian.AppendUint32(dst, uint32(j))
 }
 
-func appendFiring(dst []byte, depth uint8, a, b int64, group uint16, idx int) []byte {
+func appendFiring(dst []byte, depth uint8, a, b int64, c uint64, idx int) []byte {
 	dst = append(dst, depth)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(a)^1<<63)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(b)^1<<63)
-	dst = binary.BigEndian.AppendUint16(dst, group)
+	dst = binary.BigEndian.AppendUint64(dst, c)
 	return binary.BigEndian.AppendUint32(dst, uint32(idx))
 }

@@ -79,6 +79,11 @@ type Graph struct {
 	// HasQuarantine and HasConflicts say whether those outputs have a sink
 	// (records are still counted without).
 	HasQuarantine, HasConflicts bool
+	// keyless is, per stage without a group key, the task owning its one
+	// key (the empty key's key group).
+	keyless []int
+	// owner maps a key group to its task.
+	owner []uint16
 }
 
 // ResultsOf is stage s's result rows output.
@@ -146,6 +151,14 @@ func NewGraph(p *plan.Plan, tasks int) (*Graph, error) {
 			g.Nodes[feed].Down = append(g.Nodes[feed].Down, n)
 		}
 	}
+	g.owner = make([]uint16, k)
+	for kg := range g.owner {
+		g.owner[kg] = uint16(keygroup.Owner(kg, tasks, k))
+	}
+	g.keyless = make([]int, ns)
+	for i := range g.keyless {
+		g.keyless[i] = g.Owner(keygroup.OfKey(nil, k))
+	}
 	for i, n := range g.Nodes {
 		if n.Up < 0 {
 			g.Entry = append(g.Entry, i)
@@ -155,7 +168,7 @@ func NewGraph(p *plan.Plan, tasks int) (*Graph, error) {
 }
 
 // Owner returns the task owning key group kg.
-func (g *Graph) Owner(kg int) int { return keygroup.Owner(kg, g.Tasks, g.KeyGroups) }
+func (g *Graph) Owner(kg int) int { return int(g.owner[kg]) }
 
 // Range returns the key groups task i owns.
 func (g *Graph) Range(i int) keygroup.Range { return keygroup.For(i, g.Tasks, g.KeyGroups) }

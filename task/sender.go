@@ -38,6 +38,32 @@ type Sender struct {
 	keyBuf  []byte
 	buf     []byte
 	wm      int64 // the pipeline watermark: select rows' watermark_at
+
+	// direct, when set, takes each item at once instead of a packet (one
+	// task run in push mode, Task.Push): dp holds the item's bytes for
+	// the call.
+	direct func(node int, p *Packet, it *Item) error
+	dp     Packet
+	dit    Item // the item being pushed (reused: a push is not reentrant per sender)
+	err    error // the first error direct returned
+}
+
+// SetDirect puts the sender in push mode: every item goes to f at once
+// (Task.Push's function for a sender outside the task).
+func (s *Sender) SetDirect(f func(node int, p *Packet, it *Item) error) { s.direct = f }
+
+// Direct returns the push-mode target, nil in round mode.
+func (s *Sender) Direct() func(node int, p *Packet, it *Item) error { return s.direct }
+
+// Err returns the first error the nodes this sender pushed to returned.
+func (s *Sender) Err() error { return s.err }
+
+// push hands an item to node n directly (push mode).
+func (s *Sender) push(n int, it *Item) {
+	if err := s.direct(n, &s.dp, it); err != nil && s.err == nil {
+		s.err = err
+	}
+	s.dp.Reset()
 }
 
 // NewSender returns a sender for graph g writing its outputs to log and
@@ -144,7 +170,18 @@ func quarantineStage(g *Graph, log *Log, cnt *Counters, enc *changelog.Encoder, 
 // its event id's key group.
 func (s *Sender) ToDedup(step uint64, now int64, r *row.Row, m *source.Meta, ts int64, id ID) {
 	n := s.g.DedupNode
-	p := s.Out[n][s.g.Owner(keygroup.OfHash(id.Hash, s.g.KeyGroups))]
+	if s.direct != nil {
+		it := &s.dit
+		*it = Item{Step: step, Now: now, TS: ts, Row: r, Meta: m, Weight: 1}
+		s.dp.setID(it, id.Text, id.Hash, id.Payload)
+		s.push(n, it)
+		return
+	}
+	owner := 0
+	if s.g.Tasks > 1 {
+		owner = s.g.Owner(keygroup.OfHash(id.Hash, s.g.KeyGroups))
+	}
+	p := s.Out[n][owner]
 	it := p.add(step, nil)
 	it.Now, it.TS, it.Row, it.Meta, it.Weight = now, ts, r, m, 1
 	p.setID(it, id.Text, id.Hash, id.Payload)
@@ -160,9 +197,21 @@ func OrderKey(dst []byte, o *plan.OrderBy, r *row.Row) []byte {
 // not null (the runner checked).
 func (s *Sender) ToOrder(step uint64, now int64, r *row.Row, m *source.Meta, ts int64, id ID) {
 	n := s.g.OrderNode
-	s.keyBuf = OrderKey(s.keyBuf[:0], s.g.Plan.OrderBy, r)
-	kg := keygroup.OfHash(xxhash.Sum64(s.keyBuf), s.g.KeyGroups)
-	p := s.Out[n][s.g.Owner(kg)]
+	if s.direct != nil {
+		it := &s.dit
+		*it = Item{Step: step, Now: now, TS: ts, Row: r, Meta: m, Weight: 1}
+		if id.Has {
+			s.dp.setID(it, id.Text, id.Hash, id.Payload)
+		}
+		s.push(n, it)
+		return
+	}
+	owner := 0
+	if s.g.Tasks > 1 {
+		s.keyBuf = OrderKey(s.keyBuf[:0], s.g.Plan.OrderBy, r)
+		owner = s.g.Owner(keygroup.OfHash(xxhash.Sum64(s.keyBuf), s.g.KeyGroups))
+	}
+	p := s.Out[n][owner]
 	it := p.add(step, nil)
 	it.Now, it.TS, it.Row, it.Meta, it.Weight = now, ts, r, m, 1
 	if id.Has {
@@ -176,8 +225,10 @@ func (s *Sender) ToOrder(step uint64, now int64, r *row.Row, m *source.Meta, ts 
 // must be copied (an entity's previous version, which order_by replaces).
 // It returns an error only for an aggregate or internal failure.
 func (s *Sender) ToRoots(step uint64, tail []byte, now int64, r *row.Row, m *source.Meta, ts int64, weight int, id ID, stable bool) {
+	o := origin{meta: m, stable: stable}
 	for _, si := range s.g.Roots {
-		s.toStage(si, step, tail, now, r, &origin{meta: m, stable: stable, loc: s.g.Plan.Stages[si].Loc}, ts, weight, id, stable)
+		o.loc = s.g.Plan.Stages[si].Loc
+		s.toStage(si, step, tail, now, r, &o, ts, weight, id, stable)
 	}
 }
 
@@ -277,30 +328,51 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 		w = s.scratch[si]
 		w.CopyShallow(r)
 	}
-	keep, reason, field, bad := evaluate(st, w)
-	if bad {
-		s.quarantineStage(si, step, o, reason, field, "expression")
-		return
-	}
-	if !keep {
-		if weight > 0 {
-			c.Filtered++
+	if st.Filter != nil || len(st.Derived) > 0 {
+		keep, reason, field, bad := evaluate(st, w)
+		if bad {
+			s.quarantineStage(si, step, o, reason, field, "expression")
+			return
 		}
-		return
+		if !keep {
+			if weight > 0 {
+				c.Filtered++
+			}
+			return
+		}
 	}
 	if st.Desc.Stateless {
 		s.selectRow(si, step, now, w, ts)
 		return
 	}
-	s.keyBuf = operator.AppendKey(s.keyBuf[:0], w, st.Key)
-	node := g.StageNode[si]
-	p := s.Out[node][g.Owner(keygroup.OfKey(s.keyBuf, g.KeyGroups))]
-	it := p.add(step, tail)
-	it.Now, it.TS, it.Weight = now, ts, int8(weight)
+	if s.direct != nil {
+		// Consumed at once: nothing needs copying.
+		it := &s.dit
+		*it = Item{Step: step, Now: now, TS: ts, Weight: int8(weight), Row: w, Meta: o.meta, CR: o.cr}
+		if len(tail) > 0 {
+			it.tailOff, it.tailLen = s.dp.bytes(tail), uint32(len(tail))
+		}
+		if id.Has {
+			s.dp.setID(it, id.Text, id.Hash, id.Payload)
+		}
+		s.push(g.StageNode[si], it)
+		return
+	}
+	var owner int
+	if g.Tasks == 1 || len(st.Key) == 0 {
+		owner = g.keyless[si] // one task, or one key: one owner
+	} else {
+		s.keyBuf = operator.AppendKey(s.keyBuf[:0], w, st.Key)
+		owner = g.Owner(keygroup.OfKey(s.keyBuf, g.KeyGroups))
+	}
+	p := s.Out[g.StageNode[si]][owner]
+	var tailOff, tailLen uint32
+	if len(tail) > 0 {
+		tailOff, tailLen = p.bytes(tail), uint32(len(tail))
+	}
+	it := Item{Step: step, tailOff: tailOff, tailLen: tailLen, Now: now, TS: ts, Weight: int8(weight), Row: r}
 	if w != r || !stable {
 		it.Row = p.copyRow(w)
-	} else {
-		it.Row = r
 	}
 	switch {
 	case o.cr != nil:
@@ -311,8 +383,10 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 		it.Meta = p.copyMeta(o.meta)
 	}
 	if id.Has {
-		p.setID(it, id.Text, id.Hash, id.Payload)
+		it.idOff, it.idLen = p.bytes(id.Text), uint32(len(id.Text))
+		it.IDHash, it.Payload, it.HasID = id.Hash, id.Payload, true
 	}
+	p.Items = append(p.Items, it)
 }
 
 // selectRow emits record r of select stage si as an insert row.

@@ -45,10 +45,16 @@ func newStageNode(g *Graph, si int) (*stageNode, error) {
 		cfg.Assigner = cfg.Assigner.Clone() // assigners cache: one per task
 	}
 	cfg.KeyGroups = g.KeyGroups
-	// Every stage emits its firings in the canonical order (by key group
-	// within a window): the order then survives a restore into any
-	// number of tasks, and rows feeding another stage merge exactly.
-	cfg.Canonical = true
+	// Every stage emits its firings in a canonical order, which survives
+	// a restore into any number of tasks and lets the rows of several
+	// tasks feeding another stage merge exactly: a stage reading the
+	// source by birth step (first arrival: each step is one record), a
+	// stage reading a changelog — where one step's rows create many
+	// instances — by key group.
+	cfg.Order = operator.OrderBirth
+	if st.Input >= 0 {
+		cfg.Order = operator.OrderGroup
+	}
 	op, err := operator.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", st.Name, err)
@@ -67,6 +73,7 @@ func (sn *stageNode) origin(it *Item) origin {
 func (sn *stageNode) item(nr *nodeRT, p *Packet, it *Item) error {
 	c := &nr.t.cnt.Stages[sn.si]
 	weight := int(it.Weight)
+	sn.op.SetStep(it.Step)
 	out, err := sn.op.Process(it.Row, it.TS, weight, it.Now)
 	if err != nil {
 		var rej *operator.RejectError
@@ -158,7 +165,7 @@ func (sn *stageNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, no
 		}
 		if firing {
 			o := sn.ord[i]
-			sn.tail = appendFiring(sn.tail[:0], nr.n.Depth, o.A, o.B, o.Group, i)
+			sn.tail = appendFiring(sn.tail[:0], nr.n.Depth, o.A, o.B, o.C, i)
 		} else {
 			sn.tail = appendChild(sn.tail[:0], tail, i)
 		}

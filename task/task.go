@@ -182,6 +182,45 @@ func (t *Task) Process(n int, r *Round, in []*Packet, out [][]*Packet) (err erro
 	}
 }
 
+// Push puts the task (of a run of one task) in push mode: every item a
+// node makes goes at once to the node that takes it, depth first, as
+// PushItem and PushMarker hand them in — no packets, no rounds of nodes.
+// A node's state sees the same items and markers in the same order as in
+// round mode, so it ends the same. It returns the function that takes the
+// items a sender outside the task (the runner's) makes.
+func (t *Task) Push() func(node int, p *Packet, it *Item) error {
+	push := func(node int, p *Packet, it *Item) error { return t.nodes[node].item(p, it) }
+	for _, nr := range t.nodes {
+		nr.snd.direct = push
+	}
+	return push
+}
+
+// PushMarker hands a marker to every node, in graph order (push mode):
+// each node acts on it after the items its upstream node made while
+// acting on it.
+func (t *Task) PushMarker(m *Marker) error {
+	for _, nr := range t.nodes {
+		if err := nr.marker(m); err != nil {
+			return err
+		}
+		if err := nr.snd.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Err returns the first error a node of the task met in push mode.
+func (t *Task) Err() error {
+	for _, nr := range t.nodes {
+		if err := nr.snd.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (nr *nodeRT) item(p *Packet, it *Item) error {
 	switch nr.n.Kind {
 	case KindDedup:
