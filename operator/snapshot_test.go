@@ -60,7 +60,7 @@ type snapConfig struct {
 	keys     int // 0: no key, 1: k, 2: k and g
 	aggs     []aggChoice
 	retract  bool
-	groups   int  // key groups (0: the default)
+	groups   int   // key groups (0: the default)
 	order    Order // Config.Order
 }
 

@@ -44,7 +44,7 @@ type Sender struct {
 	// the call.
 	direct func(node int, p *Packet, it *Item) error
 	dp     Packet
-	dit    Item // the item being pushed (reused: a push is not reentrant per sender)
+	dit    Item  // the item being pushed (reused: a push is not reentrant per sender)
 	err    error // the first error direct returned
 }
 
