@@ -241,8 +241,10 @@ type runtime struct {
 	entryIdx         []int              // node → index in Graph.Entry, −1
 	outs             [][][]*task.Packet // per task: its nodes' packets for the round
 	written          int                // rounds written
-	bundle           *taskOut           // push mode: the task\'s buffers of the round
-	pushErr          error              // push mode: the first error of a node
+	bundle           *taskOut           // push mode: the task's buffers of the round
+	linRows          []changelog.Row    // push mode: rows with the lineage value
+	linVals          []row.Value
+	pushErr          error // push mode: the first error of a node
 	rsnd             *task.Sender
 	rcnt             task.Counters // the router's counts of the current round
 	rlog             *task.Log     // the router's log of the current round

@@ -338,7 +338,9 @@ func (rt *runtime) beginRound(pl *pipeline) *routerOut {
 		b.cnt.Reset()
 		for _, l := range b.logs {
 			l.Reset()
+			l.W = rt // outputs straight to the sinks, in step order
 		}
+		ro.log.W = rt
 		rt.tasks[0].SetOutput(b.logs, &b.cnt)
 		rt.bundle = b
 		if rt.rsnd.Direct() == nil {
@@ -404,6 +406,9 @@ func (rt *runtime) inlineRound(pl *pipeline, ro *routerOut) error {
 	}
 	if ro.flags.stats {
 		bundle.stats, bundle.dedupIDs, bundle.dedupMem = t.Stats(rt.opts.HotKeys)
+	}
+	if err := ro.log.Err(); err != nil {
+		return err
 	}
 	err := rt.finishRound(rt.wctx, ro, []*taskOut{bundle})
 	pl.taskFree[0] <- bundle

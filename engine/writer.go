@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/task"
 )
@@ -155,6 +156,40 @@ func (rt *runtime) writeRound(ctx context.Context, ro *routerOut, outs []*taskOu
 	}
 	rt.wrows = rows
 	return rt.applyLedgers(ctx, ledgerBatch)
+}
+
+// WriteRows implements task.Writer (push mode): rows of one stage, with
+// the lineage value appended when the run records lineage.
+func (rt *runtime) WriteRows(out task.Output, rows []changelog.Row) error {
+	if rt.linVal.Kind == row.KindString {
+		rt.linRows = append(rt.linRows[:0], rows...)
+		clear(rt.linVals)
+		rt.linVals = rt.linVals[:0]
+		for i := range rows {
+			rt.linVals = append(rt.linVals, rows[i].Values...)
+			rt.linVals = append(rt.linVals, rt.linVal)
+		}
+		off := 0
+		for i := range rt.linRows {
+			n := len(rows[i].Values) + 1
+			rt.linRows[i].Values = rt.linVals[off : off+n : off+n]
+			off += n
+		}
+		rows = rt.linRows
+	}
+	return rt.writeRows(rt.wctx, out, rows)
+}
+
+// WriteRecord implements task.Writer (push mode).
+func (rt *runtime) WriteRecord(out task.Output, rec []byte) error {
+	return rt.writeRecord(rt.wctx, out, rec)
+}
+
+// WriteLedger implements task.Writer (push mode).
+func (rt *runtime) WriteLedger(ev *task.LedgerEvent) {
+	for _, ls := range rt.stages[ev.Stage].ledger {
+		ls.add(ev)
+	}
 }
 
 // writeRows hands rows to every result sink of the output's stage.

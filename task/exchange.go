@@ -50,7 +50,7 @@ type Item struct {
 // metas and upstream rows, and a byte arena (tails, ids, strings and raw
 // bytes of copies). Packets are reused: Reset keeps the capacity.
 type Packet struct {
-	Items []Item
+	items chunks[Item] // fixed-size chunks: a packet of millions of items grows without copying
 	rows  chunks[row.Row]
 	slots row.Arena // the copied rows' slots
 	metas chunks[source.Meta]
@@ -61,8 +61,8 @@ type Packet struct {
 
 // Reset empties the packet for reuse.
 func (p *Packet) Reset() {
-	clear(p.Items)
-	p.Items = p.Items[:0]
+	p.items.clearUsed()
+	p.items.reset()
 	p.rows.reset()
 	p.slots.Reset()
 	p.metas.reset()
@@ -88,8 +88,8 @@ func (p *Packet) bytes(b []byte) uint32 {
 
 // add appends an item with the given tail (copied) and returns it.
 func (p *Packet) add(step uint64, tail []byte) *Item {
-	p.Items = append(p.Items, Item{Step: step})
-	it := &p.Items[len(p.Items)-1]
+	it := p.items.next()
+	*it = Item{Step: step}
 	if len(tail) > 0 {
 		it.tailOff = p.bytes(tail)
 		it.tailLen = uint32(len(tail))
@@ -148,7 +148,7 @@ type chunks[T any] struct {
 	n int
 }
 
-const chunkSize = 256
+const chunkSize = 1024
 
 func (c *chunks[T]) next() *T {
 	i, j := c.n/chunkSize, c.n%chunkSize
@@ -160,6 +160,19 @@ func (c *chunks[T]) next() *T {
 }
 
 func (c *chunks[T]) reset() { c.n = 0 }
+
+// clearUsed zeroes the elements handed out (dropping their pointers).
+func (c *chunks[T]) clearUsed() {
+	for i := 0; i < c.n; i += chunkSize {
+		clear(c.c[i/chunkSize][:min(chunkSize, c.n-i)])
+	}
+}
+
+// Len returns the number of items in the packet.
+func (p *Packet) Len() int { return p.items.n }
+
+// At returns item i.
+func (p *Packet) At(i int) *Item { return &p.items.c[i/chunkSize][i%chunkSize] }
 
 // orderLess reports whether item a of packet pa comes before item b of
 // packet pb: by step, then by tail.

@@ -23,6 +23,39 @@ type Log struct {
 	// Ledger holds the events for postgres ledger sinks.
 	Ledger []LedgerEvent
 	vals   []row.Value
+
+	// W, when set, takes every output at once instead of the log (one
+	// task in push mode, whose outputs are in step order as they come):
+	// nothing is copied or kept. Err holds W's first error.
+	W   Writer
+	err error
+}
+
+// Writer takes a log's outputs at once (Log.W). The rows and the record
+// are only valid during the call; rows come without the lineage value.
+type Writer interface {
+	WriteRows(out Output, rows []changelog.Row) error
+	WriteRecord(out Output, rec []byte) error
+	WriteLedger(ev *LedgerEvent)
+}
+
+// Err returns the first error of the log's Writer.
+func (l *Log) Err() error { return l.err }
+
+func (l *Log) fail(err error) {
+	if err != nil && l.err == nil {
+		l.err = err
+	}
+}
+
+// ledger appends a ledger event.
+func (l *Log) ledger(step uint64, ev LedgerEvent) {
+	if l.W != nil {
+		l.W.WriteLedger(&ev)
+		return
+	}
+	l.Entries = append(l.Entries, Entry{Step: step, Out: ResultsOf(ev.Stage), Kind: EntryLedger, A: uint32(len(l.Ledger))})
+	l.Ledger = append(l.Ledger, ev)
 }
 
 // EntryKind says what an Entry holds.
@@ -61,12 +94,21 @@ func (l *Log) Record(e *Entry) []byte { return l.Bytes[e.A:e.B] }
 // record appends a record; the caller has appended its bytes to l.Bytes
 // from offset start.
 func (l *Log) record(step uint64, out Output, start int) {
+	if l.W != nil {
+		l.fail(l.W.WriteRecord(out, l.Bytes[start:]))
+		l.Bytes = l.Bytes[:start]
+		return
+	}
 	l.Entries = append(l.Entries, Entry{Step: step, Out: out, Kind: EntryRecord, A: uint32(start), B: uint32(len(l.Bytes))})
 }
 
 // rows appends copies of rows (values copied, with lin appended when it is
 // a string) as entries of out at step.
 func (l *Log) rows(step uint64, out Output, rows []changelog.Row, lin row.Value) {
+	if l.W != nil {
+		l.fail(l.W.WriteRows(out, rows))
+		return
+	}
 	extra := 0
 	if lin.Kind == row.KindString {
 		extra = 1

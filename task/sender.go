@@ -63,7 +63,7 @@ func (s *Sender) push(n int, it *Item) {
 	if err := s.direct(n, &s.dp, it); err != nil && s.err == nil {
 		s.err = err
 	}
-	s.dp.Reset()
+	s.dp.arena = s.dp.arena[:0] // only tails and ids live in it
 }
 
 // NewSender returns a sender for graph g writing its outputs to log and
@@ -371,7 +371,12 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 		tailOff, tailLen = p.bytes(tail), uint32(len(tail))
 	}
 	it := Item{Step: step, tailOff: tailOff, tailLen: tailLen, Now: now, TS: ts, Weight: int8(weight), Row: r}
-	if w != r || !stable {
+	switch {
+	case o.cr != nil:
+		// An upstream row travels alone: the receiver makes the input row
+		// from it again (cheaper than a copy of the wider input row).
+		it.Row = nil
+	case w != r || !stable:
 		it.Row = p.copyRow(w)
 	}
 	switch {
@@ -386,7 +391,7 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 		it.idOff, it.idLen = p.bytes(id.Text), uint32(len(id.Text))
 		it.IDHash, it.Payload, it.HasID = id.Hash, id.Payload, true
 	}
-	p.Items = append(p.Items, it)
+	*p.items.next() = it
 }
 
 // selectRow emits record r of select stage si as an insert row.
@@ -411,16 +416,12 @@ func (s *Sender) selectRow(si int, step uint64, now int64, r *row.Row, ts int64)
 // of select rows it makes).
 func (s *Sender) SetWatermark(wm int64) { s.wm = wm }
 
-// FromChangelog hands a result row cr of stage up (desc) to stage si that
-// reads its changelog: the row becomes si's input row (window_start,
-// window_end, keys, values, version, is_final; weight −1 for
-// update_before and delete), its event time is its event-time field plus
-// the stage's shift, and the stage's front runs.
-func (s *Sender) FromChangelog(si int, step uint64, tail []byte, now int64, cr *changelog.Row, up *changelog.Desc) {
-	st := s.g.Plan.Stages[si]
-	r := s.scratch[si]
-	st.Schema.Shape(r)
+// inputRow makes r stage st's input row for the upstream row cr
+// (window_start, window_end, keys, values, version, is_final) and returns
+// its weight: −1 for update_before and delete, else +1.
+func inputRow(st *plan.Stage, r *row.Row, cr *changelog.Row) int {
 	sc := st.Schema
+	sc.Shape(r)
 	set := func(i int, v row.Value) { _ = r.Set(sc.Fields[i], v) }
 	set(0, row.Time(cr.WindowStart))
 	set(1, row.Time(cr.WindowEnd))
@@ -435,10 +436,21 @@ func (s *Sender) FromChangelog(si int, step uint64, tail []byte, now int64, cr *
 	}
 	set(i, row.Int(int64(cr.Version)))
 	set(i+1, row.Bool(cr.IsFinal))
-	weight := 1
 	if cr.Op.Retracts() {
-		weight = -1
+		return -1
 	}
+	return 1
+}
+
+// FromChangelog hands a result row cr of stage up (desc) to stage si that
+// reads its changelog: the row becomes si's input row (window_start,
+// window_end, keys, values, version, is_final; weight −1 for
+// update_before and delete), its event time is its event-time field plus
+// the stage's shift, and the stage's front runs.
+func (s *Sender) FromChangelog(si int, step uint64, tail []byte, now int64, cr *changelog.Row, up *changelog.Desc) {
+	st := s.g.Plan.Stages[si]
+	r := s.scratch[si]
+	weight := inputRow(st, r, cr)
 	o := &origin{cr: cr, up: up, loc: st.Loc}
 	et := st.EventTime
 	if r.IsNull(et.Index) {

@@ -26,6 +26,7 @@ type stageNode struct {
 	cwins []window.Window
 	tail  []byte
 	ord   []operator.EmitOrder
+	in    *row.Row // the input row made from an upstream row
 }
 
 // newStageNode builds stage si's operator with aggregate columns of its
@@ -59,7 +60,7 @@ func newStageNode(g *Graph, si int) (*stageNode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", st.Name, err)
 	}
-	return &stageNode{g: g, si: si, st: st, op: op, enc: changelog.NewEncoder(st.Loc)}, nil
+	return &stageNode{g: g, si: si, st: st, op: op, enc: changelog.NewEncoder(st.Loc), in: st.Schema.NewRow()}, nil
 }
 
 func (sn *stageNode) origin(it *Item) origin {
@@ -73,8 +74,18 @@ func (sn *stageNode) origin(it *Item) origin {
 func (sn *stageNode) item(nr *nodeRT, p *Packet, it *Item) error {
 	c := &nr.t.cnt.Stages[sn.si]
 	weight := int(it.Weight)
+	r := it.Row
+	if r == nil {
+		// An upstream row sent alone: its input row again, as the sender
+		// made it (its filter kept it and its fields evaluated).
+		r = sn.in
+		inputRow(sn.st, r, it.CR)
+		if _, reason, _, bad := evaluate(sn.st, r); bad {
+			return fmt.Errorf("%s: an input row evaluated twice gave an error the first time did not: %s", sn.st.Name, reason)
+		}
+	}
 	sn.op.SetStep(it.Step)
-	out, err := sn.op.Process(it.Row, it.TS, weight, it.Now)
+	out, err := sn.op.Process(r, it.TS, weight, it.Now)
 	if err != nil {
 		var rej *operator.RejectError
 		if errors.As(err, &rej) {
@@ -211,8 +222,7 @@ func (sn *stageNode) ledger(nr *nodeRT, p *Packet, it *Item) {
 		ev.Deltas = append(ev.Deltas, v)
 	}
 	ev.JSON = sn.g.EventJSON(nil, it.Meta)
-	nr.log.Entries = append(nr.log.Entries, Entry{Step: it.Step, Out: ResultsOf(sn.si), Kind: EntryLedger, A: uint32(len(nr.log.Ledger))})
-	nr.log.Ledger = append(nr.log.Ledger, ev)
+	nr.log.ledger(it.Step, ev)
 }
 
 // ownValue returns v with a string it owns.

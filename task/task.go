@@ -132,8 +132,8 @@ func (t *Task) Process(n int, r *Round, in []*Packet, out [][]*Packet) (err erro
 		// One sender (the runner, or a single task): its order is the
 		// order; markers interleave by step.
 		p := in[0]
-		for i := range p.Items {
-			it := &p.Items[i]
+		for i := range p.Len() {
+			it := p.At(i)
 			for mi < len(mk) && mk[mi].Step < it.Step {
 				if err := nr.marker(&mk[mi]); err != nil {
 					return err
@@ -155,15 +155,15 @@ func (t *Task) Process(n int, r *Round, in []*Packet, out [][]*Packet) (err erro
 		// The next item: the least (step, tail) of the packets' heads.
 		best := -1
 		for k, p := range in {
-			if pos[k] == len(p.Items) {
+			if pos[k] == p.Len() {
 				continue
 			}
-			if best < 0 || orderLess(p, &p.Items[pos[k]], in[best], &in[best].Items[pos[best]]) {
+			if best < 0 || orderLess(p, p.At(pos[k]), in[best], in[best].At(pos[best])) {
 				best = k
 			}
 		}
 		// A marker acts after every item of its step.
-		if mi < len(mk) && (best < 0 || mk[mi].Step < in[best].Items[pos[best]].Step) {
+		if mi < len(mk) && (best < 0 || mk[mi].Step < in[best].At(pos[best]).Step) {
 			if err := nr.marker(&mk[mi]); err != nil {
 				return err
 			}
@@ -174,7 +174,7 @@ func (t *Task) Process(n int, r *Round, in []*Packet, out [][]*Packet) (err erro
 			return nil
 		}
 		p := in[best]
-		it := &p.Items[pos[best]]
+		it := p.At(pos[best])
 		pos[best]++
 		if err := nr.item(p, it); err != nil {
 			return err
@@ -207,6 +207,9 @@ func (t *Task) PushMarker(m *Marker) error {
 		if err := nr.snd.Err(); err != nil {
 			return err
 		}
+		if err := nr.log.Err(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -215,6 +218,9 @@ func (t *Task) PushMarker(m *Marker) error {
 func (t *Task) Err() error {
 	for _, nr := range t.nodes {
 		if err := nr.snd.Err(); err != nil {
+			return err
+		}
+		if err := nr.log.Err(); err != nil {
 			return err
 		}
 	}
