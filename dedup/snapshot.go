@@ -215,7 +215,11 @@ func (s SweepState) Advance(wm, ttlMs int64) (SweepState, bool) {
 // of the table's ids are new since the last rebuild, as Expire does).
 func (t *Table) ApplySweep(s SweepState) {
 	t.cut, t.nextSweep = s.Cut, s.NextSweep
-	if !t.baseSet || t.inserts*8 < t.n {
+	// A table of the smallest size is not rebuilt: the ids it forgot are
+	// dropped when it next grows. (With a table per key group most tables
+	// are small, and rebuilding them all at every sweep would cost more
+	// than the memory it gives back.)
+	if !t.baseSet || t.inserts*8 < t.n || len(t.slots) <= minSlots {
 		return
 	}
 	t.inserts = 0

@@ -61,10 +61,13 @@ type Table struct {
 	ttl       int64 // ms
 }
 
+// minSlots is the smallest table size.
+const minSlots = 1024
+
 // New returns an empty table whose ids live for ttl ms of event time
 // (ttl > 0).
 func New(ttlMs int64) *Table {
-	return &Table{slots: make([]slot, 1024), ttl: ttlMs, nextSweep: math.MinInt64, cut: math.MinInt64}
+	return &Table{slots: make([]slot, minSlots), ttl: ttlMs, nextSweep: math.MinInt64, cut: math.MinInt64}
 }
 
 // TTL returns the time to live in ms.
