@@ -80,6 +80,10 @@ type Options struct {
 	// FlushEvery is the number of rounds between sink flushes without
 	// checkpoints. Default 512.
 	FlushEvery int
+	// FireChunk is the number of result rows a firing emits before they
+	// go on (to the sinks, or to the tasks of the next stage): the memory
+	// a firing of many windows holds. Default 4096.
+	FireChunk int
 
 	// CheckpointNow, when the pipeline has checkpoints, makes the run take
 	// one at the next batch boundary for every value received (a

@@ -96,6 +96,7 @@ func (rt *runtime) open(ctx context.Context) error {
 		return err
 	}
 	rt.g = g
+	g.FireChunk = rt.opts.FireChunk
 	g.EventJSON = rt.src.EventJSON
 	g.Lineage = rt.linVal
 	g.HasQuarantine = rt.quarantine != nil

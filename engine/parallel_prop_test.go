@@ -106,7 +106,7 @@ func TestRandomPipelinesAnyParallelism(t *testing.T) {
 			p.Stages = []spec.Stage{first, second}
 			return p
 		}
-		ref := partest.Check(rt, build, nil, engine.Options{}, 2, 3, 5)
+		ref := partest.Check(rt, build, nil, engine.Options{FireChunk: rapid.IntRange(1, 5).Draw(rt, "fireChunk")}, 2, 3, 5)
 		if ref.Summary == "" {
 			rt.Fatal("no summary")
 		}

@@ -34,6 +34,7 @@ package operator
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/tidemark/tidemark/aggregate"
 	"github.com/tidemark/tidemark/changelog"
@@ -171,6 +172,7 @@ type Operator struct {
 	slots slotTable
 	panes paneStore
 	sess  sessionStore
+	padv  paneAdvance // an advance of the panes in progress
 
 	keyBuf []byte
 	kid    uint32 // the current record's key id (multi-window panes), when kidOK
@@ -269,18 +271,38 @@ func (o *Operator) firedAt(end int64) bool { return end <= o.wm }
 // at processing time now, firing and closing windows. Errors: none today;
 // the signature leaves room for sinks of state.
 func (o *Operator) AdvanceWatermark(wm, now int64) error {
+	o.AdvanceWatermarkLimit(wm, now, math.MaxInt)
+	return nil
+}
+
+// AdvanceWatermarkLimit is AdvanceWatermark in bounded steps: it stops
+// once at least limit rows are pending and returns true; the caller then
+// drains them and calls ContinueAdvance (with no other call in between)
+// until it returns false. The rows are those AdvanceWatermark emits, in
+// the same order, so a firing of a million windows never holds a million
+// rows at once.
+func (o *Operator) AdvanceWatermarkLimit(wm, now int64, limit int) (more bool) {
 	if wm <= o.wm {
-		return nil
+		return false
 	}
 	o.wm = wm
 	o.now = now
+	return o.ContinueAdvance(limit)
+}
+
+// ContinueAdvance goes on with an advance AdvanceWatermarkLimit left
+// unfinished; see there. It returns false when the advance is complete.
+func (o *Operator) ContinueAdvance(limit int) (more bool) {
+	limit = max(limit, 1)
 	if o.cfg.Gap > 0 {
-		o.advanceSessions()
+		more = o.advanceSessions(limit)
 	} else {
-		o.advancePanes()
+		more = o.advancePanes(limit)
 	}
-	o.keys.sweep(o.markChanged)
-	return nil
+	if !more {
+		o.keys.sweep(o.markChanged)
+	}
+	return more
 }
 
 // OnProcessingTime runs early firings due at processing time now (ms), on

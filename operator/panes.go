@@ -269,61 +269,92 @@ func (o *Operator) removeEntry(p *pane, i int32) {
 	p.live--
 }
 
-func (o *Operator) advancePanes() {
-	// Closing panes form a prefix of the (end, start) order.
-	n := 0
-	for _, p := range o.panes.list {
-		if !o.closed(p.w.End) {
-			break
+// paneAdvance is an advance of the panes in progress (AdvanceWatermarkLimit):
+// the pane being emitted, its entries' order and the next position.
+type paneAdvance struct {
+	firing bool // past the closing prefix: firing the panes that reached their end
+	fi     int  // firing: index in the pane list of the next pane to look at
+	p      *pane
+	order  []int32
+	pos    int
+}
+
+// advancePanes closes, then fires, the panes the watermark has passed, and
+// returns true when it stopped because limit rows are pending (call again
+// to go on).
+func (o *Operator) advancePanes(limit int) bool {
+	a := &o.padv
+	for {
+		if a.p == nil {
+			list := o.panes.list
+			if !a.firing {
+				// Closing panes form a prefix of the (end, start) order.
+				if len(list) > 0 && o.closed(list[0].w.End) {
+					a.p = list[0]
+				} else {
+					a.firing, a.fi = true, 0
+					continue
+				}
+			} else {
+				for a.fi < len(list) && list[a.fi].fired && o.firedAt(list[a.fi].w.End) {
+					a.fi++
+				}
+				if a.fi == len(list) || !o.firedAt(list[a.fi].w.End) {
+					*a = paneAdvance{order: a.order[:0]}
+					return false
+				}
+				a.p = list[a.fi]
+				a.p.fired = true
+			}
+			a.order = a.order[:0]
+			o.entriesInOrder(a.p, func(i int32) { a.order = append(a.order, i) })
+			a.pos = 0
+			o.reserve(min(a.p.live, limit))
 		}
-		o.reserve(p.live)
+		p := a.p
 		o.ordA, o.ordB = p.w.End, p.w.Start
-		o.entriesInOrder(p, func(i int32) {
-			if e := &p.ents[i]; e.slot >= 0 {
-				o.ordC = e.birth
-				o.emit(e, p.w, fireClose)
-			}
-		})
-		// The bookkeeping in arrival order: keys interned in arrival
-		// order lie in that order in memory.
-		for i := range p.ents {
-			e := &p.ents[i]
-			if e.slot >= 0 {
-				o.slots.release(e.slot)
-			}
-			if o.panes.multi {
-				o.keys.dropPane(e.key, p.w.Start)
-			}
-			o.markChanged(int(e.group))
-			o.keys.unref(e.key)
+		kind := fireClose
+		if a.firing {
+			kind = fireOnTime
 		}
-		o.panes.recycle(p)
-		n++
-	}
-	if n > 0 {
-		m := copy(o.panes.list, o.panes.list[n:])
-		clear(o.panes.list[m:])
-		o.panes.list = o.panes.list[:m]
-	}
-	for _, p := range o.panes.list {
-		if !o.firedAt(p.w.End) {
-			break
-		}
-		if p.fired {
-			continue
-		}
-		p.fired = true
-		o.reserve(p.live)
-		o.ordA, o.ordB = p.w.End, p.w.Start
-		o.entriesInOrder(p, func(i int32) {
-			e := &p.ents[i]
-			// The pane's fired flag is part of every key group's share.
-			o.markChanged(int(e.group))
+		for a.pos < len(a.order) {
+			if len(o.out) >= limit {
+				return true
+			}
+			e := &p.ents[a.order[a.pos]]
+			a.pos++
+			if a.firing {
+				// The pane's fired flag is part of every key group's share.
+				o.markChanged(int(e.group))
+			}
 			if e.slot >= 0 {
 				o.ordC = e.birth
-				o.emit(e, p.w, fireOnTime)
+				o.emit(e, p.w, kind)
 			}
-		})
+		}
+		if !a.firing {
+			// The bookkeeping in arrival order: keys interned in arrival
+			// order lie in that order in memory.
+			for i := range p.ents {
+				e := &p.ents[i]
+				if e.slot >= 0 {
+					o.slots.release(e.slot)
+				}
+				if o.panes.multi {
+					o.keys.dropPane(e.key, p.w.Start)
+				}
+				o.markChanged(int(e.group))
+				o.keys.unref(e.key)
+			}
+			o.panes.recycle(p)
+			list := o.panes.list
+			m := copy(list, list[1:])
+			list[m] = nil
+			o.panes.list = list[:m]
+		} else {
+			a.fi++
+		}
+		a.p = nil
 	}
 }
 

@@ -304,9 +304,15 @@ func (o *Operator) dropSession(s *session) {
 	o.keys.unref(s.key)
 }
 
-func (o *Operator) advanceSessions() {
+// advanceSessions fires and closes the sessions whose timers the
+// watermark has passed, and returns true when it stopped because limit
+// rows are pending (call again to go on).
+func (o *Operator) advanceSessions(limit int) bool {
 	h := &o.sess.timers
 	for h.Len() > 0 && (*h)[0].at <= o.wm {
+		if len(o.out) >= limit {
+			return true
+		}
 		t := heap.Pop(h).(timer)
 		s := t.s
 		if s.dead {
@@ -332,6 +338,7 @@ func (o *Operator) advanceSessions() {
 			o.dropSession(s)
 		}
 	}
+	return false
 }
 
 func (o *Operator) earlySessions() {

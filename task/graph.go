@@ -79,6 +79,9 @@ type Graph struct {
 	// HasQuarantine and HasConflicts say whether those outputs have a sink
 	// (records are still counted without).
 	HasQuarantine, HasConflicts bool
+	// FireChunk is the number of rows a firing emits between two drains
+	// (0: DefaultFireChunk).
+	FireChunk int
 	// keyless is, per stage without a group key, the task owning its one
 	// key (the empty key's key group).
 	keyless []int

@@ -27,7 +27,11 @@ type stageNode struct {
 	tail  []byte
 	ord   []operator.EmitOrder
 	in    *row.Row // the input row made from an upstream row
+	fired int      // rows of the current firing drained so far (tails' index)
 }
+
+// DefaultFireChunk is Graph.FireChunk's default.
+const DefaultFireChunk = 4096
 
 // newStageNode builds stage si's operator with aggregate columns of its
 // own (columns hold state: each task needs its own).
@@ -123,10 +127,20 @@ func (sn *stageNode) item(nr *nodeRT, p *Packet, it *Item) error {
 func (sn *stageNode) marker(nr *nodeRT, m *Marker) error {
 	switch m.Kind {
 	case Advance:
-		if err := sn.op.AdvanceWatermark(m.WM, m.Now); err != nil {
-			return fmt.Errorf("%s: %w", sn.st.Name, err)
+		// In bounded steps: a firing of a million windows goes out a
+		// chunk at a time (to the sinks at once in push mode).
+		sn.fired = 0
+		chunk := sn.g.FireChunk
+		if chunk <= 0 {
+			chunk = DefaultFireChunk
+		}
+		more := sn.op.AdvanceWatermarkLimit(m.WM, m.Now, chunk)
+		for more {
+			sn.drain(nr, m.Step, nil, true, m.Now)
+			more = sn.op.ContinueAdvance(chunk)
 		}
 	case Early:
+		sn.fired = 0
 		due := false
 		for _, s := range m.Stages {
 			due = due || s == sn.si
@@ -166,6 +180,9 @@ func (sn *stageNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, no
 	if len(down) == 0 {
 		return
 	}
+	if firing {
+		defer func() { sn.fired += len(rows) }()
+	}
 	desc := &sn.st.Desc
 	for i := 0; i < len(rows); i++ {
 		// An update_before/update_after pair that changes no value is a
@@ -176,7 +193,7 @@ func (sn *stageNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, no
 		}
 		if firing {
 			o := sn.ord[i]
-			sn.tail = appendFiring(sn.tail[:0], nr.n.Depth, o.A, o.B, o.C, i)
+			sn.tail = appendFiring(sn.tail[:0], nr.n.Depth, o.A, o.B, o.C, sn.fired+i)
 		} else {
 			sn.tail = appendChild(sn.tail[:0], tail, i)
 		}
