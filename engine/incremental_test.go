@@ -34,7 +34,9 @@ func TestIncrementalCheckpointBytes(t *testing.T) {
 	}
 	w := bufio.NewWriter(f)
 	base := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC).UnixMilli()
-	line := func(i int, id string) { fmt.Fprintf(w, `{"ts":%d,"id":"%s","store":"s","amount":%d}`+"\n", base+int64(i/100), id, i%90) }
+	line := func(i int, id string) {
+		fmt.Fprintf(w, `{"ts":%d,"id":"%s","store":"s","amount":%d}`+"\n", base+int64(i/100), id, i%90)
+	}
 	for i := range held {
 		line(i, fmt.Sprintf("a%d", i))
 	}
