@@ -632,10 +632,10 @@ func validateStage(prefix string, s *Stage, add func(key, format string, args ..
 	case "sliding":
 		if w.Size <= 0 || w.Slide <= 0 {
 			add(prefix+"window", "size and slide are required and positive for sliding windows")
-		} else if w.Size%w.Slide != 0 {
-			add(prefix+"window.size", "%s must be a multiple of slide %s", w.Size, w.Slide)
-		} else if w.Size/w.Slide > 1000 {
-			add(prefix+"window.slide", "size/slide is %d windows per event; at most 1000", w.Size/w.Slide)
+		} else if w.Slide > w.Size {
+			add(prefix+"window.slide", "%s is longer than size %s: an event between two windows would belong to none (use a filter to sample)", w.Slide, w.Size)
+		} else if n := (w.Size + w.Slide - 1) / w.Slide; n > 1000 {
+			add(prefix+"window.slide", "size/slide is up to %d windows per event; at most 1000", n)
 		}
 		if w.Gap != 0 {
 			add(prefix+"window.gap", "not used by sliding windows")

@@ -415,7 +415,10 @@ type Window struct {
 	Type string `yaml:"type" enum:"window type|tumbling,sliding,session"`
 	// Size of tumbling and sliding windows. YAML `size`.
 	Size Duration `yaml:"size"`
-	// Slide of sliding windows; size must be a multiple of it. YAML `slide`.
+	// Slide of sliding windows: a window starts every slide (plus offset),
+	// and an event belongs to every window that contains it, ⌈size/slide⌉
+	// at most (size need not be a multiple of slide). At most size. YAML
+	// `slide`.
 	Slide Duration `yaml:"slide"`
 	// Gap of session windows: a session ends after this much event time
 	// without an event for its key. YAML `gap`.

@@ -7,8 +7,14 @@
 //   - Tumbling (size): fixed-length, non-overlapping windows aligned to the
 //     Unix epoch plus offset. An event belongs to exactly one window.
 //   - Sliding (size, slide): fixed-length windows starting every slide; an
-//     event belongs to size/slide windows (1h/30m: 12:40 is in [12:00, 13:00)
-//     and [12:30, 13:30)).
+//     event at t belongs to every window [s, s+size) with s a multiple of
+//     slide (plus the offset) and s ≤ t < s+size (Flink's
+//     SlidingEventTimeWindows, Kafka Streams' hopping windows). When size
+//     is a multiple of slide that is size/slide windows (1h/30m: 12:40 is
+//     in [12:00, 13:00) and [12:30, 13:30)); otherwise ⌊size/slide⌋ or
+//     ⌈size/slide⌉ of them (90s/60s: 0:50 is in [0:00, 1:30) only, 1:10 in
+//     [0:00, 1:30) and [1:00, 2:30)). The slide must not exceed the size:
+//     an event between two windows would belong to none.
 //   - Calendar (tumbling or sliding whose size and slide are whole days):
 //     windows start at local midnight in the configured IANA zone, so a day
 //     window in a zone with daylight saving is 23 or 25 hours long. Day
@@ -50,7 +56,7 @@ type Assigner interface {
 	// Start, and returns the extended slice.
 	Assign(ts int64, dst []Window) []Window
 	// MaxWindows is the largest number of windows Assign can return for one
-	// event (size/slide).
+	// event (⌈size/slide⌉).
 	MaxWindows() int
 	// Clone returns an assigner of the same windows with state of its own:
 	// an assigner may cache (Calendar's last day) and is not safe for
@@ -64,8 +70,7 @@ const day = int64(24 * time.Hour / time.Millisecond)
 // New returns the assigner for a tumbling or sliding window spec. Sizes
 // that are whole days (with a slide of whole days) give calendar windows in
 // the spec's timezone. It returns an error for session windows (use Gap),
-// non-positive sizes, a size that is not a multiple of the slide, or an
-// unknown zone.
+// non-positive sizes, a slide longer than the size, or an unknown zone.
 func New(w spec.Window) (Assigner, error) {
 	size, slide := w.Size.Ms(), w.Size.Ms()
 	switch w.Type {
@@ -75,8 +80,8 @@ func New(w spec.Window) (Assigner, error) {
 	default:
 		return nil, fmt.Errorf("window type %q has no fixed assigner", w.Type)
 	}
-	if size <= 0 || slide <= 0 || size%slide != 0 {
-		return nil, fmt.Errorf("window size %dms must be a positive multiple of slide %dms", size, slide)
+	if size <= 0 || slide <= 0 || slide > size {
+		return nil, fmt.Errorf("window size %dms and slide %dms must be positive, the slide at most the size", size, slide)
 	}
 	if size%day == 0 && slide%day == 0 {
 		loc, err := time.LoadLocation(zoneOrUTC(w.Timezone))
@@ -96,7 +101,8 @@ func zoneOrUTC(z string) string {
 }
 
 // Fixed assigns fixed-length windows of Size ms starting every Slide ms at
-// epoch + Offset (Slide == Size for tumbling windows).
+// epoch + Offset (Slide == Size for tumbling windows; 0 < Slide ≤ Size,
+// Size need not be a multiple of Slide).
 type Fixed struct {
 	Size, Slide, Offset int64
 }
@@ -115,24 +121,33 @@ func floorDiv(a, b int64) int64 {
 // times far from them); Assign still returns MaxWindows windows.
 func (f *Fixed) Assign(ts int64, dst []Window) []Window {
 	last := floorDiv(ts-f.Offset, f.Slide)*f.Slide + f.Offset // latest start ≤ ts
-	first := last - f.Size + f.Slide                          // earliest start with end > ts
+	n := windowsBack(ts-last, f.Size, f.Slide)
+	first := last - (n-1)*f.Slide // earliest start with end > ts
 	// Count the windows rather than compare starts with last: near
 	// math.MaxInt64, s += Slide would wrap and never pass last.
-	for i, n := int64(0), f.Size/f.Slide; i < n; i++ {
+	for i := int64(0); i < n; i++ {
 		s := first + i*f.Slide
 		dst = append(dst, Window{Start: s, End: s + f.Size})
 	}
 	return dst
 }
 
+// windowsBack returns how many windows of size, one slide apart, contain a
+// point d (0 ≤ d < slide ≤ size) past the latest window start: the starts
+// last, last − slide, … down to the last one whose end is after the point,
+// ⌈(size − d) / slide⌉ of them (size/slide when size is a multiple).
+func windowsBack(d, size, slide int64) int64 {
+	return (size - d + slide - 1) / slide
+}
+
 // MaxWindows implements Assigner.
-func (f *Fixed) MaxWindows() int { return int(f.Size / f.Slide) }
+func (f *Fixed) MaxWindows() int { return int((f.Size + f.Slide - 1) / f.Slide) }
 
 // Clone returns a copy of f.
 func (f *Fixed) Clone() Assigner { c := *f; return &c }
 
 // Calendar assigns windows of SizeDays local days starting every SlideDays
-// local days at local midnight in Loc.
+// local days at local midnight in Loc (0 < SlideDays ≤ SizeDays).
 type Calendar struct {
 	SizeDays, SlideDays int64
 	Loc                 *time.Location
@@ -212,7 +227,7 @@ func (c *Calendar) Assign(ts int64, dst []Window) []Window {
 		return append(dst, Window{Start: c.cStart, End: c.cEnd})
 	}
 	last := floorDiv(n, c.SlideDays) * c.SlideDays
-	first := last - c.SizeDays + c.SlideDays
+	first := last - (windowsBack(n-last, c.SizeDays, c.SlideDays)-1)*c.SlideDays
 	for s := first; s <= last; s += c.SlideDays {
 		dst = append(dst, Window{Start: c.midnight(s), End: c.midnight(s + c.SizeDays)})
 	}
@@ -220,7 +235,7 @@ func (c *Calendar) Assign(ts int64, dst []Window) []Window {
 }
 
 // MaxWindows implements Assigner.
-func (c *Calendar) MaxWindows() int { return int(c.SizeDays / c.SlideDays) }
+func (c *Calendar) MaxWindows() int { return int((c.SizeDays + c.SlideDays - 1) / c.SlideDays) }
 
 // Clone returns a copy of c with an empty cache.
 func (c *Calendar) Clone() Assigner { d := *c; d.cValid = false; return &d }

@@ -209,14 +209,114 @@ func TestNew(t *testing.T) {
 		{Type: "tumbling", Size: dur(-time.Minute)},
 		{Type: "tumbling", Size: dur(time.Microsecond)}, // 0 ms
 		{Type: "sliding", Size: dur(time.Hour)},
-		{Type: "sliding", Size: dur(time.Hour), Slide: dur(25 * time.Minute)},
-		{Type: "sliding", Size: dur(30 * time.Minute), Slide: dur(time.Hour)},
+		{Type: "sliding", Size: dur(30 * time.Minute), Slide: dur(time.Hour)}, // slide > size: gaps between windows
 		{Type: "tumbling", Size: dur(24 * time.Hour), Timezone: "Mars/Olympus_Mons"},
 	} {
 		if a, err := New(w); err == nil {
 			t.Errorf("%+v: no error, got %+v", w, a)
 		}
 	}
+}
+
+// TestSlidingAnySize: size need not be a multiple of slide (Flink's
+// SlidingEventTimeWindows, Kafka Streams' hopping windows): an event at t
+// is in every window [s, s+size) with s a multiple of slide and
+// s ≤ t < s+size. It was refused ("must be a multiple of slide").
+func TestSlidingAnySize(t *testing.T) {
+	// 90 s / 60 s: windows [0:00, 1:30), [1:00, 2:30), … overlap by 30 s.
+	a := mustNew(t, spec.Window{Type: "sliding", Size: dur(90 * time.Second), Slide: dur(time.Minute)})
+	if a.MaxWindows() != 2 {
+		t.Fatalf("MaxWindows = %d", a.MaxWindows())
+	}
+	base := ms(t, "2026-09-01T12:00:00Z")
+	s := int64(1000)
+	expect(t, a, base+50*s, Window{base, base + 90*s})
+	expect(t, a, base+59_999, Window{base, base + 90*s})
+	expect(t, a, base+60*s, Window{base, base + 90*s}, Window{base + 60*s, base + 150*s})
+	expect(t, a, base+89_999, Window{base, base + 90*s}, Window{base + 60*s, base + 150*s})
+	expect(t, a, base+90*s, Window{base + 60*s, base + 150*s})
+	// 7 s / 3 s: starts at multiples of 3 s; t = 7 s is in the windows
+	// starting at 3 s and 6 s ([0, 7) ends at it); t = 6 s in those at 0,
+	// 3 and 6 s.
+	a = mustNew(t, spec.Window{Type: "sliding", Size: dur(7 * time.Second), Slide: dur(3 * time.Second)})
+	if a.MaxWindows() != 3 {
+		t.Fatalf("MaxWindows = %d", a.MaxWindows())
+	}
+	expect(t, a, 7*s, Window{3 * s, 10 * s}, Window{6 * s, 13 * s})
+	expect(t, a, 6*s, Window{0, 7 * s}, Window{3 * s, 10 * s}, Window{6 * s, 13 * s})
+	expect(t, a, -1, Window{-6 * s, s}, Window{-3 * s, 4 * s})
+	// 10 s / 3.333 s, the size the old check refused.
+	a = mustNew(t, spec.Window{Type: "sliding", Size: dur(10 * time.Second), Slide: dur(3333 * time.Millisecond)})
+	expect(t, a, 10_000, Window{3333, 13_333}, Window{6666, 16_666}, Window{9999, 19_999})
+	// With an offset (7 s / 3 s starting at 1 s modulo 3 s).
+	a = mustNew(t, spec.Window{Type: "sliding", Size: dur(7 * time.Second), Slide: dur(3 * time.Second), Offset: dur(time.Second)})
+	expect(t, a, 7*s, Window{s, 8 * s}, Window{4 * s, 11 * s}, Window{7 * s, 14 * s})
+	expect(t, a, 8*s, Window{4 * s, 11 * s}, Window{7 * s, 14 * s})
+	// Calendar: 3-day windows every 2 days (days counted from 1970-01-01
+	// local): day n is in the windows starting on the even days d with
+	// d ≤ n < d+3.
+	a = mustNew(t, spec.Window{Type: "sliding", Size: dur(72 * time.Hour), Slide: dur(48 * time.Hour), Timezone: "UTC"})
+	if a.MaxWindows() != 2 {
+		t.Fatalf("MaxWindows = %d", a.MaxWindows())
+	}
+	day := 24 * hour
+	expect(t, a, 2*day+5, Window{0, 3 * day}, Window{2 * day, 5 * day})       // day 2: the windows of days 0 and 2
+	expect(t, a, 3*day, Window{2 * day, 5 * day})                             // day 3: only the window of day 2
+	expect(t, a, 4*day+1, Window{2 * day, 5 * day}, Window{4 * day, 7 * day}) // day 4: days 2 and 4
+}
+
+// bruteWindows is every window [s, s+size) with s ≡ offset (mod slide)
+// that contains ts, found by trying every start from ts − size to ts.
+func bruteWindows(ts, size, slide, offset int64) []Window {
+	var out []Window
+	for s := ts - size; s <= ts; s++ {
+		if ((s-offset)%slide+slide)%slide == 0 && s <= ts && ts < s+size {
+			out = append(out, Window{s, s + size})
+		}
+	}
+	return out
+}
+
+// TestFixedMatchesBruteForce: for any size and slide (slide ≤ size) and
+// offset, Assign returns exactly the windows a brute-force search over
+// every start finds, in ascending order.
+func TestFixedMatchesBruteForce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		slide := rapid.Int64Range(1, 40).Draw(t, "slide")
+		size := rapid.Int64Range(slide, 200).Draw(t, "size")
+		offset := rapid.Int64Range(0, slide-1).Draw(t, "offset")
+		ts := rapid.Int64Range(-1000, 1000).Draw(t, "ts")
+		f := &Fixed{Size: size, Slide: slide, Offset: offset}
+		got := f.Assign(ts, nil)
+		want := bruteWindows(ts, size, slide, offset)
+		if !slices.Equal(got, want) {
+			t.Fatalf("size %d slide %d offset %d: Assign(%d) = %v, want %v", size, slide, offset, ts, got, want)
+		}
+		if len(got) > f.MaxWindows() || len(got) < int(size/slide) {
+			t.Fatalf("%d windows, MaxWindows %d, size/slide %d", len(got), f.MaxWindows(), size/slide)
+		}
+	})
+}
+
+// TestCalendarMatchesBruteForce: day windows of any size and slide in
+// days equal a brute-force search over day numbers (in UTC, where day n
+// is [n days, n+1 days)).
+func TestCalendarMatchesBruteForce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		slide := rapid.Int64Range(1, 5).Draw(t, "slide")
+		size := rapid.Int64Range(slide, 12).Draw(t, "size")
+		ts := rapid.Int64Range(-40*24*hour, 40*24*hour).Draw(t, "ts")
+		c := &Calendar{SizeDays: size, SlideDays: slide, Loc: time.UTC}
+		got := c.Assign(ts, nil)
+		day := 24 * hour
+		var want []Window
+		for _, w := range bruteWindows(floorDiv(ts, day), size, slide, 0) {
+			want = append(want, Window{w.Start * day, w.End * day})
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d/%d days: Assign(%d) = %v, want %v", size, slide, ts, got, want)
+		}
+	})
 }
 
 // TestFixedProperties: for any event time, Assign returns exactly
