@@ -1,7 +1,11 @@
 package format
 
 import (
+	"math/big"
+	"math/bits"
 	"strings"
+
+	"github.com/quagmt/udecimal"
 
 	"github.com/tidemark/tidemark/eventtime"
 	"github.com/tidemark/tidemark/row"
@@ -62,4 +66,81 @@ func (t *TextField) Epoch() (epochField, seconds bool) {
 func TextError(field string, s []byte, base int) *source.DecodeError {
 	at, nul := firstBadText(s, 0)
 	return encodingError(field, base+at, nul)
+}
+
+// Projection is the reader's side of decoding a record written with a
+// schema of its own (Avro, Protobuf): the pipeline's fields, which field
+// of the writer's schema each one reads, and constants for the fields a
+// writer's schema lacks. A data contract's schema versions give one per
+// version (docs/contracts.md, "Schema versions").
+type Projection struct {
+	// Fields are the pipeline's fields (their kinds and timestamp
+	// parsers). Fields.Derived are left alone.
+	Fields Fields
+	// Rename maps a pipeline field name to the writer's field it reads,
+	// a dotted path through nested records or messages
+	// ("payment.gross_amount"). A field not listed reads the writer field
+	// of its own name.
+	Rename map[string]string
+	// Defaults gives the value of a pipeline field when the writer's
+	// schema has no field for it (a field one schema version lacks).
+	// Without one such a field is null, as a missing JSON member is.
+	Defaults map[string]row.Value
+}
+
+// TwosComplementDecimal returns the decimal whose unscaled value is the
+// two's-complement big-endian integer b, with scale digits after the
+// point (scale at most row.MaxDecimalScale): the encoding of Avro's
+// decimal logical type and of Confluent's Protobuf decimal. The reason is
+// "" on success. Values within 128 bits allocate nothing.
+func TwosComplementDecimal(b []byte, scale uint8) (row.Decimal, string) {
+	if len(b) == 0 {
+		return row.Decimal{}, "a decimal of zero bytes"
+	}
+	neg := b[0]&0x80 != 0
+	// Drop redundant sign bytes.
+	for len(b) > 1 && ((b[0] == 0 && b[1]&0x80 == 0) || (b[0] == 0xff && b[1]&0x80 != 0)) {
+		b = b[1:]
+	}
+	if len(b) <= 16 {
+		var hi, lo uint64
+		if neg {
+			hi, lo = ^uint64(0), ^uint64(0)
+		}
+		for _, c := range b {
+			hi = hi<<8 | lo>>56
+			lo = lo<<8 | uint64(c)
+		}
+		if neg { // two's complement → magnitude
+			hi, lo = ^hi, ^lo
+			var carry uint64
+			lo, carry = bits.Add64(lo, 1, 0)
+			hi += carry
+		}
+		if v, err := udecimal.NewFromHiLo(neg, hi, lo, scale); err == nil {
+			return v, ""
+		}
+	}
+	// More than 128 bits: exact through big.Int (allocates; rare).
+	n := new(big.Int).SetBytes(b)
+	if neg {
+		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	txt := n.String()
+	if scale > 0 {
+		digits := txt
+		sign := ""
+		if digits[0] == '-' {
+			sign, digits = "-", digits[1:]
+		}
+		for len(digits) <= int(scale) {
+			digits = "0" + digits
+		}
+		txt = sign + digits[:len(digits)-int(scale)] + "." + digits[len(digits)-int(scale):]
+	}
+	v, err := row.ParseDecimal([]byte(txt))
+	if err != nil {
+		return row.Decimal{}, err.Error()
+	}
+	return v, ""
 }

@@ -10,23 +10,10 @@ import (
 	"github.com/tidemark/tidemark/row"
 )
 
-// Reader is the reader's side of a schema resolution: the pipeline's
-// fields, which writer field each one reads, and constants for the fields
-// a writer schema lacks.
-type Reader struct {
-	// Fields are the pipeline's fields (their kinds and timestamp
-	// parsers). Fields.Derived are left alone.
-	Fields format.Fields
-	// Rename maps a pipeline field name to the writer's field it reads,
-	// a dotted path through nested records ("payment.gross_amount"), for
-	// one schema version. A field not listed reads the writer field of
-	// its own name.
-	Rename map[string]string
-	// Defaults gives the value of a pipeline field when the writer schema
-	// has no field for it (a field a schema version lacks). Without one
-	// such a field is null, as a missing JSON member is.
-	Defaults map[string]row.Value
-}
+// Reader is the reader's side of a schema resolution (format.Projection):
+// the pipeline's fields, which writer field each reads, and constants for
+// the fields a writer schema lacks.
+type Reader = format.Projection
 
 // opcode is what an op reads from the bytes.
 type opcode uint8

@@ -3,8 +3,6 @@ package avro
 import (
 	"encoding/binary"
 	"math"
-	"math/big"
-	"math/bits"
 	"strconv"
 	"unsafe"
 
@@ -487,58 +485,11 @@ func (d *dec) setEnum(o *op, sym string) {
 }
 
 // decimal reads an Avro decimal: the two's-complement big-endian unscaled
-// value b at scale. The reason is "" on success.
+// value b at scale (255: a scale tidemark cannot keep). The reason is ""
+// on success.
 func (d *dec) decimal(b []byte, scale uint8) (row.Decimal, string) {
 	if scale == 255 {
 		return row.Decimal{}, "decimal scale above " + strconv.Itoa(row.MaxDecimalScale) + ", more digits after the point than tidemark keeps"
 	}
-	if len(b) == 0 {
-		return row.Decimal{}, "a decimal of zero bytes"
-	}
-	neg := b[0]&0x80 != 0
-	// Drop redundant sign bytes.
-	for len(b) > 1 && ((b[0] == 0 && b[1]&0x80 == 0) || (b[0] == 0xff && b[1]&0x80 != 0)) {
-		b = b[1:]
-	}
-	if len(b) <= 16 {
-		var hi, lo uint64
-		if neg {
-			hi, lo = ^uint64(0), ^uint64(0)
-		}
-		for _, c := range b {
-			hi = hi<<8 | lo>>56
-			lo = lo<<8 | uint64(c)
-		}
-		if neg { // two's complement → magnitude
-			hi, lo = ^hi, ^lo
-			var carry uint64
-			lo, carry = bits.Add64(lo, 1, 0)
-			hi += carry
-		}
-		if v, err := newFromHiLo(neg, hi, lo, scale); err == nil {
-			return v, ""
-		}
-	}
-	// More than 128 bits: exact through big.Int (allocates; rare).
-	n := new(big.Int).SetBytes(b)
-	if neg {
-		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
-	}
-	txt := n.String()
-	if scale > 0 {
-		digits := txt
-		sign := ""
-		if digits[0] == '-' {
-			sign, digits = "-", digits[1:]
-		}
-		for len(digits) <= int(scale) {
-			digits = "0" + digits
-		}
-		txt = sign + digits[:len(digits)-int(scale)] + "." + digits[len(digits)-int(scale):]
-	}
-	v, err := row.ParseDecimal([]byte(txt))
-	if err != nil {
-		return row.Decimal{}, err.Error()
-	}
-	return v, ""
+	return format.TwosComplementDecimal(b, scale)
 }

@@ -1,0 +1,503 @@
+package protobuf
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/row"
+)
+
+// Reader is the reader's side of decoding (format.Projection): the
+// pipeline's fields, which message field each reads, and constants for
+// the fields a message type lacks.
+type Reader = format.Projection
+
+// conv is how a field's value reaches its target.
+type conv uint8
+
+const (
+	cvSkip          conv = iota
+	cvBad                // the field's type cannot give the target's kind
+	cvInt                // integer kinds → int
+	cvIntDecimal         // integer kinds → decimal
+	cvIntString          // integer kinds → string
+	cvIntText            // integer kinds → timestamp with an epoch parser
+	cvBool               // bool → bool
+	cvBoolString         // bool → string
+	cvFloatDecimal       // float, double → decimal (shortest text)
+	cvFloatInt           // float, double → int (whole values)
+	cvFloatString        // float, double → string
+	cvString             // string, bytes → string
+	cvStringText         // string → int, decimal, bool, timestamp
+	cvEnumString         // enum → the value's name (its number as text when unknown)
+	cvTimestamp          // google.protobuf.Timestamp → timestamp
+	cvDecimal            // confluent.type.Decimal → decimal
+	cvDecimalString      // confluent.type.Decimal → string
+)
+
+// num is how a varint or fixed field's bits are read.
+type num uint8
+
+const (
+	nSigned   num = iota // int32, int64: two's complement varint
+	nZigzag              // sint32, sint64
+	nUnsigned            // uint32, uint64
+	nFixed32             // fixed32 (unsigned)
+	nSfixed32            // sfixed32
+	nFixed64             // fixed64 (unsigned)
+	nSfixed64            // sfixed64
+	nBool
+	nEnum
+	nFloat
+	nDouble
+	nBytes // string, bytes, messages
+)
+
+// field is one field number of a message the Program reads.
+type field struct {
+	number protoreflect.FieldNumber
+	num    num
+	cv     conv
+	tgt    int32 // index into Program.targets, -1 for a message walked for nested targets
+	is32   bool  // int32, sint32, uint32 kinds: the value is truncated to 32 bits
+	wire   byte  // the wire type the field's type is written with (packed repeated aside)
+	list   bool  // repeated: skipped (the pipeline cannot address elements)
+	enum   protoreflect.EnumValueDescriptors
+	sub    *msg // a message walked for nested targets (tgt -1), or a well-known value
+	what   string
+}
+
+// msg is the compiled reading of one message type.
+type msg struct {
+	// byNum holds the fields the Program reads, by number; dense for
+	// small numbers.
+	dense  []*field
+	sparse map[protoreflect.FieldNumber]*field
+	// zero lists the targets of implicit-presence scalars (proto3 fields
+	// without `optional`) and their values when absent: the type's zero
+	// value (0, "", false, the enum's value 0) for a field of the same
+	// family; not listed (null) for text read as another kind or a
+	// number read as a timestamp.
+	zero []zeroValue
+}
+
+// zeroValue is the value of an absent implicit-presence field.
+type zeroValue struct {
+	tgt int32
+	v   row.Value
+}
+
+func (m *msg) lookup(n protoreflect.FieldNumber) *field {
+	if int(n) < len(m.dense) {
+		return m.dense[n]
+	}
+	return m.sparse[n]
+}
+
+func (m *msg) add(f *field) {
+	const maxDense = 256
+	if f.number < maxDense {
+		for int(f.number) >= len(m.dense) {
+			m.dense = append(m.dense, nil)
+		}
+		m.dense[f.number] = f
+		return
+	}
+	if m.sparse == nil {
+		m.sparse = map[protoreflect.FieldNumber]*field{}
+	}
+	m.sparse[f.number] = f
+}
+
+// target is one pipeline field a Program fills.
+type target struct {
+	f    row.Field
+	text *format.TextField
+}
+
+// Program decodes messages of one type into rows of a Reader's fields.
+// Build one with Compile; like format/avro's Program it shares the
+// Reader's timestamp parsers, so use one per goroutine when a field has a
+// layout.
+type Program struct {
+	root     *msg
+	targets  []target
+	defaults []defaultValue
+	// Unmatched lists the pipeline fields the message type has no field
+	// for (their values are Reader.Defaults or null).
+	Unmatched []string
+	// Message is the message type's full name.
+	Message string
+}
+
+type defaultValue struct {
+	f row.Field
+	v row.Value
+}
+
+// maxSchemaDepth bounds nested message types a Program walks.
+const maxSchemaDepth = 64
+
+// Compile builds the Program that reads messages of type md into the
+// fields of rd. A message field matches the pipeline field of its name
+// (as written in the .proto file; dotted paths reach into nested
+// messages), or the one whose Rename names it. Errors: a Rename or
+// Defaults entry names no pipeline field, or a default of another kind.
+func Compile(md protoreflect.MessageDescriptor, rd Reader) (*Program, error) {
+	if rd.Fields.Schema == nil {
+		return nil, fmt.Errorf("protobuf: Reader.Fields.Schema is nil")
+	}
+	for name := range rd.Rename {
+		if _, ok := rd.Fields.Schema.Lookup(name); !ok {
+			return nil, fmt.Errorf("protobuf: rename of %q: not a pipeline field", name)
+		}
+	}
+	derived := map[int]bool{}
+	for _, i := range rd.Fields.Derived {
+		derived[i] = true
+	}
+	p := &Program{Message: string(md.FullName())}
+	paths := map[string]int32{}
+	for _, f := range rd.Fields.Schema.Fields {
+		if derived[f.Index] {
+			continue
+		}
+		path := f.Name
+		if r, ok := rd.Rename[f.Name]; ok && r != "" {
+			path = r
+		}
+		t := target{f: f}
+		if f.Kind != row.KindString {
+			t.text = format.NewTextField(f, rd.Fields.Time[f.Index])
+		}
+		paths[path] = int32(len(p.targets))
+		p.targets = append(p.targets, t)
+	}
+	c := &compiler{paths: paths, targets: p.targets, found: map[int32]bool{}}
+	root, err := c.message(md, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	p.root = root
+	for _, i := range paths {
+		if !c.found[i] {
+			p.Unmatched = append(p.Unmatched, p.targets[i].f.Name)
+		}
+	}
+	sort.Strings(p.Unmatched)
+	for name, v := range rd.Defaults {
+		f, ok := rd.Fields.Schema.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("protobuf: default of %q: not a pipeline field", name)
+		}
+		if v.Kind != row.KindNull && v.Kind != f.Kind && !(v.Kind == row.KindInt && f.Kind == row.KindDecimal) {
+			return nil, fmt.Errorf("protobuf: default of %q is %s, the field is %s", name, v.Kind, f.Kind)
+		}
+		path := name
+		if r, ok := rd.Rename[name]; ok && r != "" {
+			path = r
+		}
+		if i, ok := paths[path]; ok && c.found[i] {
+			continue
+		}
+		p.defaults = append(p.defaults, defaultValue{f: f, v: v})
+	}
+	return p, nil
+}
+
+type compiler struct {
+	paths   map[string]int32
+	targets []target
+	found   map[int32]bool
+}
+
+func (c *compiler) wants(path string) bool {
+	if _, ok := c.paths[path]; ok {
+		return true
+	}
+	for p := range c.paths {
+		if strings.HasPrefix(p, path+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// message compiles the fields of md under prefix.
+func (c *compiler) message(md protoreflect.MessageDescriptor, prefix string, depth int) (*msg, error) {
+	if depth > maxSchemaDepth {
+		return nil, fmt.Errorf("protobuf: message %s nests deeper than %d levels", md.FullName(), maxSchemaDepth)
+	}
+	m := &msg{}
+	fds := md.Fields()
+	for i := 0; i < fds.Len(); i++ {
+		fd := fds.Get(i)
+		path := string(fd.Name())
+		if prefix != "" {
+			path = prefix + "." + path
+		}
+		if !c.wants(path) {
+			continue // unknown to the Program: skipped by wire type
+		}
+		f := &field{number: fd.Number(), tgt: -1, what: describe(fd), wire: wireOf(fd)}
+		ti, exact := c.paths[path]
+		if fd.IsList() || fd.IsMap() {
+			f.list = true
+			if exact {
+				c.found[ti] = true
+				f.tgt, f.cv = ti, cvBad
+			}
+			m.add(f)
+			continue
+		}
+		setNum(f, fd)
+		if exact {
+			c.found[ti] = true
+			f.tgt = ti
+			f.cv = convFor(fd, c.targets[ti])
+			if f.cv == cvTimestamp || f.cv == cvDecimal || f.cv == cvDecimalString {
+				f.sub = &msg{}
+			} else if w := wrapped(fd); w != nil && f.cv != cvBad {
+				// A wrapper (google.protobuf.Int64Value …): its field 1
+				// is the value, an absent wrapper is null, a present one
+				// without field 1 holds the zero value.
+				inner := &field{number: 1, tgt: ti, what: describe(w), wire: wireOf(w), cv: f.cv}
+				setNum(inner, w)
+				inner.is32 = is32(w)
+				inner.enum = enumValues(w)
+				f.sub = &msg{}
+				if z, ok := zeroOf(w, inner.cv); ok {
+					f.sub.zero = append(f.sub.zero, zeroValue{ti, z})
+				}
+				f.sub.add(inner)
+				f.tgt, f.cv, f.num = -1, cvSkip, nBytes
+				m.add(f)
+				continue
+			}
+			f.is32 = is32(fd)
+			f.enum = enumValues(fd)
+			if !fd.HasPresence() {
+				if z, ok := zeroOf(fd, f.cv); ok {
+					m.zero = append(m.zero, zeroValue{ti, z})
+				}
+			}
+			m.add(f)
+			continue
+		}
+		// A message on the way to nested targets.
+		if fd.Kind() != protoreflect.MessageKind && fd.Kind() != protoreflect.GroupKind {
+			continue // a path under a scalar: nothing for the pipeline
+		}
+		sub, err := c.message(fd.Message(), path, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		f.sub = sub
+		f.num = nBytes
+		m.add(f)
+	}
+	return m, nil
+}
+
+// wrapped returns the value field of a google.protobuf wrapper message
+// type, or nil.
+func wrapped(fd protoreflect.FieldDescriptor) protoreflect.FieldDescriptor {
+	if fd.Kind() != protoreflect.MessageKind {
+		return nil
+	}
+	md := fd.Message()
+	switch md.FullName() {
+	case "google.protobuf.DoubleValue", "google.protobuf.FloatValue", "google.protobuf.Int64Value",
+		"google.protobuf.UInt64Value", "google.protobuf.Int32Value", "google.protobuf.UInt32Value",
+		"google.protobuf.BoolValue", "google.protobuf.StringValue", "google.protobuf.BytesValue":
+		return md.Fields().ByNumber(1)
+	}
+	return nil
+}
+
+func enumValues(fd protoreflect.FieldDescriptor) protoreflect.EnumValueDescriptors {
+	if fd.Kind() == protoreflect.EnumKind {
+		return fd.Enum().Values()
+	}
+	return nil
+}
+
+func is32(fd protoreflect.FieldDescriptor) bool {
+	switch fd.Kind() {
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Uint32Kind:
+		return true
+	}
+	return false
+}
+
+// setNum sets how f's bits are read.
+func setNum(f *field, fd protoreflect.FieldDescriptor) {
+	switch fd.Kind() {
+	case protoreflect.Int32Kind, protoreflect.Int64Kind:
+		f.num = nSigned
+	case protoreflect.Sint32Kind, protoreflect.Sint64Kind:
+		f.num = nZigzag
+	case protoreflect.Uint32Kind, protoreflect.Uint64Kind:
+		f.num = nUnsigned
+	case protoreflect.Fixed32Kind:
+		f.num = nFixed32
+	case protoreflect.Sfixed32Kind:
+		f.num = nSfixed32
+	case protoreflect.Fixed64Kind:
+		f.num = nFixed64
+	case protoreflect.Sfixed64Kind:
+		f.num = nSfixed64
+	case protoreflect.BoolKind:
+		f.num = nBool
+	case protoreflect.EnumKind:
+		f.num = nEnum
+	case protoreflect.FloatKind:
+		f.num = nFloat
+	case protoreflect.DoubleKind:
+		f.num = nDouble
+	default:
+		f.num = nBytes
+	}
+}
+
+// Wire types (the protobuf encoding).
+const (
+	wVarint  = 0
+	wFixed64 = 1
+	wBytes   = 2
+	wStart   = 3
+	wEnd     = 4
+	wFixed32 = 5
+)
+
+func wireOf(fd protoreflect.FieldDescriptor) byte {
+	switch fd.Kind() {
+	case protoreflect.DoubleKind, protoreflect.Fixed64Kind, protoreflect.Sfixed64Kind:
+		return wFixed64
+	case protoreflect.FloatKind, protoreflect.Fixed32Kind, protoreflect.Sfixed32Kind:
+		return wFixed32
+	case protoreflect.StringKind, protoreflect.BytesKind, protoreflect.MessageKind:
+		return wBytes
+	case protoreflect.GroupKind:
+		return wStart
+	}
+	return wVarint
+}
+
+// convFor is how a field of descriptor fd reaches target t.
+func convFor(fd protoreflect.FieldDescriptor, t target) conv {
+	k := t.f.Kind
+	switch fd.Kind() {
+	case protoreflect.Int32Kind, protoreflect.Int64Kind, protoreflect.Sint32Kind, protoreflect.Sint64Kind,
+		protoreflect.Uint32Kind, protoreflect.Uint64Kind, protoreflect.Fixed32Kind, protoreflect.Fixed64Kind,
+		protoreflect.Sfixed32Kind, protoreflect.Sfixed64Kind:
+		switch k {
+		case row.KindInt:
+			return cvInt
+		case row.KindDecimal:
+			return cvIntDecimal
+		case row.KindString:
+			return cvIntString
+		case row.KindTime:
+			if ep, _ := t.text.Epoch(); ep {
+				return cvIntText
+			}
+		}
+	case protoreflect.BoolKind:
+		switch k {
+		case row.KindBool:
+			return cvBool
+		case row.KindString:
+			return cvBoolString
+		}
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		switch k {
+		case row.KindDecimal:
+			return cvFloatDecimal
+		case row.KindInt:
+			return cvFloatInt
+		case row.KindString:
+			return cvFloatString
+		}
+	case protoreflect.StringKind:
+		if k == row.KindString {
+			return cvString
+		}
+		return cvStringText
+	case protoreflect.BytesKind:
+		if k == row.KindString {
+			return cvString
+		}
+	case protoreflect.EnumKind:
+		if k == row.KindString {
+			return cvEnumString
+		}
+	case protoreflect.MessageKind:
+		switch fd.Message().FullName() {
+		case "google.protobuf.Timestamp":
+			if k == row.KindTime {
+				return cvTimestamp
+			}
+		case "confluent.type.Decimal":
+			switch k {
+			case row.KindDecimal:
+				return cvDecimal
+			case row.KindString:
+				return cvDecimalString
+			}
+		}
+		if w := wrapped(fd); w != nil {
+			if cv := convFor(w, t); cv != cvBad {
+				return cv
+			}
+		}
+	}
+	return cvBad
+}
+
+// describe names a field's type in messages: "Protobuf int64",
+// "Protobuf message shop.Address".
+func describe(fd protoreflect.FieldDescriptor) string {
+	switch {
+	case fd.IsMap():
+		return "Protobuf map"
+	case fd.IsList():
+		return "Protobuf repeated " + fd.Kind().String()
+	case fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind:
+		return "Protobuf message " + string(fd.Message().FullName())
+	case fd.Kind() == protoreflect.EnumKind:
+		return "Protobuf enum " + string(fd.Enum().FullName())
+	}
+	return "Protobuf " + fd.Kind().String()
+}
+
+// zeroOf is the value an absent implicit-presence field of fd holds
+// through conversion cv, and whether it has one.
+func zeroOf(fd protoreflect.FieldDescriptor, cv conv) (row.Value, bool) {
+	switch cv {
+	case cvInt:
+		return row.Int(0), true
+	case cvIntDecimal, cvFloatDecimal:
+		return row.Dec(row.DecimalFromInt(0)), true
+	case cvFloatInt:
+		return row.Int(0), true
+	case cvIntString, cvFloatString:
+		return row.Str("0"), true
+	case cvBool:
+		return row.Bool(false), true
+	case cvBoolString:
+		return row.Str("false"), true
+	case cvString:
+		return row.Str(""), true
+	case cvEnumString:
+		if v := fd.Enum().Values().ByNumber(0); v != nil {
+			return row.Str(string(v.Name())), true
+		}
+		return row.Str("0"), true
+	}
+	return row.Null, false
+}
