@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -21,7 +22,10 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/examples/article"
 	nexmarkq "github.com/tidemark/tidemark/examples/nexmark"
+	"github.com/tidemark/tidemark/internal/articlebase"
+	"github.com/tidemark/tidemark/internal/articlegen"
 	"github.com/tidemark/tidemark/internal/nexbase"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/source/nexmark"
@@ -43,17 +47,36 @@ type benchFlags struct {
 	// parallelism lists the numbers of tasks to measure (0: the
 	// pipeline's default).
 	parallelism []int
+	// seed is the article generator's seed (bench article).
+	seed uint64
+	// writeEvents, for bench article, writes the generated events to
+	// this file and exits.
+	writeEvents string
 }
+
+// articleQuery is the name of the bundled article benchmark.
+const articleQuery = "article"
+
+// defaultArticleEvents is the number of events of bench article without
+// --events (2M lines of ~240 bytes: a 480 MB temporary file).
+const defaultArticleEvents = 2_000_000
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
-		Use:   "bench QUERY|PIPELINE.yaml",
+		Use:   "bench QUERY|article|PIPELINE.yaml",
 		Short: "Measure a pipeline's throughput, CPU time per event, memory and allocations (Nexmark queries built in)",
 		Long: `Measure a pipeline's throughput, CPU time per event, memory and allocations.
 
 QUERY is a bundled Nexmark query (` + strings.Join(nexmarkq.Names(), ", ") + `; the files of
-examples/nexmark, built into the binary); an argument ending in .yaml or .yml
+examples/nexmark, built into the binary); article is the first source
+article's pipeline (examples/article/pipeline.yaml: contract, dedup by
+event_id, a filter, 1-minute windows per store and currency with
+count_distinct, sum and count, emit update) over --events order events
+(default 2,000,000) that internal/articlegen writes, from --seed, into a
+temporary file before the runs (JSON lines of ~240 bytes, with
+redeliveries, conflicting copies and late events; the file is read, and
+decoded, inside each measured run); an argument ending in .yaml or .yml
 is a pipeline file. The pipeline runs --repeat times in this process, every
 sink (results, late, quarantine, conflicts) replaced by a discarding
 "blackhole" sink (one is added to a last stage without sinks); checkpoints
@@ -78,12 +101,18 @@ Per run and as the median over the runs:
 
 --vs-baseline also runs, as many times, a hand-written Go loop that computes
 the same query on the same generated events with plain maps
-(internal/nexbase; for the bundled queries, by pipeline and last stage name)
-and prints the ratio of the medians, tidemark / loop.
+(internal/nexbase for the Nexmark queries, by pipeline and last stage name;
+internal/articlebase for article, reading the same file) and prints the
+ratio of the medians, tidemark / loop.
+
+--write-events FILE (article only) writes the events to FILE and exits, so
+that examples/article/pipeline.yaml can run on them (ARTICLE_EVENTS=FILE).
 
 --cpuprofile profiles the tidemark runs (not the baseline); --memprofile
 writes the allocation profile after them (go tool pprof).`,
 		Example: `  tidemark bench q5
+  tidemark bench article --parallelism 1,2 --vs-baseline --repeat 5
+  tidemark bench article --events 200000 --write-events out/article/orders.jsonl
   tidemark bench q11 --events 20000000 --repeat 5 --vs-baseline
   tidemark bench q7 --format json --cpuprofile q7.prof
   tidemark bench my-pipeline.yaml --repeat 3`,
@@ -99,6 +128,8 @@ writes the allocation profile after them (go tool pprof).`,
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the tidemark runs to this file")
 	fl.StringVar(&f.memProfile, "memprofile", "", "write an allocation profile after the tidemark runs to this file")
+	fl.Uint64Var(&f.seed, "seed", 1, "article: the event generator's seed")
+	fl.StringVar(&f.writeEvents, "write-events", "", "article: write the generated events to this file and exit")
 	fl.IntSliceVar(&f.parallelism, "parallelism", []int{0}, "numbers of tasks to measure, e.g. 1,2 (runs alternate between them; 0: the pipeline's parallelism, else one task per CPU)")
 	return cmd
 }
@@ -140,10 +171,14 @@ type benchMachine struct {
 
 // benchSource describes the source of the measured pipeline.
 type benchSource struct {
-	Type   string `json:"type"`
-	Events int64  `json:"events,omitempty"` // nexmark: events per run
-	Rate   int64  `json:"rate,omitempty"`   // nexmark: events per second of event time
-	Seed   uint64 `json:"seed"`
+	Type      string `json:"type"`
+	Generator string `json:"generator,omitempty"` // article: "articlegen", the writer of the file read
+	Events    int64  `json:"events,omitempty"`    // nexmark, article: events per run
+	Rate      int64  `json:"rate,omitempty"`      // nexmark, article: events per second of event time
+	Seed      uint64 `json:"seed"`
+	// Article: the generated stream's counts (first deliveries,
+	// redeliveries, conflicting copies, late and too-late events).
+	Article *articlegen.Stats `json:"article,omitempty"`
 }
 
 // benchReport is the whole output (--format json).
@@ -174,6 +209,14 @@ type benchReport struct {
 type baselineFunc struct {
 	name string
 	run  func(ctx context.Context, cfg nexbase.Config) (nexbase.Stats, error)
+}
+
+// articleBaseline is bench article's loop over the events file.
+func articleBaseline(events string) baselineFunc {
+	return baselineFunc{"articlebase.Run", func(ctx context.Context, _ nexbase.Config) (nexbase.Stats, error) {
+		st, err := articlebase.Run(ctx, events, nil)
+		return nexbase.Stats{Events: st.Events, Rows: st.Rows}, err
+	}}
 }
 
 // baselines maps "pipeline/last stage" of the bundled queries to their
@@ -213,12 +256,46 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 			return configErr("--parallelism %d: negative", n)
 		}
 	}
+	if f.writeEvents != "" && arg != articleQuery {
+		return configErr("--write-events: only for bench %s", articleQuery)
+	}
 	var p *spec.Pipeline
 	var err error
 	file := arg
-	if lower := strings.ToLower(arg); strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml") {
+	var gen *articlegen.Stats
+	var eventsFile string
+	switch lower := strings.ToLower(arg); {
+	case arg == articleQuery:
+		events := f.events
+		if events == 0 {
+			events = defaultArticleEvents
+		}
+		cfg := articlegen.Config{Events: events, Seed: f.seed}
+		if f.writeEvents != "" {
+			st, err := articlegen.WriteFile(f.writeEvents, cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "wrote %s order events to %s (%s first deliveries, %s redeliveries, %s conflicting, %s late, %s too late)\n",
+				thousands(st.Lines), f.writeEvents, thousands(st.First), thousands(st.Redeliveries), thousands(st.Conflicting), thousands(st.Late), thousands(st.TooLate))
+			return nil
+		}
+		dir, err := os.MkdirTemp("", "tidemark-bench-article-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		eventsFile = filepath.Join(dir, "orders.jsonl")
+		st, err := articlegen.WriteFile(eventsFile, cfg)
+		if err != nil {
+			return err
+		}
+		gen = &st
+		file = article.PipelinePath
+		p, err = article.Load(dir, eventsFile)
+	case strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml"):
 		p, err = tidemark.Load(arg)
-	} else {
+	default:
 		var path string
 		if _, path, err = nexmarkq.File(arg); err == nil {
 			file = path
@@ -228,7 +305,7 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	if f.events > 0 {
+	if f.events > 0 && gen == nil {
 		if p.Source.Type != "nexmark" {
 			return configErr("--events: only for a nexmark source (this pipeline reads %s)", p.Source.Type)
 		}
@@ -243,7 +320,11 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	stages := stageNames(p)
 	var base *baselineFunc
 	var baseCfg nexbase.Config
-	if f.baseline {
+	switch {
+	case f.baseline && gen != nil:
+		b := articleBaseline(eventsFile)
+		base = &b
+	case f.baseline:
 		key := p.Name + "/" + stages[len(stages)-1]
 		b, ok := baselines[key]
 		if !ok {
@@ -281,6 +362,10 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 		if rep.Source.Rate == 0 {
 			rep.Source.Rate = nexmark.DefaultRate
 		}
+	}
+	if gen != nil {
+		rep.Source.Generator, rep.Source.Events, rep.Source.Rate, rep.Source.Seed = "articlegen", gen.Lines, articlegen.DefaultRate, f.seed
+		rep.Source.Article = gen
 	}
 	rep.Tidemark.Name = "tidemark"
 	rep.PeakRSSReset = true
@@ -623,8 +708,13 @@ func cpuModel() string {
 
 func writeBenchText(w io.Writer, rep *benchReport) {
 	src := rep.Source.Type
-	if src == "nexmark" {
+	switch {
+	case src == "nexmark":
 		src = fmt.Sprintf("nexmark, %s events/s of event time, seed %d", count(float64(rep.Source.Rate)), rep.Source.Seed)
+	case rep.Source.Article != nil:
+		a := rep.Source.Article
+		src = fmt.Sprintf("a JSONL file from articlegen, seed %d, %s events/s of event time: %s redeliveries, %s conflicting, %s late, %s too late",
+			rep.Source.Seed, count(float64(rep.Source.Rate)), thousands(a.Redeliveries), thousands(a.Conflicting), thousands(a.Late), thousands(a.TooLate))
 	}
 	events := rep.Tidemark.Median.Events
 	runs := "runs"

@@ -103,3 +103,45 @@ aggregates: {n: count()}
 		}
 	}
 }
+
+// TestBenchArticle runs bench article at parallelism 1 and 2 beside its
+// loop: the engine and the loop read the same generated file and write
+// the same number of rows; --write-events writes the stream and exits.
+func TestBenchArticle(t *testing.T) {
+	code, out, errOut := run(t, "bench", "article", "--events", "20000", "--repeat", "2", "--parallelism", "1,2", "--vs-baseline", "--format", "json")
+	if code != 0 {
+		t.Fatalf("code %d, stderr %q", code, errOut)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	a := rep.Source.Article
+	if rep.File != "examples/article/pipeline.yaml" || rep.Source.Generator != "articlegen" || rep.Source.Events != 20000 || rep.Source.Seed != 1 ||
+		a == nil || a.Lines != 20000 || a.Redeliveries == 0 || len(rep.Tidemark.Runs) != 2 || len(rep.Parallel) != 1 || rep.Baseline == nil || rep.Baseline.Name != "articlebase.Run" {
+		t.Fatalf("report %+v", rep)
+	}
+	tm, p2, bl := rep.Tidemark.Median, rep.Parallel[0].Median, rep.Baseline.Median
+	if rep.Tidemark.Parallelism != 1 || rep.Parallel[0].Parallelism != 2 {
+		t.Errorf("parallelism %d, %d", rep.Tidemark.Parallelism, rep.Parallel[0].Parallelism)
+	}
+	if tm.Events != 20000 || p2.Events != 20000 || bl.Events != 20000 {
+		t.Errorf("events: tidemark %d, ×2 %d, baseline %d, want 20000", tm.Events, p2.Events, bl.Events)
+	}
+	if tm.Rows == 0 || tm.Rows != bl.Rows || p2.Rows != bl.Rows {
+		t.Errorf("rows: tidemark %d, ×2 %d, baseline %d", tm.Rows, p2.Rows, bl.Rows)
+	}
+
+	file := filepath.Join(t.TempDir(), "orders.jsonl")
+	code, out, errOut = run(t, "bench", "article", "--events", "1000", "--seed", "5", "--write-events", file)
+	if code != 0 || !strings.HasPrefix(out, "wrote 1,000 order events to "+file) {
+		t.Fatalf("code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil || strings.Count(string(data), "\n") != 1000 || !strings.HasPrefix(string(data), `{"event_id":"evt-20260624-0000000"`) {
+		t.Errorf("events file: %v, %d lines", err, strings.Count(string(data), "\n"))
+	}
+	if code, _, errOut := run(t, "bench", "q5", "--write-events", file); code != 2 || !strings.Contains(errOut, "--write-events: only for bench article") {
+		t.Errorf("code %d, stderr %q", code, errOut)
+	}
+}
