@@ -119,6 +119,7 @@ func (t *Table) AppendEntries(e *state.Encoder) {
 		}
 	}
 	slices.SortFunc(ents, func(a, b ent) int { return cmp.Compare(a.id, b.id) })
+	t.added = t.added[:0]
 	e.Byte(1)
 	e.Int(t.ttl)
 	e.Uint(uint64(len(ents)))
@@ -180,6 +181,113 @@ func (t *Table) RestoreEntries(d *state.Decoder, s SweepState) error {
 		t.insertSlot(slot{id: id, payload: payload, expiry: uint32(rel)})
 	}
 	return nil
+}
+
+// Delta sections. Between two full sections of a key group, a runner that
+// takes incremental checkpoints writes only the ids the table added since
+// its previous section: a table's content changes only by additions (ids
+// are forgotten by the sweep state's cut, which the runner stores beside
+// the sections, not by removal), so the previous sections and the
+// additions make the table again. The ids the cut has forgotten are left
+// out.
+//
+//	Byte(1) Uint(#ids) per id ascending: Fixed64(id) Fixed32(payload
+//	hash) Int(expiry, seconds since the epoch, as delta from the previous
+//	id's)
+
+// Track makes the table remember the ids it adds from now on, for the next
+// AppendDelta (about 16 bytes per id added, until the next section).
+func (t *Table) Track() { t.track = true }
+
+// Added returns the number of additions since the table's last section
+// (an id forgotten after its TTL and seen again counts twice).
+func (t *Table) Added() int { return len(t.added) }
+
+// AppendDelta appends a delta section (format above) of the ids added
+// since the table's last section — AppendEntries or AppendDelta; an id
+// added twice appears once, with its newest payload hash and expiry —
+// and forgets them. It needs Track.
+func (t *Table) AppendDelta(e *state.Encoder) {
+	add := t.added
+	slices.SortStableFunc(add, func(a, b slot) int { return cmp.Compare(a.id, b.id) })
+	keep := add[:0]
+	for i := range add {
+		if i+1 < len(add) && add[i+1].id == add[i].id {
+			continue // a newer addition of the same id follows
+		}
+		if !t.expired(&add[i]) {
+			keep = append(keep, add[i])
+		}
+	}
+	e.Byte(1)
+	e.Uint(uint64(len(keep)))
+	var prev int64
+	for _, s := range keep {
+		exp := t.base + int64(s.expiry)
+		e.Fixed64(s.id)
+		e.Fixed32(s.payload)
+		e.Int(exp - prev)
+		prev = exp
+	}
+	t.added = add[:0]
+}
+
+// ApplyDelta adds the ids of a delta section to a table restored from the
+// sections before it (RestoreEntries, then ApplyDelta for each delta in
+// order); an id the table holds takes the delta's payload hash and
+// expiry. Errors: a truncated section, ids out of order, an expiry out of
+// range.
+func (t *Table) ApplyDelta(d *state.Decoder) error {
+	d.Section("dedup key group delta", 1)
+	n := d.Len(1<<31, 13)
+	if err := d.Err(); err != nil {
+		return err
+	}
+	var prevID uint64
+	var exp int64
+	for i := range n {
+		id := d.Fixed64()
+		payload := d.Fixed32()
+		exp += d.Int()
+		if err := d.Err(); err != nil {
+			return err
+		}
+		if id == 0 || (i > 0 && id <= prevID) {
+			d.Fail("dedup id %d out of order or zero", i)
+			return d.Err()
+		}
+		prevID = id
+		if !t.baseSet {
+			t.base, t.baseSet = exp-1<<31, true
+		}
+		rel := exp - t.base
+		if rel < 1 || rel > math.MaxUint32 {
+			d.Fail("dedup id %d: expiry %d s out of range", i, exp)
+			return d.Err()
+		}
+		s := slot{id: id, payload: payload, expiry: uint32(rel)}
+		if !t.replace(s) {
+			if (t.n+1)*4 > len(t.slots)*3 {
+				t.resize(len(t.slots) * 2)
+			}
+			t.insertSlot(s)
+		}
+	}
+	return nil
+}
+
+// replace overwrites the slot of s.id, if the table holds it.
+func (t *Table) replace(s slot) bool {
+	mask := uint64(len(t.slots) - 1)
+	for i := s.id & mask; ; i = (i + 1) & mask {
+		switch t.slots[i].id {
+		case 0:
+			return false
+		case s.id:
+			t.slots[i] = s
+			return true
+		}
+	}
 }
 
 // insertSlot places s in the table (the id is known to be absent).

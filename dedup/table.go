@@ -59,6 +59,10 @@ type Table struct {
 	inserts   int   // ids added since the last rebuild
 	cut       int64 // seconds: ids whose expiry is at or before it are forgotten
 	ttl       int64 // ms
+	// track makes Observe keep the ids it adds in added, until the next
+	// section (AppendEntries or AppendDelta): incremental checkpoints.
+	track bool
+	added []slot
 }
 
 // minSlots is the smallest table size.
@@ -121,6 +125,9 @@ func (t *Table) Observe(id uint64, payload uint32, ts int64) (Outcome, uint32) {
 			*s = slot{id: id, payload: payload, expiry: t.expiryOf(ts)}
 			t.n++
 			t.inserts++
+			if t.track {
+				t.added = append(t.added, *s)
+			}
 			if t.n*4 > len(t.slots)*3 {
 				t.resize(len(t.slots) * 2)
 			}
@@ -129,6 +136,9 @@ func (t *Table) Observe(id uint64, payload uint32, ts int64) (Outcome, uint32) {
 			if t.expired(s) { // swept logically: a new event
 				*s = slot{id: id, payload: payload, expiry: t.expiryOf(ts)}
 				t.inserts++
+				if t.track {
+					t.added = append(t.added, *s)
+				}
 				return First, 0
 			}
 			if s.payload == payload {

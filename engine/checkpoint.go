@@ -40,7 +40,7 @@ import (
 
 // payloadVersion is the manifest payload's own version (inside
 // checkpoint.FormatVersion).
-const payloadVersion = 3
+const payloadVersion = 4
 
 // committer is one sink taking part in checkpoints.
 type committer struct {
@@ -54,6 +54,7 @@ type secRef struct {
 	off, n    int64
 	hash      uint64
 	node, grp int
+	delta     bool // applies on top of the key group's sections before it
 }
 
 type nodeGroup struct{ node, group int }
@@ -74,9 +75,10 @@ type ckState struct {
 	committers []committer
 	flushers   []func(context.Context) error // at-least-once sinks, flushed at each checkpoint
 
-	// current is each key group's newest section; segBytes the bytes of
-	// each segment current references (for compaction).
-	current map[nodeGroup]secRef
+	// current is each key group's newest sections: its last full section
+	// and the delta sections after it, in order; segSize the bytes of
+	// each segment (for compaction).
+	current map[nodeGroup][]secRef
 	// retained maps each retained checkpoint to the segments it references.
 	retained map[int64][]string
 	segSize  map[string]int64
@@ -88,6 +90,11 @@ type ckState struct {
 	segBytes int // size of the last new segment
 	duration time.Duration
 	total    time.Duration
+	// allBytes, longest, sections and deltas: CheckpointSummary's Bytes,
+	// Longest, Sections and Deltas.
+	allBytes         int64
+	longest          time.Duration
+	sections, deltas int
 }
 
 // routerState is the router's part of a checkpoint, taken after a round.
@@ -200,26 +207,47 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 		}
 		return a.Group - b.Group
 	})
-	add := func(node, group int, data []byte) {
-		ck.current[nodeGroup{node, group}] = secRef{seg: segName, off: int64(len(seg)), n: int64(len(data)), hash: xxhash.Sum64(data), node: node, grp: group}
+	nsec, ndelta := 0, 0
+	place := func(node, group int, data []byte, delta bool) secRef {
+		r := secRef{seg: segName, off: int64(len(seg)), n: int64(len(data)), hash: xxhash.Sum64(data), node: node, grp: group, delta: delta}
 		seg = append(seg, data...)
+		nsec++
+		if delta {
+			ndelta++
+		}
+		return r
 	}
 	for _, s := range secs {
-		add(s.Node, s.Group, s.Data)
+		k := nodeGroup{s.Node, s.Group}
+		r := place(s.Node, s.Group, s.Data, s.Delta)
+		if !s.Delta {
+			ck.current[k] = []secRef{r}
+			continue
+		}
+		if len(ck.current[k]) == 0 {
+			return fmt.Errorf("checkpoint %d: node %d, key group %d: a delta section without a full section before it", id, s.Node, s.Group)
+		}
+		ck.current[k] = append(ck.current[k], r)
 	}
 	// Compaction: a segment of which less than half is still referenced
 	// has its live sections copied into the new one, so that old segments
 	// can go and the directory holds at most about twice the state.
-	live := map[string]int64{}
-	for _, r := range ck.current {
-		live[r.seg] += r.n
-	}
-	for name, n := range live {
-		if name == segName || n*2 >= ck.segSize[name] {
-			continue
+	keys := slices.SortedFunc(maps.Keys(ck.current), func(a, b nodeGroup) int {
+		if a.node != b.node {
+			return a.node - b.node
 		}
-		for k, r := range ck.current {
-			if r.seg != name {
+		return a.group - b.group
+	})
+	live := map[string]int64{}
+	for _, k := range keys {
+		for _, r := range ck.current[k] {
+			live[r.seg] += r.n
+		}
+	}
+	for _, k := range keys {
+		chain := ck.current[k]
+		for i, r := range chain {
+			if r.seg == segName || live[r.seg]*2 >= ck.segSize[r.seg] {
 				continue
 			}
 			b, err := ck.store.ReadSegment(r.seg, r.off, r.n)
@@ -229,7 +257,7 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 			if xxhash.Sum64(b) != r.hash {
 				return fmt.Errorf("checkpoint %d: compacting: segment %s: section of key group %d changed on disk", id, r.seg, r.grp)
 			}
-			add(k.node, k.group, b)
+			chain[i] = place(r.node, r.grp, b, r.delta)
 		}
 	}
 	segWritten := 0
@@ -266,6 +294,10 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 	ck.lastID, ck.bytes, ck.segBytes = id, n+segWritten, segWritten
 	ck.duration = time.Since(start)
 	ck.total += ck.duration
+	ck.allBytes += int64(ck.bytes)
+	ck.longest = max(ck.longest, ck.duration)
+	ck.sections += nsec
+	ck.deltas += ndelta
 	ck.last = rt.opts.WallClock()
 	rt.publishLive(false)
 	return nil
@@ -327,7 +359,9 @@ func (rt *runtime) prune() error {
 //	graph:  Uint(#nodes) (Byte(kind) String(stage or ""))…
 //	segments: Uint(#segments) String(name)…
 //	sections: Uint(#sections) (Uint(node) Uint(key group) Uint(segment index)
-//	        Uint(offset) Uint(length) Fixed64(xxHash64))…
+//	        Uint(offset) Uint(length) Fixed64(xxHash64) Bool(delta))…
+//	        by node and key group; a key group's full section first, then
+//	        its deltas in the order they were written
 //	sinks:  Uint(#committers) (String(id) Bytes8(prepared))…
 
 // encodeManifest writes the manifest and returns the segments it
@@ -393,13 +427,15 @@ func (rt *runtime) encodeManifest(e *state.Encoder, rs *routerState, g task.Glob
 		}
 		e.String(name)
 	}
-	refs := slices.Collect(maps.Values(rt.ck.current))
-	slices.SortFunc(refs, func(a, b secRef) int {
+	var refs []secRef
+	for _, k := range slices.SortedFunc(maps.Keys(rt.ck.current), func(a, b nodeGroup) int {
 		if a.node != b.node {
 			return a.node - b.node
 		}
-		return a.grp - b.grp
-	})
+		return a.group - b.group
+	}) {
+		refs = append(refs, rt.ck.current[k]...)
+	}
 	var segs []string
 	segIdx := map[string]int{}
 	for _, r := range refs {
@@ -420,6 +456,7 @@ func (rt *runtime) encodeManifest(e *state.Encoder, rs *routerState, g task.Glob
 		e.Uint(uint64(r.off))
 		e.Uint(uint64(r.n))
 		e.Fixed64(r.hash)
+		e.Bool(r.delta)
 	}
 	e.Uint(uint64(len(rt.ck.committers)))
 	for i, s := range rt.ck.committers {
@@ -514,6 +551,7 @@ func (rt *runtime) decodeManifest(payload []byte) (*manifest, error) {
 		si := d.Uint()
 		ref.off, ref.n = int64(d.Uint()), int64(d.Uint())
 		ref.hash = d.Fixed64()
+		ref.delta = d.Bool()
 		if d.Err() != nil {
 			break
 		}
@@ -591,7 +629,7 @@ func (rt *runtime) usable(c *checkpoint.Checkpoint) (*restored, error) {
 		if xxhash.Sum64(b) != ref.hash {
 			return nil, fmt.Errorf("%w: segment %s: the section of key group %d (bytes %d–%d) fails its checksum", checkpoint.ErrCorrupt, ref.seg, ref.grp, ref.off, ref.off+ref.n)
 		}
-		r.secs = append(r.secs, task.Section{Node: ref.node, Group: ref.grp, Data: b})
+		r.secs = append(r.secs, task.Section{Node: ref.node, Group: ref.grp, Data: b, Delta: ref.delta})
 	}
 	return r, nil
 }
@@ -602,7 +640,7 @@ func (rt *runtime) usable(c *checkpoint.Checkpoint) (*restored, error) {
 // any record is read.
 func (rt *runtime) restore(ctx context.Context) error {
 	ck := rt.ck
-	ck.current = map[nodeGroup]secRef{}
+	ck.current = map[nodeGroup][]secRef{}
 	ck.retained = map[int64][]string{}
 	ck.segSize = map[string]int64{}
 	if err := checkpoint.Clean(ck.dir); err != nil {
@@ -662,7 +700,8 @@ func (rt *runtime) restore(ctx context.Context) error {
 	}
 	rt.opGlob = m.globals
 	for _, ref := range m.refs {
-		ck.current[nodeGroup{ref.node, ref.grp}] = ref
+		k := nodeGroup{ref.node, ref.grp}
+		ck.current[k] = append(ck.current[k], ref)
 	}
 	// The segments every retained checkpoint references (for pruning).
 	ids, err := checkpoint.List(ck.dir)

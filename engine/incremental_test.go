@@ -17,14 +17,26 @@ import (
 )
 
 // TestIncrementalCheckpointBytes: with 1M dedup ids held, a checkpoint
-// after new ids arrived in 10 of 1,024 key groups (1 %) writes the
+// after 10,000 new ids arrived in 10 of 1,024 key groups (1 %) writes the
 // sections of those key groups (and of the one the stage's single key
 // lives in) and a manifest: at most 5 % of the full state, which the
-// first checkpoint wrote (docs/parallelism.md, "Checkpoints").
+// first checkpoint wrote; after 10,000 new ids spread over every key
+// group, delta sections of the additions: at most 10 % (docs/parallelism.md,
+// "Checkpoints").
 func TestIncrementalCheckpointBytes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a 1M-line file")
 	}
+	for _, c := range []struct {
+		name   string
+		spread bool
+		max    float64
+	}{{"1% of key groups", false, 0.05}, {"every key group", true, 0.10}} {
+		t.Run(c.name, func(t *testing.T) { incrementalBytes(t, c.spread, c.max) })
+	}
+}
+
+func incrementalBytes(t *testing.T, spread bool, maxShare float64) {
 	const held, fresh, groups = 1_000_000, 10_000, 1024
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
@@ -43,7 +55,7 @@ func TestIncrementalCheckpointBytes(t *testing.T) {
 	changed := map[int]bool{}
 	for i, j := held, 0; i < held+fresh; j++ {
 		id := fmt.Sprintf("b%d", j)
-		if kg := keygroup.OfHash(dedup.IDHash([]byte(id)), groups); kg%103 == 0 {
+		if kg := keygroup.OfHash(dedup.IDHash([]byte(id)), groups); spread || kg%103 == 0 {
 			changed[kg] = true
 			line(i, id)
 			i++
@@ -53,8 +65,8 @@ func TestIncrementalCheckpointBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if len(changed) != 10 {
-		t.Fatalf("%d key groups changed, want 10", len(changed))
+	if want := map[bool]int{false: 10, true: groups}[spread]; len(changed) != want {
+		t.Fatalf("%d key groups changed, want %d", len(changed), want)
 	}
 
 	build := func(t *testing.T) *plan.Plan {
@@ -103,10 +115,10 @@ func TestIncrementalCheckpointBytes(t *testing.T) {
 				t.Fatalf("second run: restored %d, read %d, %d duplicates", second.Checkpoints.Restored, second.EventsRead, second.Duplicates)
 			}
 			full, incr := first.Checkpoints.LastBytes, second.Checkpoints.LastBytes
-			t.Logf("parallelism %d: full checkpoint %d bytes (%.1f bytes per id, %v), after 1%% of key groups changed %d bytes (%.2f%%, %v)",
-				par, full, float64(full)/held, first.Checkpoints.LastDuration, incr, 100*float64(incr)/float64(full), second.Checkpoints.LastDuration)
-			if full < 8*held || incr > full/20 {
-				t.Fatalf("full checkpoint %d bytes, incremental %d bytes: want ≤ 5%%", full, incr)
+			t.Logf("parallelism %d: full checkpoint %d bytes (%.1f bytes per id, %v), after %d new ids in %d key groups %d bytes (%.2f%%, %v)",
+				par, full, float64(full)/held, first.Checkpoints.LastDuration, fresh, len(changed), incr, 100*float64(incr)/float64(full), second.Checkpoints.LastDuration)
+			if full < 8*held || float64(incr) > maxShare*float64(full) {
+				t.Fatalf("full checkpoint %d bytes, incremental %d bytes: want ≤ %.0f%%", full, incr, 100*maxShare)
 			}
 		})
 	}

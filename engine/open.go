@@ -97,6 +97,7 @@ func (rt *runtime) open(ctx context.Context) error {
 	}
 	rt.g = g
 	g.FireChunk = rt.opts.FireChunk
+	g.Incremental = p.Spec.Checkpoint != nil
 	g.EventJSON = rt.src.EventJSON
 	g.Lineage = rt.linVal
 	g.HasQuarantine = rt.quarantine != nil

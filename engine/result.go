@@ -34,7 +34,8 @@ func (rt *runtime) summary() *Summary {
 	}
 	if ck := rt.ck; ck != nil {
 		s.Checkpoints = CheckpointSummary{Dir: ck.dir, Restored: ck.restored, Taken: ck.taken, Last: ck.lastID,
-			LastBytes: ck.bytes, LastDuration: ck.duration, Total: ck.total}
+			LastBytes: ck.bytes, LastDuration: ck.duration, Total: ck.total, Bytes: ck.allBytes, Longest: ck.longest,
+			Sections: ck.sections, Deltas: ck.deltas}
 	}
 	if rt.events > 0 {
 		for i, seen := range rt.present {

@@ -98,9 +98,18 @@ type CheckpointSummary struct {
 	Restored     int64         // the checkpoint the run resumed from; 0 for a fresh start
 	Taken        int           // checkpoints taken by this run
 	Last         int64         // id of the newest checkpoint
-	LastBytes    int           // its file size
+	LastBytes    int           // bytes it wrote: its manifest and its new segment
 	LastDuration time.Duration // how long it took (prepare, write, commit)
 	Total        time.Duration // time spent in checkpoints by this run
+	// Bytes is what this run's checkpoints wrote in all (manifests and
+	// segments); Longest the longest checkpoint.
+	Bytes   int64
+	Longest time.Duration
+	// Sections counts the key-group sections this run's checkpoints
+	// wrote (each changed key group of each node, and the sections
+	// compaction copied), Deltas those that were delta sections (the ids a
+	// key group's dedup state added since its previous section).
+	Sections, Deltas int
 }
 
 // ReferenceSummary reports the reference data.
@@ -203,7 +212,11 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 	}
 	fmt.Fprintf(w, "  final watermark      %s\n", wm)
 	if c := s.Checkpoints; c.Dir != "" {
-		fmt.Fprintf(w, "  checkpoints          %12d  taken by this run (last: %d, %d bytes, %s)", c.Taken, c.Last, c.LastBytes, c.LastDuration.Round(time.Microsecond))
+		fmt.Fprintf(w, "  checkpoints          %12d  taken by this run (last: %d, %d bytes, %s", c.Taken, c.Last, c.LastBytes, c.LastDuration.Round(time.Microsecond))
+		if c.Taken > 1 {
+			fmt.Fprintf(w, "; mean %d bytes, longest %s", c.Bytes/int64(c.Taken), c.Longest.Round(time.Microsecond))
+		}
+		fmt.Fprint(w, ")")
 		if c.Restored > 0 {
 			fmt.Fprintf(w, "; resumed from checkpoint %d", c.Restored)
 		}

@@ -1,6 +1,8 @@
 package task
 
 import (
+	"errors"
+
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/dedup"
 	"github.com/tidemark/tidemark/keygroup"
@@ -18,6 +20,7 @@ type dedupNode struct {
 	tables  []*dedup.Table // by key group − rng.Lo; nil until used
 	caches  []payloadCache
 	changed []bool
+	chains  []chain
 	hasher  *dedup.Hasher
 	sweep   dedup.SweepState
 	event   []byte
@@ -29,7 +32,7 @@ type dedupNode struct {
 func newDedupNode(g *Graph, rng keygroup.Range) *dedupNode {
 	d := g.Plan.Dedup
 	n := &dedupNode{g: g, p: d, rng: rng, tables: make([]*dedup.Table, rng.Len()), caches: make([]payloadCache, rng.Len()),
-		changed: make([]bool, rng.Len()), hasher: dedup.NewHasher(d.Ignore), sweep: dedup.NewSweepState(),
+		changed: make([]bool, rng.Len()), chains: make([]chain, rng.Len()), hasher: dedup.NewHasher(d.Ignore), sweep: dedup.NewSweepState(),
 		enc: changelog.NewEncoder(g.Plan.Stages[0].Loc)}
 	// keep_payloads is shared out evenly among the key groups, so which
 	// first payloads a conflict record can show does not depend on the
@@ -48,6 +51,9 @@ func (d *dedupNode) table(i int) *dedup.Table {
 	if t == nil {
 		t = dedup.New(d.p.TTL)
 		t.ApplySweep(d.sweep)
+		if d.g.Incremental {
+			t.Track()
+		}
 		d.tables[i] = t
 	}
 	return t
@@ -111,85 +117,213 @@ func (d *dedupNode) advance(wm int64) {
 	}
 }
 
-// Dedup key-group section: Byte(1), the table's section
-// (dedup.Table.AppendEntries), then the payload cache: Uint(#ring)
-// Uint(next) and per ring entry Fixed64(id) Bytes8(payload).
+// Dedup key-group sections: a full section, Byte(2), the table's section
+// (dedup.Table.AppendEntries), then the payload cache (payloadCache
+// below); or a delta section, Byte(3), the ids added since the key
+// group's previous section (dedup.Table.AppendDelta), then the payloads
+// put into the cache since then (at most its capacity, oldest first: the
+// ones before were evicted by these). A checkpoint references a key
+// group's last full section and the deltas after it, in order.
 
-func (d *dedupNode) snapshot(i int, e *state.Encoder) {
-	e.Byte(1)
-	d.table(i).AppendEntries(e)
-	d.caches[i].snapshot(e)
+// chain is what a key group's newest sections are: the size of the full
+// one and of the deltas after it.
+type chain struct {
+	base, deltas, deltaBytes int
 }
 
+// maxDeltas and deltaBudget bound the deltas after a full section: key
+// group g writes a full section again after 8 + g mod 8 deltas, or once
+// its deltas would outweigh (8 + g mod 8)/16 of the full section (so a
+// restore reads less than twice the state). The bounds differ among key
+// groups so that the key groups of a pipeline, which mostly change at
+// once and grow alike, do not all rewrite at the same checkpoint.
+func maxDeltas(g int) int { return 8 + g%8 }
+
+func deltaBudget(g, base int) int { return base * (8 + g%8) / 16 }
+
+// snapshot returns key group i's section — a delta when the graph is
+// incremental and the chain allows it — and whether it is a delta.
+func (d *dedupNode) snapshot(i int) (data []byte, delta bool) {
+	t, c, ch := d.table(i), &d.caches[i], &d.chains[i]
+	if d.g.Incremental && ch.base > 0 && ch.deltas < maxDeltas(d.rng.Lo+i) {
+		var e state.Encoder
+		e.Byte(3)
+		t.AppendDelta(&e)
+		c.appendPuts(&e)
+		if b := e.Bytes(); ch.deltaBytes+len(b) <= deltaBudget(d.rng.Lo+i, ch.base) {
+			ch.deltas++
+			ch.deltaBytes += len(b)
+			return b, true
+		}
+	}
+	var e state.Encoder
+	e.Byte(2)
+	t.AppendEntries(&e)
+	c.snapshot(&e)
+	*ch = chain{base: e.Len()}
+	return e.Bytes(), false
+}
+
+// restore brings key group i to a full section.
 func (d *dedupNode) restore(i int, dec *state.Decoder) error {
-	dec.Section("dedup key group section", 1)
+	dec.Section("dedup key group section", 2)
 	t := dedup.New(d.p.TTL)
 	if err := t.RestoreEntries(dec, d.sweep); err != nil {
 		return err
 	}
+	if d.g.Incremental {
+		t.Track()
+	}
 	d.tables[i] = t
+	d.caches[i] = payloadCache{capacity: d.perKG}
 	d.caches[i].restore(dec)
+	d.chains[i] = chain{base: max(dec.Offset(), 1)}
 	return dec.Err()
 }
 
-// payloadCache keeps the newest first payloads of a key group (up to
-// capacity), so that a conflict record can show the first delivery.
+// restoreDelta applies a delta section to key group i, restored from the
+// sections before it.
+func (d *dedupNode) restoreDelta(i int, dec *state.Decoder) error {
+	if d.tables[i] == nil {
+		return errors.New("a delta section without a full section before it")
+	}
+	dec.Section("dedup key group delta", 3)
+	if err := dec.Err(); err != nil {
+		return err
+	}
+	if err := d.tables[i].ApplyDelta(dec); err != nil {
+		return err
+	}
+	d.caches[i].restorePuts(dec)
+	d.chains[i].deltas++
+	d.chains[i].deltaBytes += dec.Offset()
+	return dec.Err()
+}
+
+// payloadCache keeps the first payloads of a key group's newest ids (up
+// to capacity), so that a conflict record can show the first delivery. It
+// is a ring of the last capacity puts, oldest evicted first; a put of an
+// id the cache holds (an id seen again after its TTL) moves it to the
+// newest place and leaves its old place stale (counted, empty). What the
+// cache holds is thus a function of the last capacity puts alone, which
+// is what a delta section stores.
 type payloadCache struct {
 	capacity int
-	ring     []uint64
-	next     int
-	m        map[uint64][]byte
+	ring     []uint64 // ids, by place
+	next     int      // the oldest place once the ring is full
+	m        map[uint64]cached
+	since    int // puts since the key group's last section
+}
+
+type cached struct {
+	payload []byte
+	place   int
 }
 
 func (c *payloadCache) put(id uint64, payload []byte) {
 	if c.capacity <= 0 {
 		return
 	}
+	c.since++
 	if c.m == nil {
-		c.m = map[uint64][]byte{}
+		c.m = map[uint64]cached{}
 		c.ring = make([]uint64, 0, min(c.capacity, 1<<10))
 	}
+	var buf []byte
 	if old, ok := c.m[id]; ok {
-		// The id came back after its TTL: replace its payload in place (a
-		// second ring entry would delete it when the first is evicted).
-		c.m[id] = append(old[:0], payload...)
-		return
+		buf = old.payload[:0] // its old place goes stale
 	}
-	if len(c.ring) < c.capacity {
+	place := len(c.ring)
+	if place < c.capacity {
 		c.ring = append(c.ring, id)
 	} else {
-		delete(c.m, c.ring[c.next])
-		c.ring[c.next] = id
+		place = c.next
+		if ev := c.ring[place]; ev != id {
+			if x, ok := c.m[ev]; ok && x.place == place {
+				delete(c.m, ev)
+			}
+		}
+		c.ring[place] = id
 		c.next = (c.next + 1) % c.capacity
 	}
-	c.m[id] = append([]byte(nil), payload...)
+	c.m[id] = cached{payload: append(buf, payload...), place: place}
 }
 
-func (c *payloadCache) get(id uint64) []byte { return c.m[id] }
+func (c *payloadCache) get(id uint64) []byte { return c.m[id].payload }
 
+// order returns the ring's places from the oldest to the newest.
+func (c *payloadCache) order(yield func(place int) bool) {
+	n := len(c.ring)
+	start := 0
+	if n == c.capacity {
+		start = c.next
+	}
+	for k := range n {
+		if !yield((start + k) % n) {
+			return
+		}
+	}
+}
+
+// appendEntry writes the put at place: Fixed64(id) Bool(live)
+// [Bytes8(payload) when live].
+func (c *payloadCache) appendEntry(e *state.Encoder, place int) {
+	id := c.ring[place]
+	x, ok := c.m[id]
+	live := ok && x.place == place
+	e.Fixed64(id)
+	e.Bool(live)
+	if live {
+		e.Bytes8(x.payload)
+	}
+}
+
+// snapshot writes the whole ring, oldest first: Uint(n) entries.
 func (c *payloadCache) snapshot(e *state.Encoder) {
 	e.Uint(uint64(len(c.ring)))
-	e.Uint(uint64(c.next))
-	for _, id := range c.ring {
-		e.Fixed64(id)
-		e.Bytes8(c.m[id])
+	for p := range c.order {
+		c.appendEntry(e, p)
 	}
+	c.since = 0
 }
 
-func (c *payloadCache) restore(d *state.Decoder) {
-	n := d.Len(max(c.capacity, 0), 9)
-	next := d.Len(max(n, 1), 0)
-	if d.Err() != nil {
-		return
+// appendPuts writes the puts since the last section (the newest
+// min(since, len) places), oldest first, in snapshot's format.
+func (c *payloadCache) appendPuts(e *state.Encoder) {
+	n := min(c.since, len(c.ring))
+	e.Uint(uint64(n))
+	skip := len(c.ring) - n
+	for p := range c.order {
+		if skip > 0 {
+			skip--
+			continue
+		}
+		c.appendEntry(e, p)
 	}
-	c.ring, c.next, c.m = make([]uint64, 0, n), next, make(map[uint64][]byte, n)
+	c.since = 0
+}
+
+// restore replays a full section's entries into an empty cache.
+func (c *payloadCache) restore(d *state.Decoder) {
+	c.restorePuts(d)
+	c.since = 0
+}
+
+// restorePuts replays entries (snapshot's or appendPuts' format) as puts:
+// a stale entry is put empty, and the live put of the same id after it
+// makes it stale again.
+func (c *payloadCache) restorePuts(d *state.Decoder) {
+	n := d.Len(max(c.capacity, 0), 9)
 	for range n {
 		id := d.Fixed64()
-		p := d.Bytes8()
+		var p []byte
+		if d.Bool() {
+			p = d.Bytes8()
+		}
 		if d.Err() != nil {
 			return
 		}
-		c.ring = append(c.ring, id)
-		c.m[id] = append([]byte(nil), p...)
+		c.put(id, p)
 	}
+	c.since = 0
 }

@@ -82,6 +82,12 @@ type Graph struct {
 	// FireChunk is the number of rows a firing emits between two drains
 	// (0: DefaultFireChunk).
 	FireChunk int
+	// Incremental makes the dedup node keep, per key group, what it added
+	// since the key group's last section, so that Snapshot can write a
+	// delta section instead of the whole key group (set when the run
+	// takes checkpoints; it costs about 16 bytes per new id until the
+	// next checkpoint).
+	Incremental bool
 	// keyless is, per stage without a group key, the task owning its one
 	// key (the empty key's key group).
 	keyless []int

@@ -17,6 +17,11 @@ type Section struct {
 	Node  int
 	Group int
 	Data  []byte
+	// Delta marks a section that applies on top of the key group's
+	// previous sections (the last full one and the deltas after it, in
+	// order) instead of replacing them: only dedup nodes write them
+	// (Graph.Incremental).
+	Delta bool
 }
 
 // Snapshot appends to dst a section for every key group of every node
@@ -32,9 +37,8 @@ func (t *Task) Snapshot(dst []Section) []Section {
 				if !ch {
 					continue
 				}
-				var e state.Encoder
-				d.snapshot(i, &e)
-				dst = append(dst, Section{Node: ni, Group: t.rng.Lo + i, Data: e.Bytes()})
+				data, delta := d.snapshot(i)
+				dst = append(dst, Section{Node: ni, Group: t.rng.Lo + i, Data: data, Delta: delta})
 				d.changed[i] = false
 			}
 		case nr.order != nil:
@@ -115,7 +119,9 @@ func SumGlobals(all []Globals) Globals {
 }
 
 // Restore brings a new task to a checkpoint: the sections of its key
-// groups (any order; sections of other key groups are an error) and the
+// groups (any order of key groups, but a key group's delta sections after
+// its full one, in the order they were written; sections of other key
+// groups are an error) and the
 // run's globals g. The operators' counters go to the task with index 0
 // (they are sums). Errors name the node, the key group and the cause;
 // the task must then be discarded.
@@ -135,10 +141,14 @@ func (t *Task) Restore(sections []Section, g Globals) error {
 	}
 	for ni, nr := range t.nodes {
 		secs := byNode[ni]
-		slices.SortFunc(secs, func(a, b Section) int { return a.Group - b.Group })
-		for i := 1; i < len(secs); i++ {
-			if secs[i].Group == secs[i-1].Group {
-				return fmt.Errorf("%s: key group %d given twice", nr.name(), secs[i].Group)
+		slices.SortStableFunc(secs, func(a, b Section) int { return a.Group - b.Group })
+		for i, s := range secs {
+			first := i == 0 || secs[i-1].Group != s.Group
+			switch {
+			case s.Delta && (nr.dedup == nil || first):
+				return fmt.Errorf("%s: key group %d: a delta section without a full section before it", nr.name(), s.Group)
+			case !s.Delta && !first:
+				return fmt.Errorf("%s: key group %d given twice", nr.name(), s.Group)
 			}
 		}
 		nr.snd.SetWatermark(g.Watermark)
@@ -147,7 +157,11 @@ func (t *Task) Restore(sections []Section, g Globals) error {
 			nr.dedup.sweep = g.Sweep
 			for _, s := range secs {
 				d := state.NewDecoder(s.Data)
-				if err := nr.dedup.restore(s.Group-t.rng.Lo, d); err != nil {
+				restore := nr.dedup.restore
+				if s.Delta {
+					restore = nr.dedup.restoreDelta
+				}
+				if err := restore(s.Group-t.rng.Lo, d); err != nil {
 					return fmt.Errorf("dedup: key group %d: %w", s.Group, err)
 				}
 				if d.Remaining() != 0 {
