@@ -153,7 +153,7 @@ func (p *Pipeline) Defaults() {
 		}
 	}
 	if src := &p.Source; src.Type == "kafka" {
-		if src.Format == "" {
+		if src.Format == "" || src.Format == "json" {
 			src.Format = "jsonl" // record values are JSON objects
 		}
 		if src.Start == "" {
@@ -759,6 +759,11 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 	default:
 		add(key+".delivery", "%q: want exactly_once or at_least_once", s.Delivery)
 	}
+	if s.Type != "kafka" {
+		for _, k := range setKeys("format", s.Format != "", "schema_registry", s.SchemaRegistry != nil, "decimal_scale", s.DecimalScale != nil) {
+			add(key+"."+k, "only for kafka sinks")
+		}
+	}
 	sql := s.Type == "sqlite" || s.Type == "postgres"
 	if s.Replace && !sql {
 		add(key+".replace", "only for sqlite and postgres (a table tidemark created)")
@@ -811,6 +816,22 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 		if len(s.Brokers) == 0 {
 			add(key+".brokers", "required for kafka")
 		}
+		switch s.Format {
+		case "", "json":
+			if s.SchemaRegistry != nil {
+				add(key+".schema_registry", "only with format avro or protobuf")
+			}
+			if s.DecimalScale != nil {
+				add(key+".decimal_scale", "only with format avro or protobuf")
+			}
+		case "avro", "protobuf":
+			validateRegistry(key+".schema_registry", s.SchemaRegistry, add)
+			if s.DecimalScale != nil && (*s.DecimalScale < 0 || *s.DecimalScale > 19) {
+				add(key+".decimal_scale", "%d: want 0 to 19", *s.DecimalScale)
+			}
+		default:
+			add(key+".format", "%q: want json, avro or protobuf", s.Format)
+		}
 		if s.Topic == "" {
 			add(key+".topic", "required for kafka")
 		}
@@ -832,6 +853,26 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 			add(key+".type", "%q is not a sink type name", s.Type)
 		}
 	}
+}
+
+// validateRegistry checks a schema_registry mapping.
+func validateRegistry(key string, r *SchemaRegistry, add func(key, format string, args ...any)) {
+	if r == nil {
+		add(key, "required with format avro or protobuf: the registry holding the schemas, e.g. {url: http://127.0.0.1:8081}")
+		return
+	}
+	if strings.TrimSpace(r.URL) == "" {
+		add(key+".url", "required, e.g. http://127.0.0.1:8081")
+	}
+	for _, u := range strings.Split(r.URL, ",") {
+		if u = strings.TrimSpace(u); u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			add(key+".url", "%q: want an http:// or https:// URL", u)
+		}
+	}
+	if r.Timeout < 0 {
+		add(key+".timeout", "must not be negative")
+	}
+	wholeMs(key+".timeout", r.Timeout, add)
 }
 
 // checkZone returns why zone is not usable, or "". "Local" is refused: it
@@ -865,7 +906,8 @@ func notFor(typ string, s *Source, add func(key, format string, args ...any), ot
 			"brokers", len(s.Brokers) > 0, "topics", len(s.Topics) > 0, "group", s.Group != "", "start", s.Start != "" && typ != "kafka",
 			"start_timestamp", s.StartTimestamp != "", "isolation", s.Isolation != "" && typ != "kafka",
 			"poll_timeout", s.PollTimeout != 0 && typ != "kafka", "discovery_interval", s.DiscoveryInterval != 0 && typ != "kafka",
-			"stop_at_end", s.StopAtEnd, "client_id", s.ClientID != ""),
+			"stop_at_end", s.StopAtEnd, "client_id", s.ClientID != "", "schema_registry", s.SchemaRegistry != nil,
+			"message", s.Message != ""),
 		"nexmark": setKeys(
 			"events", s.Events != 0, "rate", s.Rate != 0, "seed", s.Seed != 0, "base_time", s.BaseTime != "", "delay", s.Delay != nil),
 	}
@@ -907,8 +949,18 @@ func validateKafkaSource(s *Source, add func(key, format string, args ...any)) {
 		}
 		seen[t] = true
 	}
-	if s.Format != "jsonl" {
-		add("source.format", "%q: a kafka source reads JSON values (jsonl)", s.Format)
+	switch s.Format {
+	case "jsonl":
+		if s.SchemaRegistry != nil {
+			add("source.schema_registry", "only with format avro or protobuf")
+		}
+	case "avro", "protobuf":
+		validateRegistry("source.schema_registry", s.SchemaRegistry, add)
+	default:
+		add("source.format", "%q: a kafka source reads jsonl (JSON values), avro or protobuf", s.Format)
+	}
+	if s.Message != "" && s.Format != "protobuf" {
+		add("source.message", "only with format protobuf")
 	}
 	switch s.Start {
 	case "earliest", "latest":

@@ -170,8 +170,12 @@ type Source struct {
 	// "${VAR}" and "${VAR:-default}" are expanded from the environment.
 	// YAML `path`. Required for type file.
 	Path string `yaml:"path"`
-	// Format is "jsonl" or "csv". YAML `format`. Default: from the file
-	// extension (.jsonl, .json, .ndjson → jsonl; .csv → csv).
+	// Format is "jsonl" or "csv" for a file source; for a kafka source
+	// the format of record values: "jsonl" (JSON objects; "json" is the
+	// same), "avro" or "protobuf" (the Confluent wire format, schemas
+	// from SchemaRegistry; docs/connectors/kafka.md). YAML `format`.
+	// Default: from the file extension (.jsonl, .json, .ndjson → jsonl;
+	// .csv → csv); jsonl for kafka.
 	Format string `yaml:"format"`
 	// Schema declares field types (bool, int, decimal, string, timestamp).
 	// A field the pipeline uses that is not declared is a string. JSON
@@ -248,6 +252,14 @@ type Source struct {
 	// ClientID is the Kafka client.id. YAML `client_id`. Default
 	// "tidemark".
 	ClientID string `yaml:"client_id"`
+	// SchemaRegistry is the Confluent-compatible Schema Registry that
+	// holds the writers' schemas of format avro or protobuf. YAML
+	// `schema_registry`. Required with those formats.
+	SchemaRegistry *SchemaRegistry `yaml:"schema_registry"`
+	// Message is the Protobuf message type every record must be, a full
+	// name ("shop.v1.Order"); a record of another type is quarantined.
+	// YAML `message`. Default: any type (fields read by name).
+	Message string `yaml:"message"`
 
 	// Nexmark (type nexmark; docs/nexmark.md).
 
@@ -581,12 +593,42 @@ type Sink struct {
 	// ClientID is the Kafka client.id. YAML `client_id`. Default
 	// "tidemark".
 	ClientID string `yaml:"client_id"`
+	// Format is how a kafka sink writes record keys and values: "json"
+	// (the default), "avro" or "protobuf" (the Confluent wire format: a
+	// schema derived from the rows' columns, registered under the
+	// topic's subjects <topic>-key and <topic>-value in SchemaRegistry;
+	// docs/connectors/kafka.md). YAML `format`. Default json.
+	Format string `yaml:"format"`
+	// SchemaRegistry receives the schemas of format avro or protobuf.
+	// YAML `schema_registry`. Required with those formats.
+	SchemaRegistry *SchemaRegistry `yaml:"schema_registry"`
+	// DecimalScale is the scale (digits after the point) of decimal
+	// columns in avro and protobuf records: Avro's decimal logical type
+	// fixes one per column (precision 38). A value with more digits
+	// fails the run, naming the row and column. YAML `decimal_scale`.
+	// Default 6; 0 to 19.
+	DecimalScale *int `yaml:"decimal_scale"`
 	// Delivery is "exactly_once" (the default with checkpoints: output is
 	// published when its checkpoint completes) or "at_least_once" (output
 	// is written as it comes; after a restore some of it is written
 	// again). A sink that cannot take part in checkpoints (stdout) needs
 	// at_least_once in a pipeline with checkpoints. YAML `delivery`.
 	Delivery string `yaml:"delivery"`
+}
+
+// SchemaRegistry locates a Confluent-compatible Schema Registry.
+type SchemaRegistry struct {
+	// URL of the registry ("http://127.0.0.1:8081"; several comma
+	// separated). "${VAR}" is expanded. YAML `url`. Required.
+	URL string `yaml:"url"`
+	// Username and Password authenticate with HTTP basic auth (an API
+	// key and secret); write them as "${VAR}". YAML `username`,
+	// `password`. Default: none.
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	// Timeout bounds each request to the registry. YAML `timeout`.
+	// Default 10s.
+	Timeout Duration `yaml:"timeout"`
 }
 
 // Key-group bounds (Pipeline.KeyGroups).
