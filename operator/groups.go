@@ -20,14 +20,16 @@ import (
 // operator from the shares of any set of key groups (RestoreGroups): the
 // shares a checkpoint taken by 4 tasks wrote restore into 1 or 2.
 //
-// Key-group section format, version 1 (state encoding):
+// Key-group section format, version 3 (state encoding; RestoreGroups also
+// reads version 2, which has no closed-session memory):
 //
-//	Byte(1)                             section version
+//	Byte(3)                             section version
 //	shape (as in Snapshot)
 //	Uint(key group)
 //	Uint(#keys) per key, sorted by encoded key:
 //	    String(encoded key) Uint(maxVer)
-//	    [sessions: Uint(#sessions) per session, by start:
+//	    [sessions: Bool(closed memory) [Int(largest closed end)]
+//	               Uint(#sessions) per session, by start:
 //	        Int(start) Int(end−start) Uint(rank) inst]
 //	[panes: Uint(#panes) per pane holding the group's keys, in (end, start)
 //	        order: Int(start) Int(end−start) Bool(fired)
@@ -45,11 +47,12 @@ import (
 // canonical emission order uses — survives any reassignment. Panes keep
 // their entries in arrival order within the key group. Keys are listed
 // only when they hold state: keys held by a window or session, and (session
-// windows) idle keys whose next session continues their versions. Equal
+// windows) keys remembering where their closed sessions end and idle keys
+// whose next session continues their versions. Equal
 // states of a key group give equal bytes, whichever operator held it.
 
 // groupSectionVersion is the key-group section's format version.
-const groupSectionVersion = 2
+const groupSectionVersion = 3
 
 // Globals is the part of an operator's state that is not per key group:
 // the watermark and processing time every task's operator shares, and
@@ -212,6 +215,10 @@ func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) 
 			e.String(ke.enc)
 			e.Uint(uint64(ke.maxVer))
 			if sessions {
+				e.Bool(ke.closedHeld)
+				if ke.closedHeld {
+					e.Int(ke.closedEnd)
+				}
 				e.Uint(uint64(len(ke.sessions)))
 				for _, s := range ke.sessions {
 					e.Int(s.w.Start)
@@ -369,7 +376,7 @@ type restoredSession struct {
 
 func (r *groupRestorer) section(d *state.Decoder) {
 	o := r.o
-	d.Section("operator key group", groupSectionVersion)
+	version := d.Section("operator key group", 2, groupSectionVersion)
 	sh := restorer{o: o, d: d}
 	sh.shape()
 	g64 := d.Uint()
@@ -426,6 +433,10 @@ func (r *groupRestorer) section(d *state.Decoder) {
 		k.ids[enc] = id
 		ids[i] = id
 		if sessions {
+			if version >= 3 && d.Bool() {
+				ke := &k.ents[id]
+				ke.closedHeld, ke.closedEnd = true, d.Int()
+			}
 			r.keySessions(d, g, id)
 			if d.Err() != nil {
 				return
@@ -613,6 +624,11 @@ func (r *groupRestorer) install(g Globals) {
 		rs.s.seq = uint64(i)
 		k.ents[rs.s.key].refs++
 	}
+	for id := range k.ents {
+		if k.ents[id].closedHeld {
+			k.ents[id].refs++
+		}
+	}
 	o.sess = sessionStore{keys: k, seq: uint64(len(r.sessions)), live: len(r.sessions)}
 	for id := range k.ents {
 		if k.ents[id].refs == 0 {
@@ -623,6 +639,11 @@ func (r *groupRestorer) install(g Globals) {
 	k.rebuildGroups()
 	for _, rs := range r.sessions {
 		o.schedule(rs.s)
+	}
+	for id := range k.ents {
+		if k.ents[id].closedHeld {
+			o.restoreForget(uint32(id))
+		}
 	}
 	o.indexEntries()
 }

@@ -85,12 +85,18 @@ func AppendKey(dst []byte, r *row.Row, fields []row.Field) []byte {
 type keyEntry struct {
 	enc      string      // encoded key (map key)
 	vals     []row.Value // decoded values, for output rows
-	refs     int32       // (window, key) instances holding the key
+	refs     int32       // (window, key) instances holding the key, and its closed-session memory
 	idle     bool        // refs == 0 and not yet freed (see keyTable.sweep)
 	group    uint16      // key group
 	sessions []*session  // open sessions of this key, by start (session windows)
 	maxVer   uint32      // highest version a dropped session of this key reached
-	listed   bool        // scratch of turnedIdle's compaction
+	// closedEnd is the largest end of the key's closed sessions while
+	// closedHeld (session windows): an event at or before it would merge
+	// into a closed session and is too late (sessions.go, rememberClosed).
+	// The memory holds one of refs.
+	closedEnd  int64
+	closedHeld bool
+	listed     bool // scratch of turnedIdle's compaction
 	// panes are the key's entries in open sliding-window panes (paneStore
 	// multi), found by a short scan instead of a map lookup per pane.
 	panes []paneRef

@@ -17,7 +17,9 @@
 //     whose windows have all fired but not all closed updates the open ones
 //     and re-fires them (late but accepted). An event all of whose windows
 //     have closed is too late: Process returns TooLate and the caller applies
-//     the late policy.
+//     the late policy. For sessions, an event that would merge into a
+//     closed session of its key is too late too: sessions of one key never
+//     overlap (sessions.go, "Closed sessions").
 //   - Emit modes: Final emits one row per window and key when it closes;
 //     Update emits at the on-time firing, at every late update and at close
 //     (is_final = true), with versions 1, 2, 3 …; Retract emits the same

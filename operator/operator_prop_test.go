@@ -106,7 +106,9 @@ func applyChangelogV(t *rapid.T, table map[wkey]tableRow, last map[wkey]uint64, 
 			}
 			delete(table, k)
 		}
-		if mode == Final && (r.Op != changelog.Insert || !r.IsFinal || r.Version != 1) {
+		// Sessions continue their key's versions across sessions
+		// (docs/semantics.md, "Emission"): version 1 only for panes.
+		if mode == Final && (r.Op != changelog.Insert || !r.IsFinal || (!byStart && r.Version != 1)) {
 			t.Fatalf("final mode emitted %v %v v%d final=%v", r.Op, k, r.Version, r.IsFinal)
 		}
 	}
@@ -380,6 +382,143 @@ func TestRetractionsMatchBatchModel(t *testing.T) {
 			if !ok || fmt.Sprint(got.vals) != fmt.Sprint(want) || !got.final {
 				t.Fatalf("window %v: got %+v, want %v final", k, got, want)
 			}
+		}
+	})
+}
+
+// mSession is a session of the brute-force model: its events, window and
+// whether it has closed.
+type mSession struct {
+	start, end int64
+	n, s       int64
+	closed     bool
+}
+
+// TestSessionsClosedMatchModel checks sessions that close before the end
+// (small allowed lateness, random watermark advances) against a
+// brute-force model that keeps every session of every key as a window:
+// an event whose proto-window [t, t+gap) touches a closed session of its
+// key is too late (it would merge into it); one touching only open
+// sessions merges them; one touching none opens a session unless its own
+// window has closed. The model forgets a key's closed sessions once the
+// key has no open session and the watermark has passed their largest end
+// + 2·gap + lateness (docs/semantics.md). Outcomes and every session's
+// final row must match; no two sessions the model keeps overlap.
+func TestSessionsClosedMatchModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		schema, kf, vf := testSchema(t)
+		gap := rapid.Int64Range(1, 15).Draw(t, "gap")
+		lateness := rapid.SampledFrom([]int64{0, 3, 10}).Draw(t, "lateness")
+		mode := Mode(rapid.IntRange(0, 2).Draw(t, "mode"))
+		count, _ := aggregate.New(aggregate.Spec{Name: "n", Func: "count"})
+		sum, _ := aggregate.New(aggregate.Spec{Name: "s", Func: "sum", Arg: vf, HasArg: true})
+		op, err := New(Config{Gap: gap, AllowedLateness: lateness, Mode: mode, Key: []row.Field{kf}, Aggs: []aggregate.Column{count, sum}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		model := map[string][]*mSession{} // per key, by start: open and remembered closed sessions
+		var done []wkey                   // closed sessions with their values
+		doneVals := map[wkey][]string{}
+		wm := int64(-1 << 62)
+		advance := func(to int64, now int64) {
+			if to <= wm {
+				return
+			}
+			wm = to
+			if err := op.AdvanceWatermark(to, now); err != nil {
+				t.Fatal(err)
+			}
+			for k, list := range model {
+				open, maxEnd := 0, int64(-1<<62)
+				for _, s := range list {
+					if !s.closed && s.end+lateness <= wm {
+						s.closed = true
+						w := wkey{s.start, s.end, k}
+						done = append(done, w)
+						doneVals[w] = []string{fmt.Sprint(s.n), fmt.Sprint(s.s)}
+					}
+					if s.closed {
+						maxEnd = max(maxEnd, s.end)
+					} else {
+						open++
+					}
+				}
+				if open == 0 && wm >= maxEnd+2*gap+lateness {
+					delete(model, k)
+				}
+			}
+		}
+		table := map[wkey]tableRow{}
+		r := schema.NewRow()
+		n := rapid.IntRange(1, 80).Draw(t, "n")
+		for i := 0; i < n; i++ {
+			if rapid.IntRange(0, 2).Draw(t, "adv") == 0 {
+				advance(wm+rapid.Int64Range(0, 25).Draw(t, "by"), int64(i))
+				if wm < 0 {
+					advance(rapid.Int64Range(0, 40).Draw(t, "first"), int64(i))
+				}
+				applyChangelog(t, table, op.Drain(), mode, true)
+				continue
+			}
+			e := ev{key: rapid.SampledFrom([]string{"a", "b"}).Draw(t, "key"), ts: rapid.Int64Range(0, 200).Draw(t, "ts"), v: rapid.Int64Range(0, 9).Draw(t, "v")}
+			schema.Shape(r)
+			r.Set(kf, row.Str(e.key))
+			r.Set(vf, row.Int(e.v))
+			out, err := op.Process(r, e.ts, 1, int64(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The model.
+			list := model[e.key]
+			pStart, pEnd := e.ts, e.ts+gap
+			var touch []*mSession
+			closedTouch := false
+			for _, s := range list {
+				if s.start <= pEnd && s.end >= pStart {
+					touch = append(touch, s)
+					closedTouch = closedTouch || s.closed
+				}
+			}
+			tooLate := closedTouch || (len(touch) == 0 && pEnd+lateness <= wm)
+			if tooLate != (out == TooLate) {
+				t.Fatalf("event %+v at watermark %d: outcome %d, model too late %v (touches %d sessions, a closed one: %v)", e, wm, out, tooLate, len(touch), closedTouch)
+			}
+			if !tooLate {
+				m := &mSession{start: pStart, end: pEnd, n: 1, s: e.v}
+				var rest []*mSession
+				for _, s := range list {
+					if s.start <= pEnd && s.end >= pStart {
+						m.start, m.end = min(m.start, s.start), max(m.end, s.end)
+						m.n += s.n
+						m.s += s.s
+						continue
+					}
+					rest = append(rest, s)
+				}
+				rest = append(rest, m)
+				sort.Slice(rest, func(i, j int) bool { return rest[i].start < rest[j].start })
+				for j := 1; j < len(rest); j++ {
+					if rest[j].start <= rest[j-1].end {
+						t.Fatalf("key %s: model sessions [%d, %d) and [%d, %d) overlap or touch", e.key, rest[j-1].start, rest[j-1].end, rest[j].start, rest[j].end)
+					}
+				}
+				model[e.key] = rest
+			}
+			applyChangelog(t, table, op.Drain(), mode, true)
+		}
+		advance(changelog.WatermarkInfinity, int64(n))
+		applyChangelog(t, table, op.Drain(), mode, true)
+		if len(table) != len(done) {
+			t.Fatalf("%d rows, model %d sessions\ntable %v\nmodel %v", len(table), len(done), table, doneVals)
+		}
+		for _, w := range done {
+			got, ok := table[wkey{w.start, 0, w.key}]
+			if !ok || fmt.Sprint(got.vals) != fmt.Sprint(doneVals[w]) || !got.final || got.end != w.end {
+				t.Fatalf("session %v: got %+v, want %v final\ntable %v", w, got, doneVals[w], table)
+			}
+		}
+		if st := op.Stats(); st.Entries != 0 || st.Keys != 0 {
+			t.Fatalf("state left after the end: %+v", st)
 		}
 	})
 }

@@ -17,10 +17,12 @@ type session struct {
 	seq   uint64 // creation order, for deterministic ordering
 }
 
-// timer kinds: at equal times a fire precedes a close.
+// timer kinds: at equal times a fire precedes a close, and a close the
+// end of a key's closed-session memory.
 const (
-	timerFire  = 0
-	timerClose = 1
+	timerFire   = 0
+	timerClose  = 1
+	timerForget = 2 // key's closed-session memory may end (no session; s nil)
 )
 
 type timer struct {
@@ -28,6 +30,7 @@ type timer struct {
 	kind uint8
 	ord  uint64 // the session's seq; canonical: key group << 48 | seq
 	s    *session
+	key  uint32 // timerForget: the key
 }
 
 type timerHeap []timer
@@ -124,6 +127,85 @@ func (o *Operator) schedule(s *session) {
 	heap.Push(&o.sess.timers, timer{at: s.w.End + o.lateness, kind: timerClose, ord: ord, s: s})
 }
 
+// Closed sessions (docs/semantics.md, "Session windows of one key never
+// overlap"). Once a session of key k has closed, an event of k that would
+// merge into it is too late, like any event whose windows have closed,
+// rather than the start of a second session overlapping the closed one.
+// Sessions of one key are disjoint and close in the order of their ends,
+// so every session of k ending at or before the largest closed end E(k)
+// is closed, and every open one starts after E(k): an event at t ≤ E(k)
+// either touches a closed session (its proto-window [t, t+gap) reaches
+// back to one) or falls into a gap between closed sessions, where its
+// own window has closed too and only a bridge to an open session could
+// save it — but every such bridge passes the last closed session first.
+// So "too late for key k" is exactly t ≤ E(k), and the operator keeps the
+// single number E(k) per key.
+//
+// E(k) is kept while k has an open session (which a late event could
+// extend back to the closed ones) and until the watermark passes E(k) +
+// 2·gap + allowed lateness: by then no event at or before E(k) has an
+// open window of its own (that needs E(k) + gap + lateness), and no new
+// session can start within a gap of E(k) and be reached from it (a
+// session started after that watermark starts after E(k) + gap). Only a
+// chain of late events, each too late on its own and saved by merging
+// into the previous one, could still reach a forgotten E(k).
+
+// forgetAt is when a key's closed-session memory ending at end may go.
+func (o *Operator) forgetAt(end int64) int64 { return end + 2*o.cfg.Gap + o.lateness }
+
+// rememberClosed records that a session of key id ending at end closed,
+// and schedules the end of the memory.
+func (o *Operator) rememberClosed(id uint32, end int64) {
+	ke := &o.keys.ents[id]
+	if !ke.closedHeld {
+		ke.closedHeld, ke.closedEnd = true, end
+		o.keys.ref(id)
+		ke = &o.keys.ents[id]
+	} else {
+		ke.closedEnd = max(ke.closedEnd, end)
+	}
+	o.markChanged(int(ke.group))
+	o.scheduleForget(id)
+}
+
+// scheduleForget pushes the timer that ends key id's closed-session
+// memory.
+func (o *Operator) scheduleForget(id uint32) {
+	ke := &o.keys.ents[id]
+	heap.Push(&o.sess.timers, timer{at: o.forgetAt(ke.closedEnd), kind: timerForget, ord: uint64(ke.group) << 48, key: id})
+}
+
+// restoreForget schedules, after a restore, the end of key id's
+// closed-session memory as the running operator had it: a timer for a
+// memory not yet due; none for one that came due while the key had an
+// open session (its close or drop schedules again).
+func (o *Operator) restoreForget(id uint32) {
+	ke := &o.keys.ents[id]
+	if o.forgetAt(ke.closedEnd) > o.wm || len(ke.sessions) == 0 {
+		o.scheduleForget(id)
+	}
+}
+
+// forget ends key id's closed-session memory when it is due and the key
+// has no open session; it reports whether it did.
+func (o *Operator) forget(id uint32) bool {
+	ke := &o.keys.ents[id]
+	if !ke.closedHeld || len(ke.sessions) > 0 || o.forgetAt(ke.closedEnd) > o.wm {
+		return false
+	}
+	ke.closedHeld, ke.closedEnd = false, 0
+	o.markChanged(int(ke.group))
+	o.keys.unref(id)
+	return true
+}
+
+// closedBefore reports whether an event of key id at ts would merge into
+// one of the key's closed sessions (ts ≤ E(k)).
+func (o *Operator) closedBefore(id uint32, ts int64) bool {
+	ke := &o.keys.ents[id]
+	return ke.closedHeld && ts <= ke.closedEnd
+}
+
 func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, error) {
 	id, known := o.keys.lookup(o.keyBuf)
 	if weight < 0 {
@@ -133,6 +215,12 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 		for _, s := range o.keys.ents[id].sessions {
 			if !s.w.Contains(ts) {
 				continue
+			}
+			if o.closed(s.w.End) {
+				// Closed under a smaller allowed lateness than the
+				// snapshot's (a restore): its close timer fires at the
+				// next advance.
+				return RetractTooLate, nil
 			}
 			if err := o.slots.check(s.slot, r, -1); err != nil {
 				return OnTime, &RejectError{Err: err, Window: s.w, Key: o.keys.ents[id].vals}
@@ -147,6 +235,9 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 			if s.rows <= 0 {
 				o.emitDelete(&s.inst)
 				o.dropSession(s)
+				if !o.forget(id) && o.keys.ents[id].closedHeld && len(o.keys.ents[id].sessions) == 0 {
+					o.scheduleForget(id) // its last session is gone: the memory may end on time
+				}
 			} else if s.fired {
 				o.emit(&s.inst, s.w, fireLate)
 			}
@@ -155,7 +246,13 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 			}
 			return OnTime, nil
 		}
+		if o.closedBefore(id, ts) {
+			return RetractTooLate, nil
+		}
 		return RetractMissing, nil
+	}
+	if known && o.closedBefore(id, ts) {
+		return TooLate, nil
 	}
 
 	proto := window.Window{Start: ts, End: ts + o.cfg.Gap}
@@ -201,6 +298,12 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 		return OnTime, nil
 	}
 
+	if o.closed(list[lo].w.End) {
+		// A session closed under a smaller allowed lateness than the
+		// snapshot's (a restore), not yet dropped: the earliest of the run
+		// (ends grow with starts) is the one that can be.
+		return TooLate, nil
+	}
 	if len(o.slots.chk) > 0 {
 		if err := o.checkSessions(r, list[lo:hi]); err != nil {
 			return OnTime, &RejectError{Err: err, Window: proto, Key: o.keys.ents[id].vals}
@@ -314,6 +417,15 @@ func (o *Operator) advanceSessions(limit int) bool {
 			return true
 		}
 		t := heap.Pop(h).(timer)
+		if t.kind == timerForget {
+			// Stale when the memory grew (a later close pushed a later
+			// timer) or ended; kept while the key has an open session
+			// (its close or drop schedules again).
+			if int(t.key) < len(o.keys.ents) && o.keys.ents[t.key].closedHeld && t.at == o.forgetAt(o.keys.ents[t.key].closedEnd) {
+				o.forget(t.key)
+			}
+			continue
+		}
 		s := t.s
 		if s.dead {
 			continue
@@ -335,6 +447,7 @@ func (o *Operator) advanceSessions(limit int) bool {
 			}
 			s.fired = true
 			o.emit(&s.inst, s.w, fireClose)
+			o.rememberClosed(s.key, s.w.End) // before the drop: the key stays held
 			o.dropSession(s)
 		}
 	}

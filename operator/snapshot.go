@@ -12,7 +12,7 @@ import (
 	"github.com/tidemark/tidemark/window"
 )
 
-// Snapshot format, version 1 (state package encoding: Uint/Int varints,
+// Snapshot format, version 3 (state package encoding: Uint/Int varints,
 // strings length-prefixed). Everything is written in a deterministic order
 // (key ids, slot ids, pane order, session order per key, aggregate sets in
 // value order), so equal states give equal bytes.
@@ -27,7 +27,8 @@ import (
 //	            (slots ever allocated = #free + #held)
 //	key table:  Uint(#free) Uint(id)… (free list, in order) Uint(#other ids)
 //	            per id not free, ascending: String(encoded key) Uint(maxVer)
-//	                [sessions: Uint(#sessions) session…  (by start)]
+//	                [sessions: Bool(closed memory) [Int(largest closed end)]
+//	                           Uint(#sessions) session…  (by start)]
 //	[panes: Uint(#panes) per pane in (end, start) order:
 //	        Int(start) Int(end−start) Bool(fired) Uint(#entries) entry…]
 //
@@ -48,8 +49,9 @@ import (
 // each session that has not fired, a close timer for each; stale timers of
 // the running operator are no-ops, so dropping them changes nothing).
 
-// snapshotVersion is the operator section's format version.
-const snapshotVersion = 2
+// snapshotVersion is the operator section's format version: 3 adds the
+// keys' closed-session memory (Restore also reads 2, which has none).
+const snapshotVersion = 3
 
 const (
 	flagLive     = 1 << iota // the instance holds a slot
@@ -120,6 +122,10 @@ func (o *Operator) Snapshot(e *state.Encoder) {
 		e.String(ke.enc)
 		e.Uint(uint64(ke.maxVer))
 		if sessions {
+			e.Bool(ke.closedHeld)
+			if ke.closedHeld {
+				e.Int(ke.closedEnd)
+			}
 			e.Uint(uint64(len(ke.sessions)))
 			for _, s := range ke.sessions {
 				e.Int(s.w.Start)
@@ -250,8 +256,9 @@ func (o *Operator) Restore(d *state.Decoder) error {
 // restorer decodes a snapshot into new tables and installs them only when
 // the whole section has been read without error.
 type restorer struct {
-	o *Operator
-	d *state.Decoder
+	o       *Operator
+	d       *state.Decoder
+	version byte // of the section being read
 
 	wm, now, nextEarly, emitted, partial, skipped int64
 	seq                                           uint64
@@ -271,7 +278,7 @@ type restorer struct {
 
 func (r *restorer) run() {
 	o, d := r.o, r.d
-	d.Section("operator", snapshotVersion)
+	r.version = d.Section("operator", 2, snapshotVersion)
 	r.shape()
 	r.wm, r.now, r.nextEarly = d.Int(), d.Int(), d.Int()
 	r.emitted, r.partial, r.skipped = d.Int(), d.Int(), d.Int()
@@ -452,6 +459,9 @@ func (r *restorer) keyTable() {
 			ke.group = uint16(keygroup.OfKey([]byte(enc), k.groups))
 		}
 		if sessions {
+			if r.version >= 3 && d.Bool() {
+				ke.closedHeld, ke.closedEnd = true, d.Int()
+			}
 			r.keySessions(uint32(id))
 		}
 	}
@@ -660,6 +670,11 @@ func (r *restorer) install() {
 		k.ents[s.key].refs++
 	}
 	for id := range k.ents {
+		if !r.keyFreed[id] && k.ents[id].closedHeld {
+			k.ents[id].refs++
+		}
+	}
+	for id := range k.ents {
 		if !r.keyFreed[id] && k.ents[id].refs == 0 {
 			k.ents[id].idle = true
 			k.idle++
@@ -685,6 +700,11 @@ func (r *restorer) install() {
 	// seq), which is total, so the insertion order does not matter.
 	for _, s := range r.sessions {
 		o.schedule(s)
+	}
+	for id := range k.ents {
+		if !r.keyFreed[id] && k.ents[id].closedHeld {
+			o.restoreForget(uint32(id))
+		}
 	}
 }
 
