@@ -76,12 +76,60 @@ type Contract struct {
 	// CorrectionPolicy says how mistakes are corrected (a new event with
 	// corrected_event_id, …). YAML `correction_policy`.
 	CorrectionPolicy string `yaml:"correction_policy"`
+	// SchemaVersions lists the registry schema versions the contract
+	// accepts (Avro and Protobuf sources), how each one's fields map onto
+	// the contract's, the compatibility mode the contract promises and
+	// deprecation dates. YAML `schema_versions`. Optional: without it
+	// every schema is accepted, fields read by name.
+	SchemaVersions *SchemaVersions `yaml:"schema_versions"`
 
 	// Rules are the quality rules every record must pass. YAML `rules`.
 	Rules []Rule `yaml:"rules"`
 	// Quality holds the thresholds `tidemark validate` checks. YAML
 	// `quality`.
 	Quality Quality `yaml:"quality"`
+}
+
+// SchemaVersions says which versions of a registry subject the contract
+// accepts and how each reaches the contract's fields.
+type SchemaVersions struct {
+	// Subject is the Schema Registry subject whose versions are listed.
+	// YAML `subject`. Default "<topic>-value" for each topic the pipeline
+	// reads (TopicNameStrategy).
+	Subject string `yaml:"subject"`
+	// Compatibility is the compatibility mode the contract promises:
+	// BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL,
+	// FULL_TRANSITIVE or NONE. `tidemark check` flags a subject whose
+	// registry level is weaker (TM105). YAML `compatibility`. Default
+	// BACKWARD (the registry's own default).
+	Compatibility string `yaml:"compatibility"`
+	// Versions are the accepted versions. YAML `versions`. Required (at
+	// least one).
+	Versions []SchemaVersion `yaml:"versions"`
+}
+
+// SchemaVersion is one accepted version of the subject.
+type SchemaVersion struct {
+	// Version is the subject version (1, 2, …). YAML `version`. Required.
+	Version int `yaml:"version"`
+	// Fields maps a contract field to the field of this version's schema
+	// that holds it, a dotted path into nested records or messages
+	// ({amount: gross_amount}). A contract field not listed reads the
+	// field of its own name. YAML `fields`. Default: none.
+	Fields map[string]string `yaml:"fields"`
+	// Defaults gives the value of a contract field this version lacks
+	// ({currency: GBP}), as text of the field's type. YAML `defaults`.
+	// Default: none (such a field is null).
+	Defaults map[string]string `yaml:"defaults"`
+	// DeprecatedAfter is the date (YYYY-MM-DD, UTC) after which
+	// producers must no longer write this version; its records are still
+	// accepted, and `tidemark check` flags the version while it is still
+	// produced (TM106). YAML `deprecated_after`. Default: not
+	// deprecated.
+	DeprecatedAfter string `yaml:"deprecated_after"`
+	// Description of the version ("v2: gross_amount and currency replace
+	// amount"). YAML `description`.
+	Description string `yaml:"description"`
 }
 
 // Field is one declared field.

@@ -120,6 +120,7 @@ func (c *Contract) Validate() error {
 	c.validateTime(add)
 	c.validateRules(add)
 	c.validateQuality(add)
+	c.validateSchemaVersions(add)
 	return errors.Join(errs...)
 }
 
@@ -382,3 +383,97 @@ func (c *Contract) MetadataFields() []string {
 // RequiredRuleName is the rule name of the required check of a field:
 // "<field>_required".
 func RequiredRuleName(field string) string { return field + "_required" }
+
+// Compatibility levels of a registry subject, weakest first within each
+// line: NONE < BACKWARD < BACKWARD_TRANSITIVE, NONE < FORWARD <
+// FORWARD_TRANSITIVE, and FULL (FULL_TRANSITIVE) covers both lines.
+var compatLevels = []string{"NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE"}
+
+// CompatCovers reports whether a subject at registry level have keeps
+// every promise of level want (both names as compatLevels spells them,
+// any letter case): FULL covers BACKWARD and FORWARD, a transitive
+// level its plain one, every level NONE.
+func CompatCovers(have, want string) bool {
+	h, w := strings.ToUpper(have), strings.ToUpper(want)
+	back := func(l string) int {
+		switch l {
+		case "BACKWARD", "FULL":
+			return 1
+		case "BACKWARD_TRANSITIVE", "FULL_TRANSITIVE":
+			return 2
+		}
+		return 0
+	}
+	fwd := func(l string) int {
+		switch l {
+		case "FORWARD", "FULL":
+			return 1
+		case "FORWARD_TRANSITIVE", "FULL_TRANSITIVE":
+			return 2
+		}
+		return 0
+	}
+	return back(h) >= back(w) && fwd(h) >= fwd(w)
+}
+
+// validateSchemaVersions checks schema_versions.
+func (c *Contract) validateSchemaVersions(add adder) {
+	sv := c.SchemaVersions
+	if sv == nil {
+		return
+	}
+	if sv.Compatibility != "" {
+		ok := false
+		for _, l := range compatLevels {
+			ok = ok || strings.EqualFold(l, sv.Compatibility)
+		}
+		if !ok {
+			add("schema_versions.compatibility", "unknown mode %q (want %s)", sv.Compatibility, strings.Join(compatLevels, ", "))
+		}
+	}
+	if len(sv.Versions) == 0 {
+		add("schema_versions.versions", "required: list at least one accepted version")
+	}
+	seen := map[int]bool{}
+	for i, v := range sv.Versions {
+		key := fmt.Sprintf("schema_versions.versions[%d]", i)
+		if v.Version < 1 {
+			add(key+".version", "required: a subject version, 1 or more")
+		} else if seen[v.Version] {
+			add(key+".version", "version %d listed twice", v.Version)
+		}
+		seen[v.Version] = true
+		for _, name := range sortedKeys(v.Fields) {
+			if _, ok := c.Field(name); !ok {
+				add(key+".fields."+name, "field %q is not declared in fields", name)
+			}
+			if !identRE.MatchString(v.Fields[name]) {
+				add(key+".fields."+name, "%q is not a field name (a dotted path into nested records is)", v.Fields[name])
+			}
+		}
+		for _, name := range sortedKeys(v.Defaults) {
+			f, ok := c.Field(name)
+			if !ok {
+				add(key+".defaults."+name, "field %q is not declared in fields", name)
+				continue
+			}
+			if _, err := parseDefault(f, v.Defaults[name]); err != nil {
+				add(key+".defaults."+name, "%v", err)
+			}
+		}
+		if v.DeprecatedAfter != "" {
+			if _, err := time.Parse(time.DateOnly, v.DeprecatedAfter); err != nil {
+				add(key+".deprecated_after", "%q is not a date YYYY-MM-DD", v.DeprecatedAfter)
+			}
+		}
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

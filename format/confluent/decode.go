@@ -63,6 +63,9 @@ type DecoderConfig struct {
 	Versions map[int]Version
 	// Contract names the data contract that lists Versions, in reasons.
 	Contract string
+	// Renderer, when set, learns every schema the Decoder loads, so that
+	// it can render the records as JSON (source.Source.EventJSON).
+	Renderer *Renderer
 }
 
 // Decoder decodes record values in the Confluent wire format (a zero
@@ -310,6 +313,9 @@ func (d *Decoder) load(ctx context.Context, id uint32) (*entry, error) {
 		if err != nil {
 			return reject("schema", "schema id %d does not parse: %v", id, err)
 		}
+		if d.cfg.Renderer != nil {
+			d.cfg.Renderer.store(id, rendering{avro: w})
+		}
 		if e.avro, err = avro.Compile(w, d.projection(e.version)); err != nil {
 			return reject("schema", "schema id %d: %v", id, err)
 		}
@@ -323,6 +329,9 @@ func (d *Decoder) load(ctx context.Context, id uint32) (*entry, error) {
 			return reject("schema", "schema id %d does not parse: %v", id, err)
 		}
 		e.file = fd
+		if d.cfg.Renderer != nil {
+			d.cfg.Renderer.store(id, rendering{file: fd})
+		}
 		if fd.Messages().Len() == 0 {
 			return reject("schema", "schema id %d declares no message type", id)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"strconv"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/tidemark/tidemark/internal/devregistry"
 )
 
 // devKafkaDefaultAddr is where tidemark dev-kafka listens by default, and
@@ -30,7 +33,14 @@ type devKafkaFlags struct {
 	// outliveParent keeps the broker running after the process that
 	// started it exits.
 	outliveParent bool
+	// registryAddr is where the development Schema Registry listens; ""
+	// serves none.
+	registryAddr string
 }
+
+// devRegistryDefaultAddr is where tidemark dev-kafka's Schema Registry
+// listens by default (the registry's usual port).
+const devRegistryDefaultAddr = "127.0.0.1:8081"
 
 // parentPollInterval is how often dev-kafka checks that the process that
 // started it is still running.
@@ -65,6 +75,15 @@ broker's, and go run does not pass SIGINT sent to its own PID on.
 tidemark's Kafka source and sinks require their topics to exist: create them
 with --topic (each with --partitions partitions) or tidemark produce --create.
 
+It also serves a Schema Registry on --registry-addr (default
+127.0.0.1:8081; --registry-addr "" serves none), for Avro and Protobuf
+topics: the REST subset clients use (subjects, versions, schemas by id,
+config, compatibility checks), with the registry's compatibility rules
+(BACKWARD by default; FORWARD, FULL and the transitive levels per subject
+or globally, PUT /config). Like the broker it keeps everything in memory and
+is for development only. Its line "schema registry listening on
+http://HOST:PORT" follows the broker's on stdout.
+
 Exit status: 0 when stopped by a signal, 1 when the address cannot be
 listened on, 2 for a usage error.`,
 		Args: usage(cobra.NoArgs),
@@ -79,6 +98,7 @@ listened on, 2 for a usage error.`,
 	fl.BoolVar(&f.autoCreate, "auto-create", false, "let clients that ask for it create a topic by producing to it or fetching its metadata (tidemark never asks)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the listening line")
 	fl.BoolVar(&f.outliveParent, "outlive-parent", false, "keep running after the process that started it exits (by default the broker stops then)")
+	fl.StringVar(&f.registryAddr, "registry-addr", devRegistryDefaultAddr, `address of the development Schema Registry, HOST:PORT (port 0: any free port; "" serves none)`)
 	return cmd
 }
 
@@ -138,12 +158,36 @@ func runDevKafka(ctx context.Context, f *devKafkaFlags, stdout, stderr io.Writer
 	if _, err := fmt.Fprintf(stdout, "kafka listening on %s\n", addr); err != nil {
 		return err
 	}
+	var regURL string
+	if f.registryAddr != "" {
+		ln, err := net.Listen("tcp", f.registryAddr)
+		if err != nil {
+			return fmt.Errorf("dev-kafka: schema registry: %w", err)
+		}
+		srv := &http.Server{Handler: devregistry.New().Handler(), ReadHeaderTimeout: 10 * time.Second}
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			_ = srv.Serve(ln)
+		}()
+		defer func() {
+			srv.Close()
+			<-served
+		}()
+		regURL = "http://" + ln.Addr().String()
+		if _, err := fmt.Fprintf(stdout, "schema registry listening on %s\n", regURL); err != nil {
+			return err
+		}
+	}
 	if !f.quiet {
 		fmt.Fprintf(stderr, "dev-kafka: in-memory broker for demos and tests; everything is lost when it stops (Ctrl-C)\n")
 		if len(topics) > 0 {
 			fmt.Fprintf(stderr, "dev-kafka: topics %s, %d partitions each\n", strings.Join(topics, ", "), f.partitions)
 		}
 		fmt.Fprintf(stderr, "dev-kafka: KAFKA_BROKERS=%s\n", addr)
+		if regURL != "" {
+			fmt.Fprintf(stderr, "dev-kafka: SCHEMA_REGISTRY_URL=%s (in memory, for development)\n", regURL)
+		}
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait() // the watcher below ends with ctx

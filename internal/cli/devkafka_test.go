@@ -32,7 +32,7 @@ func TestDevKafkaHelper(t *testing.T) {
 // keeps running.
 func TestDevKafkaStopsWithItsParent(t *testing.T) {
 	for _, outlive := range []bool{false, true} {
-		flags := "--addr 127.0.0.1:0 --partitions 1"
+		flags := "--addr 127.0.0.1:0 --registry-addr 127.0.0.1:0 --partitions 1"
 		if outlive {
 			flags += " --outlive-parent"
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/format/confluent"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 )
@@ -106,7 +107,31 @@ type Config struct {
 	// ClientOptions are appended to the franz-go client's options (TLS,
 	// SASL, a logger ...).
 	ClientOptions []kgo.Opt
+
+	// Format of the record values: FormatJSON (default, "" too),
+	// confluent.FormatAvro or confluent.FormatProtobuf (the Confluent
+	// wire format; see the package documentation).
+	Format string
+	// Registry holds the writers' schemas. Required with Avro and
+	// Protobuf.
+	Registry *confluent.Registry
+	// Message, with Protobuf, is the message type every record must be
+	// (confluent.DecoderConfig.Message). Default: any.
+	Message string
+	// Versions, when not nil, are the versions of each topic's subject
+	// "<topic>-value" that the data contract accepts, and how each maps
+	// onto Fields; a record of another schema is quarantined (Rule
+	// "schema_version"). Nil accepts every schema.
+	Versions map[int]confluent.Version
+	// Contract names the contract of Versions, in reasons.
+	Contract string
+	// Subject is the registry subject whose versions Versions lists.
+	// Default "<topic>-value" for each topic (TopicNameStrategy).
+	Subject string
 }
+
+// FormatJSON is Config.Format for JSON values.
+const FormatJSON = "json"
 
 // ErrClosed is returned by Next, Seek and CommitOffsets after Close.
 var ErrClosed = errors.New("kafka source is closed")
@@ -123,6 +148,9 @@ type Source struct {
 	clock  func() time.Time
 	schema *row.Schema
 	json   *format.JSON
+	decs   map[string]*confluent.Decoder // by topic, with Avro and Protobuf
+	render *confluent.Renderer
+	fatal  error // a registry failure met while delivering: Next fails
 	et     row.Field
 	tsTime bool // event time from the record timestamp
 
@@ -153,6 +181,7 @@ type tp struct {
 
 // part is one Kafka partition the source reads.
 type part struct {
+	dec   *confluent.Decoder // nil for JSON
 	topic string
 	num   int32
 	pnum  string // the partition number as text, for Meta.Pos
@@ -270,7 +299,26 @@ func New(cfg Config) (*Source, error) {
 		s.tsTime = true
 		fields.Derived = append(slices.Clone(fields.Derived), s.et.Index)
 	}
-	s.json = format.NewJSON(fields)
+	switch cfg.Format {
+	case "", FormatJSON, "jsonl":
+		s.json = format.NewJSON(fields)
+	case confluent.FormatAvro, confluent.FormatProtobuf:
+		s.decs = map[string]*confluent.Decoder{}
+		s.render = &confluent.Renderer{}
+		for _, t := range cfg.Topics {
+			d, err := confluent.NewDecoder(confluent.DecoderConfig{
+				Registry: cfg.Registry, Format: cfg.Format, Fields: fields, Topic: t,
+				Message: cfg.Message, Versions: cfg.Versions, Contract: cfg.Contract, Renderer: s.render,
+				Subject: cfg.Subject,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("source: %w", err)
+			}
+			s.decs[t] = d
+		}
+	default:
+		return nil, fmt.Errorf("source.format: %q: want json, avro or protobuf", cfg.Format)
+	}
 
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
@@ -352,11 +400,20 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
 		}
 		s.observeEnd(i, p.HighWatermark, p.LastStableOffset)
 		for _, rec := range p.Records {
-			s.deliver(i, rec, b)
+			if s.fatal != nil {
+				return
+			}
+			s.deliver(ctx, i, rec, b)
 		}
 	})
 	s.delivered += int64(len(b.Meta) - n)
 	s.updateLag()
+	if s.fatal != nil {
+		// The records after the one the registry could not judge were
+		// fetched but not delivered: the run must stop, and resume from
+		// its checkpoint, rather than skip them.
+		return s.fatal
+	}
 	if s.atEnd() {
 		return io.EOF
 	}
@@ -402,7 +459,7 @@ func (s *Source) fetchErrors(fs kgo.Fetches) error {
 
 // deliver appends rec, read from partition i, to b; a transaction marker
 // only advances the position.
-func (s *Source) deliver(i int, rec *kgo.Record, b *source.Batch) {
+func (s *Source) deliver(ctx context.Context, i int, rec *kgo.Record, b *source.Batch) {
 	p := &s.parts[i]
 	if rec.Offset < p.next {
 		return // already delivered (never expected from franz-go)
@@ -410,8 +467,8 @@ func (s *Source) deliver(i int, rec *kgo.Record, b *source.Batch) {
 	if s.cfg.StopAtEnd && rec.Offset >= p.stop {
 		return // after the end of a bounded read
 	}
-	p.next = rec.Offset + 1
 	if rec.Attrs.IsControl() {
+		p.next = rec.Offset + 1
 		return
 	}
 	r, m := b.Next(s.schema)
@@ -425,9 +482,28 @@ func (s *Source) deliver(i int, rec *kgo.Record, b *source.Batch) {
 		// A tombstone (a delete marker on a compacted topic) is not an
 		// event: quarantined with a reason that says so.
 		m.Err = &source.DecodeError{Rule: "decode", Reason: "a tombstone (null value): not an event"}
+		p.next = rec.Offset + 1
+		return
+	}
+	if p.dec != nil {
+		de, err := p.dec.Decode(ctx, rec.Value, r, b.Arena())
+		if err != nil {
+			// Not judged: the record is taken back out of the batch and
+			// its offset stays the next to deliver.
+			b.Rows, b.Meta = b.Rows[:len(b.Rows)-1], b.Meta[:len(b.Meta)-1]
+			s.fatal = fmt.Errorf("kafka source: topic %s partition %d offset %d: %w", p.topic, p.num, rec.Offset, err)
+			return
+		}
+		if s.tsTime && rec.Timestamp.UnixMilli() >= 0 {
+			r.I[s.et.Slot] = rec.Timestamp.UnixMilli()
+			r.SetValid(s.et.Index)
+		}
+		m.Err = de
+		p.next = rec.Offset + 1
 		return
 	}
 	m.Err = s.decode(rec.Value, rec.Timestamp.UnixMilli(), r, b.Arena())
+	p.next = rec.Offset + 1
 }
 
 // decode fills r (shaped, all null) from a record's value and timestamp
@@ -494,6 +570,9 @@ func (s *Source) Stats() Stats {
 // it is safe for concurrent use, also while Next runs.
 func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
 	raw := m.Raw
+	if s.render != nil {
+		return s.render.AppendJSON(dst, raw)
+	}
 	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' && json.Valid(raw) {
 		for _, c := range raw {
 			if c == '\n' || c == '\r' {
@@ -506,6 +585,20 @@ func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
 	dst = append(dst, `{"_raw":`...)
 	dst = changelog.AppendJSONString(dst, string(raw))
 	return append(dst, '}')
+}
+
+// SchemaCounts returns, for Avro and Protobuf, the records decoded so far
+// per topic and schema id (with the id's version in the topic's subject).
+// Safe for concurrent use.
+func (s *Source) SchemaCounts() map[string][]confluent.Count {
+	if s.decs == nil {
+		return nil
+	}
+	out := map[string][]confluent.Count{}
+	for t, d := range s.decs {
+		out[t] = d.Counts()
+	}
+	return out
 }
 
 // Close closes the client. Next returns ErrClosed afterwards; closing
@@ -523,6 +616,6 @@ func (s *Source) Close() error {
 // reading it).
 func (s *Source) addPart(topic string, num int32, next int64) {
 	s.index[tp{topic, num}] = len(s.parts)
-	s.parts = append(s.parts, part{topic: topic, num: num, pnum: strconv.Itoa(int(num)), next: next, end: -1})
+	s.parts = append(s.parts, part{dec: s.decs[topic], topic: topic, num: num, pnum: strconv.Itoa(int(num)), next: next, end: -1})
 	s.names = append(s.names, topic+"/"+strconv.Itoa(int(num)))
 }
