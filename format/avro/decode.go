@@ -95,8 +95,10 @@ func (d *dec) run(s *seq) {
 func (d *dec) long() (int64, bool) {
 	var u uint64
 	var shift uint
+	start := d.i
 	for n := 0; n < 10; n++ {
 		if d.i >= len(d.b) {
+			d.i = start
 			d.truncated("a long")
 			return 0, false
 		}
@@ -111,7 +113,7 @@ func (d *dec) long() (int64, bool) {
 		}
 		shift += 7
 	}
-	d.fail("a varint longer than 10 bytes at byte %d", d.base+d.i)
+	d.fail("a varint longer than 10 bytes at byte %d", d.base+start)
 	return 0, false
 }
 

@@ -283,23 +283,6 @@ func (d *Decoder) load(ctx context.Context, id uint32) (*entry, error) {
 	if typ != want {
 		return reject("schema", "schema id %d is a %s schema; the source reads %s (source.format)", id, typ, d.cfg.Format)
 	}
-	vs, err := d.cfg.Registry.VersionsOf(ctx, int(id))
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("topic %s: %w", d.cfg.Topic, err)
-	}
-	for _, v := range vs {
-		if v.Subject == d.cfg.Subject {
-			e.version = v.Version
-		}
-	}
-	if d.cfg.Versions != nil {
-		if e.version == 0 {
-			return reject("schema_version", "schema id %d is not a version of subject %s; the contract %s accepts versions %s of it", id, d.cfg.Subject, d.cfg.Contract, d.accepted())
-		}
-		if _, ok := d.cfg.Versions[e.version]; !ok {
-			return reject("schema_version", "schema id %d is version %d of subject %s, which the contract %s does not accept (it accepts versions %s)", id, e.version, d.cfg.Subject, d.cfg.Contract, d.accepted())
-		}
-	}
 	refs, err := d.cfg.Registry.References(ctx, s)
 	if errors.Is(err, ErrNotFound) {
 		return reject("schema", "schema id %d: %v", id, err)
@@ -307,17 +290,14 @@ func (d *Decoder) load(ctx context.Context, id uint32) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("topic %s: %w", d.cfg.Topic, err)
 	}
+	var w *tavro.Schema
 	switch d.cfg.Format {
 	case FormatAvro:
-		w, err := ParseAvro(s.Schema, refs)
-		if err != nil {
+		if w, err = ParseAvro(s.Schema, refs); err != nil {
 			return reject("schema", "schema id %d does not parse: %v", id, err)
 		}
 		if d.cfg.Renderer != nil {
 			d.cfg.Renderer.store(id, rendering{avro: w})
-		}
-		if e.avro, err = avro.Compile(w, d.projection(e.version)); err != nil {
-			return reject("schema", "schema id %d: %v", id, err)
 		}
 	case FormatProtobuf:
 		imports := map[string]string{}
@@ -335,14 +315,37 @@ func (d *Decoder) load(ctx context.Context, id uint32) (*entry, error) {
 		if fd.Messages().Len() == 0 {
 			return reject("schema", "schema id %d declares no message type", id)
 		}
-		md := fd.Messages().Get(0)
-		if de := d.checkMessage(e, md); de == nil {
-			p, err := protobuf.Compile(md, d.projection(e.version))
-			if err != nil {
-				return reject("schema", "schema id %d: %v", id, err)
-			}
-			e.proto[""] = p
+	}
+	vs, err := d.cfg.Registry.VersionsOf(ctx, int(id))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("topic %s: %w", d.cfg.Topic, err)
+	}
+	for _, v := range vs {
+		if v.Subject == d.cfg.Subject {
+			e.version = v.Version
 		}
+	}
+	if d.cfg.Versions != nil {
+		if e.version == 0 {
+			return reject("schema_version", "schema id %d is not a version of subject %s; the contract %s accepts versions %s of it", id, d.cfg.Subject, d.cfg.Contract, d.accepted())
+		}
+		if _, ok := d.cfg.Versions[e.version]; !ok {
+			return reject("schema_version", "schema id %d is version %d of subject %s, which the contract %s does not accept (it accepts versions %s)", id, e.version, d.cfg.Subject, d.cfg.Contract, d.accepted())
+		}
+	}
+	if w != nil {
+		if e.avro, err = avro.Compile(w, d.projection(e.version)); err != nil {
+			return reject("schema", "schema id %d: %v", id, err)
+		}
+		return e, nil
+	}
+	md := e.file.Messages().Get(0)
+	if de := d.checkMessage(e, md); de == nil {
+		p, err := protobuf.Compile(md, d.projection(e.version))
+		if err != nil {
+			return reject("schema", "schema id %d: %v", id, err)
+		}
+		e.proto[""] = p
 	}
 	return e, nil
 }
