@@ -305,16 +305,13 @@ func (d *dec) blocks(o *op) {
 				return
 			}
 			n = -n
-			size, ok := d.long()
-			if !ok {
+			// The block's size in bytes follows. It is read and not
+			// trusted: the items are read one by one (as twmb/avro and
+			// the Java library do), so a wrong size cannot make the
+			// decoder skip into the middle of a value.
+			if _, ok := d.long(); !ok {
 				return
 			}
-			if size < 0 || size > int64(len(d.b)-d.i) {
-				d.fail("%s block of %d bytes at byte %d runs past the end", what, size, d.base+at)
-				return
-			}
-			d.i += int(size)
-			continue
 		}
 		// Every item reads at least one byte unless the element reads
 		// none (a map's key always does): a count beyond what is left is

@@ -51,7 +51,7 @@ func schemaOf(t *testing.T, pairs ...any) *row.Schema {
 	return s
 }
 
-func mustParse(t *testing.T, s string) *avro.Schema {
+func mustParse(t testing.TB, s string) *avro.Schema {
 	t.Helper()
 	sc, err := avro.Parse(s)
 	if err != nil {
