@@ -91,11 +91,13 @@ type target struct {
 }
 
 // Program decodes records written with one writer schema into rows of a
-// Reader's fields. Build one with Compile; it is immutable (safe for
-// concurrent use by several decoders) except for the timestamp parsers it
-// shares with the Reader's Fields, which cache a zone period: use one
-// Program per goroutine when a field has a layout.
+// Reader's fields. Build one with Compile. It is not safe for concurrent
+// use (it holds a scratch buffer, and the timestamp parsers it shares with
+// the Reader's Fields cache a zone period): use one per goroutine.
 type Program struct {
+	// scratch holds number text while a value is converted: a Program
+	// decodes one record at a time (use one per goroutine).
+	scratch  []byte
 	root     *seq
 	targets  []target
 	defaults []defaultValue
@@ -131,7 +133,7 @@ func Compile(w *avro.Schema, rd Reader) (*Program, error) {
 		return nil, fmt.Errorf("avro: the writer schema is %s, not a record", describeNode(root))
 	}
 	c := &compiler{paths: map[string]int32{}, named: map[string]*avro.SchemaNode{}, skips: map[*avro.SchemaNode]*seq{}}
-	p := &Program{}
+	p := &Program{scratch: make([]byte, 0, 64)}
 	derived := map[int]bool{}
 	for _, i := range rd.Fields.Derived {
 		derived[i] = true

@@ -30,7 +30,7 @@ type dec struct {
 	err   *source.DecodeError // the first error; structural errors stop
 	stop  bool                // a structural error: the bytes cannot be read on
 	depth int
-	num   [64]byte // scratch: number text
+	num   []byte // scratch: number text (the Program's)
 }
 
 // Decode fills r (shaped for the Reader's schema, all null) from one
@@ -47,7 +47,7 @@ type dec struct {
 // field's parser refuses a string. It never panics and allocates nothing
 // for records whose decimals fit in 128 bits.
 func (p *Program) Decode(data []byte, base int, r *row.Row, a *source.Arena) *source.DecodeError {
-	d := dec{p: p, b: data, base: base, r: r, a: a}
+	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0]}
 	for i := range p.defaults {
 		_ = r.Set(p.defaults[i].f, p.defaults[i].v)
 	}
@@ -373,9 +373,9 @@ func (d *dec) setLong(o *op, v int64) {
 	case cvIntDecimal:
 		d.r.D[f.Slot] = row.DecimalFromInt(v)
 	case cvIntString:
-		d.r.S[f.Slot] = d.a.String(strconv.AppendInt(d.num[:0], v, 10))
+		d.r.S[f.Slot] = d.a.String(strconv.AppendInt(d.num, v, 10))
 	case cvIntText:
-		if e := t.text.Set(strconv.AppendInt(d.num[:0], v, 10), o.what, d.r); e != nil {
+		if e := t.text.Set(strconv.AppendInt(d.num, v, 10), o.what, d.r); e != nil {
 			d.fieldErr(e)
 		}
 		return
@@ -409,7 +409,7 @@ func (d *dec) setFloat(o *op, v float64, size int) {
 		d.bad(o, strconv.FormatFloat(v, 'g', -1, 64)+" is not a number tidemark can hold")
 		return
 	}
-	txt := strconv.AppendFloat(d.num[:0], v, 'g', -1, size)
+	txt := strconv.AppendFloat(d.num, v, 'g', -1, size)
 	switch o.cv {
 	case cvFloatDecimal:
 		dv, err := row.ParseDecimal(txt)
@@ -459,7 +459,7 @@ func (d *dec) setBytes(o *op, b []byte, at int) {
 		if o.cv == cvDecimal {
 			d.r.D[f.Slot] = v
 		} else {
-			d.r.S[f.Slot] = d.a.String(row.FormatDecimal(d.num[:0], v))
+			d.r.S[f.Slot] = d.a.String(row.FormatDecimal(d.num, v))
 		}
 	default:
 		d.bad(o, "")

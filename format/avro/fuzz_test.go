@@ -44,7 +44,7 @@ func FuzzDecode(f *testing.F) {
 		"s": "héllo", "n": int64(-3), "d": big.NewRat(-12345, 100), "t": time.UnixMicro(1_700_000_000_123_456),
 		"a": []any{map[string]any{"k": int32(1)}}, "e": "Y",
 		"list": map[string]any{"v": int32(1), "next": map[string]any{"v": int32(2), "next": nil}},
-		"f": []byte("abc"), "z": []any{nil, nil},
+		"f":    []byte("abc"), "z": []any{nil, nil},
 	})
 	if err != nil {
 		f.Fatal(err)

@@ -120,10 +120,13 @@ type target struct {
 }
 
 // Program decodes messages of one type into rows of a Reader's fields.
-// Build one with Compile; like format/avro's Program it shares the
-// Reader's timestamp parsers, so use one per goroutine when a field has a
-// layout.
+// Build one with Compile. Like format/avro's Program it is not safe for
+// concurrent use (a scratch buffer, the Reader's timestamp parsers): use
+// one per goroutine.
 type Program struct {
+	// scratch holds number text while a value is converted: a Program
+	// decodes one record at a time (use one per goroutine).
+	scratch  []byte
 	root     *msg
 	targets  []target
 	defaults []defaultValue
@@ -160,7 +163,7 @@ func Compile(md protoreflect.MessageDescriptor, rd Reader) (*Program, error) {
 	for _, i := range rd.Fields.Derived {
 		derived[i] = true
 	}
-	p := &Program{Message: string(md.FullName())}
+	p := &Program{Message: string(md.FullName()), scratch: make([]byte, 0, 64)}
 	paths := map[string]int32{}
 	for _, f := range rd.Fields.Schema.Fields {
 		if derived[f.Index] {

@@ -26,7 +26,7 @@ type dec struct {
 	err   *source.DecodeError
 	stop  bool
 	depth int
-	num   [64]byte
+	num   []byte // scratch: number text (the Program's)
 }
 
 // Decode fills r (shaped for the Reader's schema, all null) from one
@@ -44,7 +44,7 @@ type dec struct {
 // value wins, as in every Protobuf parser. It never panics and allocates
 // nothing per record.
 func (p *Program) Decode(data []byte, base int, r *row.Row, a *source.Arena) *source.DecodeError {
-	d := dec{p: p, b: data, base: base, r: r, a: a}
+	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0]}
 	for i := range p.defaults {
 		_ = r.Set(p.defaults[i].f, p.defaults[i].v)
 	}
@@ -343,7 +343,7 @@ func (d *dec) setVarint(f *field, u uint64) {
 		if v := f.enum.ByNumber(fieldNumberEnum(n)); v != nil {
 			d.r.S[t.f.Slot] = string(v.Name()) // the descriptor's memory: lives with the Program
 		} else {
-			d.r.S[t.f.Slot] = d.a.String(strconv.AppendInt(d.num[:0], int64(n), 10))
+			d.r.S[t.f.Slot] = d.a.String(strconv.AppendInt(d.num, int64(n), 10))
 		}
 		d.r.SetValid(t.f.Index)
 	case nZigzag:
@@ -382,7 +382,7 @@ func (d *dec) setInt(f *field, v int64, big bool) {
 			}
 			d.r.D[fl.Slot] = dv
 		case cvIntString:
-			d.r.S[fl.Slot] = d.a.String(strconv.AppendUint(d.num[:0], u, 10))
+			d.r.S[fl.Slot] = d.a.String(strconv.AppendUint(d.num, u, 10))
 		default:
 			d.bad(f, strconv.FormatUint(u, 10)+" is out of int64 range")
 			return
@@ -396,9 +396,9 @@ func (d *dec) setInt(f *field, v int64, big bool) {
 	case cvIntDecimal:
 		d.r.D[fl.Slot] = row.DecimalFromInt(v)
 	case cvIntString:
-		d.r.S[fl.Slot] = d.a.String(strconv.AppendInt(d.num[:0], v, 10))
+		d.r.S[fl.Slot] = d.a.String(strconv.AppendInt(d.num, v, 10))
 	case cvIntText:
-		if e := t.text.Set(strconv.AppendInt(d.num[:0], v, 10), f.what, d.r); e != nil {
+		if e := t.text.Set(strconv.AppendInt(d.num, v, 10), f.what, d.r); e != nil {
 			d.fieldErr(e)
 		}
 		return
@@ -416,7 +416,7 @@ func (d *dec) setFloat(f *field, v float64, size int) {
 		d.bad(f, strconv.FormatFloat(v, 'g', -1, 64)+" is not a number tidemark can hold")
 		return
 	}
-	txt := strconv.AppendFloat(d.num[:0], v, 'g', -1, size)
+	txt := strconv.AppendFloat(d.num, v, 'g', -1, size)
 	switch f.cv {
 	case cvFloatDecimal:
 		dv, err := row.ParseDecimal(txt)
@@ -556,7 +556,7 @@ func (d *dec) decimal(f *field, s, e int) {
 	if f.cv == cvDecimal {
 		d.r.D[t.f.Slot] = v
 	} else {
-		d.r.S[t.f.Slot] = d.a.String(row.FormatDecimal(d.num[:0], v))
+		d.r.S[t.f.Slot] = d.a.String(row.FormatDecimal(d.num, v))
 	}
 	d.r.SetValid(t.f.Index)
 }
