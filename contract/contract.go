@@ -99,9 +99,9 @@ type SchemaVersions struct {
 	Subject string `yaml:"subject"`
 	// Compatibility is the compatibility mode the contract promises:
 	// BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL,
-	// FULL_TRANSITIVE or NONE. `tidemark check` flags a subject whose
-	// registry level is weaker (TM105). YAML `compatibility`. Default
-	// BACKWARD (the registry's own default).
+	// FULL_TRANSITIVE or NONE (CompatCovers compares a registry level
+	// with it). YAML `compatibility`. Default BACKWARD (the registry's
+	// own default).
 	Compatibility string `yaml:"compatibility"`
 	// Versions are the accepted versions. YAML `versions`. Required (at
 	// least one).
@@ -123,9 +123,8 @@ type SchemaVersion struct {
 	Defaults map[string]string `yaml:"defaults"`
 	// DeprecatedAfter is the date (YYYY-MM-DD, UTC) after which
 	// producers must no longer write this version; its records are still
-	// accepted, and `tidemark check` flags the version while it is still
-	// produced (TM106). YAML `deprecated_after`. Default: not
-	// deprecated.
+	// accepted (Contract.Deprecated lists the versions past their date).
+	// YAML `deprecated_after`. Default: not deprecated.
 	DeprecatedAfter string `yaml:"deprecated_after"`
 	// Description of the version ("v2: gross_amount and currency replace
 	// amount"). YAML `description`.
