@@ -224,6 +224,7 @@ type runtime struct {
 
 	// The router's state.
 	tracker *watermark.Tracker
+	rules   routerRules // timestamp rules, partition registration (router.go)
 	etField row.Field
 	now     int64 // processing time, ms (monotone)
 	wm      int64 // pipeline watermark last handed to the tasks
@@ -231,13 +232,16 @@ type runtime struct {
 	step    uint64
 	// early holds each stage's early-firing schedule (nil without early
 	// firings): the router fires them for every task at once.
-	early            []*operator.EarlySchedule
-	events           int64
-	redeliver        int64
-	outside          int64 // records outside Options.Range
-	resumedEvents    int64 // records read before the restored checkpoint
-	present          []bool
-	absent           int
+	early         []*operator.EarlySchedule
+	events        int64
+	redeliver     int64
+	outside       int64 // records outside Options.Range
+	resumedEvents int64 // records read before the restored checkpoint
+	present       []bool
+	absent        int
+	// keyWatch and keyChecked: engine/keycheck.go.
+	keyWatch         []keyWatch
+	keyChecked       bool
 	ref              *reference
 	cur              *routerOut // the round being routed
 	inline           bool       // one task: it and the writer run on the router's goroutine

@@ -21,8 +21,7 @@ func (rt *runtime) open(ctx context.Context) error {
 	rt.env = Env{Stdout: rt.opts.Stdout, Pipeline: p.Spec.Name}
 	rt.wm = watermark.None
 	rt.finalWM = watermark.None
-	et := p.Spec.EventTime
-	rt.tracker = watermark.New(et.OutOfOrderness.Ms(), et.IdleTimeout.Ms())
+	rt.initRouter()
 	f, ok := p.SourceSchema.Lookup(p.EventTimeField)
 	if !ok {
 		return fmt.Errorf("event-time field %q missing from the source schema", p.EventTimeField)
@@ -30,6 +29,7 @@ func (rt *runtime) open(ctx context.Context) error {
 	rt.etField = f
 	rt.present = make([]bool, p.SourceSchema.Len())
 	rt.absent = len(rt.present)
+	rt.initKeyWatch()
 	release, err := guardOutputs(p.Spec, rt.opts.Source == nil)
 	if err != nil {
 		return err

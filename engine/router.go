@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/tidemark/tidemark/changelog"
@@ -9,6 +11,7 @@ import (
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/task"
+	"github.com/tidemark/tidemark/watermark"
 )
 
 // The router's per-record work (docs/semantics.md, "Order of operations"),
@@ -17,9 +20,10 @@ import (
 //  1. processing time advances to the record's arrival (or the clock):
 //     idle partitions stop holding the watermark, early firings fire;
 //  2. an undecodable record, a null event time, one outside the backfill
-//     range, one breaking a contract rule, or one with a null event id or
-//     entity goes to quarantine (or is skipped) and never moves the
-//     watermark;
+//     range, one breaking a contract rule or a timestamp rule
+//     (event_time.max_future, max_past, ingest_time_field), or one with a
+//     null event id or entity goes to quarantine (or is skipped) and never
+//     moves the watermark;
 //  3. the record goes to the task owning its key group: of its event id
 //     (dedup), else of its entity (order_by), else of each root stage's
 //     group key (after the stage's filter and derived fields);
@@ -28,6 +32,100 @@ import (
 //     record.
 //
 // Steps 1 and 4 make markers; each record and marker takes the next step.
+//
+// Partitions (docs/semantics.md, "Watermarks"): a partition the source
+// knows before reading its records (a Kafka partition, a replay
+// partition) counts from when the router learns of it, holding the
+// watermark back until its first record or its idle timeout; one found in
+// the data (a file's partition_field) counts from its first valid record,
+// so where the read batches begin and end does not matter.
+
+// routerRules is what the router derives from the plan once, at open.
+type routerRules struct {
+	// discovered: the source's partitions are found in the data (a file
+	// with partition_field and no replay): they count from their first
+	// record (watermark.Tracker.AddDiscovered).
+	discovered bool
+	// fileClock: the source is a file, whose records without a recorded
+	// arrival time are judged by the timestamp rules against start.
+	fileClock bool
+	start     int64 // Options.Clock when the run started (ms)
+	// timeRules: a timestamp rule is on.
+	timeRules bool
+}
+
+// initRouter builds the watermark tracker (with idle advance) and the
+// router's rules from the plan.
+func (rt *runtime) initRouter() {
+	p := rt.plan
+	et := p.Spec.EventTime
+	rt.tracker = watermark.New(et.OutOfOrderness.Ms(), et.IdleTimeout.Ms())
+	if et.IdleAdvance {
+		rt.tracker.SetIdleAdvance(p.IdleAdvanceLimit())
+	}
+	src := p.Spec.Source
+	tr := p.Time
+	rt.rules = routerRules{
+		discovered: src.Type == "file" && src.PartitionField != "" && src.Replay == nil,
+		fileClock:  src.Type == "file",
+		timeRules:  tr.MaxFuture > 0 || tr.MaxPast > 0 || tr.HasIngest,
+	}
+	if rt.rules.fileClock && rt.rules.timeRules {
+		rt.rules.start = rt.opts.Clock()
+	}
+}
+
+// checkTime runs the pipeline's timestamp rules (docs/semantics.md,
+// "Timestamp rules") on a record with event time ts that arrived at
+// processing time now: max_future and max_past against the record's
+// recorded arrival time, else (a file source) the time the run started,
+// else now; then the ingest time. It returns the broken rule's name, the
+// field and the reason, or ok.
+func (rt *runtime) checkTime(r *row.Row, m *source.Meta, ts, now int64) (rule, field, reason string, ok bool) {
+	tr := &rt.plan.Time
+	pt := now
+	switch {
+	case m.Arrival != source.NoArrival:
+		pt = m.Arrival
+	case rt.rules.fileClock:
+		pt = rt.rules.start
+	}
+	et := rt.etField.Name
+	if d, over := exceeds(ts, pt, tr.MaxFuture); tr.MaxFuture > 0 && over {
+		return "max_future", et, fmt.Sprintf("event time %s is %s after its processing time %s; event_time.max_future is %s",
+			row.FormatTime(ts, nil), formatMs(d), row.FormatTime(pt, nil), formatMs(uint64(tr.MaxFuture))), false
+	}
+	if d, over := exceeds(pt, ts, tr.MaxPast); tr.MaxPast > 0 && over {
+		return "max_past", et, fmt.Sprintf("event time %s is %s before its processing time %s; event_time.max_past is %s",
+			row.FormatTime(ts, nil), formatMs(d), row.FormatTime(pt, nil), formatMs(uint64(tr.MaxPast))), false
+	}
+	if tr.HasIngest && !r.IsNull(tr.Ingest.Index) {
+		if in := r.I[tr.Ingest.Slot]; ts > in {
+			return "ingest_time", tr.Ingest.Name, fmt.Sprintf("event time %s is after its ingest time %s %s: an event cannot be produced before it happened (event_time.ingest_time_field)",
+				row.FormatTime(ts, nil), tr.Ingest.Name, row.FormatTime(in, nil)), false
+		}
+	}
+	return "", "", "", true
+}
+
+// exceeds reports whether a − b > limit (limit ≥ 0), and a − b, without
+// overflowing for any a and b.
+func exceeds(a, b, limit int64) (uint64, bool) {
+	if a <= b {
+		return 0, false
+	}
+	d := uint64(a) - uint64(b) // the true difference: it fits in uint64
+	return d, d > uint64(limit)
+}
+
+// formatMs writes a positive number of milliseconds as a Go duration
+// ("48h0m0s"), or in whole hours when it does not fit a time.Duration.
+func formatMs(ms uint64) string {
+	if ms <= math.MaxInt64/uint64(time.Millisecond) {
+		return (time.Duration(ms) * time.Millisecond).String()
+	}
+	return strconv.FormatUint(ms/uint64(time.Hour/time.Millisecond), 10) + "h"
+}
 
 // nextStep returns a new step number.
 func (rt *runtime) nextStep() uint64 {
@@ -38,6 +136,9 @@ func (rt *runtime) nextStep() uint64 {
 // routeBatch routes the records of b; more is false at the end of a
 // bounded input.
 func (rt *runtime) routeBatch(b *source.Batch, more bool) error {
+	if err := rt.checkFirstBatch(b); err != nil {
+		return err
+	}
 	if b.Len() == 0 && more {
 		// An empty read (a log source with nothing new): processing time
 		// still advances — idleness, early firings, checkpoints.
@@ -68,6 +169,7 @@ func (rt *runtime) routeBatch(b *source.Batch, more bool) error {
 // record runs one source record through the router's checks and hands it
 // to the tasks.
 func (rt *runtime) record(r *row.Row, m *source.Meta, now int64) error {
+	recNow := now // the record's own processing time (the clock of its batch)
 	rt.events++
 	if m.Redelivery {
 		rt.redeliver++
@@ -118,6 +220,12 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64) error {
 			return nil
 		}
 	}
+	if rt.rules.timeRules {
+		if rule, field, reason, ok := rt.checkTime(r, m, ts, recNow); !ok {
+			snd.QuarantineSource(step, m, reason, field, rule)
+			return nil
+		}
+	}
 	var id task.ID
 	if d := p.Dedup; d != nil {
 		v, err := d.Key.Eval(r)
@@ -164,7 +272,11 @@ func (rt *runtime) addPartitions(p int, now int64) error {
 		if rt.parts == MaxPartitions {
 			return fmt.Errorf("source: more than %d partitions: a partition (partition_field) stands for a log partition, a few dozen values each keeping a watermark, not an entity such as a customer (use it as a key instead)", MaxPartitions)
 		}
-		rt.tracker.AddPartition(rt.parts, now)
+		if rt.rules.discovered {
+			rt.tracker.AddDiscovered(rt.parts, now)
+		} else {
+			rt.tracker.AddPartition(rt.parts, now)
+		}
 		rt.parts++
 	}
 	return nil
