@@ -81,6 +81,10 @@ func Apply(p *spec.Pipeline, v string) error {
 	if c := p.Checkpoint; c != nil {
 		c.Dir = filepath.Join(c.Dir, "backfill-"+v)
 	}
+	// A backfill reads the past on purpose: event_time.max_past would
+	// quarantine it (docs/semantics.md, "Timestamp rules").
+	off := spec.Duration(0)
+	p.EventTime.MaxPast = &off
 	src := &p.Source
 	if src.Type == "kafka" {
 		if src.Group != "" {

@@ -12,7 +12,7 @@ import (
 func TestApply(t *testing.T) {
 	p, err := spec.Decode("p.yaml", []byte(`name: revenue
 source: {type: kafka, brokers: ["k:9092"], topics: [orders], group: g, start: latest}
-event_time: {field: ts}
+event_time: {field: ts, max_past: 720h}
 quarantine: {sink: {type: jsonl, path: out/q.jsonl}}
 conflicts: {sink: {type: kafka, brokers: ["k:9092"], topic: conflicts}}
 checkpoint: {dir: out/ck}
@@ -32,6 +32,9 @@ stages:
 	}
 	if err := Apply(p, "v2"); err != nil {
 		t.Fatal(err)
+	}
+	if p.EventTime.MaxPast == nil || p.EventTime.MaxPastMs() != 0 {
+		t.Fatalf("a backfill keeps event_time.max_past %v: it would quarantine the past it replays", p.EventTime.MaxPast)
 	}
 	st := p.Stages[0]
 	got := strings.Join([]string{p.Name, p.Checkpoint.Dir, p.Source.Group, p.Source.Start, boolText(p.Source.StopAtEnd),

@@ -94,7 +94,7 @@ var (
 	ruleDedupKey           = Rule{"TM102", "dedup-key-not-event-id", "source", "dedup.key differs from the contract's event_id"}
 	ruleNoCheckpoint       = Rule{"TM103", "no-checkpoint-unreplayable-source", "source", "a Kafka source without checkpoints: positions are not kept"}
 	ruleRetention          = Rule{"TM104", "retention-short", "source", "the source keeps events for less than the range the pipeline re-reads"}
-	ruleTimestampRules     = Rule{"TM105", "timestamp-rules-missing", "source", "a live source without contract rules against future-dated or backfilled events"}
+	ruleTimestampRules     = Rule{"TM105", "timestamp-rules-missing", "source", "a timestamp rule turned off: event_time.max_future, or event_time.max_past for a live source"}
 	ruleQuarantine         = Rule{"TM106", "quarantine-not-kept", "source", "invalid records are only counted: no quarantine.sink"}
 	ruleConflicts          = Rule{"TM107", "conflicts-not-kept", "source", "conflicting redeliveries are only counted: no conflicts.sink"}
 	ruleOrdering           = Rule{"TM108", "ordering-unused", "source", "the contract orders state events by version, the pipeline has no order_by"}

@@ -66,7 +66,8 @@ var ruleCases = []struct {
 	{"retention-short/fail-unknown.yaml", []string{"info TM104 source"}},
 	{"retention-short/pass.yaml", nil},
 
-	{"timestamp-rules-missing/fail.yaml", []string{"warning TM105 contract", "warning TM105 contract"}},
+	{"timestamp-rules-missing/fail.yaml", []string{"warning TM105 event_time.max_past"}},
+	{"timestamp-rules-missing/fail-max-future-off.yaml", []string{"warning TM105 event_time.max_future"}},
 	{"timestamp-rules-missing/pass.yaml", nil},
 
 	{"quarantine-not-kept/fail.yaml", []string{"warning TM106 quarantine.sink"}},
@@ -234,7 +235,7 @@ func TestClean(t *testing.T) {
 // TestOrder: errors first, then warnings, then infos.
 func TestOrder(t *testing.T) {
 	got := brief(findings(t, "testdata/processing-time-window/fail-kafka-timestamp.yaml"))
-	want := []string{"warning TM105 contract", "warning TM109 key", "warning TM201 event_time.from", "info TM104 source"}
+	want := []string{"warning TM105 event_time.max_past", "warning TM109 key", "warning TM201 event_time.from", "info TM104 source"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -250,7 +251,7 @@ func TestBundledExamples(t *testing.T) {
 		},
 		"examples/online-retail/kafka.yaml": {
 			"warning TM101 dedup",
-			"warning TM105 contract",
+			"warning TM105 event_time.max_past",
 			"warning TM106 quarantine.sink",
 			"warning TM109 key",
 			"info TM104 source",

@@ -102,30 +102,25 @@ func (ck *checker) retention() {
 		"agree on the reprocessing range and keep it within the retention (or archive the events)")
 }
 
-// timestampRules is TM105: a live source whose contract does not reject
-// future-dated events (a producer clock ahead) or, for a realtime topic,
-// old ones (a backfill mixed in).
+// timestampRules is TM105: a timestamp rule turned off. max_future is on
+// by default (24h) for every source; max_past is off by default, and a
+// live source (Kafka, or a realtime contract) needs it.
 func (ck *checker) timestampRules() {
+	et := ck.p.EventTime
+	if et.MaxFutureMs() == 0 {
+		ck.add(ruleTimestampRules, Warning, "event_time.max_future",
+			"max_future is off: one record from a clock that runs ahead moves the watermark forward and makes every on-time event after it late",
+			"remove event_time.max_future: 0s (the default quarantines events more than 24h after their processing time)")
+	}
 	live := ck.p.Source.Type == "kafka" || (ck.c != nil && ck.c.Realtime)
-	if !live {
-		return
-	}
-	var future, age bool
-	if ck.c != nil {
-		for _, r := range ck.c.Rules {
-			future = future || r.MaxFuture > 0
-			age = age || r.MaxAge > 0
+	if live && et.MaxPastMs() == 0 {
+		what := "a Kafka source"
+		if ck.c != nil && ck.c.Realtime {
+			what = fmt.Sprintf("contract %s is realtime", ck.c.Product)
 		}
-	}
-	if !future {
-		ck.add(ruleTimestampRules, Warning, "contract",
-			"no contract rule limits how far in the future an event time may be: one record from a clock that runs ahead moves the watermark forward and makes every on-time event late",
-			"name a contract with a rule {name: not_in_future, max_future: 24h}")
-	}
-	if ck.c != nil && ck.c.Realtime && !age {
-		ck.add(ruleTimestampRules, Warning, "contract",
-			fmt.Sprintf("contract %s is realtime but has no max_age rule: a backfill published into the topic is taken for current traffic, as late data past the dedup TTL", ck.c.Product),
-			"add a rule {name: not_older_than_30d, max_age: 720h} and send backfills to their own topic and job")
+		ck.add(ruleTimestampRules, Warning, "event_time.max_past",
+			what+", and max_past is off: a backfill published into the topic is taken for current traffic, as late data past the dedup TTL",
+			"set event_time.max_past: 720h (or a contract rule {name: not_older_than_30d, max_age: 720h}) and send backfills to their own topic and job")
 	}
 }
 

@@ -22,6 +22,10 @@ import (
 //     and timezone come from the contract (out_of_orderness and
 //     idle_timeout stay the pipeline's). A pipeline that names its own
 //     event-time field keeps it, even when it differs from the contract's.
+//     Unset timestamp rules come from the contract too: max_future is the
+//     smallest max_future of its rules, max_past the smallest max_age,
+//     ingest_time_field its ingest_time (docs/semantics.md, "Timestamp
+//     rules").
 //   - dedup (when present): an empty key becomes the contract's event_id;
 //     an absent ignore list becomes MetadataFields, plus
 //     source.arrival_time_field when set.
@@ -57,6 +61,26 @@ func Apply(c *Contract, p *spec.Pipeline) error {
 		et.Format = c.EventTime.Format
 		et.Layout = c.EventTime.Layout
 		et.Timezone = c.EventTime.Timezone
+	}
+	var future, past *spec.Duration
+	for _, r := range c.Rules {
+		if d := r.MaxFuture; d > 0 && (future == nil || d < *future) {
+			future = &d
+		}
+		if d := r.MaxAge; d > 0 && (past == nil || d < *past) {
+			past = &d
+		}
+	}
+	if et.MaxFuture == nil {
+		et.MaxFuture = future
+	}
+	if et.MaxPast == nil {
+		et.MaxPast = past
+	}
+	if et.IngestTimeField == "" && c.IngestTime != et.Field {
+		// (A pipeline windowing over the ingest time itself is tidemark
+		// check's TM201, not a record's fault.)
+		et.IngestTimeField = c.IngestTime
 	}
 
 	var dedup *spec.Dedup

@@ -26,10 +26,11 @@ var contractSchema = spec.FieldTypes{
 	{Name: "order_id", Type: "string"}, {Name: "v", Type: "int"}, {Name: "at", Type: "timestamp"}, {Name: "part", Type: "int"},
 }
 
-var contractTime = spec.EventTime{Field: "ts", Format: "layout", Layout: "2006-01-02 15:04:05", Timezone: "Asia/Seoul"}
+var contractTime = spec.EventTime{Field: "ts", Format: "layout", Layout: "2006-01-02 15:04:05", Timezone: "Asia/Seoul", IngestTimeField: "at"}
 
 func TestApply(t *testing.T) {
 	five := spec.Duration(5 * time.Minute)
+	day, month, zero := spec.Duration(24*time.Hour), spec.Duration(720*time.Hour), spec.Duration(0)
 	for _, tc := range []struct {
 		name string
 		c    []string // contract changes
@@ -40,7 +41,21 @@ func TestApply(t *testing.T) {
 			name: "schema and event time from the contract",
 			in:   spec.Pipeline{Name: "p", EventTime: spec.EventTime{OutOfOrderness: five, IdleTimeout: five}},
 			want: spec.Pipeline{Name: "p", Source: spec.Source{Schema: contractSchema},
-				EventTime: spec.EventTime{Field: "ts", Format: "layout", Layout: "2006-01-02 15:04:05", Timezone: "Asia/Seoul", OutOfOrderness: five, IdleTimeout: five}},
+				EventTime: spec.EventTime{Field: "ts", Format: "layout", Layout: "2006-01-02 15:04:05", Timezone: "Asia/Seoul", OutOfOrderness: five, IdleTimeout: five, IngestTimeField: "at"}},
+		},
+		{
+			name: "timestamp rules from the contract: the smallest max_future and max_age",
+			c:    []string{"realtime: true", "rules: [{name: f1, max_future: 48h}, {name: a1, max_age: 720h}, {name: f2, max_future: 24h}, {name: a2, max_age: 1000h}, {name: pos, check: amount >= 0}]"},
+			in:   spec.Pipeline{},
+			want: spec.Pipeline{Source: spec.Source{Schema: contractSchema},
+				EventTime: spec.EventTime{Field: "ts", Format: "layout", Layout: "2006-01-02 15:04:05", Timezone: "Asia/Seoul", IngestTimeField: "at", MaxFuture: &day, MaxPast: &month}},
+		},
+		{
+			name: "the pipeline's timestamp rules stay, an explicit 0s too",
+			c:    []string{"realtime: true", "rules: [{name: f1, max_future: 48h}, {name: a1, max_age: 720h}]"},
+			in:   spec.Pipeline{EventTime: spec.EventTime{MaxFuture: &zero, MaxPast: &five, IngestTimeField: "produced"}},
+			want: spec.Pipeline{Source: spec.Source{Schema: contractSchema},
+				EventTime: spec.EventTime{Field: "ts", Format: "layout", Layout: "2006-01-02 15:04:05", Timezone: "Asia/Seoul", IngestTimeField: "produced", MaxFuture: &zero, MaxPast: &five}},
 		},
 		{
 			name: "the pipeline's own declarations stay first; aliases agree",

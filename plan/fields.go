@@ -119,7 +119,7 @@ type fieldUse struct {
 }
 
 // sourceFieldUses lists, in order, the source fields the pipeline names:
-// pipeline keys first (event time, partition and arrival fields, ordinal,
+// pipeline keys first (event time and ingest time, partition and arrival fields, ordinal,
 // replay, reference key, dedup, order_by), then each stage that reads
 // the source (filter, derived fields, key, aggregates, select), whose
 // keys are returned as "<stage>: <key>" like the other compile errors.
@@ -136,6 +136,7 @@ func sourceFieldUses(p *spec.Pipeline, parsed []*parsedStage, reads func(spec.St
 		use("event_time.field", p.EventTime.Field)
 	}
 	src := p.Source
+	use("event_time.ingest_time_field", p.EventTime.IngestTimeField)
 	use("source.partition_field", src.PartitionField)
 	use("source.arrival_time_field", src.ArrivalTimeField)
 	if o := src.Ordinal; o != nil {

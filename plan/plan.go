@@ -49,10 +49,25 @@ type Plan struct {
 	// one): the arrival the time rules compare with.
 	Ingest    row.Field
 	HasIngest bool
+	// Time holds the pipeline's timestamp rules (event_time.max_future,
+	// max_past, ingest_time_field; docs/semantics.md, "Timestamp rules").
+	Time TimeRules
 	// Dedup is the deduplication plan (nil without dedup).
 	Dedup *Dedup
 	// OrderBy is the version-ordering plan (nil without order_by).
 	OrderBy *OrderBy
+}
+
+// TimeRules are the pipeline's timestamp rules, judged by the router
+// after the contract's rules.
+type TimeRules struct {
+	// MaxFuture and MaxPast bound event time − processing time and
+	// processing time − event time, in ms; 0 turns a rule off.
+	MaxFuture, MaxPast int64
+	// Ingest is the event_time.ingest_time_field (a timestamp; HasIngest
+	// false without one): event time must not be after it.
+	Ingest    row.Field
+	HasIngest bool
 }
 
 // Dedup is a compiled dedup spec.
@@ -125,6 +140,7 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 	var errs []error
 	need := newFieldSet()
 	need.add(p.EventTime.Field)
+	need.add(p.EventTime.IngestTimeField)
 	for _, f := range []string{p.Source.PartitionField, p.Source.ArrivalTimeField} {
 		need.add(f)
 	}
@@ -344,7 +360,7 @@ func sourceSchema(p *spec.Pipeline, names []string, c *contract.Contract) (*row.
 			ingest = c.IngestTime
 		}
 		switch n {
-		case p.EventTime.Field, p.Source.ArrivalTimeField, ingest:
+		case p.EventTime.Field, p.Source.ArrivalTimeField, ingest, p.EventTime.IngestTimeField:
 			if t, ok := p.Source.Schema.Lookup(n); ok && t != "timestamp" && t != "time" {
 				errs = append(errs, fmt.Errorf("source.schema.%s: declared %s, but it is a time field; declare it timestamp or leave it out", n, t))
 			}
@@ -364,6 +380,13 @@ func sourceSchema(p *spec.Pipeline, names []string, c *contract.Contract) (*row.
 func (pl *Plan) compileSourceSteps(dedupKey *expr.Parsed) error {
 	src, p, c := pl.SourceSchema, pl.Spec, pl.Contract
 	var errs []error
+	pl.Time = TimeRules{MaxFuture: p.EventTime.MaxFutureMs(), MaxPast: p.EventTime.MaxPastMs()}
+	if n := p.EventTime.IngestTimeField; n != "" {
+		pl.Time.Ingest, pl.Time.HasIngest = src.Lookup(n)
+		if pl.Time.HasIngest && pl.Time.Ingest.Kind != row.KindTime {
+			errs = append(errs, fmt.Errorf("event_time.ingest_time_field: field %q is %s, want timestamp", n, pl.Time.Ingest.Kind))
+		}
+	}
 	if c != nil {
 		if c.IngestTime != "" {
 			pl.Ingest, pl.HasIngest = src.Lookup(c.IngestTime)

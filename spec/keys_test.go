@@ -45,7 +45,7 @@ func TestUnknownKeys(t *testing.T) {
 			`x.yaml: [3:25] unknown field "tz" in event_time`},
 		{"in an anchored mapping used later", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: &et {field: ts, idle: 1m}\n" +
 			"stages:\n  - {name: a, event_time: *et, window: {type: tumbling, size: 1m, bogus: 1}, aggregates: {n: count()}}\n",
-			`x.yaml: [3:29] unknown field "idle" in event_time (did you mean idle_timeout?)`},
+			`x.yaml: [3:29] unknown field "idle" in event_time (did you mean idle_timeout or idle_advance?)`},
 		{"after an alias", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: &et {field: ts}\n" +
 			"stages:\n  - {name: a, event_time: *et, window: {type: tumbling, size: 1m, bogus: 1}, aggregates: {n: count()}}\n",
 			`x.yaml: [5:67] unknown field "bogus" in stages[0].window`},

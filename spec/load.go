@@ -128,6 +128,10 @@ func (p *Pipeline) Defaults() {
 			et.Format = "rfc3339"
 		}
 	}
+	if et.MaxFuture == nil {
+		d := DefaultMaxFuture
+		et.MaxFuture = &d
+	}
 	if d := p.Dedup; d != nil {
 		if d.KeepPayloads == nil {
 			n := DefaultKeepPayloads
@@ -609,6 +613,24 @@ func validateEventTime(key string, et *EventTime, add func(key, format string, a
 	wholeMs(key+".idle_timeout", et.IdleTimeout, add)
 	if et.IdleTimeout < 0 {
 		add(key+".idle_timeout", "must not be negative")
+	}
+	if et.IdleAdvance && et.IdleTimeout <= 0 {
+		add(key+".idle_advance", "needs idle_timeout: the watermark advances with processing time only once every partition is idle, and without idle_timeout none ever is")
+	}
+	for _, r := range []struct {
+		name string
+		d    *Duration
+	}{{"max_future", et.MaxFuture}, {"max_past", et.MaxPast}} {
+		if r.d == nil {
+			continue
+		}
+		if *r.d < 0 {
+			add(key+"."+r.name, "must not be negative (0s turns the rule off)")
+		}
+		wholeMs(key+"."+r.name, *r.d, add)
+	}
+	if et.IngestTimeField != "" && et.IngestTimeField == et.Field {
+		add(key+".ingest_time_field", "%q is the event-time field itself: name the field that says when the event was produced or ingested (produced_at)", et.IngestTimeField)
 	}
 }
 

@@ -1,5 +1,7 @@
 package spec
 
+import "time"
+
 // Pipeline is a whole pipeline: one source and one or more stages.
 //
 // The top-level stage keys (filter, fields, key, window, allowed_lateness,
@@ -414,6 +416,37 @@ type EventTime struct {
 	// watermark back until its next record. YAML `idle_timeout`.
 	// Default 0 (never idle).
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// IdleAdvance makes the watermark advance with processing time once
+	// every partition is idle, so that the last windows fire and close when
+	// the input stops: to processing time − out_of_orderness, but never
+	// beyond the watermark that closes the windows of the newest event
+	// seen (docs/semantics.md, "When the input stops"). Needs
+	// idle_timeout. YAML `idle_advance`. Default false (the watermark
+	// holds while every partition is idle).
+	IdleAdvance bool `yaml:"idle_advance"`
+	// MaxFuture quarantines a record whose event time is more than this
+	// after its processing time (rule max_future): a producer clock that
+	// runs ahead would otherwise move the watermark and make every on-time
+	// event after it late. Processing time is the record's arrival time
+	// when the source records one, else the clock; for a file source
+	// without arrival times, the time the run started (docs/semantics.md,
+	// "Timestamp rules"). YAML `max_future`. Default 24h (an absent key;
+	// with a contract, the smallest max_future of its rules); 0s turns the
+	// rule off.
+	MaxFuture *Duration `yaml:"max_future"`
+	// MaxPast quarantines a record whose event time is more than this
+	// before its processing time (rule max_past): a backfill published
+	// into a realtime topic. YAML `max_past`. Default off (an absent key;
+	// with a contract, the smallest max_age of its rules); 0s turns the
+	// rule off.
+	MaxPast *Duration `yaml:"max_past"`
+	// IngestTimeField names a timestamp field holding when the event was
+	// produced or ingested (produced_at): a record whose event time is
+	// after it is quarantined (rule ingest_time), since an event cannot
+	// be produced before it happened. A null value passes. YAML
+	// `ingest_time_field`. Default: the contract's ingest_time; none
+	// without a contract.
+	IngestTimeField string `yaml:"ingest_time_field"`
 	// From is where event time comes from: "payload" (the field of the
 	// record) or, for a kafka source, "kafka_timestamp" (the record's
 	// timestamp in ms is written into the field). YAML `from`. Default
@@ -497,6 +530,28 @@ type Dedup struct {
 
 // DefaultKeepPayloads is dedup.keep_payloads when the key is absent.
 const DefaultKeepPayloads = 10_000
+
+// DefaultMaxFuture is event_time.max_future when the key is absent (and no
+// contract gives one): the first article's "not more than 24h in the
+// future".
+const DefaultMaxFuture = Duration(24 * time.Hour)
+
+// MaxFutureMs returns max_future in ms: 0 when the rule is off, the
+// default when the key is unset (before Defaults).
+func (et *EventTime) MaxFutureMs() int64 {
+	if et.MaxFuture == nil {
+		return DefaultMaxFuture.Ms()
+	}
+	return et.MaxFuture.Ms()
+}
+
+// MaxPastMs returns max_past in ms: 0 when the rule is off or unset.
+func (et *EventTime) MaxPastMs() int64 {
+	if et.MaxPast == nil {
+		return 0
+	}
+	return et.MaxPast.Ms()
+}
 
 // OrderBy configures per-key version ordering of state events.
 type OrderBy struct {

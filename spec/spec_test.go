@@ -65,15 +65,40 @@ func mustParse(t *testing.T, src string) *Pipeline {
 
 func ptrTrue() *bool { t := true; return &t }
 
+// TestTimestampRuleDefaults: max_future defaults to 24h and an explicit 0s
+// turns it off (it is not taken for the default); max_past is off unless
+// set.
+func TestTimestampRuleDefaults(t *testing.T) {
+	p := mustParse(t, pipe())
+	if got := p.EventTime.MaxFutureMs(); got != 24*3600*1000 {
+		t.Fatalf("default max_future %d ms", got)
+	}
+	if p.EventTime.MaxPastMs() != 0 || p.EventTime.MaxPast != nil {
+		t.Fatalf("default max_past %v", p.EventTime.MaxPast)
+	}
+	p = mustParse(t, pipe("event_time: {field: ts, max_future: 0s, max_past: 720h}"))
+	if p.EventTime.MaxFuture == nil || p.EventTime.MaxFutureMs() != 0 {
+		t.Fatalf("max_future: 0s gave %v", p.EventTime.MaxFuture)
+	}
+	if p.EventTime.MaxPastMs() != 720*3600*1000 {
+		t.Fatalf("max_past %d ms", p.EventTime.MaxPastMs())
+	}
+	var unset EventTime // Go API before Defaults
+	if unset.MaxFutureMs() != DefaultMaxFuture.Ms() {
+		t.Fatal("unset max_future is not the default")
+	}
+}
+
 func TestParseDefaults(t *testing.T) {
 	p := mustParse(t, pipe())
+	day := Duration(24 * time.Hour) // event_time.max_future
 	want := &Pipeline{
 		Name: "p",
 		Source: Source{
 			Type: "file", Path: "events.jsonl", Format: "jsonl",
 			CSV: CSVOptions{Delimiter: ",", Header: ptrTrue()},
 		},
-		EventTime:  EventTime{Field: "ts", Format: "rfc3339"},
+		EventTime:  EventTime{Field: "ts", Format: "rfc3339", MaxFuture: &day},
 		Window:     Window{Type: "tumbling", Size: Duration(time.Minute), Timezone: "UTC"},
 		Aggregates: NamedExprs{{Name: "n", Expr: "count()"}},
 		Emit:       Emit{Mode: "update"},
@@ -266,6 +291,11 @@ func TestValidateErrors(t *testing.T) {
 		{"event_time zone unknown", pipe("event_time: {field: ts, timezone: Mars/Olympus}"), []string{`event_time.timezone: unknown zone "Mars/Olympus"`}},
 		{"out_of_orderness negative", pipe("event_time: {field: ts, out_of_orderness: -1s}"), []string{"event_time.out_of_orderness: must not be negative"}},
 		{"idle_timeout negative", pipe("event_time: {field: ts, idle_timeout: -1s}"), []string{"event_time.idle_timeout: must not be negative"}},
+		{"idle_advance without idle_timeout", pipe("event_time: {field: ts, idle_advance: true}"), []string{"event_time.idle_advance: needs idle_timeout: the watermark advances with processing time only once every partition is idle, and without idle_timeout none ever is"}},
+		{"max_future negative", pipe("event_time: {field: ts, max_future: -1h}"), []string{"event_time.max_future: must not be negative (0s turns the rule off)"}},
+		{"max_past negative", pipe("event_time: {field: ts, max_past: -1h}"), []string{"event_time.max_past: must not be negative (0s turns the rule off)"}},
+		{"max_past sub-millisecond", pipe("event_time: {field: ts, max_past: 1500us}"), []string{"event_time.max_past: 1.5ms is not a whole number of milliseconds"}},
+		{"ingest time is the event time", pipe("event_time: {field: ts, ingest_time_field: ts}"), []string{`event_time.ingest_time_field: "ts" is the event-time field itself: name the field that says when the event was produced or ingested (produced_at)`}},
 
 		{"window missing", pipe("-window"), []string{"window.type: required (tumbling, sliding or session)"}},
 		{"tumbling without size", pipe("window: {type: tumbling}"), []string{"window.size: required and positive for tumbling windows"}},

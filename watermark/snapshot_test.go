@@ -29,7 +29,12 @@ func TestSnapshotRestoreState(t *testing.T) {
 		nops := rapid.IntRange(1, 80).Draw(t, "ops")
 		base := at(12, 0, 0)
 		now := int64(0)
+		adv := rapid.Bool().Draw(t, "idleAdvance")
 		a, b := New(ooo, idle), New(ooo, idle)
+		if adv {
+			a.SetIdleAdvance(testLimit)
+			b.SetIdleAdvance(testLimit)
+		}
 		for k := 0; k < nops; k++ {
 			if rapid.IntRange(0, 5).Draw(t, "restart") == 0 {
 				snap := trackerBytes(b)
@@ -37,6 +42,9 @@ func TestSnapshotRestoreState(t *testing.T) {
 					t.Fatalf("step %d: snapshots of equal trackers differ:\n%x\n%x", k, sa, snap)
 				}
 				b = New(ooo, idle)
+				if adv {
+					b.SetIdleAdvance(testLimit)
+				}
 				d := state.NewDecoder(snap)
 				if err := b.RestoreState(d); err != nil || d.Remaining() != 0 {
 					t.Fatalf("step %d: restore: %v, %d bytes left", k, err, d.Remaining())
@@ -44,7 +52,7 @@ func TestSnapshotRestoreState(t *testing.T) {
 				if again := trackerBytes(b); !bytes.Equal(again, snap) {
 					t.Fatalf("step %d: restored tracker snapshots to\n%x\nwant\n%x", k, again, snap)
 				}
-				if a.min != b.min || a.nextCheck != b.nextCheck || a.current != b.current {
+				if a.min != b.min || a.nextCheck != b.nextCheck || a.current != b.current || a.maxET != b.maxET {
 					t.Fatalf("step %d: min/nextCheck/current %d/%d/%d, restored %d/%d/%d", k, a.min, a.nextCheck, a.current, b.min, b.nextCheck, b.current)
 				}
 			}
@@ -57,8 +65,11 @@ func TestSnapshotRestoreState(t *testing.T) {
 				o.ts = base + rapid.Int64Range(-3, 12).Draw(t, "ts")*1000
 			case r < 85:
 				o.kind = opTick
-			case r < 98:
+			case r < 92:
 				o.kind = opAdd
+				o.p = rapid.IntRange(0, nparts).Draw(t, "p")
+			case r < 98:
+				o.kind = opDiscover
 				o.p = rapid.IntRange(0, nparts).Draw(t, "p")
 			default:
 				o.kind = opEnd

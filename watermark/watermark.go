@@ -14,7 +14,16 @@
 //     do not hold the pipeline watermark back. With idle_timeout 0 a
 //     partition is never idle.
 //   - Pipeline watermark = min over non-idle partitions; it never goes
-//     backwards. When every partition is idle it holds its value.
+//     backwards. When every partition is idle it holds its value, or,
+//     with idle advance (SetIdleAdvance), follows processing time:
+//     processing time − out_of_orderness, capped by a limit the caller
+//     derives from the newest event time seen.
+//   - A partition registered with AddPartition counts from then on: until
+//     its first record its watermark is None and holds the pipeline
+//     watermark back (until it turns idle). One registered with
+//     AddDiscovered (a partition found in the data, such as a file's
+//     partition_field) counts from its first record: until then it is
+//     idle.
 //   - At the end of a bounded input it becomes WatermarkInfinity.
 //
 // The Tracker is a pure, single-threaded state machine: time enters only
@@ -62,11 +71,39 @@ type Tracker struct {
 	current   int64 // pipeline watermark, monotone
 	min       int64 // min over non-idle partition watermarks at the last recompute
 	nextCheck int64 // earliest processing time at which a partition can turn idle
+	maxET     int64 // largest event time seen on any partition; None before any
+	// limit, when set, turns on idle advance (SetIdleAdvance).
+	limit func(newest int64) int64
 }
 
 // New returns a tracker with out-of-orderness and idle timeout in ms.
 func New(outOfOrdernessMs, idleTimeoutMs int64) *Tracker {
-	return &Tracker{ooo: outOfOrdernessMs, idle: idleTimeoutMs, current: None, min: None, nextCheck: Infinity}
+	return &Tracker{ooo: outOfOrdernessMs, idle: idleTimeoutMs, current: None, min: None, nextCheck: Infinity, maxET: None}
+}
+
+// SetIdleAdvance turns on idle advance (docs/semantics.md, "When the
+// input stops"): while every partition is idle, Tick moves the pipeline
+// watermark to min(now − out_of_orderness, limit(newest)), where newest is
+// the largest event time seen on any partition (ms) and limit returns the
+// watermark that closes every window such an event can be in. The
+// watermark still never goes back. It does nothing before the first
+// record, or with an idle timeout of 0 (no partition turns idle). limit
+// must be pure (time enters only as its argument).
+func (t *Tracker) SetIdleAdvance(limit func(newest int64) int64) { t.limit = limit }
+
+// AddDiscovered registers partition index p (and any index below it not
+// yet known) as a partition found in the data, at processing time now: it
+// does not hold the pipeline watermark back until its first record
+// (Observe), so when the runner learns of it — in the same read batch as
+// its first record or an earlier one — does not matter. Adding a known
+// partition is a no-op.
+func (t *Tracker) AddDiscovered(p int, now int64) {
+	if len(t.parts) == 0 && p >= 0 {
+		t.min = Infinity // no active partition (as recompute would find)
+	}
+	for len(t.parts) <= p {
+		t.parts = append(t.parts, Partition{MaxEventTime: None, LastArrival: now, Idle: true})
+	}
 }
 
 // AddPartition registers partition index p (indexes are dense from 0) at
@@ -99,6 +136,9 @@ func (t *Tracker) Observe(p int, ts, now int64) int64 {
 	if t.idle > 0 && now+t.idle < t.nextCheck {
 		t.nextCheck = now + t.idle
 	}
+	if ts > t.maxET {
+		t.maxET = ts
+	}
 	if ts <= pt.MaxEventTime && !wasIdle {
 		return t.current
 	}
@@ -115,11 +155,28 @@ func (t *Tracker) Observe(p int, ts, now int64) int64 {
 }
 
 // Tick advances processing time to now: partitions without a record for
-// idle_timeout turn idle. It returns the pipeline watermark afterwards.
+// idle_timeout turn idle; with idle advance, a watermark all of whose
+// partitions are idle follows now. It returns the pipeline watermark
+// afterwards.
 func (t *Tracker) Tick(now int64) int64 {
-	if t.idle <= 0 || now < t.nextCheck {
+	if t.idle <= 0 {
 		return t.current
 	}
+	if now >= t.nextCheck {
+		t.markIdle(now)
+	}
+	if t.limit != nil && t.min == Infinity && t.maxET != None && now > None+t.ooo {
+		w := min(now-t.ooo, t.limit(t.maxET))
+		if w > t.current && w < Infinity {
+			t.current = w
+		}
+	}
+	return t.current
+}
+
+// markIdle turns idle the partitions without a record since now −
+// idle_timeout.
+func (t *Tracker) markIdle(now int64) {
 	changed := false
 	next := Infinity
 	for i := range t.parts {
@@ -140,7 +197,6 @@ func (t *Tracker) Tick(now int64) int64 {
 	if changed {
 		t.recompute()
 	}
-	return t.current
 }
 
 // recompute sets the pipeline watermark to max(current, min over non-idle
@@ -188,7 +244,16 @@ func (t *Tracker) Restore(parts []Partition, current int64) {
 	t.parts = append(t.parts[:0], parts...)
 	t.current = current
 	t.nextCheck = None
+	t.deriveMax()
 	t.recompute()
+}
+
+// deriveMax sets the largest event time seen from the partitions.
+func (t *Tracker) deriveMax() {
+	t.maxET = None
+	for i := range t.parts {
+		t.maxET = max(t.maxET, t.parts[i].MaxEventTime)
+	}
 }
 
 // snapshotVersion is the tracker section's format version.
@@ -278,6 +343,7 @@ func (t *Tracker) RestoreState(d *state.Decoder) error {
 	// consistent snapshot has at or above it). A tracker without
 	// partitions keeps New's minimum.
 	t.min = None
+	t.deriveMax()
 	if len(t.parts) > 0 {
 		t.recompute()
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/tidemark/tidemark/state"
 )
 
 // at returns 2026-09-01 hh:mm:ss UTC in ms: the times of the first
@@ -336,7 +338,12 @@ const (
 	opTick
 	opAdd
 	opEnd
+	opDiscover
 )
+
+// testLimit is the idle-advance limit of the naive tests: the newest event
+// time + 5 s.
+func testLimit(newest int64) int64 { return newest + 5000 }
 
 type op struct {
 	kind opKind
@@ -354,14 +361,31 @@ type op struct {
 //   - the pipeline watermark after step k is the largest, over steps
 //     j ≤ k, of the minimum partition watermark over non-idle partitions
 //     after step j (steps where every partition is idle do not count); +∞
-//     from an End on.
-func naive(ooo, idle int64, hist []op) ([]Partition, int64) {
+//     from an End on;
+//   - a partition created by a Discover (before any other op named it)
+//     is idle until its first record;
+//   - with idle advance (adv), a Tick after which every partition is idle
+//     raises the watermark to min(now − ooo, testLimit(newest event time
+//     of all records so far)), when there was a record.
+func naive(ooo, idle int64, adv bool, hist []op) ([]Partition, int64) {
 	cur := None
 	var parts []Partition
 	for k := range hist {
 		parts = naiveParts(idle, hist[:k+1])
 		if hist[k].kind == opEnd {
 			cur = Infinity
+		}
+		if adv && hist[k].kind == opTick && idle > 0 && len(parts) > 0 {
+			all, newest := true, None
+			for _, p := range parts {
+				all = all && p.Idle
+				newest = max(newest, p.MaxEventTime)
+			}
+			if all && newest != None {
+				if w := min(hist[k].now-ooo, testLimit(newest)); w > cur && cur != Infinity {
+					cur = w
+				}
+			}
 		}
 		min, active := Infinity, false
 		for _, p := range parts {
@@ -387,7 +411,7 @@ func naive(ooo, idle int64, hist []op) ([]Partition, int64) {
 func naiveParts(idle int64, hist []op) []Partition {
 	n := 0
 	for _, o := range hist {
-		if (o.kind == opAdd || o.kind == opObserve) && o.p+1 > n {
+		if (o.kind == opAdd || o.kind == opObserve || o.kind == opDiscover) && o.p+1 > n {
 			n = o.p + 1
 		}
 	}
@@ -395,11 +419,14 @@ func naiveParts(idle int64, hist []op) []Partition {
 	for i := range parts {
 		last := -1 // index of the last activity
 		p := Partition{MaxEventTime: None}
+		waiting := false
 		for j, o := range hist {
-			if last < 0 && (o.kind == opAdd || o.kind == opObserve) && o.p >= i {
+			if last < 0 && (o.kind == opAdd || o.kind == opObserve || o.kind == opDiscover) && o.p >= i {
 				last = j // created
+				waiting = o.kind == opDiscover
 			}
 			if o.kind == opObserve && o.p == i {
+				waiting = false
 				last = j
 				p.Records++
 				if o.ts > p.MaxEventTime {
@@ -408,6 +435,7 @@ func naiveParts(idle int64, hist []op) []Partition {
 			}
 		}
 		p.LastArrival = hist[last].now
+		p.Idle = waiting
 		for j := last + 1; j < len(hist); j++ {
 			if hist[j].kind == opTick && idle > 0 && hist[j].now-p.LastArrival >= idle {
 				p.Idle = true
@@ -427,6 +455,9 @@ func apply(tr *Tracker, o op) int64 {
 	case opAdd:
 		tr.AddPartition(o.p, o.now)
 		return tr.Current()
+	case opDiscover:
+		tr.AddDiscovered(o.p, o.now)
+		return tr.Current()
 	default:
 		return tr.End()
 	}
@@ -439,9 +470,13 @@ func TestTrackerMatchesNaive(t *testing.T) {
 		nparts := rapid.IntRange(1, 4).Draw(t, "partitions")
 		nops := rapid.IntRange(1, 60).Draw(t, "ops")
 		restoreAt := rapid.IntRange(0, nops).Draw(t, "restoreAt")
+		adv := rapid.Bool().Draw(t, "idleAdvance")
 		base := at(12, 0, 0)
 		now := int64(0)
 		tr := New(ooo, idle)
+		if adv {
+			tr.SetIdleAdvance(testLimit)
+		}
 		var restored *Tracker
 		var hist []op
 		for k := 0; k < nops; k++ {
@@ -454,15 +489,18 @@ func TestTrackerMatchesNaive(t *testing.T) {
 				o.ts = base + rapid.Int64Range(-3, 12).Draw(t, "ts")*1000
 			case r < 85:
 				o.kind = opTick
-			case r < 98:
+			case r < 92:
 				o.kind = opAdd
+				o.p = rapid.IntRange(0, nparts).Draw(t, "p")
+			case r < 98:
+				o.kind = opDiscover
 				o.p = rapid.IntRange(0, nparts).Draw(t, "p")
 			default:
 				o.kind = opEnd
 			}
 			hist = append(hist, o)
 			got := apply(tr, o)
-			wantParts, want := naive(ooo, idle, hist)
+			wantParts, want := naive(ooo, idle, adv, hist)
 			if got != want || tr.Current() != want {
 				t.Fatalf("step %d %+v: watermark %s (Current %s), naive %s", k, o, show(got), show(tr.Current()), show(want))
 			}
@@ -476,8 +514,115 @@ func TestTrackerMatchesNaive(t *testing.T) {
 			}
 			if k+1 == restoreAt {
 				restored = New(ooo, idle)
+				if adv {
+					restored.SetIdleAdvance(testLimit)
+				}
 				restored.Restore(slices.Clone(tr.Partitions()), tr.Current())
 			}
 		}
 	})
+}
+
+// TestDiscoveredPartitions: a partition found in the data counts from its
+// first record. Registered before it (the runner learned of it from a
+// read batch holding its first record further on) it holds nothing back,
+// so the watermarks are those of a tracker that learned of it at its
+// first record. A partition registered with AddPartition holds the
+// watermark back from its registration.
+func TestDiscoveredPartitions(t *testing.T) {
+	// Records: p0 12:00, p0 12:05, p1 11:58, p0 12:10 (ooo 0).
+	early, late, announced := New(0, 0), New(0, 0), New(0, 0)
+	early.AddDiscovered(1, 0) // both known from the start
+	announced.AddPartition(0, 0)
+	announced.AddPartition(1, 0)
+	var got [3][]int64
+	for _, r := range []struct {
+		p  int
+		ts int64
+	}{{0, at(12, 0, 0)}, {0, at(12, 5, 0)}, {1, at(11, 58, 0)}, {0, at(12, 10, 0)}} {
+		late.AddDiscovered(r.p, 0) // learned of at its first record
+		for i, tr := range []*Tracker{early, late, announced} {
+			got[i] = append(got[i], tr.Observe(r.p, r.ts, 0))
+		}
+	}
+	want := []int64{at(12, 0, 0), at(12, 5, 0), at(12, 5, 0), at(12, 5, 0)}
+	if !slices.Equal(got[0], want) || !slices.Equal(got[1], want) {
+		t.Fatalf("discovered: %v and %v, want %v", got[0], got[1], want)
+	}
+	// Announced: p1 holds the watermark at −∞ until its record, then at
+	// 11:58 (its own), and p0's 12:10 leaves p1 the minimum.
+	if wantA := []int64{None, None, at(11, 58, 0), at(11, 58, 0)}; !slices.Equal(got[2], wantA) {
+		t.Fatalf("announced: %v, want %v", got[2], wantA)
+	}
+	// A discovered partition without records does not hold an idle
+	// timeout's schedule either: with every other partition idle the
+	// watermark holds.
+	d := New(0, minute)
+	d.AddDiscovered(0, 0)
+	check(t, "discovered, no record, tick", d.Tick(10*minute), None)
+}
+
+// TestIdleAdvance: with idle advance, once every partition is idle the
+// watermark follows processing time − out_of_orderness, never past the
+// limit the newest event time gives, and never back; a record wakes its
+// partition and the minimum rule applies again. Without it the watermark
+// holds.
+func TestIdleAdvance(t *testing.T) {
+	const ooo, idle = 30 * second, minute
+	// Windows of 10 minutes, lateness 2 minutes: the newest event's window
+	// closes at its end + 2m.
+	limit := func(newest int64) int64 { return newest - newest%(10*minute) + 10*minute + 2*minute }
+	for _, on := range []bool{false, true} {
+		tr := New(ooo, idle)
+		if on {
+			tr.SetIdleAdvance(limit)
+		}
+		check(t, "no record: nothing to advance", tr.Tick(at(10, 0, 0)), None)
+		tr.AddPartition(0, at(10, 0, 0))
+		tr.AddPartition(1, at(10, 0, 0))
+		tr.Observe(0, at(10, 4, 50), at(10, 5, 0))
+		check(t, "both partitions", tr.Observe(1, at(10, 5, 10), at(10, 5, 10)), at(10, 4, 20))
+		check(t, "p0 idle, p1 not", tr.Tick(at(10, 6, 0)), at(10, 4, 40))
+		if !on {
+			check(t, "all idle, no idle advance: holds", tr.Tick(at(10, 30, 0)), at(10, 4, 40))
+			continue
+		}
+		// p1 turns idle at 10:06:10: every partition is idle and the
+		// watermark is now − ooo.
+		check(t, "all idle", tr.Tick(at(10, 6, 10)), at(10, 5, 40))
+		check(t, "follows processing time", tr.Tick(at(10, 9, 0)), at(10, 8, 30))
+		// Capped at 10:12, where the window [10:00, 10:10) of the newest
+		// event (10:05:10) closes.
+		check(t, "at the limit", tr.Tick(at(10, 12, 30)), at(10, 12, 0))
+		check(t, "limit holds", tr.Tick(at(11, 0, 0)), at(10, 12, 0))
+		// A record wakes p0 with an old event: the watermark does not go
+		// back; p1 stays idle, p0 (10:11:00 − ooo) is below: holds.
+		check(t, "wake", tr.Observe(0, at(10, 11, 0), at(11, 0, 1)), at(10, 12, 0))
+		check(t, "one active partition", tr.Tick(at(11, 0, 30)), at(10, 12, 0))
+		// Idle again (no record for a minute): follows now, up to the new
+		// limit (the newest event is now 10:11:00, whose window [10:10,
+		// 10:20) closes at 10:22).
+		check(t, "idle again", tr.Tick(at(11, 1, 1)), at(10, 22, 0))
+		tr.Observe(1, at(10, 25, 0), at(11, 2, 0))
+		check(t, "p1 newer", tr.Tick(at(11, 3, 30)), at(10, 32, 0))
+		// A snapshot restores the largest event time seen: the restored
+		// tracker advances the same way.
+		tr2 := snapshotRoundTrip(t, tr, ooo, idle)
+		tr2.SetIdleAdvance(limit)
+		tr.Observe(0, at(10, 40, 0), at(11, 4, 0))
+		tr2.Observe(0, at(10, 40, 0), at(11, 4, 0))
+		check(t, "restored", tr2.Tick(at(11, 30, 0)), tr.Tick(at(11, 30, 0)))
+		check(t, "restored value", tr2.Current(), at(10, 52, 0))
+	}
+}
+
+// snapshotRoundTrip restores a Snapshot of tr into a new tracker with
+// out-of-orderness ooo and idle timeout idle.
+func snapshotRoundTrip(t *testing.T, tr *Tracker, ooo, idle int64) *Tracker {
+	t.Helper()
+	r := New(ooo, idle)
+	if err := r.RestoreState(state.NewDecoder(trackerBytes(tr))); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
