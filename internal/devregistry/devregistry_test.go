@@ -111,7 +111,7 @@ func TestLevels(t *testing.T) {
 	ctx := context.Background()
 	v1 := record(`{"name":"a","type":"int"}`)
 	v2 := record(`{"name":"a","type":"int"},{"name":"b","type":"string","default":""}`) // adds a field with a default
-	v3 := record(`{"name":"b","type":"string","default":""}`)                            // removes a (no default)
+	v3 := record(`{"name":"b","type":"string","default":""}`)                           // removes a (no default)
 	for _, c := range []struct {
 		level        sr.CompatibilityLevel
 		v2ok, v3ok   bool
