@@ -16,13 +16,14 @@ import (
 )
 
 // TestRandomPipelinesAnyParallelism: random events (late, out of order,
-// redelivered, conflicting, in several versions) through random pipeline
-// shapes — dedup, order_by, tumbling, sliding and session windows, every
-// emit mode, early firings, a second stage keyed by the first's window
+// redelivered, conflicting, in several versions, some far ahead of their
+// arrival) through random pipeline shapes — dedup, order_by, tumbling,
+// sliding (size a multiple of slide or not) and session windows, every
+// emit mode, early firings, idle advance, a max_future that quarantines, a second stage keyed by the first's window
 // whose event time is the upstream window_start (so upstream firings land
 // in windows of the second stage that have fired: late updates whose order
 // matters) — give the same canonical outputs at parallelism 1, 2, 3 and 5
-// over 8 key groups.
+// over 8 key groups, and read one record at a time.
 func TestRandomPipelinesAnyParallelism(t *testing.T) {
 	dir := t.TempDir()
 	base := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
@@ -54,11 +55,21 @@ func TestRandomPipelinesAnyParallelism(t *testing.T) {
 			early = spec.Duration(30 * time.Second)
 		}
 		mode2 := rapid.SampledFrom([]string{"update", "retract"}).Draw(rt, "mode2")
+		// A slide of which the size is a multiple, or not (5m / 2m).
+		slide := spec.Duration(time.Duration(rapid.SampledFrom([]int{1, 2}).Draw(rt, "slide")) * time.Minute)
+		idleAdvance := rapid.Bool().Draw(rt, "idleAdvance")
+		// max_future at its default (nothing breaks it), or 10m: events
+		// more than 10 minutes after their arrival are quarantined.
+		var maxFuture *spec.Duration
+		if rapid.Bool().Draw(rt, "maxFuture") {
+			d := spec.Duration(10 * time.Minute)
+			maxFuture = &d
+		}
 		build := func() *spec.Pipeline {
 			w := spec.Window{Type: win, Size: spec.Duration(5 * time.Minute)}
 			switch win {
 			case "sliding":
-				w.Slide = spec.Duration(time.Minute)
+				w.Slide = slide
 			case "session":
 				w = spec.Window{Type: "session", Gap: spec.Duration(3 * time.Minute)}
 			}
@@ -67,7 +78,8 @@ func TestRandomPipelinesAnyParallelism(t *testing.T) {
 				KeyGroups: 8,
 				Source: spec.Source{Type: "file", Path: in, Format: "jsonl", ArrivalTimeField: "at", PartitionField: "p",
 					Schema: spec.FieldTypes{{Name: "amount", Type: "int"}, {Name: "version", Type: "int"}}},
-				EventTime: spec.EventTime{Field: "ts", OutOfOrderness: spec.Duration(time.Minute), IdleTimeout: spec.Duration(5 * time.Minute)},
+				EventTime: spec.EventTime{Field: "ts", OutOfOrderness: spec.Duration(time.Minute), IdleTimeout: spec.Duration(5 * time.Minute),
+					IdleAdvance: idleAdvance, MaxFuture: maxFuture},
 			}
 			if pre == "dedup" || pre == "both" {
 				p.Dedup = &spec.Dedup{Key: "event_id", TTL: spec.Duration(20 * time.Minute)}
@@ -106,9 +118,20 @@ func TestRandomPipelinesAnyParallelism(t *testing.T) {
 			p.Stages = []spec.Stage{first, second}
 			return p
 		}
-		ref := partest.Check(rt, build, nil, engine.Options{FireChunk: rapid.IntRange(1, 5).Draw(rt, "fireChunk")}, 2, 3, 5)
+		opts := engine.Options{FireChunk: rapid.IntRange(1, 5).Draw(rt, "fireChunk")}
+		ref := partest.Check(rt, build, nil, opts, 2, 3, 5)
 		if ref.Summary == "" {
 			rt.Fatal("no summary")
 		}
+		// Nor on the read batches (docs/semantics.md, "Watermarks"): the
+		// file read one record at a time.
+		p := build()
+		partest.Prepare(p)
+		p.Defaults()
+		if err := p.Validate(); err != nil {
+			rt.Fatal(err)
+		}
+		opts.BatchSize = 1
+		partest.Equal(rt, "batch size 1024 vs 1", ref, partest.Run(rt, p, nil, 1, opts))
 	})
 }
