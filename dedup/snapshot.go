@@ -10,11 +10,31 @@ import (
 	"github.com/tidemark/tidemark/state"
 )
 
+// sectionVersion is the version byte of every section of dedup state
+// (Snapshot, key-group and delta sections). Version 2 sections hold
+// payload hashes of PayloadHashVersion 2; version 1 sections, of the same
+// layout, hold version-1 hashes, which this build cannot compare with its
+// own, so they are refused (section).
+const sectionVersion = 2
+
+// section reads a section's version byte, refusing any but
+// sectionVersion and naming the payload hash scheme for version 1.
+func section(d *state.Decoder, name string) {
+	v := d.Byte()
+	switch {
+	case d.Err() != nil, v == sectionVersion:
+	case v == 1:
+		d.Fail("%s: written by an earlier build whose event payload hashes (scheme 1) differ from this build's (scheme %d); start the pipeline from an empty checkpoint directory", name, PayloadHashVersion)
+	default:
+		d.Fail("%s: section version %d is not supported (this build reads [%d])", name, v, sectionVersion)
+	}
+}
+
 // Snapshot appends the table's state: its size, base, sweep point and
 // every remembered id at its slot index (delta-encoded), so that Restore
 // rebuilds the identical table. Size: about 14 bytes per remembered id.
 func (t *Table) Snapshot(e *state.Encoder) {
-	e.Byte(1)
+	e.Byte(sectionVersion)
 	e.Int(t.ttl)
 	e.Uint(uint64(len(t.slots)))
 	e.Bool(t.baseSet)
@@ -40,7 +60,7 @@ func (t *Table) Snapshot(e *state.Encoder) {
 // truncated or inconsistent snapshot (a slot size that is not a power of
 // two, an index out of range, a TTL that differs from the table's).
 func (t *Table) Restore(d *state.Decoder) error {
-	d.Section("dedup table", 1)
+	section(d, "dedup table")
 	ttl := d.Int()
 	size := d.Len(1<<34, 0)
 	baseSet := d.Bool()
@@ -89,7 +109,7 @@ func (t *Table) Restore(d *state.Decoder) error {
 // the sweep state (cut, next sweep), which every table of a pipeline
 // shares, is stored once beside them by the runner.
 //
-//	Byte(1) Int(ttl ms) Uint(#ids) per id ascending: Fixed64(id)
+//	Byte(2) Int(ttl ms) Uint(#ids) per id ascending: Fixed64(id)
 //	Fixed32(payload hash) Int(expiry, seconds since the epoch, as
 //	delta from the previous id's)
 
@@ -120,7 +140,7 @@ func (t *Table) AppendEntries(e *state.Encoder) {
 	}
 	slices.SortFunc(ents, func(a, b ent) int { return cmp.Compare(a.id, b.id) })
 	t.added = t.added[:0]
-	e.Byte(1)
+	e.Byte(sectionVersion)
 	e.Int(t.ttl)
 	e.Uint(uint64(len(ents)))
 	var prev int64
@@ -140,7 +160,7 @@ func (t *Table) RestoreEntries(d *state.Decoder, s SweepState) error {
 	if t.n != 0 || t.baseSet {
 		return errors.New("dedup: RestoreEntries needs a new table")
 	}
-	d.Section("dedup key group", 1)
+	section(d, "dedup key group")
 	ttl := d.Int()
 	n := d.Len(1<<31, 13)
 	if err := d.Err(); err != nil {
@@ -191,7 +211,7 @@ func (t *Table) RestoreEntries(d *state.Decoder, s SweepState) error {
 // additions make the table again. The ids the cut has forgotten are left
 // out.
 //
-//	Byte(1) Uint(#ids) per id ascending: Fixed64(id) Fixed32(payload
+//	Byte(2) Uint(#ids) per id ascending: Fixed64(id) Fixed32(payload
 //	hash) Int(expiry, seconds since the epoch, as delta from the previous
 //	id's)
 
@@ -219,7 +239,7 @@ func (t *Table) AppendDelta(e *state.Encoder) {
 			keep = append(keep, add[i])
 		}
 	}
-	e.Byte(1)
+	e.Byte(sectionVersion)
 	e.Uint(uint64(len(keep)))
 	var prev int64
 	for _, s := range keep {
@@ -238,7 +258,7 @@ func (t *Table) AppendDelta(e *state.Encoder) {
 // expiry. Errors: a truncated section, ids out of order, an expiry out of
 // range.
 func (t *Table) ApplyDelta(d *state.Decoder) error {
-	d.Section("dedup key group delta", 1)
+	section(d, "dedup key group delta")
 	n := d.Len(1<<31, 13)
 	if err := d.Err(); err != nil {
 		return err

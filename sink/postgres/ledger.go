@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/dedup"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 )
@@ -219,10 +220,53 @@ func (l *Ledger) init(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := l.checkHashScheme(ctx); err != nil {
+		return err
+	}
 	if _, err := l.conn.Exec(ctx, createCommitsSQL(l.mark.table)); err != nil {
 		return fmt.Errorf("create table %s: %w", l.mark.table, err)
 	}
 	return nil
+}
+
+// hashSchemeComment is the comment of a ledger's payload_hash column: the
+// scheme of the hashes it holds (dedup.PayloadHashVersion).
+func hashSchemeComment(v int) string {
+	return fmt.Sprintf("tidemark event payload hashes, scheme %d", v)
+}
+
+// checkHashScheme makes sure the ledger's stored payload hashes are of this
+// build's scheme: the payload_hash column's comment names it. An empty
+// ledger without the comment gets it; a ledger holding events whose
+// column names no scheme (written before schemes were recorded, scheme 1)
+// or another one is refused, since comparing its hashes with this build's
+// would take every redelivery of its events for a conflict.
+func (l *Ledger) checkHashScheme(ctx context.Context) error {
+	want := hashSchemeComment(dedup.PayloadHashVersion)
+	var comment *string
+	err := l.conn.QueryRow(ctx, `SELECT col_description(a.attrelid, a.attnum) FROM pg_attribute a
+		WHERE a.attrelid = $1::regclass AND a.attname = $2`, l.table.sql(), colPayloadHash).Scan(&comment)
+	if err != nil {
+		return fmt.Errorf("ledger table %s: read the payload hash scheme: %w", l.table, err)
+	}
+	if comment != nil && *comment == want {
+		return nil
+	}
+	if comment == nil {
+		var empty bool
+		if err := l.conn.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+l.table.sql()+")").Scan(&empty); err != nil {
+			return fmt.Errorf("ledger table %s: %w", l.table, err)
+		}
+		if empty {
+			if _, err := l.conn.Exec(ctx, "COMMENT ON COLUMN "+l.table.sql()+"."+quote(colPayloadHash)+" IS '"+want+"'"); err != nil {
+				return fmt.Errorf("ledger table %s: record the payload hash scheme: %w", l.table, err)
+			}
+			return nil
+		}
+		scheme := "scheme 1"
+		comment = &scheme
+	}
+	return fmt.Errorf("ledger table %s holds event payload hashes of another scheme (%q; this build computes scheme %d): a redelivery of its events would be taken for a conflict; write to a new ledger table", l.table, *comment, dedup.PayloadHashVersion)
 }
 
 // ensureConn (re)connects when the ledger has no open connection, and
