@@ -46,11 +46,39 @@ type Sender struct {
 	dp     Packet
 	dit    Item  // the item being pushed (reused: a push is not reentrant per sender)
 	err    error // the first error direct returned
+
+	// remote, when set (with direct), takes the items whose key group
+	// another task than self owns (a group run: SetRemote).
+	remote func(owner, node int, p *Packet, it *Item)
+	self   int
 }
 
 // SetDirect puts the sender in push mode: every item goes to f at once
 // (Task.Push's function for a sender outside the task).
 func (s *Sender) SetDirect(f func(node int, p *Packet, it *Item) error) { s.direct = f }
+
+// SetRemote makes a push-mode sender hand the items whose key group a
+// task other than self owns to f instead of pushing them (a run of a
+// group of instances, docs/scale-out.md, where the other tasks are
+// partitions of the repartition topic): owner is that task, node the
+// node it is for; the item and the bytes it references in p are valid
+// during the call only. self is −1 for the runner's sender (every keyed
+// item goes to f). The graph's Tasks is then the number of partitions of
+// the repartition topic.
+func (s *Sender) SetRemote(self int, f func(owner, node int, p *Packet, it *Item)) {
+	s.self, s.remote = self, f
+}
+
+// away hands it to its owner's node n through remote when that is not
+// this sender's task, and reports whether it did.
+func (s *Sender) away(owner, n int, it *Item) bool {
+	if s.remote == nil || owner == s.self {
+		return false
+	}
+	s.remote(owner, n, &s.dp, it)
+	s.dp.arena = s.dp.arena[:0]
+	return true
+}
 
 // Direct returns the push-mode target, nil in round mode.
 func (s *Sender) Direct() func(node int, p *Packet, it *Item) error { return s.direct }
@@ -174,6 +202,9 @@ func (s *Sender) ToDedup(step uint64, now int64, r *row.Row, m *source.Meta, ts 
 		it := &s.dit
 		*it = Item{Step: step, Now: now, TS: ts, Row: r, Meta: m, Weight: 1}
 		s.dp.setID(it, id.Text, id.Hash, id.Payload)
+		if s.remote != nil && s.away(s.g.Owner(keygroup.OfHash(id.Hash, s.g.KeyGroups)), n, it) {
+			return
+		}
 		s.push(n, it)
 		return
 	}
@@ -202,6 +233,12 @@ func (s *Sender) ToOrder(step uint64, now int64, r *row.Row, m *source.Meta, ts 
 		*it = Item{Step: step, Now: now, TS: ts, Row: r, Meta: m, Weight: 1}
 		if id.Has {
 			s.dp.setID(it, id.Text, id.Hash, id.Payload)
+		}
+		if s.remote != nil {
+			s.keyBuf = OrderKey(s.keyBuf[:0], s.g.Plan.OrderBy, r)
+			if s.away(s.g.Owner(keygroup.OfHash(xxhash.Sum64(s.keyBuf), s.g.KeyGroups)), n, it) {
+				return
+			}
 		}
 		s.push(n, it)
 		return
@@ -354,6 +391,16 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 		}
 		if id.Has {
 			s.dp.setID(it, id.Text, id.Hash, id.Payload)
+		}
+		if s.remote != nil {
+			owner := g.keyless[si]
+			if len(st.Key) > 0 {
+				s.keyBuf = operator.AppendKey(s.keyBuf[:0], w, st.Key)
+				owner = g.Owner(keygroup.OfKey(s.keyBuf, g.KeyGroups))
+			}
+			if s.away(owner, g.StageNode[si], it) {
+				return
+			}
 		}
 		s.push(g.StageNode[si], it)
 		return

@@ -214,6 +214,29 @@ func (t *Task) PushMarker(m *Marker) error {
 	return nil
 }
 
+// SetRemote makes the task's nodes, in push mode, hand the items whose key
+// group another task owns to f (Sender.SetRemote), with this task as
+// self.
+func (t *Task) SetRemote(f func(owner, node int, p *Packet, it *Item)) {
+	for _, nr := range t.nodes {
+		nr.snd.SetRemote(t.index, f)
+	}
+}
+
+// PushMarkerTo hands a marker to node alone (push mode, in a group run,
+// where each node's watermark is the minimum over the tasks feeding it:
+// docs/scale-out.md).
+func (t *Task) PushMarkerTo(node int, m *Marker) error {
+	nr := t.nodes[node]
+	if err := nr.marker(m); err != nil {
+		return err
+	}
+	if err := nr.snd.Err(); err != nil {
+		return err
+	}
+	return nr.log.Err()
+}
+
 // Err returns the first error a node of the task met in push mode.
 func (t *Task) Err() error {
 	for _, nr := range t.nodes {

@@ -1,8 +1,12 @@
 package kafka
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tidemark/tidemark/source"
 )
@@ -30,11 +34,13 @@ func FuzzRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value []byte, ts int64) {
 		for _, s := range srcs {
 			var b source.Batch
-			r, m := b.Next(s.schema)
-			m.Raw = value
-			m.Err = s.decode(value, ts, r, b.Arena())
-			if s.tsTime && ts >= 0 && (r.IsNull(s.et.Index) || r.I[s.et.Slot] != ts) {
-				t.Fatalf("event time %v, want %d", r.Get(s.et), ts)
+			d := s.dec
+			if err := d.Append(context.Background(), &kgo.Record{Topic: "t", Value: value, Timestamp: time.UnixMilli(ts)}, 0, &b); err != nil {
+				t.Fatal(err)
+			}
+			r, m := &b.Rows[0], &b.Meta[0]
+			if value != nil && d.tsTime && ts >= 0 && (r.IsNull(d.et.Index) || r.I[d.et.Slot] != ts) {
+				t.Fatalf("event time %v, want %d", r.Get(d.et), ts)
 			}
 			obj := s.EventJSON(nil, m)
 			var v map[string]any

@@ -1,9 +1,7 @@
 package kafka
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,10 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/format/confluent"
-	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 )
 
@@ -141,18 +137,13 @@ var ErrClosed = errors.New("kafka source is closed")
 // not safe for concurrent use, except Lag and Stats, which may be called
 // from any goroutine.
 type Source struct {
-	cfg    Config
-	poll   time.Duration
-	every  time.Duration
-	reqTO  time.Duration
-	clock  func() time.Time
-	schema *row.Schema
-	json   *format.JSON
-	decs   map[string]*confluent.Decoder // by topic, with Avro and Protobuf
-	render *confluent.Renderer
-	fatal  error // a registry failure met while delivering: Next fails
-	et     row.Field
-	tsTime bool // event time from the record timestamp
+	cfg   Config
+	poll  time.Duration
+	every time.Duration
+	reqTO time.Duration
+	clock func() time.Time
+	dec   *RecordDecoder
+	fatal error // a registry failure met while delivering: Next fails
 
 	cl  *kgo.Client
 	adm *kadm.Client
@@ -181,7 +172,6 @@ type tp struct {
 
 // part is one Kafka partition the source reads.
 type part struct {
-	dec   *confluent.Decoder // nil for JSON
 	topic string
 	num   int32
 	pnum  string // the partition number as text, for Meta.Pos
@@ -269,55 +259,22 @@ func New(cfg Config) (*Source, error) {
 	if cfg.ClientID == "" {
 		cfg.ClientID = "tidemark"
 	}
+	d, err := NewRecordDecoder(cfg)
+	if err != nil {
+		return nil, err
+	}
 	s := &Source{
 		cfg:    cfg,
 		poll:   time.Duration(cfg.PollTimeoutMs) * time.Millisecond,
 		every:  time.Duration(cfg.DiscoveryIntervalMs) * time.Millisecond,
 		reqTO:  time.Duration(cfg.RequestTimeoutMs) * time.Millisecond,
 		clock:  cfg.Clock,
-		schema: cfg.Fields.Schema,
+		dec:    d,
 		index:  map[tp]int{},
 		topics: topics,
 	}
 	if s.clock == nil {
 		s.clock = time.Now
-	}
-	fields := cfg.Fields
-	if n := cfg.EventTimeField; n != "" {
-		f, ok := s.schema.Lookup(n)
-		if !ok {
-			return nil, fmt.Errorf("event_time.field: field %q is not in the source schema", n)
-		}
-		if f.Kind != row.KindTime {
-			return nil, fmt.Errorf("event_time.field: field %q is %s, want %s", n, f.Kind, row.KindTime)
-		}
-		s.et = f
-	} else if cfg.EventTimeFrom == EventTimeKafkaTimestamp {
-		return nil, errors.New("event_time.field: required with event_time.from kafka_timestamp (the field the record timestamp is written to)")
-	}
-	if cfg.EventTimeFrom == EventTimeKafkaTimestamp {
-		s.tsTime = true
-		fields.Derived = append(slices.Clone(fields.Derived), s.et.Index)
-	}
-	switch cfg.Format {
-	case "", FormatJSON, "jsonl":
-		s.json = format.NewJSON(fields)
-	case confluent.FormatAvro, confluent.FormatProtobuf:
-		s.decs = map[string]*confluent.Decoder{}
-		s.render = &confluent.Renderer{}
-		for _, t := range cfg.Topics {
-			d, err := confluent.NewDecoder(confluent.DecoderConfig{
-				Registry: cfg.Registry, Format: cfg.Format, Fields: fields, Topic: t,
-				Message: cfg.Message, Versions: cfg.Versions, Contract: cfg.Contract, Renderer: s.render,
-				Subject: cfg.Subject,
-			})
-			if err != nil {
-				return nil, fmt.Errorf("source: %w", err)
-			}
-			s.decs[t] = d
-		}
-	default:
-		return nil, fmt.Errorf("source.format: %q: want json, avro or protobuf", cfg.Format)
 	}
 
 	opts := []kgo.Opt{
@@ -471,50 +428,11 @@ func (s *Source) deliver(ctx context.Context, i int, rec *kgo.Record, b *source.
 		p.next = rec.Offset + 1
 		return
 	}
-	r, m := b.Next(s.schema)
-	m.Partition = i
-	m.Pos = changelog.Position{Source: p.topic, Partition: p.pnum, Offset: rec.Offset}
-	// The value is franz-go's memory for this record alone (the client
-	// never reuses it): it lives as long as the batch refers to it, as
-	// the source.Batch contract asks, without a copy.
-	m.Raw = rec.Value
-	if rec.Value == nil {
-		// A tombstone (a delete marker on a compacted topic) is not an
-		// event: quarantined with a reason that says so.
-		m.Err = &source.DecodeError{Rule: "decode", Reason: "a tombstone (null value): not an event"}
-		p.next = rec.Offset + 1
+	if err := s.dec.Append(ctx, rec, i, b); err != nil {
+		s.fatal = err
 		return
 	}
-	if p.dec != nil {
-		de, err := p.dec.Decode(ctx, rec.Value, r, b.Arena())
-		if err != nil {
-			// Not judged: the record is taken back out of the batch and
-			// its offset stays the next to deliver.
-			b.Rows, b.Meta = b.Rows[:len(b.Rows)-1], b.Meta[:len(b.Meta)-1]
-			s.fatal = fmt.Errorf("kafka source: topic %s partition %d offset %d: %w", p.topic, p.num, rec.Offset, err)
-			return
-		}
-		if s.tsTime && rec.Timestamp.UnixMilli() >= 0 {
-			r.I[s.et.Slot] = rec.Timestamp.UnixMilli()
-			r.SetValid(s.et.Index)
-		}
-		m.Err = de
-		p.next = rec.Offset + 1
-		return
-	}
-	m.Err = s.decode(rec.Value, rec.Timestamp.UnixMilli(), r, b.Arena())
 	p.next = rec.Offset + 1
-}
-
-// decode fills r (shaped, all null) from a record's value and timestamp
-// (ms), its strings into a. It returns the value's decode error, if any.
-func (s *Source) decode(value []byte, tsMs int64, r *row.Row, a *source.Arena) *source.DecodeError {
-	err := s.json.Decode(value, r, a)
-	if s.tsTime && tsMs >= 0 {
-		r.I[s.et.Slot] = tsMs
-		r.SetValid(s.et.Index)
-	}
-	return err
 }
 
 // observeEnd records the end offsets a fetch response reported for
@@ -564,42 +482,15 @@ func (s *Source) Stats() Stats {
 	return s.stats
 }
 
-// EventJSON appends the record's value when it is a JSON object (line
-// breaks, which a valid object holds only between tokens, become spaces),
-// else {"_raw": "<the value as a JSON string>"}. It reads only m.Raw, so
-// it is safe for concurrent use, also while Next runs.
-func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
-	raw := m.Raw
-	if s.render != nil {
-		return s.render.AppendJSON(dst, raw)
-	}
-	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' && json.Valid(raw) {
-		for _, c := range raw {
-			if c == '\n' || c == '\r' {
-				c = ' '
-			}
-			dst = append(dst, c)
-		}
-		return dst
-	}
-	dst = append(dst, `{"_raw":`...)
-	dst = changelog.AppendJSONString(dst, string(raw))
-	return append(dst, '}')
-}
+// EventJSON appends the record's value as a JSON object
+// (RecordDecoder.EventJSON). It reads only m.Raw, so it is safe for
+// concurrent use, also while Next runs.
+func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte { return s.dec.EventJSON(dst, m) }
 
 // SchemaCounts returns, for Avro and Protobuf, the records decoded so far
 // per topic and schema id (with the id's version in the topic's subject).
 // Safe for concurrent use.
-func (s *Source) SchemaCounts() map[string][]confluent.Count {
-	if s.decs == nil {
-		return nil
-	}
-	out := map[string][]confluent.Count{}
-	for t, d := range s.decs {
-		out[t] = d.Counts()
-	}
-	return out
-}
+func (s *Source) SchemaCounts() map[string][]confluent.Count { return s.dec.SchemaCounts() }
 
 // Close closes the client. Next returns ErrClosed afterwards; closing
 // twice is not an error.
@@ -616,6 +507,6 @@ func (s *Source) Close() error {
 // reading it).
 func (s *Source) addPart(topic string, num int32, next int64) {
 	s.index[tp{topic, num}] = len(s.parts)
-	s.parts = append(s.parts, part{dec: s.decs[topic], topic: topic, num: num, pnum: strconv.Itoa(int(num)), next: next, end: -1})
+	s.parts = append(s.parts, part{topic: topic, num: num, pnum: strconv.Itoa(int(num)), next: next, end: -1})
 	s.names = append(s.names, topic+"/"+strconv.Itoa(int(num)))
 }

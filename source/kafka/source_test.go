@@ -112,7 +112,7 @@ func render(s *Source, b *source.Batch, i int) got {
 		return g
 	}
 	r := &b.Rows[i]
-	sc := s.schema
+	sc := s.dec.schema
 	var parts []string
 	for _, f := range sc.Fields {
 		parts = append(parts, r.Get(f).String())
@@ -671,7 +671,7 @@ func TestBatchesStayValid(t *testing.T) {
 			default:
 			}
 			for i := range b[0].Meta {
-				_ = b[0].Rows[i].Get(s.schema.Fields[0]).String() + string(b[0].Meta[i].Raw)
+				_ = b[0].Rows[i].Get(s.dec.schema.Fields[0]).String() + string(b[0].Meta[i].Raw)
 				_ = s.EventJSON(nil, &b[0].Meta[i])
 			}
 		}
