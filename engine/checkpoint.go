@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +19,6 @@ import (
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/source"
-	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/state"
 	"github.com/tidemark/tidemark/task"
 )
@@ -39,8 +36,10 @@ import (
 // intact, into any number of tasks, and asks every sink to recover to it.
 
 // payloadVersion is the manifest payload's own version (inside
-// checkpoint.FormatVersion).
-const payloadVersion = 4
+// checkpoint.FormatVersion). Version 5 adds each stage's closed horizon;
+// version 4 is still read (the horizon is then derived from the
+// checkpoint's spec: upgrade.go).
+const payloadVersion = 5
 
 // committer is one sink taking part in checkpoints.
 type committer struct {
@@ -343,9 +342,9 @@ func (rt *runtime) prune() error {
 	return nil
 }
 
-// The manifest payload, version 3 (state encoding):
+// The manifest payload, version 5 (state encoding):
 //
-//	Byte(3) Uint(key groups) Uint(tasks that wrote it) Bytes8(source position)
+//	Byte(5) Uint(key groups) Uint(tasks that wrote it) Bytes8(source position)
 //	router: Int(now) Int(watermark) Uint(partitions) Int(events) Int(redelivered)
 //	        Int(outside the range) Uint(step) Uint(#fields) Bool(present)…
 //	        Bytes8(tracker snapshot) Uint(#stages) Int(next early firing, −1 none)…
@@ -355,7 +354,7 @@ func (rt *runtime) prune() error {
 //	        per stage: String(name) Int(counter)… (task.StageCounters.Fields)
 //	globals: Int(watermark) Int(now) Int(dedup cut) Int(dedup next sweep)
 //	        Int(order_by next sweep) per stage: Int(emitted) Int(partly too
-//	        late) Int(skipped windows)
+//	        late) Int(skipped windows) Int(closed through; version 5)
 //	graph:  Uint(#nodes) (Byte(kind) String(stage or ""))…
 //	segments: Uint(#segments) String(name)…
 //	sections: Uint(#sections) (Uint(node) Uint(key group) Uint(segment index)
@@ -417,6 +416,7 @@ func (rt *runtime) encodeManifest(e *state.Encoder, rs *routerState, g task.Glob
 		e.Int(og.Emitted)
 		e.Int(og.PartlyTooLate)
 		e.Int(og.SkippedWindows)
+		e.Int(og.ClosedThrough)
 	}
 	e.Uint(uint64(len(rt.g.Nodes)))
 	for _, n := range rt.g.Nodes {
@@ -482,7 +482,7 @@ type manifest struct {
 // checkpoint.ErrCorrupt for damage (a payload that does not parse).
 func (rt *runtime) decodeManifest(payload []byte) (*manifest, error) {
 	d := state.NewDecoder(payload)
-	d.Section("manifest", payloadVersion)
+	version := d.Section("manifest", 4, payloadVersion)
 	m := &manifest{cnt: task.NewCounters(len(rt.plan.Stages)), prepared: map[string][]byte{}}
 	m.keyGroups = int(d.Len(1<<16, 0))
 	m.tasks = int(d.Len(1<<16, 0))
@@ -535,6 +535,10 @@ func (rt *runtime) decodeManifest(payload []byte) (*manifest, error) {
 	g.Ops = make([]operator.Globals, len(rt.plan.Stages))
 	for i := range g.Ops {
 		g.Ops[i].Emitted, g.Ops[i].PartlyTooLate, g.Ops[i].SkippedWindows = d.Int(), d.Int(), d.Int()
+		g.Ops[i].ClosedThrough = changelog.WatermarkNone // version 4: derived (closedHorizons)
+		if version >= 5 {
+			g.Ops[i].ClosedThrough = d.Int()
+		}
 	}
 	n = d.Len(1<<16, 2)
 	for i := 0; i < n && d.Err() == nil; i++ {
@@ -597,7 +601,7 @@ func (rt *runtime) usable(c *checkpoint.Checkpoint) (*restored, error) {
 		return nil, fmt.Errorf("it belongs to pipeline %q, not %q", c.Pipeline, rt.plan.Spec.Name)
 	}
 	if changed := specChanges(c.Spec, ck.spec); len(changed) > 0 {
-		return nil, fmt.Errorf("it was taken under another pipeline spec: %s changed; restoring it would mix two computations (use a new checkpoint.dir to recompute from the start)", strings.Join(changed, ", "))
+		return nil, fmt.Errorf("it was taken under another pipeline spec: %s; restoring it would mix two computations (use a new checkpoint.dir to recompute from the start)", strings.Join(changed, "; "))
 	}
 	m, err := rt.decodeManifest(c.Payload)
 	if err != nil {
@@ -688,6 +692,7 @@ func (rt *runtime) restore(ctx context.Context) error {
 		}
 	}
 	rt.cnt = m.cnt
+	closedHorizons(c.Spec, &m.globals)
 	byTask := make([][]task.Section, rt.par)
 	for _, s := range r.secs {
 		i := rt.g.Owner(s.Group)
@@ -734,14 +739,8 @@ func (rt *runtime) restore(ctx context.Context) error {
 			ck.segSize[s] = size
 		}
 	}
-	for _, s := range ck.committers {
-		p, ok := m.prepared[s.id]
-		if !ok {
-			return fmt.Errorf("checkpoint %d in %s holds no state for sink %s", c.ID, ck.dir, s.id)
-		}
-		if err := s.c.Recover(ctx, c.ID, p); err != nil {
-			return fmt.Errorf("%s: recovering checkpoint %d: %w", s.id, c.ID, err)
-		}
+	if err := rt.recoverSinks(ctx, c, m); err != nil {
+		return err
 	}
 	ck.restored, ck.nextID, ck.lastID = c.ID, c.ID+1, c.ID
 	rt.resumedEvents = rt.events
@@ -754,107 +753,4 @@ func (rt *runtime) restore(ctx context.Context) error {
 	}
 	rt.logf("restored checkpoint %d from %s (%d records in, watermark %s; written by %d tasks, restored into %d)", c.ID, ck.dir, rt.events, wm, m.tasks, rt.par)
 	return nil
-}
-
-// compatibleKeys are spec keys a restore may see changed.
-var compatibleKeys = []string{"Checkpoint.Interval", "Checkpoint.Retain", "Parallelism"}
-
-// specChanges lists the keys whose values differ between two spec JSON
-// documents (flattened to dotted paths), except the compatible ones.
-func specChanges(old, cur []byte) []string {
-	var a, b any
-	if json.Unmarshal(old, &a) != nil || json.Unmarshal(cur, &b) != nil {
-		return []string{"(the spec does not parse)"}
-	}
-	fa, fb := map[string]string{}, map[string]string{}
-	flatten("", a, fa)
-	flatten("", b, fb)
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(fa)) {
-		if fb[k] != fa[k] && !slices.Contains(compatibleKeys, k) {
-			out = append(out, change(k, fa, fb))
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(fb)) {
-		if _, ok := fa[k]; !ok && !slices.Contains(compatibleKeys, k) {
-			out = append(out, change(k, fa, fb))
-		}
-	}
-	return out
-}
-
-// change describes the change of key k: `window.size ("1m0s" → "2m0s")`.
-func change(k string, fa, fb map[string]string) string {
-	key, t := yamlKey(k)
-	show := func(m map[string]string) string {
-		v, ok := m[k]
-		if !ok {
-			return "unset"
-		}
-		if t == reflect.TypeFor[spec.Duration]() {
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-				return strconv.Quote(time.Duration(n).String())
-			}
-		}
-		return v
-	}
-	return fmt.Sprintf("%s (%s → %s)", key, show(fa), show(fb))
-}
-
-// yamlKey turns a path of Go field names in spec.Pipeline
-// ("Stages[0].Window.Size") into the pipeline file's key
-// ("stages[0].window.size"), and returns the field's type (nil when a
-// part cannot be mapped; that part stays as it is).
-func yamlKey(path string) (string, reflect.Type) {
-	t := reflect.TypeOf(spec.Pipeline{})
-	var out []string
-	for _, part := range strings.Split(path, ".") {
-		name, idx, _ := strings.Cut(part, "[")
-		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice) {
-			t = t.Elem()
-		}
-		key := name
-		if t != nil && t.Kind() == reflect.Struct {
-			if f, ok := t.FieldByName(name); ok {
-				if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag != "" && tag != "-" {
-					key = tag
-				}
-				t = f.Type
-			} else {
-				t = nil
-			}
-		} else {
-			t = nil
-		}
-		if idx != "" {
-			key += "[" + idx
-		}
-		out = append(out, key)
-	}
-	return strings.Join(out, "."), t
-}
-
-func flatten(prefix string, v any, out map[string]string) {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			p := k
-			if prefix != "" {
-				p = prefix + "." + k
-			}
-			flatten(p, x, out)
-		}
-	case []any:
-		for i, x := range v {
-			flatten(fmt.Sprintf("%s[%d]", prefix, i), x, out)
-		}
-	case nil:
-		// absent and null are the same
-	default:
-		b, _ := json.Marshal(v)
-		if string(b) == `""` || string(b) == "0" || string(b) == "false" {
-			return // zero values equal absent ones
-		}
-		out[prefix] = string(b)
-	}
 }

@@ -59,13 +59,19 @@ const groupSectionVersion = 3
 // counters (which a runner sums over its tasks).
 type Globals struct {
 	Watermark, Now int64
+	// ClosedThrough is the largest window end that has closed (the most
+	// watermark − allowed lateness reached so far). A restore under a
+	// larger allowed lateness keeps the windows closed through it closed;
+	// under a smaller one, those the new lateness closes close too.
+	// None (changelog.WatermarkNone) before any advance.
+	ClosedThrough int64
 	// Emitted, PartlyTooLate and SkippedWindows are Stats' counters.
 	Emitted, PartlyTooLate, SkippedWindows int64
 }
 
 // Globals returns the operator's state outside its key groups.
 func (o *Operator) Globals() Globals {
-	return Globals{Watermark: o.wm, Now: o.now, Emitted: o.emitted, PartlyTooLate: o.partial, SkippedWindows: o.skippedWindows}
+	return Globals{Watermark: o.wm, Now: o.now, ClosedThrough: o.closedThrough, Emitted: o.emitted, PartlyTooLate: o.partial, SkippedWindows: o.skippedWindows}
 }
 
 // markChanged records that key group g's state changed.
@@ -591,6 +597,7 @@ func (r *groupRestorer) install(g Globals) {
 	o := r.o
 	k := o.keys
 	o.wm, o.now = g.Watermark, g.Now
+	o.closedThrough = max(g.ClosedThrough, o.horizon(g.Watermark))
 	o.emitted, o.partial, o.skippedWindows = g.Emitted, g.PartlyTooLate, g.SkippedWindows
 	for _, p := range r.panes {
 		o.panes.list = append(o.panes.list, p)

@@ -168,7 +168,12 @@ type Operator struct {
 	cfg      Config
 	lateness int64
 	wm       int64 // current watermark
-	now      int64 // processing time of the current call
+	// closedThrough is the largest window end that has closed: the most
+	// wm − allowed lateness ever reached, also under another lateness
+	// before a restore (Globals.ClosedThrough), so that a window closed
+	// under a smaller lateness stays closed under a larger one.
+	closedThrough int64
+	now           int64 // processing time of the current call
 
 	keys  *keyTable
 	slots slotTable
@@ -217,12 +222,13 @@ func New(cfg Config) (*Operator, error) {
 		cfg.KeyGroups = 128
 	}
 	o := &Operator{
-		cfg:      cfg,
-		lateness: cfg.AllowedLateness,
-		wm:       changelog.WatermarkNone,
-		keys:     newKeyTable(cfg.Key, cfg.KeyGroups),
-		slots:    slotTable{cols: cfg.Aggs, keep: cfg.Mode == Retract},
-		changed:  make([]uint64, (cfg.KeyGroups+63)/64),
+		cfg:           cfg,
+		lateness:      cfg.AllowedLateness,
+		wm:            changelog.WatermarkNone,
+		closedThrough: changelog.WatermarkNone,
+		keys:          newKeyTable(cfg.Key, cfg.KeyGroups),
+		slots:         slotTable{cols: cfg.Aggs, keep: cfg.Mode == Retract},
+		changed:       make([]uint64, (cfg.KeyGroups+63)/64),
 	}
 	o.keys.perGroup = cfg.Gap > 0
 	for _, c := range cfg.Aggs {
@@ -263,8 +269,22 @@ func (o *Operator) Process(r *row.Row, ts int64, weight int, now int64) (Outcome
 	return o.processPanes(r, ts, weight)
 }
 
-// closed reports whether a window ending at end has closed.
-func (o *Operator) closed(end int64) bool { return end+o.lateness <= o.wm }
+// closed reports whether a window ending at end has closed: the watermark
+// has passed end + allowed lateness, now or under the lateness of an
+// earlier run (closedThrough).
+func (o *Operator) closed(end int64) bool { return end <= o.closedThrough }
+
+// horizon returns the largest window end that has closed at watermark wm
+// under the operator's allowed lateness (wm − lateness, saturating).
+func (o *Operator) horizon(wm int64) int64 {
+	switch {
+	case wm == changelog.WatermarkInfinity:
+		return wm
+	case wm < changelog.WatermarkNone+o.lateness:
+		return changelog.WatermarkNone
+	}
+	return wm - o.lateness
+}
 
 // fired reports whether a window ending at end has fired.
 func (o *Operator) firedAt(end int64) bool { return end <= o.wm }
@@ -288,6 +308,7 @@ func (o *Operator) AdvanceWatermarkLimit(wm, now int64, limit int) (more bool) {
 		return false
 	}
 	o.wm = wm
+	o.closedThrough = max(o.closedThrough, o.horizon(wm))
 	o.now = now
 	return o.ContinueAdvance(limit)
 }

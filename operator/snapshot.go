@@ -20,7 +20,7 @@ import (
 //	Byte(1)                              section version
 //	shape: Byte(0 panes | 1 sessions) Byte(mode)
 //	       Uint(#aggs) Byte(kind)…  Uint(#key fields) Byte(kind)…
-//	Int(watermark) Int(now) Int(nextEarly)
+//	Int(watermark) Int(now) Int(nextEarly) Int(closed through; version 3)
 //	Int(rows emitted) Int(partly too late) Int(skipped windows)
 //	[sessions: Uint(next session seq)]
 //	slot table: Uint(#free) Uint(slot)… (free list, in order) Uint(#held)
@@ -50,7 +50,8 @@ import (
 // the running operator are no-ops, so dropping them changes nothing).
 
 // snapshotVersion is the operator section's format version: 3 adds the
-// keys' closed-session memory (Restore also reads 2, which has none).
+// keys' closed-session memory and the closed horizon (Restore also reads
+// 2, which has neither).
 const snapshotVersion = 3
 
 const (
@@ -92,6 +93,7 @@ func (o *Operator) Snapshot(e *state.Encoder) {
 	e.Int(o.wm)
 	e.Int(o.now)
 	e.Int(o.nextEarly)
+	e.Int(o.closedThrough)
 	e.Int(o.emitted)
 	e.Int(o.partial)
 	e.Int(o.skippedWindows)
@@ -261,6 +263,7 @@ type restorer struct {
 	version byte // of the section being read
 
 	wm, now, nextEarly, emitted, partial, skipped int64
+	closedThrough                                 int64
 	seq                                           uint64
 
 	nslots    int
@@ -281,6 +284,10 @@ func (r *restorer) run() {
 	r.version = d.Section("operator", 2, snapshotVersion)
 	r.shape()
 	r.wm, r.now, r.nextEarly = d.Int(), d.Int(), d.Int()
+	r.closedThrough = o.horizon(r.wm)
+	if r.version >= 3 {
+		r.closedThrough = max(r.closedThrough, d.Int())
+	}
 	r.emitted, r.partial, r.skipped = d.Int(), d.Int(), d.Int()
 	sessions := o.cfg.Gap > 0
 	if sessions {
@@ -681,6 +688,7 @@ func (r *restorer) install() {
 		}
 	}
 	o.wm, o.now, o.nextEarly = r.wm, r.now, r.nextEarly
+	o.closedThrough = r.closedThrough
 	o.emitted, o.partial, o.skippedWindows = r.emitted, r.partial, r.skipped
 	k.perGroup = o.keys.perGroup
 	k.rebuildGroups()
