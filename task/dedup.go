@@ -241,6 +241,9 @@ func (c *payloadCache) put(id uint64, payload []byte) {
 		if ev := c.ring[place]; ev != id {
 			if x, ok := c.m[ev]; ok && x.place == place {
 				delete(c.m, ev)
+				if buf == nil {
+					buf = x.payload[:0] // the evicted payload's bytes hold the new one
+				}
 			}
 		}
 		c.ring[place] = id
