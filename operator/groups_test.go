@@ -119,7 +119,9 @@ func checkSorted(t fataler, ord []EmitOrder, what string) {
 // groups that changed (SnapshotGroups of Changed), restore into another
 // number of operators (RestoreGroups), and go on identically. The stored
 // key-group sections always equal the one operator's fresh sections of
-// every key group: what Changed leaves out did not change.
+// every key group: what Changed leaves out did not change. Some restores
+// change the allowed lateness (of the one operator too): the operators
+// go on identically under the new lateness.
 func TestSplitOperatorsMatchOne(t *testing.T) {
 	for _, kind := range []string{"tumbling", "sliding", "session"} {
 		t.Run(kind, func(t *testing.T) {
@@ -186,14 +188,27 @@ func checkSplit(t *rapid.T, kind string) {
 				t.Fatalf("step %d: key group %d: stored section differs from the state\nstored %x\nstate  %x", i, g, store[g], fresh[g].Bytes())
 			}
 		}
-		// Restore into another number of operators.
+		// Restore into another number of operators, sometimes under
+		// another allowed lateness (an upgrade): the one operator too.
 		var glob Globals
 		for _, o := range split.ops {
 			g := o.Globals()
-			glob.Watermark, glob.Now = g.Watermark, g.Now
+			glob.Watermark, glob.Now, glob.ClosedThrough = g.Watermark, g.Now, g.ClosedThrough
 			glob.Emitted += g.Emitted
 			glob.PartlyTooLate += g.PartlyTooLate
 			glob.SkippedWindows += g.SkippedWindows
+		}
+		if rapid.IntRange(0, 3).Draw(t, "relate") == 0 {
+			sc.lateness = rapid.SampledFrom([]int64{0, 5, 15, 1000}).Draw(t, "newLateness")
+			var parts [][]byte
+			for g := range k {
+				parts = append(parts, fresh[g].Bytes())
+			}
+			g := one.Globals()
+			one = build()
+			if err := one.RestoreGroups(parts, g); err != nil {
+				t.Fatalf("step %d: restore the one operator: %v", i, err)
+			}
 		}
 		n := rapid.IntRange(1, min(4, k)).Draw(t, "restoreTasks")
 		next := newSplit(n)
