@@ -102,15 +102,55 @@ var ErrRange = errors.New("timestamp outside the years 0000 to 9999")
 
 // Parse converts text to ms since the epoch. Errors wrap ErrNoOffset,
 // ErrSyntax, ErrNonexistent or ErrRange and quote the text.
-func (p *Parser) Parse(b []byte) (int64, error) {
-	ms, err := p.parse(b)
+func (p *Parser) Parse(b []byte) (int64, error) { return p.ParseWith(b, nil) }
+
+// ParseWith is Parse reading dates through c (nil: none), which remembers
+// the last date it read: the timestamps of one field mostly share their
+// date, which is then compared, not parsed again. The result is Parse's
+// whatever c holds. A DateCache must not be used by two goroutines at once;
+// give each decoder its own.
+func (p *Parser) ParseWith(b []byte, c *DateCache) (int64, error) {
+	ms, err := p.parse(b, c)
 	if err == nil && (ms < minMs || ms >= maxMs) {
 		return 0, fmt.Errorf("%w: %q", ErrRange, b)
 	}
 	return ms, err
 }
 
-func (p *Parser) parse(b []byte) (int64, error) {
+// DateCache remembers the last "YYYY-MM-DD" a Parser read through
+// ParseWith and the seconds from the epoch to that day's midnight (as
+// UTC). The zero value is empty.
+type DateCache struct {
+	text [10]byte
+	secs int64
+	ok   bool
+}
+
+// dateSeconds returns the seconds since the epoch of midnight (as UTC) of
+// the valid date "YYYY-MM-DD" at the start of s; false when a digit,
+// separator or range is wrong. c may be nil.
+func (c *DateCache) dateSeconds(s string) (int64, bool) {
+	if c != nil && c.ok && s[:10] == unsafe.String(&c.text[0], 10) {
+		return c.secs, true
+	}
+	if s[4] != '-' || s[7] != '-' {
+		return 0, false
+	}
+	year, ok1 := atoiFixed(s[0:4])
+	month, ok2 := atoiFixed(s[5:7])
+	day, ok3 := atoiFixed(s[8:10])
+	if !(ok1 && ok2 && ok3) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) {
+		return 0, false
+	}
+	secs := daysFromCivil(year, month, day) * 86400
+	if c != nil {
+		copy(c.text[:], s[:10])
+		c.secs, c.ok = secs, true
+	}
+	return secs, true
+}
+
+func (p *Parser) parse(b []byte, c *DateCache) (int64, error) {
 	if len(b) == 0 {
 		return 0, fmt.Errorf("%w: empty", ErrSyntax)
 	}
@@ -129,7 +169,7 @@ func (p *Parser) parse(b []byte) (int64, error) {
 	case EpochS:
 		return parseEpochSeconds(s)
 	case Layout:
-		if ms, ok := p.layoutFast(s); ok {
+		if ms, ok := p.layoutFast(s, c); ok {
 			return ms, nil
 		}
 		t, err := time.ParseInLocation(p.Layout, s, p.Loc)
@@ -145,7 +185,10 @@ func (p *Parser) parse(b []byte) (int64, error) {
 		p.cacheZone(first)
 		return first.UnixMilli(), nil
 	default:
-		return ParseRFC3339(s)
+		if ms, ok := parseRFC3339Fast(s, c); ok {
+			return ms, nil
+		}
+		return parseRFC3339Slow(s)
 	}
 }
 
@@ -159,14 +202,14 @@ const zoneMargin = 27 * 3600
 // maps to UTC by one fixed offset. The slow path (time.ParseInLocation,
 // with its checks for skipped and repeated hours) handles the rest and
 // refreshes the cache.
-func (p *Parser) layoutFast(s string) (int64, bool) {
+func (p *Parser) layoutFast(s string, c *DateCache) (int64, bool) {
 	if !p.zValid || len(s) != 19 || (p.Layout != "2006-01-02 15:04:05" && p.Layout != "2006-01-02T15:04:05") {
 		return 0, false
 	}
 	if s[10] != p.Layout[10] {
 		return 0, false
 	}
-	local, ok := dateTimeSeconds(s)
+	local, ok := dateTimeSeconds(s, c)
 	if !ok {
 		return 0, false
 	}
@@ -234,7 +277,7 @@ func earlierOccurrence(t time.Time) time.Time {
 // ParseRFC3339 parses RFC 3339 text with a mandatory UTC offset ("Z",
 // "+09:00", "-0500") to ms since the epoch. A space may stand for the "T".
 func ParseRFC3339(s string) (int64, error) {
-	if ms, ok := parseRFC3339Fast(s); ok {
+	if ms, ok := parseRFC3339Fast(s, nil); ok {
 		return ms, nil
 	}
 	return parseRFC3339Slow(s)
@@ -250,11 +293,13 @@ func ParseRFC3339(s string) (int64, error) {
 // (checked by TestParseRFC3339FastMatchesSlow and FuzzParseRFC3339).
 // The slow path allocates: "+0900" is tried as RFC 3339 first (an error
 // value), and an offset that is not a whole hour gets a time.FixedZone.
-func parseRFC3339Fast(s string) (int64, bool) {
+//
+// c (nil: none) remembers the last date read.
+func parseRFC3339Fast(s string, c *DateCache) (int64, bool) {
 	if len(s) < len("2006-01-02T15:04:05Z") || (s[10] != 'T' && s[10] != ' ') {
 		return 0, false
 	}
-	local, ok := dateTimeSeconds(s)
+	local, ok := dateTimeSeconds(s, c)
 	if !ok {
 		return 0, false
 	}
@@ -300,21 +345,23 @@ func parseRFC3339Fast(s string) (int64, bool) {
 
 // dateTimeSeconds reads "YYYY-MM-DD?hh:mm:ss" at the start of s (any
 // separator at index 10) as seconds since the epoch of that wall clock
-// taken as UTC; false when a digit, separator or range is wrong.
-func dateTimeSeconds(s string) (int64, bool) {
-	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':' {
+// taken as UTC; false when a digit, separator or range is wrong. The date
+// goes through c (nil: none).
+func dateTimeSeconds(s string, c *DateCache) (int64, bool) {
+	if len(s) < 19 || s[13] != ':' || s[16] != ':' {
 		return 0, false
 	}
-	year, ok1 := atoiFixed(s[0:4])
-	month, ok2 := atoiFixed(s[5:7])
-	day, ok3 := atoiFixed(s[8:10])
 	hour, ok4 := atoiFixed(s[11:13])
 	min, ok5 := atoiFixed(s[14:16])
 	sec, ok6 := atoiFixed(s[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || min > 59 || sec > 59 {
+	if !(ok4 && ok5 && ok6) || hour > 23 || min > 59 || sec > 59 {
 		return 0, false
 	}
-	return daysFromCivil(year, month, day)*86400 + hour*3600 + min*60 + sec, true
+	day, ok := c.dateSeconds(s)
+	if !ok {
+		return 0, false
+	}
+	return day + hour*3600 + min*60 + sec, true
 }
 
 // atoiFixed parses s, ASCII digits only.

@@ -484,7 +484,7 @@ func TestParseRFC3339FastMatchesSlow(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := genRFC3339().Draw(t, "s")
 		compareFastSlow(t, s)
-		if _, ok := parseRFC3339Fast(s); ok {
+		if _, ok := parseRFC3339Fast(s, nil); ok {
 			fast++
 		}
 	})
@@ -524,7 +524,7 @@ func compareFastSlow(t interface{ Fatalf(string, ...any) }, s string) {
 	if got != want || (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
 		t.Fatalf("%q: ParseRFC3339 = %d, %v; time.Parse path = %d, %v", s, got, err, want, werr)
 	}
-	if ms, ok := parseRFC3339Fast(s); ok && (werr != nil || ms != want) {
+	if ms, ok := parseRFC3339Fast(s, nil); ok && (werr != nil || ms != want) {
 		t.Fatalf("%q: fast path accepts %d, time.Parse path %d, %v", s, ms, want, werr)
 	}
 }

@@ -26,8 +26,9 @@ var rfc3339 = &eventtime.Parser{Format: eventtime.RFC3339}
 // plan is one field to decode.
 type plan struct {
 	f      row.Field
-	path   []string          // JSON: Name split at dots
-	parser *eventtime.Parser // KindTime only
+	path   []string            // JSON: Name split at dots
+	parser *eventtime.Parser   // KindTime only
+	dates  eventtime.DateCache // the field's last date, for parser (each decoder has its own plans)
 }
 
 // compile lists the fields of f to decode, in schema order.

@@ -101,3 +101,32 @@ func BenchmarkCSVDecodeOrder(b *testing.B) {
 		}
 	}
 }
+
+// articleLine is the first article's order event as internal/articlegen
+// writes it (242 bytes).
+var articleLine = []byte(`{"event_id":"evt-20260624-0000001","event_type":"ORDER_PAID","event_version":1,"order_id":"ord-0000001","store_id":"store-0327","amount":141.09,"currency":"USD","paid_at":"2026-06-23T23:59:33+09:00","produced_at":"2026-06-23T23:59:35+09:00"}`)
+
+// articleSpecs are the fields examples/article/pipeline.yaml decodes (all
+// but event_version).
+var articleSpecs = []string{"event_id:string", "event_type:string", "order_id:string", "store_id:string", "amount:decimal", "currency:string", "paid_at:timestamp", "produced_at:timestamp"}
+
+// BenchmarkJSONDecodeArticle decodes the article's order event.
+func BenchmarkJSONDecodeArticle(b *testing.B) {
+	f := testFields(b, articleSpecs...)
+	d := NewJSON(f)
+	r := f.Schema.NewRow()
+	var a source.Arena
+	b.ReportAllocs()
+	b.SetBytes(int64(len(articleLine)))
+	n := 0
+	for b.Loop() {
+		if n%1024 == 0 {
+			a.Reset()
+		}
+		n++
+		f.Schema.Shape(r)
+		if e := d.Decode(articleLine, r, &a); e != nil {
+			b.Fatal(e)
+		}
+	}
+}

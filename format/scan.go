@@ -136,7 +136,7 @@ func (d *JSON) hintAt(b []byte, ks, n int) (*keyHint, bool) {
 	}
 	h := &d.hint[n]
 	e := ks + len(h.key)
-	if e >= len(b) || b[e] != '"' || view(b[ks:e]) != h.key {
+	if e >= len(b) || b[e] != '"' || view(b[ks:e]) != view(h.key) {
 		return nil, false
 	}
 	return h, true
@@ -147,7 +147,7 @@ func (d *JSON) hintAt(b []byte, ks, n int) (*keyHint, bool) {
 // the same order, so the field found at position n last time is tried
 // first.
 func (d *JSON) lookup(key []byte, n int) int {
-	if n < len(d.hint) && d.hint[n].key == view(key) {
+	if n < len(d.hint) && view(d.hint[n].key) == view(key) {
 		return int(d.hint[n].field)
 	}
 	found := -1
@@ -161,7 +161,10 @@ func (d *JSON) lookup(key []byte, n int) int {
 		for len(d.hint) <= n {
 			d.hint = append(d.hint, keyHint{field: -1})
 		}
-		d.hint[n] = keyHint{key: string(key), field: int16(found)}
+		// The hint's bytes are reused: lines whose keys come in other
+		// orders (re-serialized redeliveries) allocate nothing.
+		h := &d.hint[n]
+		h.key, h.field = append(h.key[:0], key...), int16(found)
 	}
 	return found
 }
@@ -169,7 +172,7 @@ func (d *JSON) lookup(key []byte, n int) int {
 // keyHint remembers the key seen at one position of the last object and
 // the field it named (−1: none).
 type keyHint struct {
-	key   string
+	key   []byte
 	field int16
 }
 
@@ -182,11 +185,14 @@ func (d *JSON) fastValue(p *plan, b []byte, i int, r *row.Row, a *source.Arena) 
 	f := &p.f
 	switch c := b[i]; {
 	case c == '"':
-		end, esc, ok := scanString(b, i+1)
+		end, esc, ascii, ok := scanStringASCII(b, i+1)
 		if !ok {
 			return 0, false
 		}
 		s := b[i+1 : end]
+		// An ASCII string is valid UTF-8: the scan that found its end has
+		// looked at every byte, so utf8.Valid runs only on strings with
+		// bytes from 0x80 on.
 		if f.Kind == row.KindString {
 			// A string field's text keeps the encoding rule (scanString
 			// refused raw control characters, NUL among them); anything
@@ -198,14 +204,14 @@ func (d *JSON) fastValue(p *plan, b []byte, i int, r *row.Row, a *source.Arena) 
 					return 0, false
 				}
 				s = d.esc
-			} else if !utf8.Valid(s) {
+			} else if !ascii && !utf8.Valid(s) {
 				return 0, false
 			}
 			r.S[f.Slot] = a.String(s)
 			r.SetValid(f.Index)
 			return end + 1, true
 		}
-		if esc || !utf8.Valid(s) {
+		if esc || !ascii && !utf8.Valid(s) {
 			// Decode escapes and replace invalid UTF-8 with U+FFFD, as
 			// encoding/json does: the text is parsed, not kept.
 			d.esc = appendUnescaped(d.esc[:0], s)
@@ -280,6 +286,64 @@ func scanString(b []byte, i int) (end int, esc, ok bool) {
 			return 0, false, false
 		}
 	}
+}
+
+// scanStringASCII is scanString that also reports whether the body is
+// ASCII (no byte from 0x80 on).
+func scanStringASCII(b []byte, i int) (end int, esc, ascii, ok bool) {
+	var hi uint64
+	for {
+		var h uint64
+		i, h = plainRunHigh(b, i)
+		hi |= h
+		if i >= len(b) {
+			return 0, false, false, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i, esc, hi&hi7 == 0, true
+		case c != '\\' || i+1 >= len(b):
+			return 0, false, false, false
+		}
+		esc = true
+		switch b[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if i+5 >= len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+				return 0, false, false, false
+			}
+			i += 6
+		default:
+			return 0, false, false, false
+		}
+	}
+}
+
+// plainRunHigh is plainRun that also returns the bytes it passed over,
+// OR-ed together in the high bit of some lane (zero when all of them are
+// ASCII).
+func plainRunHigh(b []byte, i int) (int, uint64) {
+	var acc uint64
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ quoteLanes
+		s := x ^ bslshLanes
+		m := ((q - lo7) &^ q) | ((s - lo7) &^ s) | ((x - ctlLanes) &^ x)
+		if m &= hi7; m != 0 {
+			k := bits.TrailingZeros64(m) / 8
+			return i + k, acc | x&(1<<(8*k)-1)
+		}
+		acc |= x
+	}
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		acc |= uint64(c)
+	}
+	return i, acc
 }
 
 // SWAR constants: a byte lane of each word.
