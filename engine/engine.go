@@ -239,6 +239,9 @@ type runtime struct {
 	resumedEvents int64 // records read before the restored checkpoint
 	present       []bool
 	absent        int
+	// groupMarker takes the router's markers in a group run's source task
+	// (grouptask.go).
+	groupMarker func(task.Marker)
 	// keyWatch and keyChecked: engine/keycheck.go.
 	keyWatch         []keyWatch
 	keyChecked       bool

@@ -306,6 +306,10 @@ func (rt *runtime) tick(now int64) {
 // marker hands a marker to the tasks: with the round, or (one task, push
 // mode) at once.
 func (rt *runtime) marker(m task.Marker) {
+	if rt.groupMarker != nil {
+		rt.groupMarker(m) // a group run's source task (grouptask.go)
+		return
+	}
 	if rt.inline {
 		if err := rt.tasks[0].PushMarker(&m); err != nil && rt.pushErr == nil {
 			rt.pushErr = err

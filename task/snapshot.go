@@ -80,6 +80,11 @@ type Globals struct {
 	OrderNextSweep int64
 	// Ops are the stages' operator globals (zero for select stages).
 	Ops []operator.Globals
+	// OwnWatermarks makes Restore give each stage the watermark and
+	// processing time of its Ops entry instead of Watermark and Now (a
+	// group run, where each node has its own watermark:
+	// docs/scale-out.md).
+	OwnWatermarks bool
 }
 
 // Globals returns the task's globals.
@@ -185,7 +190,9 @@ func (t *Task) Restore(sections []Section, g Globals) error {
 				parts[i] = s.Data
 			}
 			og := g.Ops[nr.stage.si]
-			og.Watermark, og.Now = g.Watermark, g.Now
+			if !g.OwnWatermarks {
+				og.Watermark, og.Now = g.Watermark, g.Now
+			}
 			if t.index > 0 {
 				og.Emitted, og.PartlyTooLate, og.SkippedWindows = 0, 0, 0
 			}

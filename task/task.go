@@ -223,6 +223,15 @@ func (t *Task) SetRemote(f func(owner, node int, p *Packet, it *Item)) {
 	}
 }
 
+// SetWatermarks tells each node's sender the watermark of its node
+// (wms[node]): the watermark_at of the select rows it makes. For a task
+// restored in a group run, where each node has its own watermark.
+func (t *Task) SetWatermarks(wms []int64) {
+	for i, nr := range t.nodes {
+		nr.snd.SetWatermark(wms[i])
+	}
+}
+
 // PushMarkerTo hands a marker to node alone (push mode, in a group run,
 // where each node's watermark is the minimum over the tasks feeding it:
 // docs/scale-out.md).
