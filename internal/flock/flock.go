@@ -126,6 +126,25 @@ func (l *Lock) Release() error {
 	return nil
 }
 
+// ErrLocked is returned by TryLock when another open file holds the lock.
+var ErrLocked = errors.New("file is locked by another open file")
+
+// TryLock takes the exclusive lock (as Acquire's) on the open file f
+// without waiting and without writing into f: a writer marks a file it is
+// still filling, and another process can tell a live writer's file (the
+// lock is held) from one a crashed writer left (it is free: the kernel
+// released it with the process). The lock is released when f is closed.
+// Errors: ErrLocked (wrapped) when the lock is held; errors.ErrUnsupported
+// on a platform without file locks; otherwise the system's error (ENOLCK
+// on a file system that keeps no locks), naming f.
+func TryLock(f *os.File) error {
+	err := lockFile(f)
+	if errors.Is(err, errWouldBlock) {
+		return fmt.Errorf("lock %s: %w", f.Name(), ErrLocked)
+	}
+	return err
+}
+
 // held reads the holder of the lock at path.
 func held(path string) *HeldError {
 	e := &HeldError{Path: path}

@@ -123,3 +123,35 @@ func TestHolderFormat(t *testing.T) {
 		t.Errorf("unknown holder: %q", got)
 	}
 }
+
+// TestTryLock: TryLock marks an open file without writing into it; a
+// second open file of it cannot take the lock (ErrLocked) until the first
+// is closed.
+func TestTryLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".tmp-1")
+	if err := os.WriteFile(path, []byte("partial data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := TryLock(a); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := TryLock(b); !errors.Is(err, ErrLocked) || err.Error() != "lock "+path+": file is locked by another open file" {
+		t.Fatalf("TryLock of a locked file: %v, want ErrLocked naming it", err)
+	}
+	a.Close()
+	if err := TryLock(b); err != nil {
+		t.Fatalf("TryLock after the holder closed: %v", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "partial data" {
+		t.Errorf("TryLock wrote into the file: %q", got)
+	}
+}
