@@ -318,7 +318,10 @@ func (p *Pipeline) Validate() error {
 		add("parallelism", "%d tasks over %d key groups: a task owns at least one key group (raise key_groups, which a new checkpoint.dir allows)", p.Parallelism, kg)
 	}
 	if c := p.Checkpoint; c != nil {
-		if c.Dir == "" {
+		switch {
+		case c.Store != "":
+			validateStore(c, add)
+		case c.Dir == "":
 			add("checkpoint.dir", "required: the directory that holds the checkpoints")
 		}
 		if c.Interval < Duration(time.Millisecond) {

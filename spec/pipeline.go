@@ -112,8 +112,18 @@ type Pipeline struct {
 // Checkpoint configures checkpoints (docs/checkpoints.md).
 type Checkpoint struct {
 	// Dir holds the checkpoint files, relative to the working directory;
-	// created if absent. YAML `dir`. Required.
+	// created if absent. YAML `dir`. Required unless Store is given, and
+	// refused with it: a pipeline's checkpoints live in one place.
 	Dir string `yaml:"dir"`
+	// Store is where a group of instances (a Kafka consumer group) keeps
+	// its tasks' checkpoints when not in Dir: a PostgreSQL URL,
+	// "postgres://user@host:5432/db?sslmode=require" (or postgresql://),
+	// holding them in the table tidemark_checkpoints of the connection's
+	// first schema (search_path; checkpoint.PGTaskStore). YAML `store`.
+	// Default "" (none): the checkpoints are files in Dir, a directory
+	// that every instance mounts when there are several. Other schemes are
+	// refused. Keep a password out of the file: write it as ${VAR}.
+	Store string `yaml:"store"`
 	// Interval is the wall-clock time between checkpoints. YAML
 	// `interval`. Default 10s; at least 1ms. An explicit zero in YAML
 	// (`interval: 0s`) is refused, not taken for the default; in Go the
