@@ -28,7 +28,8 @@
 //	                   rule; for int x Flink returns a truncated int, tidemark
 //	                   returns the exact decimal)
 //	min(x), max(x)     kind of x (int, decimal, string, timestamp, bool)
-//	count_distinct(x)  int: number of distinct non-null x (exact)
+//	count_distinct(x)  int: number of distinct non-null x (exact up to
+//	                   56-bit hash collisions: distinct.go)
 //	arg_max(x, y)      kind of y: y of the row with the largest x (ties: the
 //	arg_min(x, y)      smallest y); not retractable
 //

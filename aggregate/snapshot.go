@@ -13,8 +13,9 @@ package aggregate
 //	min/max with
 //	retraction       Uint(entries) {Uint(multiplicity) value}… in ascending
 //	                 value order, then Bool(valid) [current extreme]
-//	count_distinct   Uint(entries) {value Uint(multiplicity)}… in ascending
-//	                 order (int values, or strings: decimals by trimmed text)
+//	count_distinct   Uint(entries) {Fixed64(hash key) Uint(multiplicity)}…
+//	                 in ascending key order (56-bit keys of the values'
+//	                 hashes: distinct.go)
 //
 // A value is Int for bool, int and timestamp arguments, String for
 // strings, Decimal for decimals. The current extreme of a retractable
@@ -267,46 +268,3 @@ func (c *multiExtreme[T, K]) RestoreSlot(d *state.Decoder, s int32) {
 	c.m[s] = ms
 }
 
-// AppendSlot implements Column.
-func (c *distinct[K]) AppendSlot(e *state.Encoder, s int32) {
-	m := c.m[s]
-	c.scratch = c.scratch[:0]
-	for k := range m {
-		c.scratch = append(c.scratch, k)
-	}
-	slices.Sort(c.scratch)
-	e.Uint(uint64(len(c.scratch)))
-	for _, k := range c.scratch {
-		appendValue(e, k)
-		e.Uint(uint64(*m[k]))
-	}
-	clear(c.scratch)
-}
-
-// RestoreSlot implements Column.
-func (c *distinct[K]) RestoreSlot(d *state.Decoder, s int32) {
-	c.m[s] = nil
-	n := d.Len(maxEntries, 2)
-	if n == 0 {
-		return
-	}
-	m := make(map[K]*int64, n)
-	for i := 0; i < n; i++ {
-		k := readValue[K](d)
-		cnt := d.Uint()
-		if d.Err() != nil {
-			return
-		}
-		if cnt < 1 || cnt > 1<<62 {
-			d.Fail("%s multiplicity %d", c.arg.Name, cnt)
-			return
-		}
-		if _, dup := m[k]; dup {
-			d.Fail("%s value listed twice", c.arg.Name)
-			return
-		}
-		v := int64(cnt)
-		m[k] = &v
-	}
-	c.m[s] = m
-}

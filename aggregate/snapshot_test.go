@@ -263,9 +263,13 @@ func TestRestoreSlotRejects(t *testing.T) {
 		in   []byte
 	}{
 		{"distinct zero multiplicity", Spec{Func: "count_distinct", Arg: fs[0], HasArg: true},
-			enc(func(e *state.Encoder) { e.Uint(1); e.Int(5); e.Uint(0) })},
+			enc(func(e *state.Encoder) { e.Uint(1); e.Fixed64(5); e.Uint(0) })},
 		{"distinct duplicate", Spec{Func: "count_distinct", Arg: fs[2], HasArg: true},
-			enc(func(e *state.Encoder) { e.Uint(2); e.String("a"); e.Uint(1); e.String("a"); e.Uint(1) })},
+			enc(func(e *state.Encoder) { e.Uint(2); e.Fixed64(7); e.Uint(1); e.Fixed64(7); e.Uint(1) })},
+		{"distinct out of order", Spec{Func: "count_distinct", Arg: fs[2], HasArg: true},
+			enc(func(e *state.Encoder) { e.Uint(2); e.Fixed64(9); e.Uint(1); e.Fixed64(3); e.Uint(1) })},
+		{"distinct key above 56 bits", Spec{Func: "count_distinct", Arg: fs[1], HasArg: true},
+			enc(func(e *state.Encoder) { e.Uint(1); e.Fixed64(1 << 60); e.Uint(1) })},
 		{"distinct huge count", Spec{Func: "count_distinct", Arg: fs[0], HasArg: true},
 			enc(func(e *state.Encoder) { e.Uint(1 << 40) })},
 		{"multiset duplicate decimal (2.0 and 2.00 are one value)", Spec{Func: "max", Arg: fs[1], HasArg: true, Retract: true},

@@ -38,8 +38,10 @@ import (
 // payloadVersion is the manifest payload's own version (inside
 // checkpoint.FormatVersion). Version 5 adds each stage's closed horizon;
 // version 4 is still read (the horizon is then derived from the
-// checkpoint's spec: upgrade.go).
-const payloadVersion = 5
+// checkpoint's spec: upgrade.go). Version 6 marks count_distinct slots
+// that hold value hashes (aggregate/distinct.go); versions 4 and 5 held
+// the values, so they are read only by pipelines without count_distinct.
+const payloadVersion = 6
 
 // committer is one sink taking part in checkpoints.
 type committer struct {
@@ -468,6 +470,7 @@ func (rt *runtime) encodeManifest(e *state.Encoder, rs *routerState, g task.Glob
 
 // manifest is a decoded manifest.
 type manifest struct {
+	version          byte // the payload's version
 	keyGroups, tasks int
 	router           routerState
 	cnt              task.Counters
@@ -482,8 +485,8 @@ type manifest struct {
 // checkpoint.ErrCorrupt for damage (a payload that does not parse).
 func (rt *runtime) decodeManifest(payload []byte) (*manifest, error) {
 	d := state.NewDecoder(payload)
-	version := d.Section("manifest", 4, payloadVersion)
-	m := &manifest{cnt: task.NewCounters(len(rt.plan.Stages)), prepared: map[string][]byte{}}
+	version := d.Section("manifest", 4, 5, payloadVersion)
+	m := &manifest{version: version, cnt: task.NewCounters(len(rt.plan.Stages)), prepared: map[string][]byte{}}
 	m.keyGroups = int(d.Len(1<<16, 0))
 	m.tasks = int(d.Len(1<<16, 0))
 	r := &m.router
@@ -606,6 +609,15 @@ func (rt *runtime) usable(c *checkpoint.Checkpoint) (*restored, error) {
 	m, err := rt.decodeManifest(c.Payload)
 	if err != nil {
 		return nil, err
+	}
+	if m.version < 6 {
+		for _, st := range rt.plan.Stages {
+			for _, a := range st.Aggs {
+				if a.Func == "count_distinct" {
+					return nil, fmt.Errorf("it holds the values of %s's count_distinct (%s) where this build keeps their hashes (manifest version %d, this build writes %d); it cannot be restored (use a new checkpoint.dir to recompute from the start)", st.Name, a.Name, m.version, payloadVersion)
+				}
+			}
+		}
 	}
 	if m.keyGroups != rt.g.KeyGroups {
 		return nil, fmt.Errorf("key_groups (%d → %d) changed: a pipeline's state is split into its key groups for good; recompute from the start with a new checkpoint.dir, or keep key_groups: %d", m.keyGroups, rt.g.KeyGroups, m.keyGroups)
