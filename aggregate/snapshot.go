@@ -267,4 +267,3 @@ func (c *multiExtreme[T, K]) RestoreSlot(d *state.Decoder, s int32) {
 	}
 	c.m[s] = ms
 }
-
