@@ -172,6 +172,17 @@ func (p *Pipeline) Defaults() {
 		if src.DiscoveryInterval == 0 {
 			src.DiscoveryInterval = Duration(10 * time.Second)
 		}
+		if src.Assignment == "" {
+			src.Assignment = "direct"
+		}
+		if src.Assignment == "group" {
+			if src.SessionTimeout == 0 {
+				src.SessionTimeout = Duration(10 * time.Second)
+			}
+			if src.TransactionTimeout == 0 {
+				src.TransactionTimeout = Duration(30 * time.Second)
+			}
+		}
 	}
 	if p.Source.Format == "" {
 		switch {
@@ -316,6 +327,9 @@ func (p *Pipeline) Validate() error {
 		add("parallelism", "%d is negative (0 means one task per CPU)", p.Parallelism)
 	} else if kg := p.EffectiveKeyGroups(); p.Parallelism > kg {
 		add("parallelism", "%d tasks over %d key groups: a task owns at least one key group (raise key_groups, which a new checkpoint.dir allows)", p.Parallelism, kg)
+	}
+	if p.Source.Type == "kafka" && p.Source.Assignment == "group" {
+		validateGroup(p, add)
 	}
 	if c := p.Checkpoint; c != nil {
 		switch {
@@ -932,7 +946,9 @@ func notFor(typ string, s *Source, add func(key, format string, args ...any), ot
 			"start_timestamp", s.StartTimestamp != "", "isolation", s.Isolation != "" && typ != "kafka",
 			"poll_timeout", s.PollTimeout != 0 && typ != "kafka", "discovery_interval", s.DiscoveryInterval != 0 && typ != "kafka",
 			"stop_at_end", s.StopAtEnd, "client_id", s.ClientID != "", "schema_registry", s.SchemaRegistry != nil,
-			"message", s.Message != ""),
+			"message", s.Message != "", "assignment", s.Assignment != "" && typ != "kafka",
+			"repartition_partitions", s.RepartitionPartitions != 0, "session_timeout", s.SessionTimeout != 0,
+			"transaction_timeout", s.TransactionTimeout != 0),
 		"nexmark": setKeys(
 			"events", s.Events != 0, "rate", s.Rate != 0, "seed", s.Seed != 0, "base_time", s.BaseTime != "", "delay", s.Delay != nil),
 	}
@@ -1012,6 +1028,30 @@ func validateKafkaSource(s *Source, add func(key, format string, args ...any)) {
 	if s.DiscoveryInterval < Duration(time.Millisecond) {
 		add("source.discovery_interval", "must be at least 1ms")
 	}
+	switch s.Assignment {
+	case "direct":
+		for k, set := range map[string]bool{"repartition_partitions": s.RepartitionPartitions != 0,
+			"session_timeout": s.SessionTimeout != 0, "transaction_timeout": s.TransactionTimeout != 0} {
+			if set {
+				add("source."+k, "only with assignment: group")
+			}
+		}
+	case "group":
+		if s.Group == "" {
+			add("source.group", "required with assignment: group: the consumer group the instances share")
+		}
+		if s.RepartitionPartitions < 0 {
+			add("source.repartition_partitions", "must not be negative (0: the input topics' partition count)")
+		}
+		if s.SessionTimeout < Duration(time.Millisecond) {
+			add("source.session_timeout", "must be at least 1ms")
+		}
+		if s.TransactionTimeout < Duration(time.Millisecond) {
+			add("source.transaction_timeout", "must be at least 1ms")
+		}
+	default:
+		add("source.assignment", "%q: want direct or group", s.Assignment)
+	}
 	for _, f := range s.Schema {
 		if _, err := parseTypeName(f.Type); err != nil {
 			add("source.schema."+f.Name, "%v", err)
@@ -1085,3 +1125,52 @@ func validateSelectStage(prefix string, s *Stage, add func(key, format string, a
 // DefaultTable is the table of a SQL sink that names none: the stage's
 // name with '-' replaced by '_'.
 func DefaultTable(stage string) string { return strings.ReplaceAll(stage, "-", "_") }
+
+// validateGroup checks what a pipeline run by a group of instances needs
+// (docs/scale-out.md): checkpoints (the handover of state), a repartition
+// topic within the key groups, a transaction timeout above the
+// checkpoint interval, and outputs every instance reaches and writes
+// exactly once with the others: kafka topics and postgres tables.
+func validateGroup(p *Pipeline, add func(key, format string, args ...any)) {
+	s := &p.Source
+	if p.Checkpoint == nil {
+		add("checkpoint", "required with source.assignment: group: a partition's state moves to its new owner through the checkpoint store")
+	} else if s.TransactionTimeout != 0 && s.TransactionTimeout <= p.Checkpoint.Interval {
+		add("source.transaction_timeout", "%s must exceed checkpoint.interval (%s): a transaction stays open from one checkpoint to the next", s.TransactionTimeout, p.Checkpoint.Interval)
+	}
+	if kg := p.EffectiveKeyGroups(); s.RepartitionPartitions > kg {
+		add("source.repartition_partitions", "%d partitions over %d key groups: each partition owns at least one key group (raise key_groups)", s.RepartitionPartitions, kg)
+	}
+	check := func(key string, sk *Sink) {
+		if sk == nil {
+			return
+		}
+		switch {
+		case sk.Type == "kafka":
+		case sk.Type == "postgres" && sk.Mode != "ledger":
+		case sk.Type == "postgres":
+			add(key, "mode ledger is not supported with source.assignment: group")
+		default:
+			add(key, "type %s: with source.assignment: group every instance writes the outputs, so they must be kafka topics or postgres tables", sk.Type)
+		}
+	}
+	check("quarantine.sink", p.Quarantine.Sink)
+	check("conflicts.sink", p.Conflicts.Sink)
+	stages := p.Stages
+	if len(stages) == 0 {
+		stages = []Stage{{Sinks: p.Sinks, Late: p.Late, Contributions: p.Contributions}}
+	}
+	for i, st := range stages {
+		prefix := ""
+		if len(p.Stages) > 0 {
+			prefix = fmt.Sprintf("stages[%d].", i)
+		}
+		for j := range st.Sinks {
+			check(fmt.Sprintf("%ssinks[%d]", prefix, j), &st.Sinks[j])
+		}
+		check(prefix+"late.sink", st.Late.Sink)
+		if st.Contributions != nil {
+			check(prefix+"contributions.sink", st.Contributions.Sink)
+		}
+	}
+}

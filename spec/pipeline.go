@@ -264,6 +264,29 @@ type Source struct {
 	// ClientID is the Kafka client.id. YAML `client_id`. Default
 	// "tidemark".
 	ClientID string `yaml:"client_id"`
+	// Assignment says how the topics' partitions are shared out: "direct"
+	// (this process reads every partition itself) or "group" (the process
+	// joins consumer group `group` with the other instances started with
+	// the same pipeline, and runs the tasks of the partitions the group
+	// gives it: docs/scale-out.md). YAML `assignment`. Default direct.
+	Assignment string `yaml:"assignment" enum:"source.assignment|direct,group"`
+	// RepartitionPartitions (assignment group) is the number of partitions
+	// of the pipeline's repartition topic "<name>-repartition", which
+	// carries each record to the instance owning its key group: the most
+	// instances that hold keyed state. YAML `repartition_partitions`.
+	// Default 0: the number of partitions of the input topics, at most
+	// key_groups. Fixed once the topic exists (it is created if absent).
+	RepartitionPartitions int `yaml:"repartition_partitions"`
+	// SessionTimeout (assignment group) is how long the group waits for a
+	// silent instance before its partitions move to the others
+	// (session.timeout.ms). YAML `session_timeout`. Default 10s.
+	SessionTimeout Duration `yaml:"session_timeout,omitempty" zero:"must be at least 1ms|10s"`
+	// TransactionTimeout (assignment group) is the transaction.timeout.ms
+	// of the instance's transactions: longer than checkpoint.interval plus
+	// the time a checkpoint takes. The partitions of a killed instance
+	// wait up to this long for the broker to abort its open transaction.
+	// YAML `transaction_timeout`. Default 30s.
+	TransactionTimeout Duration `yaml:"transaction_timeout,omitempty" zero:"must be at least 1ms|30s"`
 	// SchemaRegistry is the Confluent-compatible Schema Registry that
 	// holds the writers' schemas of format avro or protobuf. YAML
 	// `schema_registry`. Required with those formats.
