@@ -9,10 +9,15 @@ import (
 // urlScheme matches a URL scheme (RFC 3986, section 3.1).
 var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
 
-// validateStore checks checkpoint.store (set): a PostgreSQL URL, and no
-// checkpoint.dir beside it. Messages never quote the value, which may
-// hold a password.
-func validateStore(c *Checkpoint, add func(key, format string, args ...any)) {
+// validateStore checks checkpoint.store (set): a PostgreSQL URL, no
+// checkpoint.dir beside it, and a group pipeline (one instance, which
+// reads every partition itself, checkpoints into checkpoint.dir). Messages
+// never quote the value, which may hold a password.
+func validateStore(p *Pipeline, add func(key, format string, args ...any)) {
+	c := p.Checkpoint
+	if p.Source.Assignment != "group" {
+		add("checkpoint.store", "needs source.assignment: group: the store holds the checkpoints of a group of instances; one instance keeps them in checkpoint.dir")
+	}
 	if c.Dir != "" {
 		add("checkpoint.store", "give dir or store, not both: a pipeline's checkpoints live in one place (dir: a directory, local or mounted by every instance; store: a PostgreSQL URL)")
 	}

@@ -334,7 +334,7 @@ func (p *Pipeline) Validate() error {
 	if c := p.Checkpoint; c != nil {
 		switch {
 		case c.Store != "":
-			validateStore(c, add)
+			validateStore(p, add)
 		case c.Dir == "":
 			add("checkpoint.dir", "required: the directory that holds the checkpoints")
 		}

@@ -121,8 +121,9 @@ type Checkpoint struct {
 	// holding them in the table tidemark_checkpoints of the connection's
 	// first schema (search_path; checkpoint.PGTaskStore). YAML `store`.
 	// Default "" (none): the checkpoints are files in Dir, a directory
-	// that every instance mounts when there are several. Other schemes are
-	// refused. Keep a password out of the file: write it as ${VAR}.
+	// that every instance mounts when there are several. Only with
+	// source.assignment group; other schemes are refused. Keep a password
+	// out of the file: write it as ${VAR}.
 	Store string `yaml:"store"`
 	// Interval is the wall-clock time between checkpoints. YAML
 	// `interval`. Default 10s; at least 1ms. An explicit zero in YAML
