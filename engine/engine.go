@@ -125,6 +125,13 @@ type Options struct {
 	// LiveEvery is the least wall-clock time between two snapshots.
 	// Default 1s.
 	LiveEvery time.Duration
+	// InstanceID names this instance of a group run (source.assignment:
+	// group): its static membership in the consumer group (a restart
+	// with the same id takes its partitions back without a rebalance) and
+	// its transactional id. Default: none (a random name; dynamic
+	// membership).
+	InstanceID string
+
 	// HotKeys is how many of each stage's keys holding the most state a
 	// snapshot lists (Live.Stages[].HotKeys). Default 0: none (listing
 	// walks every key).
@@ -173,6 +180,9 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 	}
 	if opts.LiveEvery <= 0 {
 		opts.LiveEvery = time.Second
+	}
+	if sp := p.Spec.Source; sp.Type == "kafka" && sp.Assignment == "group" {
+		return runGroup(ctx, p, opts)
 	}
 	start := time.Now()
 	cpu0 := cpuTime()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -462,7 +463,7 @@ func groupModel(t *testing.T, seed uint64, lateness time.Duration, stats *modelS
 	newInst := func(name string) *memInst {
 		m := &memInst{grp: grp, name: name, pos: map[taskKey]int{},
 			dec: format.NewJSON(format.Fields{Schema: pl.SourceSchema, Time: pl.TimeParsers})}
-		m.in = &instance{plan: pl, g: g, opts: opts, host: m, inputs: names, json: jsonDec, tasks: map[taskKey]*groupEntry{},
+		m.in = &instance{plan: pl, g: g, opts: opts, host: m, inputs: names, json: jsonDec, tasks: map[taskKey]*groupEntry{}, writer: name,
 			stops: func(i int) int64 { return int64(len(grp.inputs[i].recs)) }}
 		m.resetTxn()
 		return m
@@ -648,6 +649,22 @@ func runCapture(t *testing.T, p *spec.Pipeline) []string {
 	t.Helper()
 	var lines []string
 	var mu sync.Mutex
+	// The sinks are captured, but their paths are still locked: keep them
+	// out of the package directory.
+	dir := t.TempDir()
+	move := func(s *spec.Sink) {
+		if s != nil && s.Path != "" {
+			s.Path = filepath.Join(dir, filepath.Base(s.Path))
+		}
+	}
+	move(p.Quarantine.Sink)
+	move(p.Conflicts.Sink)
+	for i := range p.Stages {
+		for j := range p.Stages[i].Sinks {
+			move(&p.Stages[i].Sinks[j])
+		}
+		move(p.Stages[i].Late.Sink)
+	}
 	p.Defaults()
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)

@@ -21,17 +21,21 @@ import (
 // checkpoints in the group's checkpoint.TaskStore under its own name, as
 // immutable objects:
 //
-//	m-<id>-<generation>  a manifest: the task's state outside its key
-//	                     groups and the sections of its key groups
-//	s-<id>-<generation>  a segment: the sections that changed since the
-//	                     task's previous checkpoint (and those compaction
-//	                     copied forward)
+//	m-<id>-<generation>-<writer>  a manifest: the task's state outside
+//	                              its key groups and the sections of its
+//	                              key groups
+//	s-<id>-<generation>-<writer>  a segment: the sections that changed
+//	                              since the task's previous checkpoint
+//	                              (and those compaction copied forward)
 //
 // with id the task's checkpoint number (one more than the one its state
-// was restored from) and generation the consumer group's generation when
-// it was written: a former owner that has not yet noticed it lost the
-// partition writes under an older generation, so two writers never name
-// an object alike. Which manifest is current is not the store's to say:
+// was restored from), generation the consumer group's generation when it
+// was written and writer the name of the process and its attempt (a
+// restart of its tasks after an aborted transaction): a former owner
+// that has not yet noticed it lost the partition writes under an older
+// generation, a restarted instance that kept its static membership (and
+// the generation) or an attempt after an abort under another writer
+// name, so two writers never name an object alike. Which manifest is current is not the store's to say:
 // the manifest's name is the metadata of the partition's offset, which
 // the Kafka transaction commits together with the records the task
 // produced — one commit point for offsets, state and output.
@@ -51,27 +55,41 @@ type taskCk struct {
 	cur     map[nodeGroup][]secRef
 	segSize map[string]int64
 	// id and gen name the checkpoint the task's state is at (committed or
-	// restored); 0 before any.
-	id  int64
-	gen int64
+	// restored), manifest its object; 0 and "" before any.
+	id       int64
+	gen      int64
+	manifest string
+	// writer names this process in object names.
+	writer string
+	// loaded is the bytes load read.
+	loaded int64
 }
 
-func newTaskCk(store checkpoint.TaskStore, name string) *taskCk {
-	return &taskCk{store: store, name: name, cur: map[nodeGroup][]secRef{}, segSize: map[string]int64{}}
+func newTaskCk(store checkpoint.TaskStore, name, writer string) *taskCk {
+	return &taskCk{store: store, name: name, writer: writer, cur: map[nodeGroup][]secRef{}, segSize: map[string]int64{}}
 }
 
 // objName names a task object: kind "m" or "s".
-func objName(kind string, id, gen int64) string { return fmt.Sprintf("%s-%020d-%010d", kind, id, gen) }
+func objName(kind string, id, gen int64, writer string) string {
+	return fmt.Sprintf("%s-%020d-%010d-%s", kind, id, gen, writer)
+}
+
+// taskObj is a parsed object name.
+type taskObj struct {
+	kind    string
+	id, gen int64
+	writer  string
+}
 
 // parseObj reads an object name back.
-func parseObj(name string) (kind string, id, gen int64, ok bool) {
-	parts := strings.Split(name, "-")
-	if len(parts) != 3 || (parts[0] != "m" && parts[0] != "s") {
-		return "", 0, 0, false
+func parseObj(name string) (taskObj, bool) {
+	parts := strings.SplitN(name, "-", 4)
+	if len(parts) != 4 || (parts[0] != "m" && parts[0] != "s") {
+		return taskObj{}, false
 	}
 	id, err1 := strconv.ParseInt(parts[1], 10, 64)
 	gen, err2 := strconv.ParseInt(parts[2], 10, 64)
-	return parts[0], id, gen, err1 == nil && err2 == nil
+	return taskObj{parts[0], id, gen, parts[3]}, err1 == nil && err2 == nil
 }
 
 // write stores checkpoint id of the task, written under generation gen:
@@ -79,7 +97,7 @@ func parseObj(name string) (kind string, id, gen int64, ok bool) {
 // segments less than half referenced), then the manifest with payload. It
 // returns the manifest's name.
 func (c *taskCk) write(ctx context.Context, id, gen int64, secs []task.Section, payload []byte) (string, error) {
-	segName := objName("s", id, gen)
+	segName := objName("s", id, gen, c.writer)
 	seg := []byte(checkpoint.SegmentMagic)
 	place := func(node, group int, data []byte, delta bool) secRef {
 		r := secRef{seg: segName, off: int64(len(seg)), n: int64(len(data)), hash: xxhash.Sum64(data), node: node, grp: group, delta: delta}
@@ -164,7 +182,7 @@ func (c *taskCk) write(ctx context.Context, id, gen int64, secs []task.Section, 
 		e.Bool(r.delta)
 	}
 	e.Fixed64(xxhash.Sum64(e.Bytes()))
-	name := objName("m", id, gen)
+	name := objName("m", id, gen, c.writer)
 	if err := c.store.Put(ctx, c.name, name, e.Bytes()); err != nil {
 		return "", fmt.Errorf("task %s: %w", c.name, err)
 	}
@@ -186,9 +204,12 @@ func (c *taskCk) keys() []nodeGroup {
 	return keys
 }
 
-// committed records that checkpoint id (manifest name) is the task's
-// current state: the Kafka transaction naming it committed.
-func (c *taskCk) committed(id, gen int64) { c.id, c.gen = id, gen }
+// committed records that manifest name is the task's current state: the
+// Kafka transaction naming it committed.
+func (c *taskCk) committed(name string) {
+	o, _ := parseObj(name)
+	c.id, c.gen, c.manifest = o.id, o.gen, name
+}
 
 // load reads manifest name and every section it references, checking
 // each against its hash, and makes it the task's current checkpoint. It
@@ -197,8 +218,9 @@ func (c *taskCk) committed(id, gen int64) { c.id, c.gen = id, gen }
 // a manifest that cannot be read is never skipped (its offsets are
 // committed: there is no older state to fall back to).
 func (c *taskCk) load(ctx context.Context, name string) ([]byte, []task.Section, error) {
-	kind, id, gen, ok := parseObj(name)
-	if !ok || kind != "m" {
+	o, ok := parseObj(name)
+	id := o.id
+	if !ok || o.kind != "m" {
 		return nil, nil, fmt.Errorf("task %s: the committed offset names %q, which is not a checkpoint manifest", c.name, name)
 	}
 	b, err := c.store.Get(ctx, c.name, name, 0, -1)
@@ -252,22 +274,27 @@ func (c *taskCk) load(ctx context.Context, name string) ([]byte, []task.Section,
 	if d.Remaining() != 0 {
 		return nil, nil, fmt.Errorf("task %s: checkpoint %s: %d bytes after the manifest", c.name, name, d.Remaining())
 	}
-	c.cur, c.segSize, c.id, c.gen = cur, segSize, id, gen
+	c.cur, c.segSize, c.id, c.gen, c.manifest = cur, segSize, id, o.gen, name
+	c.loaded = int64(len(b))
+	for _, s := range secs {
+		c.loaded += int64(len(s.Data))
+	}
 	return payload, secs, nil
 }
 
 // gc deletes the task's objects no longer needed: those the current
-// checkpoint does not reference, written under this writer's generation
-// gen or an older one, and — for this generation — with an id at most the
-// current one. (An object of a newer generation belongs to the
-// partition's new owner; one of this generation with a larger id is being
-// written.)
+// checkpoint does not reference that a writer of an older generation
+// wrote, or one of this generation gen — this writer (process and
+// attempt), up to the current id, or another (an aborted attempt, or a
+// restarted instance that kept its membership: the earlier process is
+// gone). An object of a newer generation belongs to the partition's new
+// owner, and one of this writer with a larger id is being written.
 func (c *taskCk) gc(ctx context.Context, gen int64) error {
 	names, err := c.store.List(ctx, c.name)
 	if err != nil {
 		return err
 	}
-	keep := map[string]bool{objName("m", c.id, c.gen): true}
+	keep := map[string]bool{c.manifest: true}
 	for _, chain := range c.cur {
 		for _, r := range chain {
 			keep[r.seg] = true
@@ -275,8 +302,8 @@ func (c *taskCk) gc(ctx context.Context, gen int64) error {
 	}
 	var del []string
 	for _, n := range names {
-		_, id, g, ok := parseObj(n)
-		if !ok || keep[n] || g > gen || (g == gen && id > c.id) {
+		o, ok := parseObj(n)
+		if !ok || keep[n] || o.gen > gen || (o.gen == gen && o.writer == c.writer && o.id > c.id) {
 			continue
 		}
 		del = append(del, n)

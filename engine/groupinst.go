@@ -39,6 +39,16 @@ type groupWriter interface {
 	Close(ctx context.Context) error
 }
 
+// done reports whether the task has nothing more to do: a source task
+// read its bounded partition to the end, a keyed task's every node is at
+// +inf.
+func (e *groupEntry) done() bool {
+	if e.kt != nil {
+		return e.kt.done()
+	}
+	return e.src.ended
+}
+
 // taskKey names a task of a group run: a source task (an input
 // partition's index) or a keyed task (a repartition partition).
 type taskKey struct {
@@ -79,6 +89,12 @@ type instance struct {
 	stops func(index int) int64
 	// lastDeltas counts the delta sections of the last checkpoint.
 	lastDeltas int
+	// writer names this process in the names of checkpoint objects, and
+	// attempt counts the times its tasks restarted from their committed
+	// checkpoints (an aborted transaction): the objects an aborted attempt
+	// wrote are never named again.
+	writer  string
+	attempt int
 }
 
 // sortedTasks returns the tasks in key order (source tasks first).
@@ -110,7 +126,7 @@ func (in *instance) add(ctx context.Context, key taskKey, manifest string) error
 	if err != nil {
 		return err
 	}
-	e := &groupEntry{key: key, ck: newTaskCk(in.host.Store(), key.String()), w: w}
+	e := &groupEntry{key: key, ck: newTaskCk(in.host.Store(), key.String(), fmt.Sprintf("%s.%d", in.writer, in.attempt)), w: w}
 	if key.keyed {
 		e.kt, err = newKeyTask(in.g, key.index, len(in.inputs), w, in.host.Repartition)
 	} else {
@@ -164,8 +180,10 @@ func (in *instance) drop(ctx context.Context, key taskKey) {
 	}
 }
 
-// dropAll forgets every task.
+// dropAll forgets every task; the tasks added next write under a new
+// attempt.
 func (in *instance) dropAll(ctx context.Context) {
+	in.attempt++
 	for _, e := range in.sortedTasks() {
 		in.drop(ctx, e.key)
 	}
@@ -216,8 +234,8 @@ func (in *instance) committed(ctx context.Context, gen int64) error {
 		if e.pending == "" {
 			continue
 		}
-		_, id, g, _ := parseObj(e.pending)
-		e.ck.committed(id, g)
+		e.ck.committed(e.pending)
+		id := e.ck.id
 		if err := e.w.Commit(ctx, id, e.prepared); err != nil {
 			return fmt.Errorf("task %s: checkpoint %d: %w", e.key, id, err)
 		}

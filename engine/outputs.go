@@ -39,6 +39,23 @@ type Env struct {
 	// the run resumes, and sinks must keep what earlier runs published
 	// (no truncation, no replacement).
 	Restoring bool
+	// Task, in a group run (docs/scale-out.md), names the task the sink
+	// belongs to: a SQL sink keeps its commit marker per task
+	// ("<table>@<task>"), and never empties a table (the other tasks of
+	// the group write it too). Empty otherwise.
+	Task string
+}
+
+// fresh reports whether a SQL sink of the run starts its table over
+// (a run from the start of its input, not a group's task).
+func (e *Env) fresh() bool { return !e.Restoring && e.Task == "" }
+
+// marker is the commit marker's sink name of a SQL sink on table.
+func (e *Env) marker(table string) string {
+	if e.Task != "" {
+		return table + "@" + e.Task
+	}
+	return table
 }
 
 // exactlyOnce reports whether sink s stages output for checkpoints.
@@ -77,8 +94,8 @@ func DefaultRegistry() *Registry {
 					return nil, errors.New("mode ledger is opened by the runner, not the registry")
 				}
 				return postgres.New(ctx, s.DSN, s.Table, d, postgres.Options{
-					Pipeline: env.Pipeline, Sink: s.Table,
-					Fresh: !env.Restoring, Resume: env.Restoring, ReplaceLayout: s.Replace,
+					Pipeline: env.Pipeline, Sink: env.marker(s.Table),
+					Fresh: env.fresh(), Resume: env.Restoring, ReplaceLayout: s.Replace,
 					Lineage: LineageColumn, NoLineage: s.Lineage != nil && !*s.Lineage, Serve: isLive(s.Table),
 					AtLeastOnce: !env.exactlyOnce(s), Retry: pgRetry(s)})
 			},
@@ -100,7 +117,7 @@ func DefaultRegistry() *Registry {
 			},
 			"postgres": func(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {
 				return postgres.NewRecords(ctx, s.DSN, s.Table, postgres.RecordsOptions{
-					Pipeline: env.Pipeline, Sink: s.Table, Fresh: !env.Restoring, Resume: env.Restoring,
+					Pipeline: env.Pipeline, Sink: env.marker(s.Table), Fresh: env.fresh(), Resume: env.Restoring,
 					ReplaceLayout: s.Replace, AtLeastOnce: !env.exactlyOnce(s), Retry: pgRetry(s)})
 			},
 			"kafka": func(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {

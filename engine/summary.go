@@ -81,6 +81,11 @@ type Summary struct {
 	// replaced, the rows of a table tidemark did not create kept; each
 	// prefixed by the sink ("revenue: sinks[0]: emptied table …").
 	SinkNotes []string
+	// Group reports the instance of a group run (source.assignment:
+	// group); nil otherwise. The counters above are then those of the
+	// tasks the instance held at the end, each with the counts of its
+	// earlier owners.
+	Group *GroupSummary
 }
 
 // LedgerSummary is what one ledger sink did in this run. Applied +
@@ -145,7 +150,14 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 		wm = row.FormatTime(s.FinalWatermark, loc)
 	}
 	fmt.Fprintf(w, "pipeline %s\n", s.Pipeline)
-	if s.Parallelism > 0 {
+	if g := s.Group; g != nil {
+		fmt.Fprintf(w, "  instance             %12s  of group %s (repartition topic %s, %d partitions)\n", g.Instance, g.Group, g.Topic, g.Partitions)
+		fmt.Fprintf(w, "  tasks at the end     %12d  (input partitions %v, repartition partitions %v; the counts below are theirs, with their earlier owners')\n", len(g.Sources)+len(g.Keyed), g.Sources, g.Keyed)
+		fmt.Fprintf(w, "  transactions         %12d  committed, %d aborted by rebalances; %d assignment changes\n", g.Commits, g.Aborts, g.Rebalances)
+		if g.Restores > 0 {
+			fmt.Fprintf(w, "  restored tasks       %12d  (%d bytes in %s)\n", g.Restores, g.RestoreBytes, g.RestoreTime.Round(time.Millisecond))
+		}
+	} else if s.Parallelism > 0 {
 		fmt.Fprintf(w, "  parallelism          %12d  (tasks, each owning a range of the key groups)\n", s.Parallelism)
 	}
 	fmt.Fprintf(w, "  events read          %12d", s.EventsRead)

@@ -446,9 +446,12 @@ func TestMarkerTopicName(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	d := changelog.Desc{Key: []changelog.Column{{Name: "s"}, {Name: "n"}, {Name: "d"}, {Name: "b"}, {Name: "t"}, {Name: "z"}}}
-	r := &Results{desc: d, utc: row.NewTimeFormatter(time.UTC)}
+	r, err := NewRowEncoder(d, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dec, _ := row.ParseDecimal([]byte("-0.50"))
-	got := r.appendKey(nil, &changelog.Row{WindowStart: t0 + 250, Key: []row.Value{
+	got, _, _ := r.Record(&changelog.Row{WindowStart: t0 + 250, Key: []row.Value{
 		row.Str("a\"b\n"), row.Int(-7), row.Dec(dec), row.Bool(true), row.Time(t0), row.Null,
 	}})
 	want := `["2026-03-01T01:00:00.250Z","a\"b\n",-7,-0.50,true,"2026-03-01T01:00:00Z",null]`

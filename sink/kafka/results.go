@@ -14,12 +14,47 @@ import (
 // Results writes a stage's result rows to a topic as keyed records (see
 // the package documentation for the key and value).
 type Results struct {
-	p      *producer
+	p   *producer
+	enc *RowEncoder
+}
+
+// RowEncoder makes the record of a result row — the key and value of the
+// package documentation — for Results and for a runner that produces the
+// records itself (a group run, whose one transaction carries every
+// output: docs/scale-out.md). Not safe for concurrent use.
+type RowEncoder struct {
 	desc   changelog.Desc
 	enc    *changelog.Encoder
 	utc    row.TimeFormatter
+	upsert bool
 	keyBuf []byte
 	valBuf []byte
+}
+
+// NewRowEncoder returns the encoder of rows described by d; with upsert,
+// update_before rows are skipped and deletes are tombstones. Errors:
+// d.Timezone not a known IANA zone.
+func NewRowEncoder(d changelog.Desc, upsert bool) (*RowEncoder, error) {
+	loc, err := time.LoadLocation(d.Timezone)
+	if err != nil {
+		return nil, fmt.Errorf("timezone: %w", err)
+	}
+	return &RowEncoder{desc: d, enc: changelog.NewEncoder(loc), utc: row.NewTimeFormatter(time.UTC), upsert: upsert}, nil
+}
+
+// Record returns the key and the value of r's record (a nil value: a
+// tombstone), valid until the next call, or skip for a row the stream
+// leaves out (update_before with upsert).
+func (e *RowEncoder) Record(r *changelog.Row) (key, value []byte, skip bool) {
+	if e.upsert && r.Op == changelog.UpdateBefore {
+		return nil, nil, true
+	}
+	e.keyBuf = e.appendKey(e.keyBuf[:0], r)
+	if !e.upsert || r.Op != changelog.Delete {
+		e.valBuf = e.enc.Row(e.valBuf[:0], r, &e.desc)
+		return e.keyBuf, e.valBuf, false
+	}
+	return e.keyBuf, nil, false
 }
 
 var (
@@ -33,15 +68,15 @@ var (
 // ("" is UTC); the topic does not exist; the brokers cannot be reached or
 // the marker topic cannot be created (within ctx).
 func NewResults(ctx context.Context, d changelog.Desc, o Options) (*Results, error) {
-	loc, err := time.LoadLocation(d.Timezone)
+	enc, err := NewRowEncoder(d, o.Upsert)
 	if err != nil {
-		return nil, fmt.Errorf("kafka sink %s: timezone: %w", o.Topic, err)
+		return nil, fmt.Errorf("kafka sink %s: %w", o.Topic, err)
 	}
 	p, err := newProducer(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	return &Results{p: p, desc: d, enc: changelog.NewEncoder(loc), utc: row.NewTimeFormatter(time.UTC)}, nil
+	return &Results{p: p, enc: enc}, nil
 }
 
 // Write produces one record per row, in order (with Options.Upsert,
@@ -52,17 +87,14 @@ func NewResults(ctx context.Context, d changelog.Desc, o Options) (*Results, err
 // begin.
 func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 	for i := range rows {
-		row := &rows[i]
-		if r.p.o.Upsert && row.Op == changelog.UpdateBefore {
+		key, value, skip := r.enc.Record(&rows[i])
+		if skip {
 			continue
 		}
-		r.keyBuf = r.appendKey(r.keyBuf[:0], row)
-		var value []byte
-		if !r.p.o.Upsert || row.Op != changelog.Delete {
-			r.valBuf = r.enc.Row(r.valBuf[:0], row, &r.desc)
-			value = r.p.keep(r.valBuf)
+		if value != nil {
+			value = r.p.keep(value)
 		}
-		if err := r.p.send(ctx, r.p.keep(r.keyBuf), value); err != nil {
+		if err := r.p.send(ctx, r.p.keep(key), value); err != nil {
 			return err
 		}
 	}
@@ -73,9 +105,9 @@ func (r *Results) Write(ctx context.Context, rows []changelog.Row) error {
 // window_start (RFC 3339 in UTC) and the group-key values (strings as
 // JSON strings, numbers and decimals as changelog.AppendRowJSON writes
 // them, times in UTC, null).
-func (r *Results) appendKey(dst []byte, cr *changelog.Row) []byte {
+func (e *RowEncoder) appendKey(dst []byte, cr *changelog.Row) []byte {
 	dst = append(dst, '[', '"')
-	dst = r.utc.Append(dst, cr.WindowStart)
+	dst = e.utc.Append(dst, cr.WindowStart)
 	dst = append(dst, '"')
 	for _, v := range cr.Key {
 		dst = append(dst, ',')
@@ -90,7 +122,7 @@ func (r *Results) appendKey(dst []byte, cr *changelog.Row) []byte {
 			dst = changelog.AppendJSONString(dst, v.S)
 		case row.KindTime:
 			dst = append(dst, '"')
-			dst = r.utc.Append(dst, v.I)
+			dst = e.utc.Append(dst, v.I)
 			dst = append(dst, '"')
 		default:
 			dst = append(dst, "null"...)

@@ -1,0 +1,1203 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/checkpoint"
+	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/sink"
+	sinkkafka "github.com/tidemark/tidemark/sink/kafka"
+	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/source/kafka"
+	"github.com/tidemark/tidemark/spec"
+	"github.com/tidemark/tidemark/state"
+	"github.com/tidemark/tidemark/task"
+)
+
+// The Kafka runner of a group run (docs/scale-out.md): one instance of a
+// pipeline whose source has assignment: group. The instance joins the
+// consumer group with franz-go's GroupTransactSession and the
+// cooperative-sticky balancer, subscribed to the input topics and the
+// pipeline's repartition topic; it runs the source task of every input
+// partition and the keyed task of every repartition partition the group
+// gives it (grouptask.go), on one goroutine. Everything an instance
+// produces between two checkpoints — records of the repartition topic,
+// rows and records of Kafka sinks — is one Kafka transaction, which also
+// commits the consumed offsets, each with the name of its task's new
+// checkpoint manifest as the offset's metadata (TxnOffsetCommit with the
+// group generation: a fenced former owner cannot commit). So one commit
+// point covers offsets, state and output. PostgreSQL sinks stage their
+// rows in the task's checkpoint and commit them, with a commit marker
+// per task, once the transaction committed (their Recover finishes a
+// commit a crash interrupted). A rebalance during a transaction aborts
+// it (the session's rule); the instance then drops every task and starts
+// those it holds again from their committed checkpoints, and the session
+// rewinds to the committed offsets.
+
+// GroupSummary reports one instance of a group run.
+type GroupSummary struct {
+	Group, Instance string
+	// Topic is the repartition topic; Partitions its partition count.
+	Topic      string
+	Partitions int
+	// Sources and Keyed are the tasks the instance held at the end.
+	Sources, Keyed []int
+	// Commits and Aborts count the instance's transactions; Rebalances
+	// the assignment changes it went through; Restores the tasks it
+	// started from a checkpoint, RestoreBytes and RestoreTime what reading
+	// them took.
+	Commits, Aborts, Rebalances, Restores int
+	RestoreBytes                          int64
+	RestoreTime                           time.Duration
+}
+
+// groupRun is one instance's runner.
+type groupRun struct {
+	plan   *plan.Plan
+	opts   Options
+	sp     *spec.Source
+	group  string
+	repart string
+	P      int
+	inputs []string
+	index  map[tpKey]int
+	stops  map[int]int64
+	sess   *kgo.GroupTransactSession
+	adm    *kadm.Client
+	store  checkpoint.TaskStore
+	dec    *kafka.RecordDecoder
+	in     *instance
+	owned  map[taskKey]bool // partitions assigned to the instance
+	pos    map[taskKey]int64
+	events *assignEvents
+	err    errBox
+	sum    GroupSummary
+	env    Env
+	batch  source.Batch
+	// total, events and redeliver: the counts of the tasks held at the
+	// end (collect).
+	total           *task.Counters
+	read, redeliver int64
+}
+
+type tpKey struct {
+	topic string
+	p     int32
+}
+
+// assignEvents collects the group's assignment changes, which franz-go
+// reports on its own goroutines, for the runner's loop.
+type assignEvents struct {
+	mu  sync.Mutex
+	evs []assignEvent
+}
+
+type assignEvent struct {
+	assigned bool
+	tps      map[string][]int32
+}
+
+func (a *assignEvents) add(assigned bool, tps map[string][]int32) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.evs = append(a.evs, assignEvent{assigned, tps})
+}
+
+func (a *assignEvents) take() []assignEvent {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	evs := a.evs
+	a.evs = nil
+	return evs
+}
+
+// errBox keeps the first error of a produce callback.
+type errBox struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (b *errBox) set(err error) {
+	b.mu.Lock()
+	if b.err == nil {
+		b.err = err
+	}
+	b.mu.Unlock()
+}
+
+func (b *errBox) get() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// RepartitionTopic is the name of a group pipeline's repartition topic.
+func RepartitionTopic(pipeline string) string { return pipeline + "-repartition" }
+
+// runGroup runs pl as one instance of its group until ctx is cancelled or,
+// with stop_at_end, until the whole group has read its input to the end
+// offsets and committed everything.
+func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
+	start := time.Now()
+	cpu0 := cpuTime()
+	sp := &pl.Spec.Source
+	gr := &groupRun{plan: pl, opts: opts, sp: sp, group: sp.Group, repart: RepartitionTopic(pl.Spec.Name),
+		owned: map[taskKey]bool{}, pos: map[taskKey]int64{}, events: &assignEvents{}}
+	gr.sum.Group, gr.sum.Topic = sp.Group, gr.repart
+	if sp.Start != "earliest" {
+		return nil, &ConfigError{Err: fmt.Errorf("source.start: %s: a group reads from the earliest offset where it has no committed one", sp.Start)}
+	}
+	if err := gr.setup(ctx); err != nil {
+		gr.close()
+		return nil, err
+	}
+	defer gr.close()
+	stopped, err := gr.loop(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := gr.summary()
+	s.Stopped = stopped
+	s.Wall = time.Since(start)
+	s.CPU = cpuTime() - cpu0
+	return s, nil
+}
+
+// setup opens the store, checks the topics, creates the repartition topic
+// if needed, checks the pipeline's spec against the group's, and joins
+// the group.
+func (gr *groupRun) setup(ctx context.Context) error {
+	pl, sp := gr.plan, gr.sp
+	store, err := checkpoint.OpenTaskStore(ctx, pl.Spec.Checkpoint, pl.Spec.Name)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	gr.store = store
+	if err := gr.checkSpec(ctx); err != nil {
+		return err
+	}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(sp.Brokers...), kgo.ClientID(clientID(sp)))
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	gr.adm = kadm.NewClient(admCl)
+	if err := gr.topics(ctx); err != nil {
+		return err
+	}
+	cfg, err := kafkaSourceConfig(pl)
+	if err != nil {
+		return err
+	}
+	if gr.dec, err = kafka.NewRecordDecoder(cfg); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	g, err := task.NewGraph(pl, gr.P)
+	if err != nil {
+		return err
+	}
+	g.FireChunk = gr.opts.FireChunk
+	g.Incremental = true
+	g.EventJSON = gr.dec.EventJSON
+	g.Lineage = row.Null
+	g.HasQuarantine = pl.Spec.Quarantine.Sink != nil
+	g.HasConflicts = pl.Spec.Conflicts.Sink != nil
+	for si, st := range pl.Stages {
+		g.HasSinks[si] = len(st.Sinks) > 0
+		g.HasLate[si] = st.Late.Policy == "side_output" && st.Late.Sink != nil
+		g.HasContrib[si] = st.Contributions != nil && st.Contributions.Sink != nil && st.Input < 0 && !st.Desc.Stateless
+	}
+	gr.env = Env{Stdout: gr.opts.Stdout, Pipeline: pl.Spec.Name, Checkpoints: true}
+	writer := gr.opts.InstanceID
+	if writer == "" {
+		writer = randomName()
+	}
+	gr.sum.Instance = writer
+	gr.in = &instance{plan: pl, g: g, opts: gr.opts, host: gr, inputs: gr.inputs, json: gr.dec.EventJSON,
+		tasks: map[taskKey]*groupEntry{}, writer: writer}
+	if sp.StopAtEnd {
+		gr.in.stops = func(i int) int64 { return gr.stops[i] }
+	}
+	txnID := "tidemark-" + pl.Spec.Name + "-" + writer
+	sess, err := kgo.NewGroupTransactSession(gr.clientOpts(txnID)...)
+	if err != nil {
+		return fmt.Errorf("source: joining group %s: %w", gr.group, err)
+	}
+	gr.sess = sess
+	return nil
+}
+
+// clientOpts are the session client's options.
+func (gr *groupRun) clientOpts(txnID string) []kgo.Opt {
+	sp := gr.sp
+	topics := append(slices.Clone(sp.Topics), gr.repart)
+	session := sp.SessionTimeout.D()
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(sp.Brokers...),
+		kgo.ClientID(clientID(sp)),
+		kgo.ConsumerGroup(gr.group),
+		kgo.ConsumeTopics(topics...),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.TransactionalID(txnID),
+		kgo.TransactionTimeout(sp.TransactionTimeout.D()),
+		kgo.SessionTimeout(session),
+		kgo.HeartbeatInterval(max(session/4, 100*time.Millisecond)),
+		kgo.RebalanceTimeout(max(session, sp.TransactionTimeout.D())),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(min(sp.PollTimeout.D(), 500*time.Millisecond)),
+		kgo.RecordPartitioner(groupPartitioner{repart: gr.repart, keyed: kgo.StickyKeyPartitioner(nil)}),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { gr.events.add(true, m) }),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { gr.events.add(false, m) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { gr.events.add(false, m) }),
+	}
+	if gr.opts.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(gr.opts.InstanceID))
+	}
+	return opts
+}
+
+// groupPartitioner sends repartition records to the partition the runner
+// chose and sink records by key (murmur2, as the Java client).
+type groupPartitioner struct {
+	repart string
+	keyed  kgo.Partitioner
+}
+
+func (p groupPartitioner) ForTopic(t string) kgo.TopicPartitioner {
+	if t == p.repart {
+		return kgo.ManualPartitioner().ForTopic(t)
+	}
+	return p.keyed.ForTopic(t)
+}
+
+func clientID(sp *spec.Source) string {
+	if sp.ClientID != "" {
+		return sp.ClientID
+	}
+	return "tidemark"
+}
+
+// randomName names a process without an --instance-id.
+func randomName() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// checkSpec stores the pipeline's spec in the store the first time and
+// refuses a spec that differs from the stored one: every instance of a
+// group must run the same computation.
+func (gr *groupRun) checkSpec(ctx context.Context) error {
+	mine, err := specJSON(gr.plan.Spec)
+	if err != nil {
+		return err
+	}
+	const task, name = "pipeline", "spec"
+	err = gr.store.Put(ctx, task, name, mine)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("checkpoint store: %w", err)
+	}
+	stored, err := gr.store.Get(ctx, task, name, 0, -1)
+	if err != nil {
+		return fmt.Errorf("checkpoint store: %w", err)
+	}
+	if changed := specChanges(stored, mine); len(changed) > 0 {
+		return fmt.Errorf("the group %s runs pipeline %s with another spec: %s changed; an instance must run the same spec as the group's (stop every instance and start them with the new spec and a new checkpoint store, or keep the spec)", gr.group, gr.plan.Spec.Name, strings.Join(changed, ", "))
+	}
+	return nil
+}
+
+// topics lists the input partitions, creates the repartition topic when
+// it does not exist (or checks its partition count), and with stop_at_end
+// lists the end offsets.
+func (gr *groupRun) topics(ctx context.Context) error {
+	sp := gr.sp
+	td, err := gr.adm.ListTopics(ctx, sp.Topics...)
+	if err != nil {
+		return fmt.Errorf("source: listing topics %v: %w", sp.Topics, err)
+	}
+	gr.index = map[tpKey]int{}
+	for _, t := range sp.Topics {
+		d, ok := td[t]
+		if !ok || d.Err != nil {
+			return fmt.Errorf("source.topics: topic %s does not exist (or cannot be described: %v)", t, d.Err)
+		}
+		for _, p := range d.Partitions.Numbers() {
+			gr.index[tpKey{t, p}] = len(gr.inputs)
+			gr.inputs = append(gr.inputs, fmt.Sprintf("%s/%d", t, p))
+		}
+	}
+	gr.P = sp.RepartitionPartitions
+	if gr.P == 0 {
+		gr.P = min(len(gr.inputs), gr.plan.Spec.EffectiveKeyGroups())
+	}
+	for try := 0; ; try++ {
+		rd, err := gr.adm.ListTopics(ctx, gr.repart)
+		if err != nil {
+			return fmt.Errorf("repartition topic %s: %w", gr.repart, err)
+		}
+		if d, ok := rd[gr.repart]; ok && d.Err == nil {
+			if n := len(d.Partitions); n != gr.P {
+				return fmt.Errorf("repartition topic %s has %d partitions, the pipeline wants %d (source.repartition_partitions): the partitions of the keyed state are fixed once the topic exists; keep %d, or start the group anew with a new topic name (another pipeline name) and checkpoint store", gr.repart, n, gr.P, n)
+			}
+			break
+		}
+		if try > 0 {
+			if try > 100 {
+				return fmt.Errorf("repartition topic %s: created, but not listed within 10 s", gr.repart)
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		resp, err := gr.adm.CreateTopic(ctx, int32(gr.P), -1, map[string]*string{"cleanup.policy": strPtr("delete")}, gr.repart)
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("repartition topic %s: cannot create it with %d partitions: %w", gr.repart, gr.P, err)
+		}
+		if resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("repartition topic %s: cannot create it with %d partitions: %w", gr.repart, gr.P, resp.Err)
+		}
+	}
+	gr.sum.Partitions = gr.P
+	if sp.StopAtEnd {
+		ends, err := gr.adm.ListCommittedOffsets(ctx, sp.Topics...)
+		if err != nil {
+			return fmt.Errorf("source: listing end offsets: %w", err)
+		}
+		gr.stops = map[int]int64{}
+		ends.Each(func(o kadm.ListedOffset) {
+			if i, ok := gr.index[tpKey{o.Topic, o.Partition}]; ok {
+				gr.stops[i] = o.Offset
+			}
+		})
+	}
+	return nil
+}
+
+func strPtr(s string) *string { return &s }
+
+func (gr *groupRun) logf(format string, args ...any) {
+	if gr.opts.Logf != nil {
+		gr.opts.Logf(format, args...)
+	}
+}
+
+// debugf logs with TIDEMARK_GROUP_DEBUG set (a development aid).
+func (gr *groupRun) debugf(format string, args ...any) {
+	if os.Getenv("TIDEMARK_GROUP_DEBUG") != "" {
+		gr.logf("[%s] "+format, append([]any{gr.sum.Instance}, args...)...)
+	}
+}
+
+// Repartition produces value to partition q of the repartition topic, in
+// the open transaction.
+func (gr *groupRun) Repartition(q int, value []byte) {
+	rec := &kgo.Record{Topic: gr.repart, Partition: int32(q), Value: slices.Clone(value)}
+	gr.sess.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
+		if err != nil {
+			gr.err.set(fmt.Errorf("repartition topic %s partition %d: %w", gr.repart, q, err))
+		}
+	})
+}
+
+// Store is the group's checkpoint store.
+func (gr *groupRun) Store() checkpoint.TaskStore { return gr.store }
+
+// loop polls, routes records to their tasks, ticks processing time,
+// commits at every checkpoint interval, and follows the assignment.
+func (gr *groupRun) loop(ctx context.Context) (stopped bool, err error) {
+	if err := gr.sess.Begin(); err != nil {
+		return false, fmt.Errorf("beginning a transaction: %w", err)
+	}
+	interval := gr.plan.Spec.Checkpoint.Interval.D()
+	lastCommit := gr.opts.WallClock()
+	lastDone := lastCommit
+	for {
+		if ctx.Err() != nil {
+			if _, err := gr.commit(context.WithoutCancel(ctx)); err != nil {
+				return true, err
+			}
+			return true, nil
+		}
+		pctx, cancel := context.WithTimeout(ctx, min(gr.sp.PollTimeout.D(), 500*time.Millisecond))
+		fs := gr.sess.PollRecords(pctx, gr.opts.BatchSize*4)
+		cancel()
+		if err := gr.applyAssignment(ctx); err != nil {
+			return false, err
+		}
+		for _, fe := range fs.Errors() {
+			if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
+				continue
+			}
+			if errors.Is(fe.Err, kgo.ErrClientClosed) {
+				return false, errors.New("kafka client closed")
+			}
+			return false, fmt.Errorf("kafka: topic %s partition %d: %w", fe.Topic, fe.Partition, fe.Err)
+		}
+		var ferr error
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if ferr == nil {
+				ferr = gr.partition(ctx, p)
+			}
+		})
+		if ferr != nil {
+			return false, ferr
+		}
+		if err := gr.tick(); err != nil {
+			return false, err
+		}
+		if err := gr.err.get(); err != nil {
+			return false, err
+		}
+		now := gr.opts.WallClock()
+		if now.Sub(lastCommit) >= interval {
+			lastCommit = now
+			if _, err := gr.commit(ctx); err != nil {
+				return false, err
+			}
+		}
+		if gr.sp.StopAtEnd && now.Sub(lastDone) >= 500*time.Millisecond {
+			lastDone = now
+			if _, err := gr.commit(ctx); err != nil {
+				return false, err
+			}
+			done, err := gr.groupDone(ctx)
+			if err != nil {
+				return false, err
+			}
+			if done {
+				return false, nil
+			}
+		}
+	}
+}
+
+// applyAssignment follows the assignment changes franz-go reported:
+// revoked partitions' tasks go, assigned ones start from their committed
+// checkpoints.
+func (gr *groupRun) applyAssignment(ctx context.Context) error {
+	evs := gr.events.take()
+	if len(evs) == 0 {
+		return nil
+	}
+	gr.sum.Rebalances++
+	for _, ev := range evs {
+		gr.logf("group %s: %s %v", gr.group, map[bool]string{true: "assigned", false: "revoked"}[ev.assigned], ev.tps)
+	}
+	var add []taskKey
+	for _, ev := range evs {
+		for t, ps := range ev.tps {
+			for _, p := range ps {
+				k, ok := gr.key(t, p)
+				if !ok {
+					continue
+				}
+				if ev.assigned {
+					gr.owned[k] = true
+					add = append(add, k)
+				} else {
+					delete(gr.owned, k)
+					gr.in.drop(ctx, k)
+					delete(gr.pos, k)
+				}
+			}
+		}
+	}
+	var start []taskKey
+	for _, k := range add {
+		if gr.owned[k] && gr.in.tasks[k] == nil {
+			start = append(start, k)
+		}
+	}
+	return gr.startTasks(ctx, start)
+}
+
+// key maps a partition to its task.
+func (gr *groupRun) key(topic string, p int32) (taskKey, bool) {
+	if topic == gr.repart {
+		return taskKey{keyed: true, index: int(p)}, int(p) < gr.P
+	}
+	i, ok := gr.index[tpKey{topic, p}]
+	return taskKey{index: i}, ok
+}
+
+// tp maps a task to its partition.
+func (gr *groupRun) tp(k taskKey) (string, int32) {
+	if k.keyed {
+		return gr.repart, int32(k.index)
+	}
+	t, n, _ := strings.Cut(gr.inputs[k.index], "/")
+	var p int32
+	fmt.Sscan(n, &p)
+	return t, p
+}
+
+// startTasks starts tasks from the checkpoints committed with their
+// partitions' offsets (waiting for a transaction still open on them).
+func (gr *groupRun) startTasks(ctx context.Context, keys []taskKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.SortFunc(keys, func(a, b taskKey) int {
+		if a.keyed != b.keyed {
+			if a.keyed {
+				return 1
+			}
+			return -1
+		}
+		return a.index - b.index
+	})
+	committed, err := gr.fetchCommitted(ctx, keys)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		c := committed[k]
+		manifest, _, _ := strings.Cut(c.meta, " ")
+		t0 := time.Now()
+		if err := gr.in.add(ctx, k, manifest); err != nil {
+			return err
+		}
+		if manifest != "" {
+			gr.sum.Restores++
+			gr.sum.RestoreTime += time.Since(t0)
+			gr.sum.RestoreBytes += gr.in.tasks[k].ck.loaded
+		}
+		gr.pos[k] = c.offset
+	}
+	return nil
+}
+
+// committedOffset is a partition's committed offset and metadata.
+type committedOffset struct {
+	offset int64
+	meta   string
+}
+
+// fetchCommitted reads the group's committed offsets and metadata of the
+// tasks' partitions with require_stable (KIP-447: a partition whose
+// offsets are in an open transaction answers once it ended).
+func (gr *groupRun) fetchCommitted(ctx context.Context, keys []taskKey) (map[taskKey]committedOffset, error) {
+	out := map[taskKey]committedOffset{}
+	for try := 0; ; try++ {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group = gr.group
+		req.RequireStable = true
+		byTopic := map[string][]int32{}
+		for _, k := range keys {
+			t, p := gr.tp(k)
+			byTopic[t] = append(byTopic[t], p)
+		}
+		for _, t := range slices.Sorted(mapsKeys(byTopic)) {
+			rt := kmsg.NewOffsetFetchRequestTopic()
+			rt.Topic = t
+			rt.Partitions = byTopic[t]
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, gr.sess.Client())
+		if err != nil {
+			return nil, fmt.Errorf("group %s: fetching committed offsets: %w", gr.group, err)
+		}
+		unstable := false
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			if errors.Is(err, kerr.UnstableOffsetCommit) {
+				unstable = true
+			} else {
+				return nil, fmt.Errorf("group %s: fetching committed offsets: %w", gr.group, err)
+			}
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					if errors.Is(err, kerr.UnstableOffsetCommit) {
+						unstable = true
+						continue
+					}
+					return nil, fmt.Errorf("group %s: topic %s partition %d: fetching the committed offset: %w", gr.group, t.Topic, p.Partition, err)
+				}
+				k, ok := gr.key(t.Topic, p.Partition)
+				if !ok {
+					continue
+				}
+				c := committedOffset{offset: p.Offset}
+				if p.Metadata != nil {
+					c.meta = *p.Metadata
+				}
+				if c.offset < 0 {
+					c.offset = 0
+				}
+				out[k] = c
+			}
+		}
+		if !unstable {
+			return out, nil
+		}
+		if try > 600 {
+			return nil, fmt.Errorf("group %s: a transaction stays open on the offsets of the partitions to start (source.transaction_timeout is %s)", gr.group, gr.sp.TransactionTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// partition hands a fetch's records to their task.
+func (gr *groupRun) partition(ctx context.Context, p kgo.FetchTopicPartition) error {
+	k, ok := gr.key(p.Topic, p.Partition)
+	if !ok {
+		return nil
+	}
+	e := gr.in.tasks[k]
+	if e == nil {
+		return nil // revoked in this poll: its records are read again by its new owner
+	}
+	if k.keyed {
+		for _, rec := range p.Records {
+			if rec.Offset < gr.pos[k] {
+				continue
+			}
+			gr.pos[k] = rec.Offset + 1
+			if rec.Attrs.IsControl() {
+				continue
+			}
+			if err := e.kt.record(rec.Value); err != nil {
+				return fmt.Errorf("repartition topic %s partition %d offset %d: %w", p.Topic, p.Partition, rec.Offset, err)
+			}
+		}
+		return nil
+	}
+	st := e.src
+	b := &gr.batch
+	b.Reset()
+	stop := int64(-1)
+	if gr.sp.StopAtEnd {
+		stop = st.stop
+	}
+	next := gr.pos[k]
+	for _, rec := range p.Records {
+		if rec.Offset < next || (stop >= 0 && rec.Offset >= stop) {
+			continue
+		}
+		if rec.Attrs.IsControl() {
+			next = rec.Offset + 1
+			continue
+		}
+		if err := gr.dec.Append(ctx, rec, 0, b); err != nil {
+			return err // not judged: the run stops; its offset is read again
+		}
+		next = rec.Offset + 1
+	}
+	if err := st.records(b, next); err != nil {
+		return err
+	}
+	gr.pos[k] = next
+	if stop >= 0 && next >= stop {
+		return st.end()
+	}
+	return nil
+}
+
+// tick advances every task's processing time; a bounded source task at
+// its end (also an empty partition) reports +inf.
+func (gr *groupRun) tick() error {
+	now := gr.opts.Clock()
+	for _, e := range gr.in.sortedTasks() {
+		if e.kt != nil {
+			if err := e.kt.tick(now); err != nil {
+				return err
+			}
+			continue
+		}
+		if gr.sp.StopAtEnd && gr.pos[e.key] >= e.src.stop {
+			if err := e.src.end(); err != nil {
+				return err
+			}
+		}
+		if err := e.src.tick(now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commit checkpoints every task, ends the transaction — offsets with
+// their manifests, and everything produced — and begins the next. When
+// the transaction aborted (a rebalance), every task starts again from its
+// committed checkpoint. It reports whether it committed.
+func (gr *groupRun) commit(ctx context.Context) (bool, error) {
+	_, gen := gr.sess.Client().GroupMetadata()
+	metas, err := gr.in.checkpoint(ctx, int64(max(gen, 0)))
+	if err != nil {
+		return false, err
+	}
+	byTP := map[tpKey]string{}
+	for k, m := range metas {
+		t, p := gr.tp(k)
+		if e := gr.in.tasks[k]; e != nil && e.done() {
+			m += " done"
+		}
+		byTP[tpKey{t, p}] = m
+	}
+	cctx := kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
+		seen := map[tpKey]bool{}
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				k := tpKey{t.Topic, p.Partition}
+				seen[k] = true
+				if m, ok := byTP[k]; ok {
+					p.Metadata = strPtr(m)
+				}
+			}
+		}
+		// Tasks that read nothing since the last commit commit their new
+		// checkpoint at their current offset.
+		for k, m := range byTP {
+			if seen[k] {
+				continue
+			}
+			tk, _ := gr.key(k.topic, k.p)
+			idx := slices.IndexFunc(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) bool { return t.Topic == k.topic })
+			if idx < 0 {
+				t := kmsg.NewTxnOffsetCommitRequestTopic()
+				t.Topic = k.topic
+				req.Topics = append(req.Topics, t)
+				idx = len(req.Topics) - 1
+			}
+			p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = k.p, gr.pos[tk], -1, strPtr(m)
+			req.Topics[idx].Partitions = append(req.Topics[idx].Partitions, p)
+		}
+		return nil
+	})
+	committed, err := gr.sess.End(cctx, kgo.TryCommit)
+	if err != nil {
+		return false, fmt.Errorf("committing the transaction: %w", err)
+	}
+	if committed {
+		gr.sum.Commits++
+		if err := gr.in.committed(ctx, int64(max(gen, 0))); err != nil {
+			return true, err
+		}
+	} else {
+		gr.sum.Aborts++
+		gr.logf("group %s: the transaction aborted (a rebalance); the tasks start again from their committed checkpoints", gr.group)
+		gr.in.dropAll(ctx)
+		gr.pos = map[taskKey]int64{}
+		var keys []taskKey
+		for k := range gr.owned {
+			keys = append(keys, k)
+		}
+		if err := gr.startTasks(ctx, keys); err != nil {
+			return false, err
+		}
+	}
+	if err := gr.sess.Begin(); err != nil {
+		return committed, fmt.Errorf("beginning a transaction: %w", err)
+	}
+	return committed, nil
+}
+
+// groupDone reports whether every partition of the group — inputs and
+// repartition topic — has a committed checkpoint marked done: a source
+// task that read its partition to the end offset, a keyed task whose
+// every node is at +inf, after which no record can reach its partition
+// (every task that feeds a node sends its records before its +inf).
+func (gr *groupRun) groupDone(ctx context.Context) (bool, error) {
+	offs, err := gr.adm.FetchOffsets(ctx, gr.group)
+	if err != nil {
+		return false, nil // the group is rebalancing: ask again later
+	}
+	for i := range gr.inputs {
+		t, p := gr.tp(taskKey{index: i})
+		o, ok := offs.Lookup(t, p)
+		if !ok || !strings.HasSuffix(o.Metadata, " done") {
+			gr.debugf("not done: input %s/%d at %d %q", t, p, o.At, o.Metadata)
+			return false, nil
+		}
+	}
+	for q := range gr.P {
+		o, ok := offs.Lookup(gr.repart, int32(q))
+		if !ok || !strings.HasSuffix(o.Metadata, " done") {
+			gr.debugf("not done: repartition %d at %d %q", q, o.At, o.Metadata)
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// close commits nothing: it leaves the group and closes the store and the
+// tasks' sinks.
+func (gr *groupRun) close() {
+	ctx := context.Background()
+	if gr.in != nil {
+		for _, e := range gr.in.sortedTasks() {
+			if e.kt != nil {
+				gr.sum.Keyed = append(gr.sum.Keyed, e.key.index)
+			} else {
+				gr.sum.Sources = append(gr.sum.Sources, e.key.index)
+			}
+		}
+		gr.collect()
+		gr.in.dropAll(ctx)
+	}
+	if gr.sess != nil {
+		gr.sess.Close()
+	}
+	if gr.adm != nil {
+		gr.adm.Close()
+	}
+	if gr.store != nil {
+		gr.store.Close()
+	}
+}
+
+// collect sums the counters of the tasks the instance holds into the
+// summary's (once, at close).
+func (gr *groupRun) collect() {
+	if gr.total != nil {
+		return
+	}
+	c := task.NewCounters(len(gr.plan.Stages))
+	gr.total = &c
+	for _, e := range gr.in.sortedTasks() {
+		if e.kt != nil {
+			c.Add(&e.kt.cnt)
+			continue
+		}
+		rt := e.src.rt
+		c.Add(&rt.rcnt)
+		gr.read += rt.events
+		gr.redeliver += rt.redeliver
+	}
+}
+
+// summary is the instance's summary: the counters of the tasks it held at
+// the end (each with the counts of its earlier owners).
+func (gr *groupRun) summary() *Summary {
+	gr.collect()
+	c := gr.total
+	s := &Summary{Pipeline: gr.plan.Spec.Name, Parallelism: 1, EventsRead: gr.read, Redeliveries: gr.redeliver,
+		Partitions: len(gr.inputs), Quarantined: c.Quarantined, Duplicates: c.Duplicates, Conflicts: c.Conflicts,
+		StaleVersions: c.StaleVersions, Superseded: c.Superseded, FirstViolation: c.First[0].Text, Group: &gr.sum,
+		FinalWatermark: changelog.WatermarkNone}
+	for _, name := range sortedKeys(c.ByRule) {
+		s.Rules = append(s.Rules, RuleCount{Rule: name, Count: c.ByRule[name]})
+	}
+	for si, st := range gr.plan.Stages {
+		s.Stages = append(s.Stages, StageSummary{Name: st.Name, Counters: c.Stages[si]})
+	}
+	return s
+}
+
+// Writer opens task key's outputs: Kafka sinks produce into the
+// instance's transaction; PostgreSQL sinks are opened for the task, with
+// its own commit markers.
+func (gr *groupRun) Writer(key taskKey) (groupWriter, error) {
+	ctx := context.Background()
+	pl := gr.plan
+	env := gr.env
+	env.Task = key.String()
+	w := &kafkaGroupWriter{gr: gr}
+	openRec := func(role string, s *spec.Sink) (recOut, error) {
+		if s == nil {
+			return recOut{}, nil
+		}
+		if s.Type == "kafka" {
+			return recOut{topic: s.Topic}, nil
+		}
+		r, err := gr.opts.Registry.openRecords(ctx, *s, &env)
+		if err != nil {
+			return recOut{}, fmt.Errorf("%s: %w", role, err)
+		}
+		c, ok := r.(sink.Committer)
+		if !ok {
+			return recOut{}, fmt.Errorf("%s: the %s sink cannot take part in checkpoints", role, s.Type)
+		}
+		w.committers = append(w.committers, namedCommitter{role, c})
+		w.closers = append(w.closers, r.Close)
+		return recOut{sink: r}, nil
+	}
+	var err error
+	if w.quarantine, err = openRec("quarantine.sink", pl.Spec.Quarantine.Sink); err != nil {
+		w.Close(ctx)
+		return nil, err
+	}
+	if w.conflicts, err = openRec("conflicts.sink", pl.Spec.Conflicts.Sink); err != nil {
+		w.Close(ctx)
+		return nil, err
+	}
+	for _, st := range pl.Stages {
+		so := stageOut{}
+		for i, sk := range st.Sinks {
+			role := fmt.Sprintf("%s: sinks[%d]", st.Name, i)
+			if sk.Type == "kafka" {
+				enc, err := sinkkafka.NewRowEncoder(st.Desc, sk.Upsert)
+				if err != nil {
+					w.Close(ctx)
+					return nil, fmt.Errorf("%s: %w", role, err)
+				}
+				so.results = append(so.results, resOut{topic: sk.Topic, enc: enc})
+				continue
+			}
+			r, err := gr.opts.Registry.openResults(ctx, sk, st.Desc, &env)
+			if err != nil {
+				w.Close(ctx)
+				return nil, fmt.Errorf("%s: %w", role, err)
+			}
+			c, ok := r.(sink.Committer)
+			if !ok {
+				w.Close(ctx)
+				return nil, fmt.Errorf("%s: the %s sink cannot take part in checkpoints", role, sk.Type)
+			}
+			w.committers = append(w.committers, namedCommitter{role, c})
+			w.closers = append(w.closers, r.Close)
+			so.results = append(so.results, resOut{sink: r})
+		}
+		if st.Late.Policy == "side_output" {
+			if so.late, err = openRec(st.Name+": late.sink", st.Late.Sink); err != nil {
+				w.Close(ctx)
+				return nil, err
+			}
+		}
+		if c := st.Contributions; c != nil {
+			if so.contrib, err = openRec(st.Name+": contributions.sink", c.Sink); err != nil {
+				w.Close(ctx)
+				return nil, err
+			}
+		}
+		w.stages = append(w.stages, so)
+	}
+	return w, nil
+}
+
+// kafkaGroupWriter is a task's outputs in a group run.
+type kafkaGroupWriter struct {
+	gr                    *groupRun
+	quarantine, conflicts recOut
+	stages                []stageOut
+	committers            []namedCommitter
+	closers               []func(context.Context) error
+}
+
+type stageOut struct {
+	results       []resOut
+	late, contrib recOut
+}
+
+// resOut is a result sink: a Kafka topic (produced in the transaction) or
+// an opened sink.
+type resOut struct {
+	topic string
+	enc   *sinkkafka.RowEncoder
+	sink  sink.Results
+}
+
+type recOut struct {
+	topic string
+	sink  sink.Records
+}
+
+type namedCommitter struct {
+	id string
+	c  sink.Committer
+}
+
+func (w *kafkaGroupWriter) produce(topic string, key, value []byte) {
+	rec := &kgo.Record{Topic: topic, Key: slices.Clone(key), Value: slices.Clone(value)}
+	if value != nil && rec.Value == nil {
+		rec.Value = []byte{}
+	}
+	w.gr.sess.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
+		if err != nil {
+			w.gr.err.set(fmt.Errorf("topic %s: %w", topic, err))
+		}
+	})
+}
+
+// WriteRows writes a stage's result rows.
+func (w *kafkaGroupWriter) WriteRows(out task.Output, rows []changelog.Row) error {
+	st := w.stages[stageOf(out)]
+	for _, r := range st.results {
+		if r.sink != nil {
+			if err := r.sink.Write(context.Background(), rows); err != nil {
+				return err
+			}
+			continue
+		}
+		for i := range rows {
+			key, value, skip := r.enc.Record(&rows[i])
+			if !skip {
+				w.produce(r.topic, key, value)
+			}
+		}
+	}
+	return nil
+}
+
+// WriteRecord writes a side-output record.
+func (w *kafkaGroupWriter) WriteRecord(out task.Output, rec []byte) error {
+	var o recOut
+	switch out {
+	case task.OutQuarantine:
+		o = w.quarantine
+	case task.OutConflicts:
+		o = w.conflicts
+	default:
+		st := w.stages[stageOf(out)]
+		if out == task.LateOf(stageOf(out)) {
+			o = st.late
+		} else {
+			o = st.contrib
+		}
+	}
+	switch {
+	case o.sink != nil:
+		return o.sink.WriteRecord(context.Background(), rec)
+	case o.topic != "":
+		w.produce(o.topic, nil, rec)
+	}
+	return nil
+}
+
+// WriteLedger is not reached: ledger sinks are refused in a group.
+func (w *kafkaGroupWriter) WriteLedger(*task.LedgerEvent) {}
+
+// Prepare stages the task's SQL sinks' output: Uint(#) (String(sink)
+// Bytes8(prepared))….
+func (w *kafkaGroupWriter) Prepare(ctx context.Context, id int64) ([]byte, error) {
+	if len(w.committers) == 0 {
+		return nil, nil
+	}
+	e := state.NewEncoder(nil)
+	e.Uint(uint64(len(w.committers)))
+	for _, c := range w.committers {
+		p, err := c.c.Prepare(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("%s: prepare: %w", c.id, err)
+		}
+		e.String(c.id)
+		e.Bytes8(p)
+	}
+	return e.Bytes(), nil
+}
+
+// splitPrepared reads Prepare's bytes back, by sink.
+func (w *kafkaGroupWriter) splitPrepared(prepared []byte) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if len(prepared) == 0 {
+		return out, nil
+	}
+	d := state.NewDecoder(prepared)
+	n := d.Len(1<<16, 2)
+	for range n {
+		id := d.String()
+		p := d.Bytes8()
+		if len(p) == 0 {
+			p = nil
+		}
+		out[id] = p
+	}
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("prepared sink state: %w", err)
+	}
+	return out, nil
+}
+
+// Commit publishes what Prepare staged.
+func (w *kafkaGroupWriter) Commit(ctx context.Context, id int64, prepared []byte) error {
+	m, err := w.splitPrepared(prepared)
+	if err != nil {
+		return err
+	}
+	for _, c := range w.committers {
+		if err := c.c.Commit(ctx, id, m[c.id]); err != nil {
+			return fmt.Errorf("%s: commit: %w", c.id, err)
+		}
+	}
+	return nil
+}
+
+// Recover brings the task's SQL sinks to checkpoint id.
+func (w *kafkaGroupWriter) Recover(ctx context.Context, id int64, prepared []byte) error {
+	m, err := w.splitPrepared(prepared)
+	if err != nil {
+		return err
+	}
+	for _, c := range w.committers {
+		p := m[c.id]
+		if id == 0 {
+			p = nil
+		}
+		if err := c.c.Recover(ctx, id, p); err != nil {
+			return fmt.Errorf("%s: recover: %w", c.id, err)
+		}
+	}
+	return nil
+}
+
+// Close closes the task's SQL sinks (staged output is dropped).
+func (w *kafkaGroupWriter) Close(ctx context.Context) error {
+	var errs []error
+	for _, c := range w.closers {
+		errs = append(errs, c(ctx))
+	}
+	w.closers = nil
+	return errors.Join(errs...)
+}
+
+// kafkaSourceConfig is the Kafka source's configuration of a pipeline
+// (its decoding half is what a group run uses).
+func kafkaSourceConfig(p *plan.Plan) (kafka.Config, error) {
+	sp := &p.Spec.Source
+	fields := format.Fields{Schema: p.SourceSchema, Time: p.TimeParsers}
+	if r := p.Spec.Reference; r != nil {
+		for _, f := range r.Fields {
+			if fd, ok := p.SourceSchema.Lookup(f.Name); ok {
+				fields.Derived = append(fields.Derived, fd.Index)
+			}
+		}
+	}
+	cfg := kafka.Config{Brokers: sp.Brokers, Topics: sp.Topics, EventTimeFrom: p.Spec.EventTime.From,
+		Fields: fields, EventTimeField: p.EventTimeField}
+	if cfg.EventTimeFrom == "" {
+		cfg.EventTimeFrom = kafka.EventTimePayload
+	}
+	if err := kafkaFormat(&cfg, p); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
