@@ -396,6 +396,16 @@ func (gr *groupRun) topics(ctx context.Context) error {
 
 func strPtr(s string) *string { return &s }
 
+// fault calls Options.FaultHook (crash tests) at a point of the commit
+// protocol — "prepared": the tasks' checkpoints are written, the
+// transaction not ended; "committed": the transaction committed, the SQL
+// sinks not yet — with the number of the instance's transaction.
+func (gr *groupRun) fault(point string, n int64) {
+	if gr.opts.FaultHook != nil {
+		gr.opts.FaultHook(point, n)
+	}
+}
+
 func (gr *groupRun) logf(format string, args ...any) {
 	if gr.opts.Logf != nil {
 		gr.opts.Logf(format, args...)
@@ -803,11 +813,14 @@ func (gr *groupRun) commit(ctx context.Context) (bool, error) {
 		}
 		return nil
 	})
+	n := int64(gr.sum.Commits + gr.sum.Aborts + 1)
+	gr.fault("prepared", n)
 	committed, err := gr.sess.End(cctx, kgo.TryCommit)
 	if err != nil {
 		return false, fmt.Errorf("committing the transaction: %w", err)
 	}
 	if committed {
+		gr.fault("committed", n)
 		gr.sum.Commits++
 		if err := gr.in.committed(ctx, int64(max(gen, 0))); err != nil {
 			return true, err

@@ -28,6 +28,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var quiet bool
 	var batchSize int
 	var parallelism int
+	var instanceID string
 	var cpuProfile, contractPath, metricsAddr string
 	var hotKeys int
 	var failOnSLO bool
@@ -67,7 +68,10 @@ configuration error (nothing was read or written).`,
 			if kg := p.EffectiveKeyGroups(); parallelism > kg {
 				return &engine.ConfigError{Err: fmt.Errorf("--parallelism %d: the pipeline has %d key groups, and a task owns at least one (key_groups)", parallelism, kg)}
 			}
-			opts := engine.Options{Stdout: stdout, BatchSize: batchSize, Parallelism: parallelism, Lineage: true, Logf: func(format string, args ...any) {
+			if instanceID != "" && (p.Source.Type != "kafka" || p.Source.Assignment != "group") {
+				return &engine.ConfigError{Err: fmt.Errorf("--instance-id %s: only for a pipeline whose source has assignment: group", instanceID)}
+			}
+			opts := engine.Options{Stdout: stdout, BatchSize: batchSize, Parallelism: parallelism, InstanceID: instanceID, Lineage: true, Logf: func(format string, args ...any) {
 				fmt.Fprintf(stderr, "tidemark: "+format+"\n", args...)
 			}}
 			ev := slo.New(p.SLO)
@@ -181,6 +185,7 @@ configuration error (nothing was read or written).`,
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print neither progress nor the summary")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	cmd.Flags().StringVar(&instanceID, "instance-id", "", "with source.assignment group: this instance's name in the consumer group (static membership: a restart with the same id takes its partitions back without a rebalance) and in its transactional id; default a random name")
 	cmd.Flags().IntVar(&parallelism, "parallelism", 0, "tasks to run the pipeline as (0: the pipeline's parallelism key, else one per CPU); each owns a range of the key groups")
 	cmd.Flags().IntVar(&batchSize, "batch-size", 1024, "records read per source call; checkpoints are taken between batches")
 	cmd.Flags().StringVar(&contractPath, "contract", "", "data contract (YAML) to follow; overrides the pipeline's contract key")
