@@ -16,25 +16,34 @@ import (
 	"github.com/tidemark/tidemark/spec"
 )
 
-//go:embed pipeline.yaml contract.yaml
+//go:embed pipeline.yaml postgres.yaml contract.yaml
 var files embed.FS
 
 // Paths of the bundled files in the repository (they name them in
 // errors).
 const (
 	PipelinePath = "examples/article/pipeline.yaml"
+	PostgresPath = "examples/article/postgres.yaml"
 	ContractPath = "examples/article/contract.yaml"
 )
 
-// File returns the text of a bundled file: "pipeline.yaml" or
-// "contract.yaml".
+// File returns the text of a bundled file: "pipeline.yaml",
+// "postgres.yaml" or "contract.yaml".
 func File(name string) ([]byte, error) { return files.ReadFile(name) }
 
 // Load decodes the bundled pipeline (spec.Decode: no defaults applied
 // yet) reading the JSON lines at events, with its contract written into
 // dir (as contract.yaml) and named by its path there.
-func Load(dir, events string) (*spec.Pipeline, error) {
-	data, err := files.ReadFile("pipeline.yaml")
+func Load(dir, events string) (*spec.Pipeline, error) { return load("pipeline.yaml", dir, events) }
+
+// LoadPostgres is Load for postgres.yaml: the same pipeline with its
+// results in a PostgreSQL table and a checkpoint every second.
+func LoadPostgres(dir, events string) (*spec.Pipeline, error) {
+	return load("postgres.yaml", dir, events)
+}
+
+func load(name, dir, events string) (*spec.Pipeline, error) {
+	data, err := files.ReadFile(name)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +55,7 @@ func Load(dir, events string) (*spec.Pipeline, error) {
 	if err := os.WriteFile(cpath, c, 0o644); err != nil {
 		return nil, fmt.Errorf("article: %w", err)
 	}
-	p, err := spec.Decode(PipelinePath, data)
+	p, err := spec.Decode("examples/article/"+name, data)
 	if err != nil {
 		return nil, err
 	}

@@ -486,3 +486,27 @@ func checkFates(t *testing.T, cfg articlegen.Config, rc *recomputation) {
 }
 
 func head(s []string) []string { return s[:min(3, len(s))] }
+
+// TestPostgresVariant: postgres.yaml is pipeline.yaml with its results in
+// PostgreSQL and checkpoints, nothing else.
+func TestPostgresVariant(t *testing.T) {
+	dir := t.TempDir()
+	a, err := article.Load(dir, "orders.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := article.LoadPostgres(dir, "orders.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Sinks) != 1 || b.Sinks[0].Type != "postgres" || b.Sinks[0].Mode != "results" || b.Sinks[0].Table != "revenue_minute" ||
+		b.Checkpoint == nil || time.Duration(b.Checkpoint.Interval) != time.Second {
+		t.Fatalf("postgres.yaml: sinks %+v, checkpoint %+v", b.Sinks, b.Checkpoint)
+	}
+	b.Sinks, b.Checkpoint = a.Sinks, a.Checkpoint
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if !bytes.Equal(ja, jb) {
+		t.Errorf("the two pipelines differ beyond sinks and checkpoint:\n%s\n%s", ja, jb)
+	}
+}

@@ -52,6 +52,10 @@ type benchFlags struct {
 	// writeEvents, for bench article, writes the generated events to
 	// this file and exits.
 	writeEvents string
+	// sink, for bench article: "" (blackholes) or "postgres"
+	// (postgres.yaml's results table and checkpoints, at dsn).
+	sink string
+	dsn  string
 }
 
 // articleQuery is the name of the bundled article benchmark.
@@ -113,6 +117,7 @@ writes the allocation profile after them (go tool pprof).`,
 		Example: `  tidemark bench q5
   tidemark bench article --parallelism 1,2 --vs-baseline --repeat 5
   tidemark bench article --events 200000 --write-events out/article/orders.jsonl
+  tidemark bench article --sink postgres --repeat 5
   tidemark bench q11 --events 20000000 --repeat 5 --vs-baseline
   tidemark bench q7 --format json --cpuprofile q7.prof
   tidemark bench my-pipeline.yaml --repeat 3`,
@@ -130,6 +135,8 @@ writes the allocation profile after them (go tool pprof).`,
 	fl.StringVar(&f.memProfile, "memprofile", "", "write an allocation profile after the tidemark runs to this file")
 	fl.Uint64Var(&f.seed, "seed", 1, "article: the event generator's seed")
 	fl.StringVar(&f.writeEvents, "write-events", "", "article: write the generated events to this file and exit")
+	fl.StringVar(&f.sink, "sink", "", "article: postgres writes the results to PostgreSQL with 1 s checkpoints (examples/article/postgres.yaml)")
+	fl.StringVar(&f.dsn, "dsn", "", "article --sink postgres: the database URL (default $TIDEMARK_POSTGRES, else postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
 	fl.IntSliceVar(&f.parallelism, "parallelism", []int{0}, "numbers of tasks to measure, e.g. 1,2 (runs alternate between them; 0: the pipeline's parallelism, else one task per CPU)")
 	return cmd
 }
@@ -147,6 +154,12 @@ type BenchRun struct {
 	StateBytesEnd  int64   `json:"state_bytes_end"`       // engine estimate at the end of the run, bytes; 0 for a baseline
 	AllocsPerEvent float64 `json:"allocs_per_event"`      // heap allocations (MemStats.Mallocs) per event
 	BytesPerEvent  float64 `json:"alloc_bytes_per_event"` // heap bytes allocated per event
+	// With --sink postgres: the database's CPU seconds (the run's
+	// backends; the cluster's background processes), and the checkpoints
+	// the run took.
+	DBBackendCPU    float64 `json:"db_backend_cpu_s,omitempty"`
+	DBBackgroundCPU float64 `json:"db_background_cpu_s,omitempty"`
+	Checkpoints     int     `json:"checkpoints,omitempty"`
 }
 
 // benchSeries is the runs of one side (tidemark or the baseline).
@@ -179,6 +192,8 @@ type benchSource struct {
 	// Article: the generated stream's counts (first deliveries,
 	// redeliveries, conflicting copies, late and too-late events).
 	Article *articlegen.Stats `json:"article,omitempty"`
+	// Sink is "postgres" for bench article --sink postgres.
+	Sink string `json:"sink,omitempty"`
 }
 
 // benchReport is the whole output (--format json).
@@ -259,11 +274,22 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	if f.writeEvents != "" && arg != articleQuery {
 		return configErr("--write-events: only for bench %s", articleQuery)
 	}
+	switch {
+	case f.sink != "" && arg != articleQuery:
+		return configErr("--sink: only for bench %s", articleQuery)
+	case f.sink != "" && f.sink != "postgres":
+		return configErr("--sink %q: want postgres", f.sink)
+	case f.sink != "" && f.baseline:
+		return configErr("--vs-baseline: the hand-written loop writes no database; measure it without --sink")
+	case f.dsn != "" && f.sink == "":
+		return configErr("--dsn: only with --sink postgres")
+	}
 	var p *spec.Pipeline
 	var err error
 	file := arg
 	var gen *articlegen.Stats
 	var eventsFile string
+	var dbApp, dbDSN, ckDir string // bench article --sink postgres
 	switch lower := strings.ToLower(arg); {
 	case arg == articleQuery:
 		events := f.events
@@ -292,6 +318,26 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 		}
 		gen = &st
 		file = article.PipelinePath
+		if f.sink == "postgres" {
+			file = article.PostgresPath
+			if p, err = article.LoadPostgres(dir, eventsFile); err == nil {
+				dbApp = fmt.Sprintf("tidemark-bench-%d", os.Getpid())
+				dsn := f.dsn
+				if dsn == "" {
+					dsn = os.Getenv("TIDEMARK_POSTGRES")
+				}
+				if dsn == "" {
+					dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+				}
+				if dbDSN, err = withApplicationName(dsn, dbApp); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+				p.Sinks[0].DSN = dbDSN
+				ckDir = filepath.Join(dir, "checkpoints")
+				p.Checkpoint.Dir = ckDir
+			}
+			break
+		}
 		p, err = article.Load(dir, eventsFile)
 	case strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml"):
 		p, err = tidemark.Load(arg)
@@ -342,7 +388,7 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 		}
 		base = &b
 	}
-	rows := blackholeSinks(p)
+	rows := blackholeSinks(p, dbDSN != "")
 	pl, err := tidemark.Compile(p)
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("%s: %w", file, err)}
@@ -366,6 +412,7 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	if gen != nil {
 		rep.Source.Generator, rep.Source.Events, rep.Source.Rate, rep.Source.Seed = "articlegen", gen.Lines, articlegen.DefaultRate, f.seed
 		rep.Source.Article = gen
+		rep.Source.Sink = f.sink
 	}
 	rep.Tidemark.Name = "tidemark"
 	rep.PeakRSSReset = true
@@ -392,11 +439,28 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	for i := 0; i < f.repeat; i++ {
 		for k, n := range f.parallelism {
 			var par int
+			var sum *engine.Summary
+			var dbBack, dbBg float64
 			r, reset, err := measure(func(h *liveHeap) (int64, time.Duration, int64, error) {
 				*rows = 0
 				opts := benchOptions(reg, stderr, h)
 				opts.Parallelism = n
-				sum, err := engine.Run(ctx, pl, opts)
+				var db *dbCPU
+				if dbDSN != "" {
+					// A fresh start every run: no checkpoint to resume.
+					if err := os.RemoveAll(ckDir); err != nil {
+						return 0, 0, 0, err
+					}
+					var err error
+					if db, err = startDBCPU(ctx, dbDSN, dbApp); err != nil {
+						return 0, 0, 0, err
+					}
+				}
+				var err error
+				sum, err = engine.Run(ctx, pl, opts)
+				if db != nil {
+					dbBack, dbBg = db.Stop(ctx)
+				}
 				if err != nil {
 					return 0, 0, 0, err
 				}
@@ -410,6 +474,13 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 				return fmt.Errorf("run %d: %w", i+1, err)
 			}
 			r.Rows = *rows
+			if dbDSN != "" {
+				r.Rows = 0
+				for _, st := range sum.Stages {
+					r.Rows += st.RowsEmitted
+				}
+				r.DBBackendCPU, r.DBBackgroundCPU, r.Checkpoints = dbBack, dbBg, sum.Checkpoints.Taken
+			}
 			rep.PeakRSSReset = rep.PeakRSSReset && reset
 			series[k].Parallelism = par
 			series[k].Runs = append(series[k].Runs, r)
@@ -484,12 +555,23 @@ func stageNames(p *spec.Pipeline) []string {
 
 // blackholeSinks points every sink of p at the blackhole (adding one to
 // each last stage without sinks, one that no other stage reads) and turns
-// checkpoints off. It returns the counter of result rows the blackhole
-// sinks receive.
-func blackholeSinks(p *spec.Pipeline) *int64 {
+// checkpoints off; with keepResults, the result sinks and checkpoints stay
+// and only the side outputs go to the blackhole. It returns the counter of
+// result rows the blackhole sinks receive.
+func blackholeSinks(p *spec.Pipeline, keepResults bool) *int64 {
 	rows := new(int64)
-	bh := func() *spec.Sink { return &spec.Sink{Type: blackholeType} }
+	bh := func() *spec.Sink {
+		if keepResults {
+			// The blackhole keeps nothing, so it takes no part in the
+			// checkpoints the run keeps.
+			return &spec.Sink{Type: blackholeType, Delivery: "at_least_once"}
+		}
+		return &spec.Sink{Type: blackholeType}
+	}
 	results := func(s []spec.Sink, leaf bool) []spec.Sink {
+		if keepResults {
+			return s
+		}
 		n := len(s)
 		if n == 0 && leaf {
 			n = 1
@@ -500,7 +582,9 @@ func blackholeSinks(p *spec.Pipeline) *int64 {
 		}
 		return out
 	}
-	p.Checkpoint = nil
+	if !keepResults {
+		p.Checkpoint = nil
+	}
 	if p.Quarantine.Sink != nil {
 		p.Quarantine.Sink = bh()
 	}
@@ -670,17 +754,20 @@ func medianRun(runs []BenchRun) BenchRun {
 		return (v[n/2-1] + v[n/2]) / 2
 	}
 	return BenchRun{
-		Events:         int64(med(func(r *BenchRun) float64 { return float64(r.Events) })),
-		Rows:           int64(med(func(r *BenchRun) float64 { return float64(r.Rows) })),
-		WallSeconds:    med(func(r *BenchRun) float64 { return r.WallSeconds }),
-		CPUSeconds:     med(func(r *BenchRun) float64 { return r.CPUSeconds }),
-		EventsPerSec:   med(func(r *BenchRun) float64 { return r.EventsPerSec }),
-		EventsPerCore:  med(func(r *BenchRun) float64 { return r.EventsPerCore }),
-		PeakRSSBytes:   int64(med(func(r *BenchRun) float64 { return float64(r.PeakRSSBytes) })),
-		LiveHeapBytes:  int64(med(func(r *BenchRun) float64 { return float64(r.LiveHeapBytes) })),
-		StateBytesEnd:  int64(med(func(r *BenchRun) float64 { return float64(r.StateBytesEnd) })),
-		AllocsPerEvent: med(func(r *BenchRun) float64 { return r.AllocsPerEvent }),
-		BytesPerEvent:  med(func(r *BenchRun) float64 { return r.BytesPerEvent }),
+		Events:          int64(med(func(r *BenchRun) float64 { return float64(r.Events) })),
+		Rows:            int64(med(func(r *BenchRun) float64 { return float64(r.Rows) })),
+		WallSeconds:     med(func(r *BenchRun) float64 { return r.WallSeconds }),
+		CPUSeconds:      med(func(r *BenchRun) float64 { return r.CPUSeconds }),
+		EventsPerSec:    med(func(r *BenchRun) float64 { return r.EventsPerSec }),
+		EventsPerCore:   med(func(r *BenchRun) float64 { return r.EventsPerCore }),
+		PeakRSSBytes:    int64(med(func(r *BenchRun) float64 { return float64(r.PeakRSSBytes) })),
+		LiveHeapBytes:   int64(med(func(r *BenchRun) float64 { return float64(r.LiveHeapBytes) })),
+		StateBytesEnd:   int64(med(func(r *BenchRun) float64 { return float64(r.StateBytesEnd) })),
+		AllocsPerEvent:  med(func(r *BenchRun) float64 { return r.AllocsPerEvent }),
+		BytesPerEvent:   med(func(r *BenchRun) float64 { return r.BytesPerEvent }),
+		DBBackendCPU:    med(func(r *BenchRun) float64 { return r.DBBackendCPU }),
+		DBBackgroundCPU: med(func(r *BenchRun) float64 { return r.DBBackgroundCPU }),
+		Checkpoints:     int(med(func(r *BenchRun) float64 { return float64(r.Checkpoints) })),
 	}
 }
 
@@ -729,8 +816,13 @@ func writeBenchText(w io.Writer, rep *benchReport) {
 		cpu = "CPU model unknown"
 	}
 	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s/%s, %s\n\n", cpu, m.CPUs, m.GOMAXPROCS, m.OS, m.Arch, m.Go)
+	db := rep.Source.Sink == "postgres"
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\trun\tevents/s\tevents/s/core\twall\tCPU\tpeak RSS\tlive heap\tstate (end)\tallocs/event\tbytes/event\trows\t")
+	head := "\trun\tevents/s\tevents/s/core\twall\tCPU\tpeak RSS\tlive heap\tstate (end)\tallocs/event\tbytes/event\trows\t"
+	if db {
+		head += "db backends\tdb background\tcheckpoints\t"
+	}
+	fmt.Fprintln(tw, head)
 	series := []*benchSeries{&rep.Tidemark}
 	for i := range rep.Parallel {
 		series = append(series, &rep.Parallel[i])
@@ -744,9 +836,13 @@ func writeBenchText(w io.Writer, rep *benchReport) {
 			if s == rep.Baseline {
 				state = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2fs\t%.2fs\t%s\t%s\t%s\t%.3f\t%.1f\t%s\t\n", s.Name, label,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2fs\t%.2fs\t%s\t%s\t%s\t%.3f\t%.1f\t%s\t", s.Name, label,
 				count(r.EventsPerSec), count(r.EventsPerCore), r.WallSeconds, r.CPUSeconds,
 				bytesText(r.PeakRSSBytes), bytesText(r.LiveHeapBytes), state, r.AllocsPerEvent, r.BytesPerEvent, count(float64(r.Rows)))
+			if db {
+				fmt.Fprintf(tw, "%.2fs\t%.2fs\t%d\t", r.DBBackendCPU, r.DBBackgroundCPU, r.Checkpoints)
+			}
+			fmt.Fprintln(tw)
 		}
 		for i := range s.Runs {
 			line(fmt.Sprint(i+1), &s.Runs[i])
@@ -765,6 +861,9 @@ func writeBenchText(w io.Writer, rep *benchReport) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "events/s/core: events / process CPU time (user + system, every thread).")
+	if db {
+		fmt.Fprintln(w, "db backends: CPU of the PostgreSQL server processes of the run's connections; db background: of the WAL writer, checkpointer and background writer (shared with other clients).")
+	}
 	fmt.Fprintln(w, "state (end): the engine's estimate after the run, when every window has closed.")
 	fmt.Fprintln(w, "live heap: the largest live heap at a GC during the run, the whole process included.")
 	if !rep.PeakRSSReset {

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tidemark/tidemark/internal/pgtest"
 )
 
 // TestBenchJSON runs every bundled query briefly with its baseline: the
@@ -143,5 +146,55 @@ func TestBenchArticle(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "bench", "q5", "--write-events", file); code != 2 || !strings.Contains(errOut, "--write-events: only for bench article") {
 		t.Errorf("code %d, stderr %q", code, errOut)
+	}
+}
+
+// TestBenchArticlePostgres: bench article --sink postgres writes the
+// results into PostgreSQL with checkpoints, reports the database's CPU,
+// and leaves the rows the blackhole run counts, with their final values
+// in the table.
+func TestBenchArticlePostgres(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	code, out, errOut := run(t, "bench", "article", "--events", "20000", "--repeat", "2", "--parallelism", "1", "--sink", "postgres", "--dsn", u.String(), "--format", "json")
+	if code != 0 {
+		t.Fatalf("code %d, stderr %q", code, errOut)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	m := rep.Tidemark.Median
+	if rep.File != "examples/article/postgres.yaml" || rep.Source.Sink != "postgres" || m.Events != 20000 || m.Checkpoints < 1 || m.DBBackendCPU <= 0 {
+		t.Fatalf("report %+v, median %+v", rep, m)
+	}
+	_, bh, _ := run(t, "bench", "article", "--events", "20000", "--repeat", "1", "--parallelism", "1", "--format", "json")
+	var blackhole benchReport
+	if err := json.Unmarshal([]byte(bh), &blackhole); err != nil {
+		t.Fatal(err)
+	}
+	if m.Rows != blackhole.Tidemark.Median.Rows || m.Rows == 0 {
+		t.Errorf("rows: postgres %d, blackhole %d", m.Rows, blackhole.Tidemark.Median.Rows)
+	}
+	// The table holds one row per window and key, each final.
+	pgtest.Check(t, dsn, `SELECT count(*) = count(*) FILTER (WHERE is_final), count(*) > 0 FROM "`+schema+`".revenue_minute`, "t | t\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "q5", "--sink", "postgres"}, "--sink: only for bench article"},
+		{[]string{"bench", "article", "--sink", "mysql"}, `--sink "mysql": want postgres`},
+		{[]string{"bench", "article", "--sink", "postgres", "--vs-baseline"}, "--vs-baseline: the hand-written loop writes no database"},
+		{[]string{"bench", "article", "--dsn", dsn}, "--dsn: only with --sink postgres"},
+	} {
+		if code, _, errOut := run(t, c.args...); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: code %d, stderr %q, want %q", c.args, code, errOut, c.want)
+		}
 	}
 }
