@@ -177,8 +177,7 @@ func (r *Results) apply(ctx context.Context, tx pgx.Tx, b *batch) error {
 }
 
 func (r *Results) applyCopy(ctx context.Context, tx pgx.Tx, b *batch) error {
-	src := &copySource{b: b, i: -1}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", stageTable}, r.st.stageCols, src); err != nil {
+	if err := r.copyStage(ctx, tx, b); err != nil {
 		return err
 	}
 	exec := func(q string, args ...any) error {
@@ -223,28 +222,6 @@ func (r *Results) applyCopy(ctx context.Context, tx pgx.Tx, b *batch) error {
 	}
 	return nil
 }
-
-// copySource feeds a batch's entries to COPY, in the staging table's
-// column order.
-type copySource struct {
-	b    *batch
-	i    int
-	args []any
-}
-
-func (c *copySource) Next() bool {
-	c.i++
-	return c.i < len(c.b.entries)
-}
-
-func (c *copySource) Values() ([]any, error) {
-	e := &c.b.entries[c.i]
-	c.args = append(c.args[:0], e.round, e.op == changelog.Delete)
-	c.args = appendArgs(c.args, c.b, c.i)
-	return c.args, nil
-}
-
-func (c *copySource) Err() error { return nil }
 
 func (r *Results) applyValues(ctx context.Context, tx pgx.Tx, b *batch) error {
 	// Entries by round, each round's upserts then its deletes.

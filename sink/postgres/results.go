@@ -113,6 +113,8 @@ type Results struct {
 	perStmt int    // rows per multi-row statement (applyValues)
 	replace bool   // the emptying of a Fresh run still to do
 	closed  bool
+	copyBuf []byte // the staging COPY's data, reused
+	copySQL string
 }
 
 var (

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strings"
+	"unsafe"
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/row"
@@ -39,6 +39,32 @@ type batch struct {
 	rounds      int32            // rounds in use: 1 + the highest entry round (0 when empty)
 	deletes     int              // entries that are deletes
 	keyBuf      []byte
+	// text holds the bytes of the batch's strings (its values' and its
+	// keys in last), in chunks: a staged row's strings are copied in
+	// here, not allocated one by one. Nothing outside the batch keeps
+	// them (appendTo and COPY read them before the batch is reset), so
+	// reset reuses the memory.
+	text   []byte
+	chunks [][]byte // the full chunks before text, kept until reset
+}
+
+// textChunk is the size of a batch's string chunks.
+const textChunk = 64 << 10
+
+// own returns a copy of b held in the batch's text (valid until reset).
+func (b *batch) own(s []byte) string {
+	if len(s) == 0 {
+		return ""
+	}
+	if cap(b.text)-len(b.text) < len(s) {
+		if len(b.text) > 0 {
+			b.chunks = append(b.chunks, b.text)
+		}
+		b.text = make([]byte, 0, max(textChunk, len(s)))
+	}
+	n := len(b.text)
+	b.text = append(b.text, s...)
+	return unsafe.String(&b.text[n], len(s))
 }
 
 // entry is one staged operation (the last of a run on one key).
@@ -69,6 +95,9 @@ func (b *batch) reset() {
 	b.vals = b.vals[:0]
 	clear(b.last)
 	b.rounds, b.deletes = 0, 0
+	b.text = b.text[:0]
+	clear(b.chunks)
+	b.chunks = b.chunks[:0]
 }
 
 // check returns an error when r does not fit the table: a wrong number of
@@ -136,7 +165,7 @@ func (b *batch) add(r *changelog.Row) {
 	b.vals = append(b.vals, make([]row.Value, b.width)...)
 	n := int32(len(b.entries) - 1)
 	b.setValues(int(n), r)
-	b.last[string(k)] = n
+	b.last[b.own(k)] = n
 	if r.Op == changelog.Delete {
 		b.deletes++
 	}
@@ -148,17 +177,20 @@ func (b *batch) setValues(i int, r *changelog.Row) {
 	dst := b.vals[i*b.width : (i+1)*b.width]
 	for j, v := range r.Key {
 		if v.Kind == row.KindString {
-			v.S = strings.Clone(v.S) // the row's strings may be reused after Write
+			v.S = b.own(bytesOf(v.S)) // the row's strings may be reused after Write
 		}
 		dst[j] = v
 	}
 	for j, v := range r.Values {
 		if v.Kind == row.KindString {
-			v.S = strings.Clone(v.S)
+			v.S = b.own(bytesOf(v.S))
 		}
 		dst[b.nKey+j] = v
 	}
 }
+
+// bytesOf views s's bytes (own copies them).
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // values returns entry i's key and value columns.
 func (b *batch) values(i int) []row.Value { return b.vals[i*b.width : (i+1)*b.width] }
@@ -216,10 +248,23 @@ func (b *batch) encode(dst []byte) []byte {
 		e.Int(x.wm)
 		e.Int(x.upd)
 		for _, v := range b.values(i) {
-			e.Value(v)
+			appendValue(e, v, &b.keyBuf)
 		}
 	}
 	return e.Bytes()
+}
+
+// appendValue is e.Value(v), a decimal's text written without allocating
+// (appendDecimal; the bytes are the same: the kind byte, then the text as
+// Bytes8). scratch is reused.
+func appendValue(e *state.Encoder, v row.Value, scratch *[]byte) {
+	if v.Kind != row.KindDecimal {
+		e.Value(v)
+		return
+	}
+	e.Byte(byte(row.KindDecimal))
+	*scratch = appendDecimal((*scratch)[:0], v.D)
+	e.Bytes8(*scratch)
 }
 
 // decode adds the rows encoded in p (see encode) to the batch. It returns
