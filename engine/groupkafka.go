@@ -95,6 +95,12 @@ type groupRun struct {
 	// end (collect).
 	total           *task.Counters
 	read, redeliver int64
+	// ends is each partition's end (last stable offset) at the last fetch;
+	// lastLive, lastCommitAt and lastCommitDur feed the snapshots.
+	ends          map[taskKey]int64
+	lastLive      time.Time
+	lastCommitAt  time.Time
+	lastCommitDur time.Duration
 }
 
 type tpKey struct {
@@ -159,7 +165,7 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 	cpu0 := cpuTime()
 	sp := &pl.Spec.Source
 	gr := &groupRun{plan: pl, opts: opts, sp: sp, group: sp.Group, repart: RepartitionTopic(pl.Spec.Name),
-		owned: map[taskKey]bool{}, pos: map[taskKey]int64{}, events: &assignEvents{}}
+		owned: map[taskKey]bool{}, pos: map[taskKey]int64{}, events: &assignEvents{}, ends: map[taskKey]int64{}}
 	gr.sum.Group, gr.sum.Topic = sp.Group, gr.repart
 	if sp.Start != "earliest" {
 		return nil, &ConfigError{Err: fmt.Errorf("source.start: %s: a group reads from the earliest offset where it has no committed one", sp.Start)}
@@ -173,6 +179,7 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 	if err != nil {
 		return nil, err
 	}
+	gr.live(true)
 	s := gr.summary()
 	s.Stopped = stopped
 	s.Wall = time.Since(start)
@@ -466,6 +473,13 @@ func (gr *groupRun) loop(ctx context.Context) (stopped bool, err error) {
 		}
 		var ferr error
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if k, ok := gr.key(p.Topic, p.Partition); ok {
+				if p.LastStableOffset >= 0 {
+					gr.ends[k] = p.LastStableOffset
+				} else if p.HighWatermark >= 0 {
+					gr.ends[k] = p.HighWatermark
+				}
+			}
 			if ferr == nil {
 				ferr = gr.partition(ctx, p)
 			}
@@ -480,6 +494,10 @@ func (gr *groupRun) loop(ctx context.Context) (stopped bool, err error) {
 			return false, err
 		}
 		now := gr.opts.WallClock()
+		if now.Sub(gr.lastLive) >= gr.opts.LiveEvery {
+			gr.lastLive = now
+			gr.live(false)
+		}
 		if now.Sub(lastCommit) >= interval {
 			lastCommit = now
 			if _, err := gr.commit(ctx); err != nil {
@@ -767,6 +785,10 @@ func (gr *groupRun) tick() error {
 // the transaction aborted (a rebalance), every task starts again from its
 // committed checkpoint. It reports whether it committed.
 func (gr *groupRun) commit(ctx context.Context) (bool, error) {
+	t0 := time.Now()
+	defer func() {
+		gr.lastCommitAt, gr.lastCommitDur = gr.opts.WallClock(), time.Since(t0)
+	}()
 	_, gen := gr.sess.Client().GroupMetadata()
 	metas, err := gr.in.checkpoint(ctx, int64(max(gen, 0)))
 	if err != nil {

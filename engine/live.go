@@ -44,6 +44,11 @@ type Live struct {
 	SinkCommits []SinkCommit
 	// Ledgers reports the postgres ledger sinks (totals of the run).
 	Ledgers []LedgerSummary
+	// Group reports the instance of a group run (source.assignment:
+	// group); nil otherwise. Partitions are then the instance's source
+	// tasks' partitions, Watermark the lowest watermark of its keyed
+	// tasks' nodes, and the counters those of the tasks it holds.
+	Group *LiveGroup
 }
 
 // LivePartition is one source partition.

@@ -187,6 +187,15 @@ func (c *collector) descs() map[string]desc {
 			"slotarget":  newDesc("tidemark_slo_target", "An objective's target: seconds for the p95s, a share (0–1) for the ratios.", g, p, "slo"),
 			"slovalue":   newDesc("tidemark_slo_value", "An objective's current value, in the target's unit; absent without data.", g, p, "slo"),
 			"slomet":     newDesc("tidemark_slo_met", "1 when the objective is met (or has no data yet), 0 when missed.", g, p, "slo"),
+			"grptasks":   newDesc("tidemark_group_tasks", "Tasks this instance of a group run holds, by kind: source (an input partition) or keyed (a partition of the repartition topic).", g, p, "kind"),
+			"grptxn":     newDesc("tidemark_group_transactions_total", "The instance's transactions (one per checkpoint), by outcome: committed, or aborted by a rebalance.", k, p, "outcome"),
+			"grprebal":   newDesc("tidemark_group_rebalances_total", "Assignment changes the instance went through.", k, p),
+			"grprest":    newDesc("tidemark_group_task_restores_total", "Tasks the instance started from a checkpoint in the store.", k, p),
+			"grprbytes":  newDesc("tidemark_group_restore_bytes_total", "Checkpoint bytes read to restore tasks.", k, p),
+			"grprsecs":   newDesc("tidemark_group_restore_seconds_total", "Time spent restoring tasks (reading and applying their checkpoints).", k, p),
+			"grplag":     newDesc("tidemark_group_repartition_lag_records", "Records of a repartition partition after the keyed task's position (the last fetch's last stable offset − position).", g, p, "partition"),
+			"grpnodewm":  newDesc("tidemark_group_node_watermark_seconds", "A keyed task's node watermark (the minimum over the tasks feeding it), Unix seconds.", g, p, "partition", "node"),
+			"grpupwm":    newDesc("tidemark_group_upstream_watermark_seconds", "The watermark an upstream task (an input partition, or a repartition partition) reported to a keyed task's node, Unix seconds; -Inf before it reported.", g, p, "partition", "node", "upstream"),
 			"ended":      newDesc("tidemark_run_ended", "1 once the run has ended (a bounded input, or a stop).", g, p),
 			"snapshotts": newDesc("tidemark_snapshot_timestamp_seconds", "Wall-clock time of the snapshot these metrics come from, Unix seconds.", g, p),
 		}
@@ -300,6 +309,28 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				m("slovalue", s.Value, s.Name)
 			}
 			m("slomet", b2f(s.Met), s.Name)
+		}
+	}
+	if gr := l.Group; gr != nil {
+		m("grptasks", float64(len(gr.Sources)), "source")
+		m("grptasks", float64(len(gr.Keyed)), "keyed")
+		m("grptxn", float64(gr.Commits), "committed")
+		m("grptxn", float64(gr.Aborts), "aborted")
+		m("grprebal", float64(gr.Rebalances))
+		m("grprest", float64(gr.Restores))
+		m("grprbytes", float64(gr.RestoreBytes))
+		m("grprsecs", gr.RestoreTime.Seconds())
+		for _, kt := range gr.Keyed {
+			q := strconv.Itoa(kt.Partition)
+			if kt.Lag >= 0 {
+				m("grplag", float64(kt.Lag), q)
+			}
+			for _, n := range kt.Nodes {
+				m("grpnodewm", seconds(n.Watermark), q, n.Name)
+				for u, w := range n.Upstream {
+					m("grpupwm", seconds(w), q, n.Name, strconv.Itoa(u))
+				}
+			}
 		}
 	}
 	m("ended", b2f(l.Ended))

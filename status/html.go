@@ -184,6 +184,15 @@ late ratio <span id="late-ratio">{{ratio .D.LateRatio}}</span>.</p>
 {{range .D.Partitions}}<tr class="partition" data-name="{{.Name}}"><td>{{.Name}}</td><td class="watermark">{{.Watermark}}</td><td class="n">{{lag .EventTimeLagSeconds}}</td><td>{{if .Idle}}idle{{else}}active{{end}}</td><td class="n records">{{.Records}}</td><td class="n">{{clag .ConsumerLag}}</td></tr>
 {{end}}</table>
 
+{{with .D.Group}}<h2>Instance {{.Instance}} of group {{.Group}}</h2>
+<p id="group">{{len .Sources}} input partitions and {{len .Keyed}} of the {{.Partitions}} partitions of {{.Topic}}; {{.Commits}} transactions committed, {{.Aborts}} aborted by rebalances; {{.Rebalances}} assignment changes; {{.Restores}} tasks restored from checkpoints.</p>
+<table id="group-sources"><tr><th>input partition</th><th>watermark reported</th><th>idle</th><th>records</th><th>lag</th><th>done</th></tr>
+{{range .Sources}}<tr class="group-source" data-name="{{.Partition}}"><td>{{.Partition}}</td><td>{{.Watermark}}</td><td>{{if .Idle}}idle{{else}}active{{end}}</td><td class="n">{{.Records}}</td><td class="n">{{clag .Lag}}</td><td>{{if .Done}}done{{end}}</td></tr>
+{{end}}</table>
+<table id="group-keyed"><tr><th>repartition partition</th><th>node watermarks</th><th>lag</th><th>done</th></tr>
+{{range .Keyed}}<tr class="group-keyed" data-partition="{{.Partition}}"><td>{{.Partition}}</td><td>{{range .Nodes}}{{.}}<br>{{end}}</td><td class="n">{{clag .Lag}}</td><td>{{if .Done}}done{{end}}</td></tr>
+{{end}}</table>
+{{end}}
 <h2>Records</h2>
 <table id="records">
 <tr><th>read</th><td class="n" id="records-read">{{.D.Records.Read}}</td></tr>

@@ -82,6 +82,44 @@ type Doc struct {
 	LateRatio   *float64    `json:"late_ratio"`
 	Checkpoints Checkpoints `json:"checkpoints"`
 	SLO         []SLO       `json:"slo"`
+	// Group is the instance of a group run (docs/scale-out.md): the tasks
+	// it holds; absent otherwise.
+	Group *Group `json:"group,omitempty"`
+}
+
+// Group is an instance of a group run.
+type Group struct {
+	Group      string `json:"group"`
+	Instance   string `json:"instance"`
+	Topic      string `json:"repartition_topic"`
+	Partitions int    `json:"repartition_partitions"`
+	// Sources are the input partitions it holds, Keyed the repartition
+	// partitions.
+	Sources    []GroupSource `json:"sources"`
+	Keyed      []GroupKeyed  `json:"keyed"`
+	Commits    int           `json:"commits"`
+	Aborts     int           `json:"aborts"`
+	Rebalances int           `json:"rebalances"`
+	Restores   int           `json:"restores"`
+}
+
+// GroupSource is a source task.
+type GroupSource struct {
+	Partition string `json:"partition"`
+	Watermark string `json:"watermark"`
+	Idle      bool   `json:"idle"`
+	Records   int64  `json:"records"`
+	Lag       *int64 `json:"lag"`
+	Done      bool   `json:"done"`
+}
+
+// GroupKeyed is a keyed task; Nodes its nodes' watermarks ("dedup:
+// 2026-…", a stage's name: …).
+type GroupKeyed struct {
+	Partition int      `json:"partition"`
+	Lag       *int64   `json:"lag"`
+	Nodes     []string `json:"nodes"`
+	Done      bool     `json:"done"`
 }
 
 // Contracts states the four contracts.
@@ -282,6 +320,28 @@ func (pg *Page) Doc() Doc {
 		if valid > 0 {
 			v := float64(r.LateAccepted+r.TooLate) / float64(valid)
 			d.LateRatio = &v
+		}
+		if g := l.Group; g != nil {
+			dg := &Group{Group: g.Group, Instance: g.Instance, Topic: g.Topic, Partitions: g.Partitions, Commits: g.Commits,
+				Aborts: g.Aborts, Rebalances: g.Rebalances, Restores: g.Restores, Sources: []GroupSource{}, Keyed: []GroupKeyed{}}
+			lagOf := func(n int64) *int64 {
+				if n < 0 {
+					return nil
+				}
+				return &n
+			}
+			for _, st := range g.Sources {
+				dg.Sources = append(dg.Sources, GroupSource{Partition: st.Partition, Watermark: timeText(st.Watermark), Idle: st.Idle,
+					Records: st.Records, Lag: lagOf(st.Lag), Done: st.Done})
+			}
+			for _, kt := range g.Keyed {
+				k := GroupKeyed{Partition: kt.Partition, Lag: lagOf(kt.Lag), Done: kt.Done}
+				for _, n := range kt.Nodes {
+					k.Nodes = append(k.Nodes, n.Name+": "+timeText(n.Watermark))
+				}
+				dg.Keyed = append(dg.Keyed, k)
+			}
+			d.Group = dg
 		}
 		ck := l.Checkpoints
 		d.Checkpoints = Checkpoints{Enabled: ck.Enabled, Taken: ck.Taken, Failures: ck.Failures, LastID: ck.LastID,
