@@ -36,6 +36,9 @@ type devKafkaFlags struct {
 	// registryAddr is where the development Schema Registry listens; ""
 	// serves none.
 	registryAddr string
+	// minSession is the broker's group.min.session.timeout.ms: the
+	// shortest session timeout a group member may ask for.
+	minSession time.Duration
 }
 
 // devRegistryDefaultAddr is where tidemark dev-kafka's Schema Registry
@@ -84,6 +87,13 @@ or globally, PUT /config). Like the broker it keeps everything in memory and
 is for development only. Its line "schema registry listening on
 http://HOST:PORT" follows the broker's on stdout.
 
+Consumer groups: the broker refuses a member whose session timeout is below
+--group-min-session-timeout (Kafka's group.min.session.timeout.ms; default
+6s, as Kafka's). A group of tidemark instances (source.assignment: group)
+notices a killed instance after source.session_timeout; lower both, e.g.
+--group-min-session-timeout 500ms and session_timeout: 1s, for tests and
+demos that kill instances and should not wait 6 s each time.
+
 Exit status: 0 when stopped by a signal, 1 when the address cannot be
 listened on, 2 for a usage error.`,
 		Args: usage(cobra.NoArgs),
@@ -98,6 +108,7 @@ listened on, 2 for a usage error.`,
 	fl.BoolVar(&f.autoCreate, "auto-create", false, "let clients that ask for it create a topic by producing to it or fetching its metadata (tidemark never asks)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the listening line")
 	fl.BoolVar(&f.outliveParent, "outlive-parent", false, "keep running after the process that started it exits (by default the broker stops then)")
+	fl.DurationVar(&f.minSession, "group-min-session-timeout", 6*time.Second, "shortest session timeout a consumer group member may ask for (group.min.session.timeout.ms)")
 	fl.StringVar(&f.registryAddr, "registry-addr", devRegistryDefaultAddr, `address of the development Schema Registry, HOST:PORT (port 0: any free port; "" serves none)`)
 	return cmd
 }
@@ -121,6 +132,9 @@ func runDevKafka(ctx context.Context, f *devKafkaFlags, stdout, stderr io.Writer
 	if f.partitions < 1 {
 		return usageErr("--partitions: must be at least 1")
 	}
+	if f.minSession < time.Millisecond {
+		return usageErr("--group-min-session-timeout %s: must be at least 1ms", f.minSession)
+	}
 	var topics []string
 	for _, t := range f.topics {
 		for _, name := range strings.Split(t, ",") {
@@ -142,6 +156,7 @@ func runDevKafka(ctx context.Context, f *devKafkaFlags, stdout, stderr io.Writer
 			return net.Listen(network, net.JoinHostPort(host, p))
 		}),
 		kfake.DefaultNumPartitions(f.partitions),
+		kfake.GroupMinSessionTimeout(f.minSession),
 	}
 	if len(topics) > 0 {
 		opts = append(opts, kfake.SeedTopics(int32(f.partitions), topics...))

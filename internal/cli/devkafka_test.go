@@ -4,6 +4,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"os"
@@ -13,6 +14,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestDevKafkaHelper is not a test: run by TestDevKafkaStopsWithItsParent
@@ -111,6 +116,68 @@ func TestDevKafkaStopsWithItsParent(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("--outlive-parent: still running 5s after SIGTERM")
 			}
+		}
+	}
+}
+
+// TestDevKafkaGroupMinSessionTimeout: a JoinGroup asking for a 1 s session
+// is refused with INVALID_SESSION_TIMEOUT by default (Kafka's 6 s
+// group.min.session.timeout.ms) and accepted with
+// --group-min-session-timeout 500ms; the flag's bad values exit 2.
+func TestDevKafkaGroupMinSessionTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		flags []string
+		want  error
+	}{
+		{nil, kerr.InvalidSessionTimeout},
+		{[]string{"--group-min-session-timeout", "500ms"}, kerr.MemberIDRequired}, // the first step of an accepted join (v4+)
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		pr, pw := io.Pipe()
+		var errb syncBuffer
+		root := newRoot(strings.NewReader(""), pw, &errb)
+		root.SetArgs(append([]string{"dev-kafka", "--addr", "127.0.0.1:0", "--registry-addr", "", "--topic", "t", "-q"}, tc.flags...))
+		done := make(chan error, 1)
+		go func() {
+			err := root.ExecuteContext(ctx)
+			pw.Close()
+			done <- err
+		}()
+		line, _ := bufio.NewReader(pr).ReadString('\n')
+		go io.Copy(io.Discard, pr)
+		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "kafka listening on ")
+		if !ok {
+			cancel()
+			t.Fatalf("%v: first line %q (%v); stderr %s", tc.flags, line, <-done, errb.String())
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis, req.ProtocolType = "g", 1000, 5000, "consumer"
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = "range", (&kmsg.ConsumerMemberMetadata{Topics: []string{"t"}}).AppendTo(nil)
+		req.Protocols = append(req.Protocols, p)
+		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := req.RequestWith(rctx, cl)
+		rcancel()
+		cl.Close()
+		cancel()
+		if derr := <-done; derr != nil {
+			t.Errorf("%v: dev-kafka returned %v", tc.flags, derr)
+		}
+		if err != nil {
+			t.Fatalf("%v: JoinGroup: %v", tc.flags, err)
+		}
+		if got := kerr.ErrorForCode(resp.ErrorCode); got != tc.want {
+			t.Errorf("%v: JoinGroup with a 1 s session: %v, want %v", tc.flags, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"0s", "-1s"} {
+		code, _, stderr := run(t, "dev-kafka", "--addr", "127.0.0.1:0", "--group-min-session-timeout", bad)
+		if code != 2 || !strings.Contains(stderr, "--group-min-session-timeout "+bad+": must be at least 1ms") {
+			t.Errorf("--group-min-session-timeout %s: exit %d, stderr %q", bad, code, stderr)
 		}
 	}
 }
