@@ -200,7 +200,10 @@ func (gr *groupRun) setup(ctx context.Context) error {
 	if err := gr.checkSpec(ctx); err != nil {
 		return err
 	}
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(sp.Brokers...), kgo.ClientID(clientID(sp)))
+	// The admin client lists topics from cached metadata (kadm), kept for
+	// MetadataMinAge: at the default 5 s, the repartition topic this
+	// instance just created stayed "unknown" for 5 s.
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(sp.Brokers...), kgo.ClientID(clientID(sp)), kgo.MetadataMinAge(100*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("source: %w", err)
 	}

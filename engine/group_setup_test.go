@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/tidemark/tidemark/plan"
+)
+
+// setupGroupRun returns a groupRun of groupKafkaPipeline against brokers
+// before its setup, for tests of its steps.
+func setupGroupRun(t *testing.T, brokers []string, repartitions int) *groupRun {
+	t.Helper()
+	p := groupKafkaPipeline(brokers, t.TempDir())
+	p.Source.RepartitionPartitions = repartitions
+	p.Defaults()
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Compile(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr := &groupRun{plan: pl, sp: &pl.Spec.Source, group: p.Source.Group, repart: RepartitionTopic(p.Name),
+		owned: map[taskKey]bool{}, pos: map[taskKey]int64{}, events: &assignEvents{}}
+	t.Cleanup(gr.close)
+	return gr
+}
+
+// TestGroupRepartitionTopicCreated: the first instance of a group creates
+// the repartition topic with source.repartition_partitions partitions and
+// goes on at once — it does not wait for the admin client's cached
+// "unknown topic" metadata to expire (MetadataMinAge, 5 s: every fresh
+// group started 5 s late). A later instance finds the topic; one whose
+// pipeline wants another partition count is refused, naming the topic,
+// both counts and the key.
+func TestGroupRepartitionTopicCreated(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	ctx := context.Background()
+
+	gr := setupGroupRun(t, brokers, 4)
+	start := time.Now()
+	if err := gr.setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("creating the repartition topic took %v (the admin client's cached metadata?)", took)
+	}
+	if gr.P != 4 || len(gr.inputs) != 3 {
+		t.Fatalf("P %d, inputs %v", gr.P, gr.inputs)
+	}
+	td, err := gr.adm.ListTopics(ctx, gr.repart)
+	if err != nil || td[gr.repart].Err != nil || len(td[gr.repart].Partitions) != 4 {
+		t.Fatalf("the repartition topic: %v %+v", err, td[gr.repart])
+	}
+
+	again := setupGroupRun(t, brokers, 4)
+	if err := again.setup(ctx); err != nil {
+		t.Fatalf("a second instance: %v", err)
+	}
+	other := setupGroupRun(t, brokers, 2)
+	err = other.setup(ctx)
+	want := "repartition topic grp-repartition has 4 partitions, the pipeline wants 2 (source.repartition_partitions)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("another partition count: %v, want %q", err, want)
+	}
+}
