@@ -224,6 +224,9 @@ func (c *taskCk) load(ctx context.Context, name string) ([]byte, []task.Section,
 		return nil, nil, fmt.Errorf("task %s: the committed offset names %q, which is not a checkpoint manifest", c.name, name)
 	}
 	b, err := c.store.Get(ctx, c.name, name, 0, -1)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("task %s: the consumer group's committed offset names checkpoint %s, which the checkpoint store does not hold (%w): the store was emptied or another one configured; put the store back, or start the group anew (another source.group, or delete the group's offsets) — tidemark never starts a partition over on top of committed output", c.name, name, err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("task %s: checkpoint %s, which the committed offset names: %w", c.name, name, err)
 	}

@@ -98,6 +98,7 @@ type groupRun struct {
 	// ends is each partition's end (last stable offset) at the last fetch;
 	// lastLive, lastCommitAt and lastCommitDur feed the snapshots.
 	ends          map[taskKey]int64
+	purged        map[int]int64 // repartition partition → offset deleted up to
 	lastLive      time.Time
 	lastCommitAt  time.Time
 	lastCommitDur time.Duration
@@ -165,7 +166,7 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 	cpu0 := cpuTime()
 	sp := &pl.Spec.Source
 	gr := &groupRun{plan: pl, opts: opts, sp: sp, group: sp.Group, repart: RepartitionTopic(pl.Spec.Name),
-		owned: map[taskKey]bool{}, pos: map[taskKey]int64{}, events: &assignEvents{}, ends: map[taskKey]int64{}}
+		owned: map[taskKey]bool{}, pos: map[taskKey]int64{}, events: &assignEvents{}, ends: map[taskKey]int64{}, purged: map[int]int64{}}
 	gr.sum.Group, gr.sum.Topic = sp.Group, gr.repart
 	if sp.Start != "earliest" {
 		return nil, &ConfigError{Err: fmt.Errorf("source.start: %s: a group reads from the earliest offset where it has no committed one", sp.Start)}
@@ -281,6 +282,9 @@ func (gr *groupRun) clientOpts(txnID string) []kgo.Opt {
 	if gr.opts.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(gr.opts.InstanceID))
 	}
+	if os.Getenv("TIDEMARK_KAFKA_DEBUG") != "" {
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, nil)))
+	}
 	return opts
 }
 
@@ -380,7 +384,11 @@ func (gr *groupRun) topics(ctx context.Context) error {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		resp, err := gr.adm.CreateTopic(ctx, int32(gr.P), -1, map[string]*string{"cleanup.policy": strPtr("delete")}, gr.repart)
+		// Records are kept until the group has consumed them (retention
+		// off): the instances delete what they committed (DeleteRecords,
+		// as Kafka Streams purges its repartition topics), so no record is
+		// lost to retention before its keyed task read it.
+		resp, err := gr.adm.CreateTopic(ctx, int32(gr.P), -1, map[string]*string{"cleanup.policy": strPtr("delete"), "retention.ms": strPtr("-1")}, gr.repart)
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("repartition topic %s: cannot create it with %d partitions: %w", gr.repart, gr.P, err)
 		}
@@ -850,6 +858,7 @@ func (gr *groupRun) commit(ctx context.Context) (bool, error) {
 		if err := gr.in.committed(ctx, int64(max(gen, 0))); err != nil {
 			return true, err
 		}
+		gr.purge(ctx)
 	} else {
 		gr.sum.Aborts++
 		gr.logf("group %s: the transaction aborted (a rebalance); the tasks start again from their committed checkpoints", gr.group)
@@ -867,6 +876,30 @@ func (gr *groupRun) commit(ctx context.Context) (bool, error) {
 		return committed, fmt.Errorf("beginning a transaction: %w", err)
 	}
 	return committed, nil
+}
+
+// purge deletes the records of the repartition partitions the instance
+// holds up to their committed offsets: they are consumed for good.
+func (gr *groupRun) purge(ctx context.Context) {
+	offs := kadm.Offsets{}
+	for k := range gr.owned {
+		if p, ok := gr.pos[k]; ok && k.keyed && p > gr.purged[k.index] {
+			offs.Add(kadm.Offset{Topic: gr.repart, Partition: int32(k.index), At: p})
+		}
+	}
+	if len(offs) == 0 {
+		return
+	}
+	resp, err := gr.adm.DeleteRecords(ctx, offs)
+	if err != nil {
+		gr.logf("repartition topic %s: deleting consumed records: %v", gr.repart, err)
+		return
+	}
+	resp.Each(func(r kadm.DeleteRecordsResponse) {
+		if r.Err == nil {
+			gr.purged[int(r.Partition)] = r.LowWatermark
+		}
+	})
 }
 
 // groupDone reports whether every partition of the group — inputs and
@@ -975,7 +1008,11 @@ func (gr *groupRun) Writer(key taskKey) (groupWriter, error) {
 			return recOut{}, nil
 		}
 		if s.Type == "kafka" {
-			return recOut{topic: s.Topic}, nil
+			enc, err := kafkaRecordEncoder(*s)
+			if err != nil {
+				return recOut{}, fmt.Errorf("%s: %w", role, err)
+			}
+			return recOut{topic: s.Topic, enc: enc}, nil
 		}
 		r, err := gr.opts.Registry.openRecords(ctx, *s, &env)
 		if err != nil {
@@ -1003,7 +1040,7 @@ func (gr *groupRun) Writer(key taskKey) (groupWriter, error) {
 		for i, sk := range st.Sinks {
 			role := fmt.Sprintf("%s: sinks[%d]", st.Name, i)
 			if sk.Type == "kafka" {
-				enc, err := sinkkafka.NewRowEncoder(st.Desc, sk.Upsert)
+				enc, err := kafkaRowEncoder(ctx, sk, st.Desc)
 				if err != nil {
 					w.Close(ctx)
 					return nil, fmt.Errorf("%s: %w", role, err)
@@ -1066,6 +1103,7 @@ type resOut struct {
 
 type recOut struct {
 	topic string
+	enc   *sinkkafka.RecordEncoder
 	sink  sink.Records
 }
 
@@ -1097,7 +1135,10 @@ func (w *kafkaGroupWriter) WriteRows(out task.Output, rows []changelog.Row) erro
 			continue
 		}
 		for i := range rows {
-			key, value, skip := r.enc.Record(&rows[i])
+			key, value, skip, err := r.enc.Encode(&rows[i])
+			if err != nil {
+				return fmt.Errorf("topic %s: %w", r.topic, err)
+			}
 			if !skip {
 				w.produce(r.topic, key, value)
 			}
@@ -1126,7 +1167,11 @@ func (w *kafkaGroupWriter) WriteRecord(out task.Output, rec []byte) error {
 	case o.sink != nil:
 		return o.sink.WriteRecord(context.Background(), rec)
 	case o.topic != "":
-		w.produce(o.topic, nil, rec)
+		v, err := o.enc.Encode(context.Background(), rec)
+		if err != nil {
+			return err
+		}
+		w.produce(o.topic, nil, v)
 	}
 	return nil
 }

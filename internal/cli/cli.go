@@ -77,7 +77,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout), newVersionCmd(stdout))
 	root.AddCommand(newPerturbCmd(stderr))
 	root.AddCommand(newBenchCmd(stdout, stderr))
-	root.AddCommand(newProduceCmd(stderr), newDevKafkaCmd(stdout, stderr))
+	root.AddCommand(newProduceCmd(stderr), newConsumeCmd(stdout, stderr), newDevKafkaCmd(stdout, stderr))
 	root.AddCommand(newCheckCmd(stdout))
 	root.AddCommand(newDiffCmd(stdout), newPromoteCmd(stdout))
 	root.AddCommand(newBackfillCmd(stdout, stderr))

@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// newConsumeCmd is tidemark consume: a topic's committed records on
+// stdout, for demos and checks.
+func newConsumeCmd(stdout, stderr io.Writer) *cobra.Command {
+	var topic string
+	var brokers []string
+	var final bool
+	var timeout, idle time.Duration
+	cmd := &cobra.Command{
+		Use:   "consume --topic TOPIC [flags]",
+		Short: "Print a Kafka topic's committed records, or with --final the newest row of each key (for demos and checks)",
+		Long: `Print the records of a Kafka topic, read_committed (records of open or
+aborted transactions are never shown), from the start of every partition
+until no record came for --idle, one value per line on stdout.
+
+With --final the topic is read as tidemark's result rows (the kafka sink's
+records: the key is window_start and the group key, the value a row with its
+version): only the row with the highest version of each key is printed,
+sorted by key — the result table the topic's changelog converges to. A
+summary (records read, keys) goes to stderr.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if topic == "" {
+				return fmt.Errorf("--topic: required")
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+				kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			type row struct {
+				version float64
+				value   []byte
+			}
+			rows := map[string]row{}
+			n := 0
+			for {
+				pctx, pcancel := context.WithTimeout(ctx, idle)
+				fs := cl.PollFetches(pctx)
+				pcancel()
+				if ctx.Err() != nil {
+					return fmt.Errorf("topic %s: still receiving records after %s", topic, timeout)
+				}
+				if fs.NumRecords() == 0 && pctx.Err() != nil {
+					break // quiet for idle: read to the end
+				}
+				for _, fe := range fs.Errors() {
+					if pctx.Err() == nil || fe.Err != context.DeadlineExceeded {
+						return fmt.Errorf("topic %s partition %d: %w", fe.Topic, fe.Partition, fe.Err)
+					}
+				}
+				fs.EachPartition(func(p kgo.FetchTopicPartition) {
+					for _, r := range p.Records {
+						n++
+						if !final {
+							fmt.Fprintf(stdout, "%s\n", r.Value)
+							continue
+						}
+						var v struct {
+							Version float64 `json:"version"`
+						}
+						if r.Value != nil && json.Unmarshal(r.Value, &v) != nil {
+							continue
+						}
+						if cur, ok := rows[string(r.Key)]; !ok || v.Version >= cur.version {
+							rows[string(r.Key)] = row{v.Version, r.Value}
+						}
+					}
+				})
+			}
+			if final {
+				keys := make([]string, 0, len(rows))
+				for k := range rows {
+					keys = append(keys, k)
+				}
+				slices.Sort(keys)
+				for _, k := range keys {
+					if v := rows[k].value; v != nil {
+						fmt.Fprintf(stdout, "%s\n", v)
+					}
+				}
+				fmt.Fprintf(stderr, "consume: %d records of %s, %d keys\n", n, topic, len(rows))
+				return nil
+			}
+			fmt.Fprintf(stderr, "consume: %d records of %s\n", n, topic)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&topic, "topic", "", "the topic to read (required)")
+	cmd.Flags().StringSliceVar(&brokers, "brokers", defaultBrokers(), "seed brokers, host:port (default $KAFKA_BROKERS, else tidemark dev-kafka's address)")
+	cmd.Flags().BoolVar(&final, "final", false, "print only the newest row (highest version) of each key, sorted by key")
+	cmd.Flags().DurationVar(&idle, "idle", time.Second, "stop once no record came for this long")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "give up when records still come after this")
+	return cmd
+}
