@@ -24,6 +24,7 @@ func TestValidateGroup(t *testing.T) {
 			"sinks[0]: type jsonl: with source.assignment: group every instance writes the outputs, so they must be kafka topics or postgres tables",
 			"late.sink: type sqlite: with source.assignment: group every instance writes the outputs, so they must be kafka topics or postgres tables"}},
 		{"transaction timeout", pipe(`source: {type: kafka, brokers: ["k:1"], topics: [t], assignment: group, group: g, transaction_timeout: 5s}`, kafkaSink, `checkpoint: {dir: ck, interval: 10s}`), []string{"source.transaction_timeout: 5s must exceed checkpoint.interval (10s): a transaction stays open from one checkpoint to the next"}},
+		{"at least once", pipe(src, ck, `sinks: [{type: kafka, brokers: "k:1", topic: out, delivery: at_least_once}]`), []string{"sinks[0]: delivery at_least_once: a group hands partitions from instance to instance through transactions; its outputs take part in them (leave delivery at its default, exactly_once)"}},
 		{"too many partitions", pipe(`source: {type: kafka, brokers: ["k:1"], topics: [t], assignment: group, group: g, repartition_partitions: 200}`, kafkaSink, ck), []string{"source.repartition_partitions: 200 partitions over 128 key groups: each partition owns at least one key group (raise key_groups)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

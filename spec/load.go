@@ -1146,6 +1146,8 @@ func validateGroup(p *Pipeline, add func(key, format string, args ...any)) {
 			return
 		}
 		switch {
+		case sk.Delivery == "at_least_once" && (sk.Type == "kafka" || sk.Type == "postgres"):
+			add(key, "delivery at_least_once: a group hands partitions from instance to instance through transactions; its outputs take part in them (leave delivery at its default, exactly_once)")
 		case sk.Type == "kafka":
 		case sk.Type == "postgres" && sk.Mode != "ledger":
 		case sk.Type == "postgres":
