@@ -100,7 +100,11 @@ func DefaultRegistry() *Registry {
 					AtLeastOnce: !env.exactlyOnce(s), Retry: pgRetry(s)})
 			},
 			"kafka": func(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
-				return kafka.NewResults(ctx, d, kafkaOptions(s, env))
+				o, err := kafkaOptions(s, env)
+				if err != nil {
+					return nil, err
+				}
+				return kafka.NewResults(ctx, d, o)
 			},
 			"jsonl": func(_ context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
 				return jsonl.NewResultsWithOptions(s.Path, d, jsonl.Options{ExactlyOnce: env.exactlyOnce(s), Append: env.Restoring})
@@ -121,7 +125,11 @@ func DefaultRegistry() *Registry {
 					ReplaceLayout: s.Replace, AtLeastOnce: !env.exactlyOnce(s), Retry: pgRetry(s)})
 			},
 			"kafka": func(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {
-				return kafka.NewRecords(ctx, kafkaOptions(s, env))
+				o, err := kafkaOptions(s, env)
+				if err != nil {
+					return nil, err
+				}
+				return kafka.NewRecords(ctx, o)
 			},
 			"jsonl": func(_ context.Context, s spec.Sink, env *Env) (sink.Records, error) {
 				return jsonl.NewRecordsWithOptions(s.Path, jsonl.Options{ExactlyOnce: env.exactlyOnce(s), Append: env.Restoring})
@@ -174,7 +182,11 @@ func (rt *runtime) sinkNotes() []string {
 
 // kafkaOptions are a kafka sink's options. The topic names the sink
 // (spec validation keeps it unique in the pipeline).
-func kafkaOptions(s spec.Sink, env *Env) kafka.Options {
+func kafkaOptions(s spec.Sink, env *Env) (kafka.Options, error) {
+	enc, err := kafkaEncoding(s)
+	if err != nil {
+		return kafka.Options{}, err
+	}
 	return kafka.Options{
 		Brokers:              s.Brokers,
 		Topic:                s.Topic,
@@ -186,7 +198,41 @@ func kafkaOptions(s spec.Sink, env *Env) kafka.Options {
 		TransactionTimeoutMs: s.TransactionTimeout.Ms(),
 		Upsert:               s.Upsert,
 		ClientID:             s.ClientID,
+		Encoding:             enc,
+	}, nil
+}
+
+// kafkaEncoding is a kafka sink's format (format, schema_registry,
+// decimal_scale).
+func kafkaEncoding(s spec.Sink) (kafka.Encoding, error) {
+	enc := kafka.Encoding{Format: s.Format, DecimalScale: s.DecimalScale}
+	if s.Format == kafka.FormatAvro || s.Format == kafka.FormatProtobuf {
+		reg, err := schemaRegistry(s.SchemaRegistry)
+		if err != nil {
+			return enc, err
+		}
+		enc.Registry = reg
 	}
+	return enc, nil
+}
+
+// kafkaRowEncoder is the encoder of a kafka result sink's records in a
+// group run, which produces them itself.
+func kafkaRowEncoder(ctx context.Context, s spec.Sink, d changelog.Desc) (*kafka.RowEncoder, error) {
+	enc, err := kafkaEncoding(s)
+	if err != nil {
+		return nil, err
+	}
+	return kafka.NewRowEncoderWith(ctx, d, kafka.RowOptions{Topic: s.Topic, Upsert: s.Upsert, Encoding: enc})
+}
+
+// kafkaRecordEncoder is kafkaRowEncoder for a kafka side-output sink.
+func kafkaRecordEncoder(s spec.Sink) (*kafka.RecordEncoder, error) {
+	enc, err := kafkaEncoding(s)
+	if err != nil {
+		return nil, err
+	}
+	return kafka.NewRecordEncoder(s.Topic, enc)
 }
 
 func (r *Registry) openResults(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {

@@ -67,6 +67,11 @@ type Options struct {
 	Upsert bool
 	// ClientID names the client to the brokers. Default "tidemark".
 	ClientID string
+	// Encoding is the format of record keys and values: JSON (the
+	// default), or Avro or Protobuf in the Confluent wire format with
+	// schemas registered under "<Topic>-key" and "<Topic>-value" (the
+	// package documentation's "Avro and Protobuf").
+	Encoding Encoding
 	// ClientOptions are appended to the franz-go client's options (TLS,
 	// SASL, a logger ...); they apply to the marker reader too.
 	ClientOptions []kgo.Opt

@@ -2,14 +2,18 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/tidemark/tidemark/sink"
 )
 
 // Records writes side-output records (late, quarantine, conflicts) to a
-// topic: each JSON object is the value of a record without a key.
+// topic: each is the value of a record without a key, the JSON object
+// itself or, with Options.Encoding Avro or Protobuf, a record of its
+// kind's schema (RecordEncoder).
 type Records struct {
-	p *producer
+	p   *producer
+	enc *RecordEncoder
 }
 
 var (
@@ -18,18 +22,31 @@ var (
 )
 
 // NewRecords connects to o.Brokers and returns a side-output sink
-// (o.Upsert is ignored). Errors: as NewResults.
+// (o.Upsert is ignored). Errors: as NewResults (an encoding that
+// NewRecordEncoder refuses instead of NewRowEncoderWith's).
 func NewRecords(ctx context.Context, o Options) (*Records, error) {
+	enc, err := NewRecordEncoder(o.Topic, o.Encoding)
+	if err != nil {
+		return nil, fmt.Errorf("kafka sink %s: %w", o.Topic, err)
+	}
 	p, err := newProducer(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	return &Records{p: p}, nil
+	return &Records{p: p, enc: enc}, nil
 }
 
-// WriteRecord produces obj as a record's value. Errors: as
-// Results.Write.
+// WriteRecord produces obj, a side-output JSON object, as a record's
+// value (encoded by RecordEncoder.Encode). Errors: as Results.Write, and
+// RecordEncoder.Encode's.
 func (r *Records) WriteRecord(ctx context.Context, obj []byte) error {
+	if r.p.closed {
+		return ErrClosed
+	}
+	obj, err := r.enc.Encode(ctx, obj)
+	if err != nil {
+		return fmt.Errorf("kafka sink %s: %w", r.p.o.Topic, err)
+	}
 	v := r.p.keep(obj)
 	if v == nil {
 		v = []byte{}
