@@ -96,33 +96,6 @@ func rowLayouts(d *changelog.Desc) (key, value layout, err error) {
 	return key, value, nil
 }
 
-// value returns column c's value in r (watermark_at: null for
-// changelog.WatermarkNone).
-func (c *column) value(r *changelog.Row) row.Value {
-	switch c.src {
-	case srcOp:
-		return row.Str(r.Op.String())
-	case srcWindowStart:
-		return row.Time(r.WindowStart)
-	case srcWindowEnd:
-		return row.Time(r.WindowEnd)
-	case srcKey:
-		return r.Key[c.idx]
-	case srcValue:
-		return r.Values[c.idx]
-	case srcVersion:
-		return row.Int(int64(r.Version))
-	case srcIsFinal:
-		return row.Bool(r.IsFinal)
-	case srcWatermark:
-		if r.WatermarkAt == changelog.WatermarkNone {
-			return row.Null
-		}
-		return row.Time(r.WatermarkAt)
-	}
-	return row.Time(r.UpdatedAt)
-}
-
 // avroField is a field of an Avro record schema.
 type avroField struct {
 	Name    string          `json:"name"`
@@ -268,33 +241,58 @@ func kindMismatch(c *column, v row.Value) *fieldError {
 	return &fieldError{col: c.name, why: fmt.Sprintf("holds a %s value, the schema's column is %s", v.Kind, c.kind)}
 }
 
+// userValue returns the key or aggregate value column c reads (srcKey,
+// srcValue).
+func (c *column) userValue(r *changelog.Row) *row.Value {
+	if c.src == srcKey {
+		return &r.Key[c.idx]
+	}
+	return &r.Values[c.idx]
+}
+
 // appendAvro appends r's record of layout l in Avro's binary encoding.
 func (l *layout) appendAvro(dst []byte, r *changelog.Row, scale uint8) ([]byte, error) {
 	for i := range l.cols {
 		c := &l.cols[i]
-		v := c.value(r)
-		if c.nullable {
-			if v.IsNull() {
+		switch c.src {
+		case srcOp:
+			dst = avro.AppendString(dst, r.Op.String())
+		case srcWindowStart:
+			dst = avro.AppendLong(dst, r.WindowStart)
+		case srcWindowEnd:
+			dst = avro.AppendLong(dst, r.WindowEnd)
+		case srcVersion:
+			dst = avro.AppendLong(dst, int64(r.Version))
+		case srcIsFinal:
+			dst = avro.AppendBool(dst, r.IsFinal)
+		case srcWatermark:
+			if r.WatermarkAt == changelog.WatermarkNone {
 				dst = append(dst, 0) // union branch 0: null
+			} else {
+				dst = avro.AppendLong(append(dst, 2), r.WatermarkAt) // branch 1 (zig-zag 1)
+			}
+		case srcUpdatedAt:
+			dst = avro.AppendLong(dst, r.UpdatedAt)
+		default:
+			v := c.userValue(r)
+			if v.Kind == row.KindNull {
+				dst = append(dst, 0)
 				continue
 			}
-			dst = append(dst, 2) // union branch 1 (zig-zag 1)
-		} else if v.IsNull() {
-			return dst, &fieldError{col: c.name, why: "is null"}
-		}
-		if v.Kind != c.kind {
-			return dst, kindMismatch(c, v)
-		}
-		var err error
-		if dst, err = appendAvroValue(dst, c, v, scale); err != nil {
-			return dst, err
+			if v.Kind != c.kind {
+				return dst, kindMismatch(c, *v)
+			}
+			var err error
+			if dst, err = appendAvroValue(append(dst, 2), c, v, scale); err != nil {
+				return dst, err
+			}
 		}
 	}
 	return dst, nil
 }
 
 // appendAvroValue appends one non-null value of c's kind.
-func appendAvroValue(dst []byte, c *column, v row.Value, scale uint8) ([]byte, error) {
+func appendAvroValue(dst []byte, c *column, v *row.Value, scale uint8) ([]byte, error) {
 	switch c.kind {
 	case row.KindBool:
 		return avro.AppendBool(dst, v.I != 0), nil
@@ -327,53 +325,90 @@ func (l *layout) appendProto(dst []byte, r *changelog.Row, scale uint8) ([]byte,
 	for i := range l.cols {
 		c := &l.cols[i]
 		num := protowire.Number(i + 1)
-		v := c.value(r)
-		if v.IsNull() {
-			if !c.nullable {
-				return dst, &fieldError{col: c.name, why: "is null"}
-			}
-			continue
-		}
-		if v.Kind != c.kind {
-			return dst, kindMismatch(c, v)
-		}
-		switch c.kind {
-		case row.KindBool, row.KindInt:
-			if !c.nullable && v.I == 0 {
-				continue
-			}
-			dst = protowire.AppendTag(dst, num, protowire.VarintType)
-			dst = protowire.AppendVarint(dst, uint64(v.I))
-		case row.KindString:
-			if !utf8.ValidString(v.S) {
-				return dst, &fieldError{col: c.name, why: "holds text that is not valid UTF-8"}
-			}
-			if !c.nullable && v.S == "" {
-				continue
-			}
+		switch c.src {
+		case srcOp:
 			dst = protowire.AppendTag(dst, num, protowire.BytesType)
-			dst = protowire.AppendString(dst, v.S)
-		case row.KindTime:
-			ms := v.I
-			if c.src == srcWatermark && ms == changelog.WatermarkInfinity {
-				ms = maxTimestampMs
+			dst = protowire.AppendString(dst, r.Op.String())
+		case srcWindowStart, srcWindowEnd, srcUpdatedAt, srcWatermark:
+			ms := r.WindowStart
+			switch c.src {
+			case srcWindowEnd:
+				ms = r.WindowEnd
+			case srcUpdatedAt:
+				ms = r.UpdatedAt
+			case srcWatermark:
+				ms = r.WatermarkAt
+				if ms == changelog.WatermarkNone {
+					continue
+				}
+				if ms == changelog.WatermarkInfinity {
+					ms = maxTimestampMs
+				}
 			}
-			if ms > maxTimestampMs || ms < minTimestampMs {
-				return dst, &fieldError{col: c.name, why: fmt.Sprintf("%d ms is outside the years 1 to 9999 a google.protobuf.Timestamp holds", v.I)}
+			var err error
+			if dst, err = appendTimestampField(dst, c, num, ms); err != nil {
+				return dst, err
 			}
-			dst = protowire.AppendTag(dst, num, protowire.BytesType)
-			dst = appendTimestamp(dst, ms)
-		case row.KindDecimal:
-			var tmp [17]byte
-			b, err := avro.DecimalBytes(tmp[:0], v.D, scale)
-			if err != nil {
-				return dst, causeError(c, err)
+		case srcVersion:
+			if r.Version != 0 {
+				dst = protowire.AppendTag(dst, num, protowire.VarintType)
+				dst = protowire.AppendVarint(dst, r.Version)
 			}
-			dst = protowire.AppendTag(dst, num, protowire.BytesType)
-			dst = appendProtoDecimal(dst, b, scale)
+		case srcIsFinal:
+			if r.IsFinal {
+				dst = protowire.AppendTag(dst, num, protowire.VarintType)
+				dst = append(dst, 1)
+			}
+		default:
+			v := c.userValue(r)
+			if v.Kind == row.KindNull {
+				continue // no presence: null
+			}
+			if v.Kind != c.kind {
+				return dst, kindMismatch(c, *v)
+			}
+			var err error
+			if dst, err = appendProtoValue(dst, c, num, v, scale); err != nil {
+				return dst, err
+			}
 		}
 	}
 	return dst, nil
+}
+
+// appendProtoValue appends field num holding one non-null value of c's
+// kind (scalars with explicit presence: written even when zero).
+func appendProtoValue(dst []byte, c *column, num protowire.Number, v *row.Value, scale uint8) ([]byte, error) {
+	switch c.kind {
+	case row.KindBool, row.KindInt:
+		dst = protowire.AppendTag(dst, num, protowire.VarintType)
+		return protowire.AppendVarint(dst, uint64(v.I)), nil
+	case row.KindString:
+		if !utf8.ValidString(v.S) {
+			return dst, &fieldError{col: c.name, why: "holds text that is not valid UTF-8"}
+		}
+		dst = protowire.AppendTag(dst, num, protowire.BytesType)
+		return protowire.AppendString(dst, v.S), nil
+	case row.KindTime:
+		return appendTimestampField(dst, c, num, v.I)
+	}
+	var tmp [17]byte
+	b, err := avro.DecimalBytes(tmp[:0], v.D, scale)
+	if err != nil {
+		return dst, causeError(c, err)
+	}
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	return appendProtoDecimal(dst, b, scale), nil
+}
+
+// appendTimestampField appends field num as a google.protobuf.Timestamp
+// of ms. Errors: ms outside the years 1 to 9999.
+func appendTimestampField(dst []byte, c *column, num protowire.Number, ms int64) ([]byte, error) {
+	if ms > maxTimestampMs || ms < minTimestampMs {
+		return dst, &fieldError{col: c.name, why: fmt.Sprintf("%d ms is outside the years 1 to 9999 a google.protobuf.Timestamp holds", ms)}
+	}
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	return appendTimestamp(dst, ms), nil
 }
 
 // appendTimestamp appends a google.protobuf.Timestamp of ms as a
