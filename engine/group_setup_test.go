@@ -25,8 +25,7 @@ func setupGroupRun(t *testing.T, brokers []string, repartitions int) *groupRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gr := &groupRun{plan: pl, sp: &pl.Spec.Source, group: p.Source.Group, repart: RepartitionTopic(p.Name),
-		owned: map[taskKey]bool{}, pos: map[taskKey]int64{}, events: &assignEvents{}}
+	gr := newGroupRun(pl, Options{})
 	t.Cleanup(gr.close)
 	return gr
 }

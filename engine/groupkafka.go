@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/checkpoint"
+	"github.com/tidemark/tidemark/eventtime"
 	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/row"
@@ -85,7 +87,11 @@ type groupRun struct {
 	dec    *kafka.RecordDecoder
 	in     *instance
 	owned  map[taskKey]bool // partitions assigned to the instance
-	pos    map[taskKey]int64
+	// hosts holds, per task, what the runner keeps for it: its position,
+	// and for a source task its batch and decoder (tasks run on several
+	// goroutines: each owns its own).
+	hosts  map[taskKey]*hostTask
+	srcCfg kafka.Config
 	events *assignEvents
 	err    errBox
 	sum    GroupSummary
@@ -165,8 +171,7 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 	start := time.Now()
 	cpu0 := cpuTime()
 	sp := &pl.Spec.Source
-	gr := &groupRun{plan: pl, opts: opts, sp: sp, group: sp.Group, repart: RepartitionTopic(pl.Spec.Name),
-		owned: map[taskKey]bool{}, pos: map[taskKey]int64{}, events: &assignEvents{}, ends: map[taskKey]int64{}, purged: map[int]int64{}}
+	gr := newGroupRun(pl, opts)
 	gr.sum.Group, gr.sum.Topic = sp.Group, gr.repart
 	if sp.Start != "earliest" {
 		return nil, &ConfigError{Err: fmt.Errorf("source.start: %s: a group reads from the earliest offset where it has no committed one", sp.Start)}
@@ -186,6 +191,14 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 	s.Wall = time.Since(start)
 	s.CPU = cpuTime() - cpu0
 	return s, nil
+}
+
+// newGroupRun returns the runner of an instance of pl's group, not yet
+// set up.
+func newGroupRun(pl *plan.Plan, opts Options) *groupRun {
+	sp := &pl.Spec.Source
+	return &groupRun{plan: pl, opts: opts, sp: sp, group: sp.Group, repart: RepartitionTopic(pl.Spec.Name),
+		owned: map[taskKey]bool{}, hosts: map[taskKey]*hostTask{}, events: &assignEvents{}, ends: map[taskKey]int64{}, purged: map[int]int64{}}
 }
 
 // setup opens the store, checks the topics, creates the repartition topic
@@ -216,6 +229,7 @@ func (gr *groupRun) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	gr.srcCfg = cfg
 	if gr.dec, err = kafka.NewRecordDecoder(cfg); err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
@@ -482,7 +496,7 @@ func (gr *groupRun) loop(ctx context.Context) (stopped bool, err error) {
 			}
 			return false, fmt.Errorf("kafka: topic %s partition %d: %w", fe.Topic, fe.Partition, fe.Err)
 		}
-		var ferr error
+		var work []kgo.FetchTopicPartition
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			if k, ok := gr.key(p.Topic, p.Partition); ok {
 				if p.LastStableOffset >= 0 {
@@ -491,12 +505,12 @@ func (gr *groupRun) loop(ctx context.Context) (stopped bool, err error) {
 					gr.ends[k] = p.HighWatermark
 				}
 			}
-			if ferr == nil {
-				ferr = gr.partition(ctx, p)
+			if len(p.Records) > 0 {
+				work = append(work, p)
 			}
 		})
-		if ferr != nil {
-			return false, ferr
+		if err := gr.process(ctx, work); err != nil {
+			return false, err
 		}
 		if err := gr.tick(); err != nil {
 			return false, err
@@ -557,7 +571,7 @@ func (gr *groupRun) applyAssignment(ctx context.Context) error {
 				} else {
 					delete(gr.owned, k)
 					gr.in.drop(ctx, k)
-					delete(gr.pos, k)
+					delete(gr.hosts, k)
 				}
 			}
 		}
@@ -622,9 +636,39 @@ func (gr *groupRun) startTasks(ctx context.Context, keys []taskKey) error {
 			gr.sum.RestoreTime += time.Since(t0)
 			gr.sum.RestoreBytes += gr.in.tasks[k].ck.loaded
 		}
-		gr.pos[k] = c.offset
+		h := &hostTask{pos: c.offset}
+		if !k.keyed {
+			// A decoder of its own, with its own timestamp parsers (a
+			// parser with a layout caches a zone period: not safe for
+			// concurrent use).
+			cfg := gr.srcCfg
+			cfg.Fields.Time = map[int]*eventtime.Parser{}
+			for i, tp := range gr.srcCfg.Fields.Time {
+				c := *tp
+				cfg.Fields.Time[i] = &c
+			}
+			if h.dec, err = kafka.NewRecordDecoder(cfg); err != nil {
+				return err
+			}
+		}
+		gr.hosts[k] = h
 	}
 	return nil
+}
+
+// hostTask is what the runner keeps for one task.
+type hostTask struct {
+	pos   int64 // the offset of the next record of the task's partition
+	batch source.Batch
+	dec   *kafka.RecordDecoder // a source task's
+}
+
+// pos returns task k's position (0 for a task not started).
+func (gr *groupRun) pos(k taskKey) int64 {
+	if h := gr.hosts[k]; h != nil {
+		return h.pos
+	}
+	return 0
 }
 
 // committedOffset is a partition's committed offset and metadata.
@@ -712,22 +756,78 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
+// process hands a poll's records to their tasks: on up to the run's
+// parallelism goroutines (Options.Parallelism, default GOMAXPROCS), each
+// task's records on one goroutine and in order. Tasks share nothing but
+// the producer, which is safe for concurrent use: each has its own state,
+// sinks, batch and decoder.
+func (gr *groupRun) process(ctx context.Context, work []kgo.FetchTopicPartition) error {
+	workers := gr.opts.Parallelism
+	if workers <= 0 {
+		workers = goruntime.GOMAXPROCS(0)
+	}
+	if workers <= 1 || len(work) <= 1 {
+		for _, p := range work {
+			if err := gr.partition(ctx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// A task's fetches stay together and in order: one group per task.
+	byTask := map[tpKey][]kgo.FetchTopicPartition{}
+	var order []tpKey
+	for _, p := range work {
+		k := tpKey{p.Topic, p.Partition}
+		if _, ok := byTask[k]; !ok {
+			order = append(order, k)
+		}
+		byTask[k] = append(byTask[k], p)
+	}
+	next := make(chan []kgo.FetchTopicPartition)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range min(workers, len(order)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ps := range next {
+				for _, p := range ps {
+					if err := gr.partition(ctx, p); err != nil {
+						errs <- err
+						for range next { // drain: the run stops
+						}
+						return
+					}
+				}
+			}
+		}()
+	}
+	for _, k := range order {
+		next <- byTask[k]
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
 // partition hands a fetch's records to their task.
 func (gr *groupRun) partition(ctx context.Context, p kgo.FetchTopicPartition) error {
 	k, ok := gr.key(p.Topic, p.Partition)
 	if !ok {
 		return nil
 	}
-	e := gr.in.tasks[k]
-	if e == nil {
+	e, h := gr.in.tasks[k], gr.hosts[k]
+	if e == nil || h == nil {
 		return nil // revoked in this poll: its records are read again by its new owner
 	}
 	if k.keyed {
 		for _, rec := range p.Records {
-			if rec.Offset < gr.pos[k] {
+			if rec.Offset < h.pos {
 				continue
 			}
-			gr.pos[k] = rec.Offset + 1
+			h.pos = rec.Offset + 1
 			if rec.Attrs.IsControl() {
 				continue
 			}
@@ -738,13 +838,13 @@ func (gr *groupRun) partition(ctx context.Context, p kgo.FetchTopicPartition) er
 		return nil
 	}
 	st := e.src
-	b := &gr.batch
+	b := &h.batch
 	b.Reset()
 	stop := int64(-1)
 	if gr.sp.StopAtEnd {
 		stop = st.stop
 	}
-	next := gr.pos[k]
+	next := h.pos
 	for _, rec := range p.Records {
 		if rec.Offset < next || (stop >= 0 && rec.Offset >= stop) {
 			continue
@@ -753,7 +853,7 @@ func (gr *groupRun) partition(ctx context.Context, p kgo.FetchTopicPartition) er
 			next = rec.Offset + 1
 			continue
 		}
-		if err := gr.dec.Append(ctx, rec, 0, b); err != nil {
+		if err := h.dec.Append(ctx, rec, 0, b); err != nil {
 			return err // not judged: the run stops; its offset is read again
 		}
 		next = rec.Offset + 1
@@ -761,7 +861,7 @@ func (gr *groupRun) partition(ctx context.Context, p kgo.FetchTopicPartition) er
 	if err := st.records(b, next); err != nil {
 		return err
 	}
-	gr.pos[k] = next
+	h.pos = next
 	if stop >= 0 && next >= stop {
 		return st.end()
 	}
@@ -779,7 +879,7 @@ func (gr *groupRun) tick() error {
 			}
 			continue
 		}
-		if gr.sp.StopAtEnd && gr.pos[e.key] >= e.src.stop {
+		if gr.sp.StopAtEnd && gr.pos(e.key) >= e.src.stop {
 			if err := e.src.end(); err != nil {
 				return err
 			}
@@ -841,7 +941,7 @@ func (gr *groupRun) commit(ctx context.Context) (bool, error) {
 				idx = len(req.Topics) - 1
 			}
 			p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-			p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = k.p, gr.pos[tk], -1, strPtr(m)
+			p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = k.p, gr.pos(tk), -1, strPtr(m)
 			req.Topics[idx].Partitions = append(req.Topics[idx].Partitions, p)
 		}
 		return nil
@@ -863,7 +963,7 @@ func (gr *groupRun) commit(ctx context.Context) (bool, error) {
 		gr.sum.Aborts++
 		gr.logf("group %s: the transaction aborted (a rebalance); the tasks start again from their committed checkpoints", gr.group)
 		gr.in.dropAll(ctx)
-		gr.pos = map[taskKey]int64{}
+		gr.hosts = map[taskKey]*hostTask{}
 		var keys []taskKey
 		for k := range gr.owned {
 			keys = append(keys, k)
@@ -883,7 +983,8 @@ func (gr *groupRun) commit(ctx context.Context) (bool, error) {
 func (gr *groupRun) purge(ctx context.Context) {
 	offs := kadm.Offsets{}
 	for k := range gr.owned {
-		if p, ok := gr.pos[k]; ok && k.keyed && p > gr.purged[k.index] {
+		if h, ok := gr.hosts[k]; ok && k.keyed && h.pos > gr.purged[k.index] {
+			p := h.pos
 			offs.Add(kadm.Offset{Topic: gr.repart, Partition: int32(k.index), At: p})
 		}
 	}

@@ -92,7 +92,7 @@ func (gr *groupRun) live(ended bool) {
 	for _, e := range gr.in.sortedTasks() {
 		lag := int64(-1)
 		if end, ok := gr.ends[e.key]; ok {
-			lag = max(0, end-gr.pos[e.key])
+			lag = max(0, end-gr.pos(e.key))
 		}
 		if e.kt != nil {
 			c.Add(&e.kt.cnt)
