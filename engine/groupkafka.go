@@ -249,17 +249,22 @@ func (gr *groupRun) setup(ctx context.Context) error {
 		g.HasContrib[si] = st.Contributions != nil && st.Contributions.Sink != nil && st.Input < 0 && !st.Desc.Stateless
 	}
 	gr.env = Env{Stdout: gr.opts.Stdout, Pipeline: pl.Spec.Name, Checkpoints: true}
-	writer := gr.opts.InstanceID
-	if writer == "" {
-		writer = randomName()
+	name := gr.opts.InstanceID
+	if name == "" {
+		name = randomName()
 	}
-	gr.sum.Instance = writer
+	gr.sum.Instance = name
+	// Checkpoint objects name the process, not only the instance: a
+	// restart with the same --instance-id keeps the group generation
+	// (static membership) and would otherwise name its first checkpoint
+	// as its killed predecessor named an uncommitted one.
+	writer := name + "." + randomName()
 	gr.in = &instance{plan: pl, g: g, opts: gr.opts, host: gr, inputs: gr.inputs, json: gr.dec.EventJSON,
 		tasks: map[taskKey]*groupEntry{}, writer: writer}
 	if sp.StopAtEnd {
 		gr.in.stops = func(i int) int64 { return gr.stops[i] }
 	}
-	txnID := "tidemark-" + pl.Spec.Name + "-" + writer
+	txnID := "tidemark-" + pl.Spec.Name + "-" + name
 	sess, err := kgo.NewGroupTransactSession(gr.clientOpts(txnID)...)
 	if err != nil {
 		return fmt.Errorf("source: joining group %s: %w", gr.group, err)
