@@ -105,6 +105,7 @@ type groupRun struct {
 	// lastLive, lastCommitAt and lastCommitDur feed the snapshots.
 	ends          map[taskKey]int64
 	purged        map[int]int64 // repartition partition → offset deleted up to
+	promiseFn     func(*kgo.Record, error)
 	lastLive      time.Time
 	lastCommitAt  time.Time
 	lastCommitDur time.Duration
@@ -197,8 +198,10 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 // set up.
 func newGroupRun(pl *plan.Plan, opts Options) *groupRun {
 	sp := &pl.Spec.Source
-	return &groupRun{plan: pl, opts: opts, sp: sp, group: sp.Group, repart: RepartitionTopic(pl.Spec.Name),
+	gr := &groupRun{plan: pl, opts: opts, sp: sp, group: sp.Group, repart: RepartitionTopic(pl.Spec.Name),
 		owned: map[taskKey]bool{}, hosts: map[taskKey]*hostTask{}, events: &assignEvents{}, ends: map[taskKey]int64{}, purged: map[int]int64{}}
+	gr.promiseFn = gr.promise
+	return gr
 }
 
 // setup opens the store, checks the topics, creates the repartition topic
@@ -460,11 +463,15 @@ func (gr *groupRun) debugf(format string, args ...any) {
 // the open transaction.
 func (gr *groupRun) Repartition(q int, value []byte) {
 	rec := &kgo.Record{Topic: gr.repart, Partition: int32(q), Value: slices.Clone(value)}
-	gr.sess.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
-		if err != nil {
-			gr.err.set(fmt.Errorf("repartition topic %s partition %d: %w", gr.repart, q, err))
-		}
-	})
+	gr.sess.Produce(context.Background(), rec, gr.promiseFn)
+}
+
+// promise takes every produced record's outcome (one function for all:
+// no closure per record).
+func (gr *groupRun) promise(r *kgo.Record, err error) {
+	if err != nil {
+		gr.err.set(fmt.Errorf("topic %s partition %d: %w", r.Topic, r.Partition, err))
+	}
 }
 
 // Store is the group's checkpoint store.
@@ -1223,11 +1230,7 @@ func (w *kafkaGroupWriter) produce(topic string, key, value []byte) {
 	if value != nil && rec.Value == nil {
 		rec.Value = []byte{}
 	}
-	w.gr.sess.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
-		if err != nil {
-			w.gr.err.set(fmt.Errorf("topic %s: %w", topic, err))
-		}
-	})
+	w.gr.sess.Produce(context.Background(), rec, w.gr.promiseFn)
 }
 
 // WriteRows writes a stage's result rows.
