@@ -30,6 +30,36 @@
 // A side-output record is the JSON object the engine hands to
 // WriteRecord, as the value of a record without a key.
 //
+// # Avro and Protobuf
+//
+// With Options.Encoding's Format FormatAvro or FormatProtobuf, keys and
+// values are in the Confluent wire format (a zero magic byte, the 4-byte
+// big-endian schema id, for Protobuf the message index 0, then the
+// binary encoding), as Confluent's serializers write them. The schemas
+// are derived from the stage's columns (RowEncoder): a key record of
+// window_start and the group-key columns, and a value record of the JSON
+// value's fields in its order — op (string); window_start, window_end
+// and updated_at (Avro long timestamp-millis, Protobuf
+// google.protobuf.Timestamp); the key and aggregate columns, nullable
+// (Avro unions with null, default null; Protobuf optional scalars or
+// absent messages): string, long/int64, boolean/bool, decimal (Avro
+// bytes with logical type decimal, precision 38 and scale
+// Encoding.DecimalScale; Protobuf confluent.type.Decimal), timestamp;
+// version (long); is_final (boolean); watermark_at (nullable; Long.MAX_VALUE,
+// Flink's final watermark, at the end of the input — in Protobuf the
+// largest Timestamp, 9999-12-31T23:59:59.999Z). They are registered under
+// "<topic>-key" and "<topic>-value" (TopicNameStrategy) when the sink
+// opens, under the registry's compatibility check; the registry's refusal
+// stops the run, naming the subject and the registry's answer. A
+// decimal with more digits after the point than the scale is an error
+// naming the row and column, never a rounding (format/avro.DecimalBytes).
+//
+// Side outputs are records of a fixed schema per kind (RecordEncoder):
+// tidemark.LateRecord, tidemark.QuarantineRecord and
+// tidemark.ConflictRecord, with the fields of their JSON objects
+// (embedded events and payloads as JSON text), registered under
+// "<topic>-value" with the first record.
+//
 // # Exactly once
 //
 // With Options.AtLeastOnce false (the engine sets it when the pipeline
