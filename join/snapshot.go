@@ -84,7 +84,9 @@ type Globals struct {
 }
 
 // Globals returns the operator's globals.
-func (o *Operator) Globals() Globals { return Globals{Watermarks: o.wm, Now: o.now, Emitted: o.emitted} }
+func (o *Operator) Globals() Globals {
+	return Globals{Watermarks: o.wm, Now: o.now, Emitted: o.emitted}
+}
 
 // RestoreGroups brings a new operator to a checkpoint: the sections of
 // its key groups (each SnapshotGroup's output, any order; a key group
