@@ -205,14 +205,14 @@ func sourceFieldUses(p *spec.Pipeline, parsed []*parsedStage, reads func(spec.St
 // field list (SourceFields) does not hold, naming the field, the key that
 // uses it and the listed names close to it (one error per field and key).
 // Without a field list it returns nil.
-func checkSourceFields(p *spec.Pipeline, c *contract.Contract, parsed []*parsedStage, reads func(spec.Stage) bool, dedupKey *expr.Parsed) error {
+func checkSourceFields(p *spec.Pipeline, c *contract.Contract, parsed []*parsedStage, reads func(spec.Stage) bool, dedupKey *expr.Parsed, more ...fieldUse) error {
 	l := SourceFields(p, c)
 	if l == nil {
 		return nil
 	}
 	var errs []error
 	reported := map[fieldUse]bool{}
-	for _, u := range sourceFieldUses(p, parsed, reads, dedupKey) {
+	for _, u := range append(sourceFieldUses(p, parsed, reads, dedupKey), more...) {
 		has := l.Has
 		if u.key == "dedup.ignore" {
 			has = l.hasTop

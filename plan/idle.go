@@ -31,6 +31,18 @@ func (p *Plan) IdleAdvanceLimit() func(newest int64) int64 {
 		if s.Operator.Assigner != nil {
 			c.assigner = s.Operator.Assigner.Clone()
 		}
+		if j := s.Join; j != nil {
+			// A join's rows wait at most its window (its bounds) and
+			// lateness behind the newest event; its output watermark
+			// trails by its hold-back.
+			c.stateful, c.input = true, -1
+			if j.Config.Assigner != nil {
+				c.assigner = j.Config.Assigner.Clone()
+			} else {
+				c.gap = max(j.Config.Upper, -j.Config.Lower, 0)
+			}
+			c.lateness = j.Config.Lateness + max(j.Hold[0], j.Hold[1])
+		}
 		stages[i] = c
 	}
 	var buf []window.Window

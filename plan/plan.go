@@ -56,6 +56,9 @@ type Plan struct {
 	Dedup *Dedup
 	// OrderBy is the version-ordering plan (nil without order_by).
 	OrderBy *OrderBy
+	// Inputs are the compiled inputs[] (input numbers 1, 2, …; the
+	// source is input 0).
+	Inputs []*Input
 }
 
 // TimeRules are the pipeline's timestamp rules, judged by the router
@@ -116,6 +119,10 @@ type Stage struct {
 	// Aggs are the aggregate columns' specs, in output order (the ledger
 	// sink reads each event's deltas from their argument fields).
 	Aggs []aggregate.Spec
+	// Join is a join stage's compiled join (nil for other stages); its
+	// Input is InputJoin and its rows are described by Desc (Stateless:
+	// no window and no key).
+	Join *Join
 }
 
 // Derived is one computed field.
@@ -194,14 +201,22 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 			}
 		}
 	}
+	needs := []*fieldSet{need}
+	for range p.Inputs {
+		needs = append(needs, newFieldSet())
+	}
+	joinUses, err := joinNeeds(p, stages, needs)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	// A misspelt field is refused before anything is written, when the
 	// source's fields are listed (a contract, source.schema_complete, CSV
 	// columns); otherwise it would read as null in every record.
-	readsSource := func(st spec.Stage) bool { return idx[st.Input] == -1 }
-	if err := checkSourceFields(p, c, parsed, readsSource, dedupKey); err != nil {
+	readsSource := func(st spec.Stage) bool { return idx[st.Input] == -1 && st.Join == nil }
+	if err := checkSourceFields(p, c, parsed, readsSource, dedupKey, joinUses...); err != nil {
 		return nil, err
 	}
 	src, err := sourceSchema(p, need.list(), c)
@@ -226,7 +241,19 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 			pl.TimeParsers[f.Index] = &eventtime.Parser{}
 		}
 	}
+	if err := pl.compileInputs(needs); err != nil {
+		return nil, err
+	}
 	for i, st := range stages {
+		if st.Join != nil {
+			s, err := pl.compileJoin(st)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", st.Name, err))
+				s = &Stage{Name: st.Name, Input: InputJoin}
+			}
+			pl.Stages = append(pl.Stages, s)
+			continue
+		}
 		in := idx[st.Input]
 		var inSchema *row.Schema
 		etName := p.EventTime.Field
@@ -242,6 +269,15 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 			inSchema = src
 		} else {
 			up := pl.Stages[in]
+			if up.Join != nil {
+				// A join's rows: their event time, then the join's columns.
+				inSchema = up.Schema
+				if st.EventTime == nil {
+					etName = "event_time"
+				}
+				retracting = joinRetracts(up.Join)
+				goto compile
+			}
 			if up.Desc.Stateless {
 				errs = append(errs, fmt.Errorf("%s: input %s is a select stage; read the source with the same filter instead (a stage reading a select stage is not supported yet)", st.Name, up.Name))
 				continue
@@ -261,6 +297,7 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 				continue
 			}
 		}
+	compile:
 		var undeclared map[string]bool
 		if in == -1 {
 			undeclared = map[string]bool{}

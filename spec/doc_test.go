@@ -21,11 +21,12 @@ const pipelineDoc = "../docs/pipeline.md"
 //   - pointers are transparent: source.replay.seed, late.sink.path;
 //   - NamedExprs, FieldTypes, Duration, string lists and scalars are leaves
 //     (fields, aggregates, source.schema, key, window.size);
-//   - a key of a stage in stages[] that the top level has too, with the
-//     same type, is required as itself (stages[].window) but not with its
-//     sub-keys: the page documents those once, at the top level
-//     (window.size), and says that a stage takes the same keys. A key only
-//     stages have is expanded in full.
+//   - a key of a stage in stages[] (or of an input in inputs[]) that the
+//     top level has too, with the same type, is required as itself
+//     (stages[].window, inputs[].source) but not with its sub-keys: the
+//     page documents those once, at the top level (window.size), and says
+//     that a stage takes the same keys. A key only stages have is expanded
+//     in full.
 func pipelineKeys() []string {
 	top := reflect.TypeFor[Pipeline]()
 	shared := map[string]reflect.Type{}
@@ -51,7 +52,7 @@ func pipelineKeys() []string {
 				walk(key+".", ft, inStage)
 			case reflect.Slice:
 				if el := deref(ft.Elem()); el.Kind() == reflect.Struct && !isLeaf(el) {
-					walk(key+"[].", el, inStage || ft.Elem() == reflect.TypeFor[Stage]())
+					walk(key+"[].", el, inStage || ft.Elem() == reflect.TypeFor[Stage]() || ft.Elem() == reflect.TypeFor[Input]())
 				}
 			}
 		}

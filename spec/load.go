@@ -238,6 +238,12 @@ func (p *Pipeline) Defaults() {
 		}
 	}
 }
+		if j := p.Stages[i].Join; j != nil {
+			defaultJoin(j)
+		}
+	}
+	for i := range p.Inputs {
+		defaultInput(&p.Inputs[i])
 
 func hasAnySuffix(s string, suffixes ...string) bool {
 	s = strings.ToLower(s)
@@ -279,7 +285,7 @@ func (p *Pipeline) StageList() []Stage {
 	copy(out, p.Stages)
 	for i := range out {
 		if out[i].Input == "" {
-			if i == 0 {
+			if i == 0 || out[i].Join != nil {
 				out[i].Input = "source"
 			} else {
 				out[i].Input = out[i-1].Name
@@ -369,6 +375,7 @@ func (p *Pipeline) Validate() error {
 	}
 	if s := p.SLO; s != nil {
 		if s.EventTimeLagP95 < 0 {
+	validateInputs(p, add)
 			add("slo.event_time_lag_p95", "must not be negative")
 		}
 		if s.SinkCommitP95 < 0 {
@@ -488,7 +495,11 @@ func (p *Pipeline) Validate() error {
 			}
 		}
 		seen[st.Name] = true
-		validateStage(prefix, &st, add)
+		if st.Join != nil {
+			validateJoinStage(prefix, p, &st, add)
+		} else {
+			validateStage(prefix, &st, add)
+		}
 		for j := range st.Sinks {
 			outputs(fmt.Sprintf("%ssinks[%d]", prefix, j), &st.Sinks[j])
 		}

@@ -81,6 +81,11 @@ type Pipeline struct {
 	// Stages replaces the top-level stage keys with a list of stages.
 	// YAML `stages`.
 	Stages []Stage `yaml:"stages"`
+	// Inputs are named inputs beside Source (other files, Kafka topics or
+	// Nexmark streams), each with its own event time and watermark, read by
+	// join stages (stages[].join; docs/semantics.md, "Joins"). YAML
+	// `inputs`. Default: none (the source is the only input).
+	Inputs []Input `yaml:"inputs"`
 
 	// Parallelism is the number of tasks the pipeline runs as: task i of N
 	// owns the contiguous range of key groups [ceil(i·K/N), ceil((i+1)·K/N))
@@ -168,6 +173,12 @@ type Stage struct {
 	Emit            Emit           `yaml:"emit"`
 	Late            Late           `yaml:"late"`
 	Sinks           []Sink         `yaml:"sinks"`
+	// Join makes the stage a join of two inputs instead of a windowed
+	// aggregation: its rows are the joined rows (docs/semantics.md,
+	// "Joins"). With it the stage has no filter, fields, key, window,
+	// aggregates or select; allowed_lateness, emit, late and sinks apply
+	// to the join. YAML `join`. Default: none.
+	Join *Join `yaml:"join"`
 }
 
 // Source configures the record source.

@@ -43,6 +43,8 @@ type Item struct {
 	Weight int8
 	// HasID is true when the item carries an event id.
 	HasID bool
+	// Side is the join side (0 left, 1 right) of an item for a join node.
+	Side int8
 }
 
 // Packet carries the items of one round for one node of one task, from one

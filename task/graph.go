@@ -2,7 +2,9 @@ package task
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/keygroup"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/row"
@@ -17,6 +19,7 @@ const (
 	KindDedup NodeKind = iota // dedup: keyed by event id
 	KindOrder                 // order_by: keyed by entity
 	KindStage                 // a windowed stage: keyed by its group key
+	KindJoin                  // a join stage: keyed by its join key, items of two sides
 )
 
 // Node is one keyed step of the graph.
@@ -26,11 +29,31 @@ type Node struct {
 	Stage int
 	// Up is the node that feeds this one, −1 for the runner (the source).
 	Up int
+	// Ups lists every feeder of the node: Up, and for a join also the
+	// runner (−1) when a side reads an input beside the source. A node is
+	// an entry (Graph.Entry) when −1 is among them.
+	Ups []int
 	// Down lists the nodes this one feeds.
 	Down []int
 	// Depth orders the rows of one firing step across stages: the stage
-	// index + 1 (KindStage), 0 otherwise.
+	// index + 1 (KindStage, KindJoin), 0 otherwise.
 	Depth uint8
+	// Watermark says how the node's watermark follows the inputs'
+	// (docs/semantics.md, "Joins"): the least of input In's watermark −
+	// Off over its terms. Nodes of a pipeline without joins follow input
+	// 0 (the source) with offset 0.
+	Watermark []WMTerm
+}
+
+// WMTerm is one term of a node's watermark: input In's watermark − Off ms.
+type WMTerm struct {
+	In  int
+	Off int64
+}
+
+// JoinSide names one side of a join stage reading an input.
+type JoinSide struct {
+	Stage, Side int
 }
 
 // Output numbers a pipeline's outputs: the runner maps each to its sinks.
@@ -69,6 +92,16 @@ type Graph struct {
 	// EventJSON renders a source record as a JSON object (the source's
 	// EventJSON); it must be safe for concurrent use.
 	EventJSON func(dst []byte, m *source.Meta) []byte
+	// InputJSON renders a record of input i ≥ 1 (InputJSON[i]; index 0
+	// unused: EventJSON), like EventJSON.
+	InputJSON []func(dst []byte, m *source.Meta) []byte
+	// JoinSides lists, per input, the join sides reading it.
+	JoinSides [][]JoinSide
+	// Inputs is the number of inputs (the source and inputs[]).
+	Inputs int
+	// MultiWM is true when some node's watermark is not simply the
+	// source's (several inputs, or a join's hold-back).
+	MultiWM bool
 	// Lineage is the lineage column's value (a string), or row.Null when
 	// the run does not record lineage.
 	Lineage row.Value
@@ -138,8 +171,38 @@ func NewGraph(p *plan.Plan, tasks int) (*Graph, error) {
 		up = g.OrderNode
 	}
 	pre := up // the node feeding the root stages, −1 for the runner
+	g.Inputs = p.InputCount()
+	g.JoinSides = make([][]JoinSide, g.Inputs)
+	src := []WMTerm{{In: 0}}
+	for i := range g.Nodes {
+		g.Nodes[i].Watermark = src
+	}
 	for i, st := range p.Stages {
 		g.StageNode[i] = -1
+		if j := st.Join; j != nil {
+			n := len(g.Nodes)
+			g.StageNode[i] = n
+			node := Node{Kind: KindJoin, Stage: i, Up: -1, Depth: uint8(min(i+1, 255))}
+			for side, sd := range j.Sides {
+				g.JoinSides[sd.Input] = append(g.JoinSides[sd.Input], JoinSide{Stage: i, Side: side})
+				feed := -1
+				if sd.Input == 0 {
+					feed = pre
+				}
+				if feed >= 0 {
+					node.Up = feed
+				}
+				if !slices.Contains(node.Ups, feed) {
+					node.Ups = append(node.Ups, feed)
+					if feed >= 0 {
+						g.Nodes[feed].Down = append(g.Nodes[feed].Down, n)
+					}
+				}
+				node.Watermark = addTerm(node.Watermark, WMTerm{In: sd.Input, Off: j.Hold[side]})
+			}
+			g.Nodes = append(g.Nodes, node)
+			continue
+		}
 		if st.Input >= 0 {
 			g.Downstream[st.Input] = append(g.Downstream[st.Input], i)
 			g.Canonical[st.Input] = true
@@ -150,14 +213,27 @@ func NewGraph(p *plan.Plan, tasks int) (*Graph, error) {
 			continue
 		}
 		feed := pre
+		wm := src
 		if st.Input >= 0 {
 			feed = g.StageNode[st.Input]
+			if feed >= 0 {
+				wm = g.Nodes[feed].Watermark
+			}
 		}
 		n := len(g.Nodes)
 		g.StageNode[i] = n
-		g.Nodes = append(g.Nodes, Node{Kind: KindStage, Stage: i, Up: feed, Depth: uint8(min(i+1, 255))})
+		g.Nodes = append(g.Nodes, Node{Kind: KindStage, Stage: i, Up: feed, Ups: []int{feed}, Depth: uint8(min(i+1, 255)), Watermark: wm})
 		if feed >= 0 {
 			g.Nodes[feed].Down = append(g.Nodes[feed].Down, n)
+		}
+	}
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		if n.Ups == nil {
+			n.Ups = []int{n.Up}
+		}
+		if len(n.Watermark) != 1 || n.Watermark[0] != (WMTerm{}) {
+			g.MultiWM = true
 		}
 	}
 	g.owner = make([]uint16, k)
@@ -169,11 +245,48 @@ func NewGraph(p *plan.Plan, tasks int) (*Graph, error) {
 		g.keyless[i] = g.Owner(keygroup.OfKey(nil, k))
 	}
 	for i, n := range g.Nodes {
-		if n.Up < 0 {
+		if slices.Contains(n.Ups, -1) {
 			g.Entry = append(g.Entry, i)
 		}
 	}
 	return g, nil
+}
+
+// addTerm adds a watermark term, keeping one per input (the largest
+// offset: the least watermark).
+func addTerm(ts []WMTerm, t WMTerm) []WMTerm {
+	for i := range ts {
+		if ts[i].In == t.In {
+			ts[i].Off = max(ts[i].Off, t.Off)
+			return ts
+		}
+	}
+	return append(ts, t)
+}
+
+// NodeFeeders returns the nodes (not the runner) feeding node n.
+func (g *Graph) NodeFeeders(n int) []int {
+	var out []int
+	for _, u := range g.Nodes[n].Ups {
+		if u >= 0 {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// NodeWatermark returns node n's watermark given the inputs' (in[i]):
+// the least of in[t.In] − t.Off over its terms (±∞ kept).
+func (g *Graph) NodeWatermark(n int, in []int64) int64 {
+	w := changelog.WatermarkInfinity
+	for _, t := range g.Nodes[n].Watermark {
+		v := in[t.In]
+		if t.Off != 0 && v != changelog.WatermarkInfinity && v != changelog.WatermarkNone {
+			v -= t.Off
+		}
+		w = min(w, v)
+	}
+	return w
 }
 
 // Owner returns the task owning key group kg.

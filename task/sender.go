@@ -124,13 +124,15 @@ type origin struct {
 	cr     *changelog.Row
 	up     *changelog.Desc
 	loc    *time.Location
+	// input is the record's input (0: the source; Graph.InputJSON).
+	input int
 }
 
 // raw appends the record's original bytes (a generated record's JSON).
 func (g *Graph) raw(dst []byte, o *origin) []byte {
 	if o.meta != nil {
 		if o.meta.Raw == nil {
-			return g.EventJSON(dst, o.meta)
+			return g.eventJSON(o.input)(dst, o.meta)
 		}
 		return append(dst, o.meta.Raw...)
 	}
@@ -140,9 +142,17 @@ func (g *Graph) raw(dst []byte, o *origin) []byte {
 // event appends the record as a JSON object.
 func (g *Graph) event(dst []byte, o *origin) []byte {
 	if o.meta != nil {
-		return g.EventJSON(dst, o.meta)
+		return g.eventJSON(o.input)(dst, o.meta)
 	}
 	return changelog.AppendRowJSON(dst, o.cr, o.up, o.loc)
+}
+
+// eventJSON returns the EventJSON of input in.
+func (g *Graph) eventJSON(in int) func(dst []byte, m *source.Meta) []byte {
+	if in > 0 && in < len(g.InputJSON) && g.InputJSON[in] != nil {
+		return g.InputJSON[in]
+	}
+	return g.EventJSON
 }
 
 func (o *origin) pos() changelog.Position {
@@ -266,6 +276,9 @@ func (s *Sender) ToRoots(step uint64, tail []byte, now int64, r *row.Row, m *sou
 	for _, si := range s.g.Roots {
 		o.loc = s.g.Plan.Stages[si].Loc
 		s.toStage(si, step, tail, now, r, &o, ts, weight, id, stable)
+	}
+	if len(s.g.JoinSides[0]) > 0 && weight > 0 {
+		s.toJoins(0, step, tail, now, r, m, ts, stable)
 	}
 }
 

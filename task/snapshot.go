@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/dedup"
+	"github.com/tidemark/tidemark/join"
 	"github.com/tidemark/tidemark/operator"
 	"github.com/tidemark/tidemark/state"
 )
@@ -52,6 +53,14 @@ func (t *Task) Snapshot(dst []Section) []Section {
 				dst = append(dst, Section{Node: ni, Group: t.rng.Lo + i, Data: e.Bytes()})
 				o.changed[i] = false
 			}
+		case nr.join != nil:
+			op := nr.join.op
+			for _, g := range op.Changed(nil) {
+				var e state.Encoder
+				op.SnapshotGroup(g, &e)
+				dst = append(dst, Section{Node: ni, Group: g, Data: e.Bytes()})
+			}
+			op.ClearChanged()
 		case nr.stage != nil:
 			op := nr.stage.op
 			groups := op.Changed(nil)
@@ -85,6 +94,10 @@ type Globals struct {
 	// group run, where each node has its own watermark:
 	// docs/scale-out.md).
 	OwnWatermarks bool
+	// Inputs holds each input's watermark (Graph.Inputs entries) when the
+	// pipeline has inputs beside the source or joins; nil: Watermark is
+	// the source's, the only one.
+	Inputs []int64
 }
 
 // Globals returns the task's globals.
@@ -99,7 +112,26 @@ func (t *Task) Globals() Globals {
 		case nr.stage != nil:
 			og := nr.stage.op.Globals()
 			g.Ops[nr.stage.si] = og
-			g.Watermark, g.Now = og.Watermark, og.Now
+			if !t.g.MultiWM {
+				g.Watermark, g.Now = og.Watermark, og.Now
+			}
+		case nr.join != nil:
+			jg := nr.join.op.Globals()
+			g.Ops[nr.join.si].Emitted = jg.Emitted
+		}
+	}
+	if t.g.MultiWM && len(t.nodes) > 0 {
+		g.Inputs = slices.Clone(t.nodes[0].in)
+		for _, nr := range t.nodes[1:] {
+			for i, w := range nr.in {
+				g.Inputs[i] = max(g.Inputs[i], w)
+			}
+		}
+		g.Watermark = g.Inputs[0]
+		for _, nr := range t.nodes {
+			if nr.stage != nil {
+				g.Now = max(g.Now, nr.stage.op.Globals().Now)
+			}
 		}
 	}
 	return g
@@ -157,7 +189,36 @@ func (t *Task) Restore(sections []Section, g Globals) error {
 			}
 		}
 		nr.snd.SetWatermark(g.Watermark)
+		if t.g.MultiWM {
+			for i := range nr.in {
+				switch {
+				case i < len(g.Inputs):
+					nr.in[i] = g.Inputs[i]
+				case i == 0:
+					nr.in[i] = g.Watermark
+				}
+			}
+			nr.wm = t.g.NodeWatermark(ni, nr.in)
+			nr.snd.SetWatermark(nr.wm)
+		}
 		switch {
+		case nr.join != nil:
+			jn := nr.join
+			groups := make([]int, len(secs))
+			parts := make([][]byte, len(secs))
+			for i, s := range secs {
+				groups[i], parts[i] = s.Group, s.Data
+			}
+			l, r := nr.in[jn.j.Sides[0].Input], nr.in[jn.j.Sides[1].Input]
+			jn.wm = [2]int64{l, r}
+			jg := join.Globals{Watermarks: jn.wm, Now: g.Now}
+			if t.index == 0 {
+				jg.Emitted = g.Ops[jn.si].Emitted
+			}
+			if err := jn.op.RestoreGroups(groups, parts, jg); err != nil {
+				return fmt.Errorf("stage %s: %w", jn.st.Name, err)
+			}
+			nr.snd.SetWatermark(jn.op.OutputWatermark())
 		case nr.dedup != nil:
 			nr.dedup.sweep = g.Sweep
 			for _, s := range secs {
@@ -192,6 +253,9 @@ func (t *Task) Restore(sections []Section, g Globals) error {
 			og := g.Ops[nr.stage.si]
 			if !g.OwnWatermarks {
 				og.Watermark, og.Now = g.Watermark, g.Now
+				if t.g.MultiWM {
+					og.Watermark = nr.wm
+				}
 			}
 			if t.index > 0 {
 				og.Emitted, og.PartlyTooLate, og.SkippedWindows = 0, 0, 0
@@ -210,6 +274,8 @@ func (nr *nodeRT) name() string {
 		return "dedup"
 	case KindOrder:
 		return "order_by"
+	case KindJoin:
+		return "stage " + nr.join.st.Name
 	}
 	return "stage " + nr.stage.st.Name
 }
@@ -218,6 +284,8 @@ func (nr *nodeRT) name() string {
 type StageStats struct {
 	operator.Stats
 	HotKeys []operator.KeyState
+	// Join is a join stage's state (nil for other stages).
+	Join *join.Stats
 }
 
 // Stats reports the task's state: per stage (zero for select stages) the
@@ -234,6 +302,10 @@ func (t *Task) Stats(hot int) (stages []StageStats, dedupIDs, dedupBytes int) {
 				s.HotKeys = nr.stage.op.TopKeys(hot)
 			}
 			stages[nr.stage.si] = s
+		case nr.join != nil:
+			js := nr.join.op.Stats()
+			stages[nr.join.si] = StageStats{Stats: operator.Stats{OpenWindows: js.Windows, Entries: js.Rows, Keys: js.Keys,
+				StateBytes: js.StateBytes, RowsEmitted: js.RowsEmitted}, Join: &js}
 		case nr.dedup != nil:
 			for _, tb := range nr.dedup.tables {
 				if tb != nil {

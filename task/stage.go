@@ -83,7 +83,11 @@ func (sn *stageNode) item(nr *nodeRT, p *Packet, it *Item) error {
 		// An upstream row sent alone: its input row again, as the sender
 		// made it (its filter kept it and its fields evaluated).
 		r = sn.in
-		inputRow(sn.st, r, it.CR)
+		if sn.g.upstreamIsJoin(sn.si) {
+			joinInputRow(sn.st, r, it.CR)
+		} else {
+			inputRow(sn.st, r, it.CR)
+		}
 		if _, reason, _, bad := evaluate(sn.st, r); bad {
 			return fmt.Errorf("%s: an input row evaluated twice gave an error the first time did not: %s", sn.st.Name, reason)
 		}

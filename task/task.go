@@ -13,8 +13,9 @@ type MarkerKind uint8
 
 // The marker kinds.
 const (
-	// Advance moves the pipeline watermark to WM: windows fire and close,
-	// dedup ids and order_by versions expire.
+	// Advance moves input In's watermark to WM (the pipeline watermark
+	// when the source is the only input): windows fire and close, dedup
+	// ids and order_by versions expire, joins fire.
 	Advance MarkerKind = iota
 	// Early runs the early firing of the stages in Stages.
 	Early
@@ -26,6 +27,7 @@ type Marker struct {
 	Step uint64
 	Kind MarkerKind
 	WM   int64 // Advance: the new watermark (ms)
+	In   int   // Advance: the input whose watermark it is (0: the source)
 	Now  int64 // processing time (ms)
 	// Stages lists the stages whose early firing is due (Early).
 	Stages []int
@@ -58,7 +60,13 @@ type nodeRT struct {
 	dedup *dedupNode
 	order *orderNode
 	stage *stageNode
+	join  *joinNode
 	pos   []int // merge scratch
+	// in holds each input's watermark as the markers told it, and wm the
+	// node's own (Graph.NodeWatermark), when the graph's watermarks are
+	// not simply the source's (Graph.MultiWM).
+	in []int64
+	wm int64
 }
 
 // New returns task index of graph g, owning g.Range(index), with empty
@@ -84,7 +92,18 @@ func New(g *Graph, index int) (*Task, error) {
 				return nil, err
 			}
 			nr.stage = sn
+		case KindJoin:
+			jn, err := newJoinNode(g, n.Stage, t.rng)
+			if err != nil {
+				return nil, err
+			}
+			nr.join = jn
 		}
+		nr.in = make([]int64, g.Inputs)
+		for k := range nr.in {
+			nr.in[k] = changelog.WatermarkNone
+		}
+		nr.wm = changelog.WatermarkNone
 		t.nodes = append(t.nodes, nr)
 	}
 	return t, nil
@@ -267,11 +286,34 @@ func (nr *nodeRT) item(p *Packet, it *Item) error {
 	case KindOrder:
 		nr.order.item(nr, p, it)
 		return nil
+	case KindJoin:
+		return nr.join.item(nr, p, it)
 	}
 	return nr.stage.item(nr, p, it)
 }
 
 func (nr *nodeRT) marker(m *Marker) error {
+	if m.Kind == Advance && nr.t.g.MultiWM {
+		// Each input's watermark moves on its own; the node acts when its
+		// own (the least over its terms) advances, and a join on either
+		// side's.
+		if m.WM <= nr.in[m.In] {
+			return nil
+		}
+		nr.in[m.In] = m.WM
+		if nr.join != nil {
+			nr.join.marker(nr, m)
+			return nil
+		}
+		w := nr.t.g.NodeWatermark(nr.idx, nr.in)
+		if w <= nr.wm {
+			return nil
+		}
+		nr.wm = w
+		mm := *m
+		mm.WM = w
+		m = &mm
+	}
 	switch nr.n.Kind {
 	case KindDedup:
 		if m.Kind == Advance {

@@ -1,0 +1,520 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/eventtime"
+	"github.com/tidemark/tidemark/expr"
+	"github.com/tidemark/tidemark/internal/suggest"
+	"github.com/tidemark/tidemark/join"
+	"github.com/tidemark/tidemark/operator"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/spec"
+	"github.com/tidemark/tidemark/window"
+)
+
+// InputJoin is Stage.Input of a join stage: its inputs are its sides'.
+const InputJoin = -2
+
+// Input is a compiled named input (spec.Input): what its source decodes,
+// its event time and timestamp rules. Input numbers: 0 is the pipeline's
+// source, i ≥ 1 is Plan.Inputs[i−1].
+type Input struct {
+	Name string
+	Spec *spec.Input
+	// Schema holds the fields the joins read of the input (and its
+	// event-time field), typed like a source's.
+	Schema *row.Schema
+	// TimeParsers maps the indexes of timestamp fields to their parsers.
+	TimeParsers map[int]*eventtime.Parser
+	// EventTime is the input's event-time field.
+	EventTime row.Field
+	// Time holds the input's timestamp rules (max_future, max_past,
+	// ingest_time_field).
+	Time TimeRules
+}
+
+// Join is a compiled join stage (spec.Join).
+type Join struct {
+	Spec *spec.Join
+	// Config is the operator's configuration; KeyGroups and Groups are
+	// set per task.
+	Config join.Config
+	// Sides are the left and right inputs.
+	Sides [2]JoinSide
+	// Hold is join.HoldBack: how far the output watermark trails each
+	// side's watermark, ms.
+	Hold [2]int64
+	// Regular marks a regular join (an interval join with ±ttl).
+	Regular bool
+}
+
+// JoinSide is one compiled side of a join.
+type JoinSide struct {
+	// Input is the input number (0: the source).
+	Input int
+	// Name is the input's name and Alias the side's.
+	Name, Alias string
+	// Schema is the input's row layout; EventTime its event-time field.
+	Schema    *row.Schema
+	EventTime row.Field
+	// Filter keeps the side's records (nil: all).
+	Filter *expr.Expr
+	// Key are the equality key fields, in join.on order.
+	Key []row.Field
+	// Keep are the fields kept in the join's state (join.Config.Keep's
+	// order): the side's output columns, then an upper-bound or tombstone
+	// field.
+	Keep []row.Field
+	// UpperField is the left side's upper-bound field (HasUpper false
+	// without one): the task quarantines rows whose bound is null, before
+	// their event time or beyond max_span.
+	UpperField row.Field
+	HasUpper   bool
+}
+
+// InputCount returns the number of inputs: the source and inputs[].
+func (p *Plan) InputCount() int { return 1 + len(p.Inputs) }
+
+// InputName returns input i's name.
+func (p *Plan) InputName(i int) string {
+	if i == 0 {
+		return "source"
+	}
+	return p.Inputs[i-1].Name
+}
+
+// joinRef is one field a join names: its side and the field's name.
+type joinRef struct {
+	side  int
+	field string
+	key   string // the join key naming it ("join.on[0]")
+}
+
+// parseJoinRef splits "alias.field" into its side and field.
+func parseJoinRef(j *spec.Join, ref, key string) (joinRef, error) {
+	ref = strings.TrimSpace(ref)
+	a, f, ok := strings.Cut(ref, ".")
+	if ok && f != "" {
+		switch a {
+		case j.Left.As:
+			return joinRef{side: join.L, field: f, key: key}, nil
+		case j.Right.As:
+			return joinRef{side: join.R, field: f, key: key}, nil
+		}
+	}
+	return joinRef{}, fmt.Errorf("%s: %q: name a field as <alias>.<field> with the sides' aliases %q (left) or %q (right)", key, ref, j.Left.As, j.Right.As)
+}
+
+// joinRefs lists every field a join names, per side: the on pairs, the
+// selected columns, the upper field and tombstone, the filters'
+// identifiers.
+func joinRefs(j *spec.Join) (refs []joinRef, filters [2]*expr.Parsed, err error) {
+	var errs []error
+	for k, eq := range j.On {
+		l, r, _ := strings.Cut(eq, "=")
+		key := fmt.Sprintf("join.on[%d]", k)
+		a, err1 := parseJoinRef(j, l, key)
+		b, err2 := parseJoinRef(j, r, key)
+		if err1 != nil || err2 != nil {
+			errs = append(errs, errors.Join(err1, err2))
+			continue
+		}
+		if a.side == b.side {
+			errs = append(errs, fmt.Errorf("%s: %q compares two fields of one side; an equality key pairs a left field with a right one", key, eq))
+			continue
+		}
+		refs = append(refs, a, b)
+	}
+	for _, c := range j.Select {
+		if c.Expr == "window_start" || c.Expr == "window_end" {
+			continue
+		}
+		r, err := parseJoinRef(j, c.Expr, "join.select."+c.Name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		refs = append(refs, r)
+	}
+	if b := j.Between; b != nil && b.UpperField != "" {
+		r, err := parseJoinRef(j, b.UpperField, "join.between.upper_field")
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			refs = append(refs, r)
+		}
+	}
+	if j.Tombstone != "" {
+		r, err := parseJoinRef(j, j.Tombstone, "join.tombstone")
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			refs = append(refs, r)
+		}
+	}
+	for s, sd := range []spec.JoinSide{j.Left, j.Right} {
+		if sd.Filter == "" {
+			continue
+		}
+		p, err := expr.Parse(sd.Filter)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("join.%s.filter: %w", [2]string{"left", "right"}[s], err))
+			continue
+		}
+		filters[s] = p
+		for _, n := range p.Identifiers() {
+			refs = append(refs, joinRef{side: s, field: n, key: "join." + [2]string{"left", "right"}[s] + ".filter"})
+		}
+	}
+	return refs, filters, errors.Join(errs...)
+}
+
+// inputIndex returns the input number of a side's input name.
+func inputIndex(p *spec.Pipeline, name string) int {
+	if name == "" || name == "source" {
+		return 0
+	}
+	for i, in := range p.Inputs {
+		if in.Name == name {
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// joinNeeds adds to needs[i] the fields each join reads of input i, and
+// returns the field uses of the source's (for checkSourceFields).
+func joinNeeds(p *spec.Pipeline, stages []spec.Stage, needs []*fieldSet) ([]fieldUse, error) {
+	var uses []fieldUse
+	var errs []error
+	for _, st := range stages {
+		j := st.Join
+		if j == nil {
+			continue
+		}
+		refs, _, err := joinRefs(j)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", st.Name, err))
+			continue
+		}
+		for _, r := range refs {
+			in := inputIndex(p, [2]string{j.Left.Input, j.Right.Input}[r.side])
+			if in < 0 {
+				continue // Validate names it
+			}
+			needs[in].add(r.field)
+			if in == 0 {
+				uses = append(uses, fieldUse{r.field, st.Name + ": " + r.key})
+			}
+		}
+	}
+	return uses, errors.Join(errs...)
+}
+
+// compileInputs compiles inputs[]: each input's schema of the fields in
+// its need set, its parsers and rules. Errors name inputs[i].
+func (pl *Plan) compileInputs(needs []*fieldSet) error {
+	p := pl.Spec
+	var errs []error
+	for i := range p.Inputs {
+		in := &p.Inputs[i]
+		prefix := fmt.Sprintf("inputs[%d] (%s): ", i, in.Name)
+		need := needs[i+1]
+		need.add(in.EventTime.Field)
+		need.add(in.EventTime.IngestTimeField)
+		need.add(in.Source.PartitionField)
+		need.add(in.Source.ArrivalTimeField)
+		if o := in.Source.Ordinal; o != nil {
+			need.add(o.Field)
+			need.add(o.Per)
+		}
+		if r := in.Source.Replay; r != nil {
+			need.add(r.PartitionBy)
+			need.add(r.ConflictField)
+		}
+		q := &spec.Pipeline{Name: p.Name, Source: in.Source, EventTime: in.EventTime}
+		if l := SourceFields(q, nil); l != nil {
+			for _, n := range need.list() {
+				if !l.Has(n) {
+					errs = append(errs, fmt.Errorf("%s%q is not among the fields of %s%s", prefix, n, l.From, suggest.Hint(n, l.Names)))
+				}
+			}
+		}
+		s, err := sourceSchema(q, need.list(), nil)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s%w", prefix, err))
+			continue
+		}
+		ci := &Input{Name: in.Name, Spec: in, Schema: s, TimeParsers: map[int]*eventtime.Parser{}}
+		etp, err := eventtime.New(in.EventTime)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%sevent_time: %w", prefix, err))
+			continue
+		}
+		for _, f := range s.Fields {
+			if f.Kind != row.KindTime {
+				continue
+			}
+			if f.Name == in.EventTime.Field {
+				ci.TimeParsers[f.Index] = etp
+			} else {
+				ci.TimeParsers[f.Index] = &eventtime.Parser{}
+			}
+		}
+		ci.EventTime, _ = s.Lookup(in.EventTime.Field)
+		ci.Time = TimeRules{MaxFuture: in.EventTime.MaxFutureMs(), MaxPast: in.EventTime.MaxPastMs()}
+		if n := in.EventTime.IngestTimeField; n != "" {
+			ci.Time.Ingest, ci.Time.HasIngest = s.Lookup(n)
+			if ci.Time.HasIngest && ci.Time.Ingest.Kind != row.KindTime {
+				errs = append(errs, fmt.Errorf("%sevent_time.ingest_time_field: field %q is %s, want timestamp", prefix, n, ci.Time.Ingest.Kind))
+			}
+		}
+		pl.Inputs = append(pl.Inputs, ci)
+	}
+	return errors.Join(errs...)
+}
+
+// inputSchema returns input i's schema and event-time field.
+func (pl *Plan) inputSchema(i int) (*row.Schema, row.Field) {
+	if i == 0 {
+		f, _ := pl.SourceSchema.Lookup(pl.EventTimeField)
+		return pl.SourceSchema, f
+	}
+	in := pl.Inputs[i-1]
+	return in.Schema, in.EventTime
+}
+
+// compileJoin compiles join stage st.
+func (pl *Plan) compileJoin(st spec.Stage) (*Stage, error) {
+	j := st.Join
+	s := &Stage{Name: st.Name, Input: InputJoin, Late: st.Late, Sinks: st.Sinks}
+	var errs []error
+	add := func(key string, err error) { errs = append(errs, fmt.Errorf("%s: %w", key, err)) }
+	refs, filters, err := joinRefs(j)
+	if err != nil {
+		return nil, err
+	}
+	cj := &Join{Spec: j, Regular: j.Type == "regular"}
+	c := &cj.Config
+	c.UpperCol, c.TombCol = -1, -1
+	c.Lateness = st.AllowedLateness.Ms()
+	mode, err := operator.ParseMode(st.Emit.Mode)
+	if err != nil {
+		add("emit.mode", err)
+	}
+	c.Mode = mode
+	switch j.Type {
+	case "window":
+		c.Type = join.Window
+	case "interval", "regular":
+		c.Type = join.Interval
+		c.Lower, c.Upper = j.JoinMs()
+	case "temporal":
+		c.Type = join.Temporal
+	default:
+		return nil, fmt.Errorf("join.type: %q", j.Type)
+	}
+	c.Kind = map[string]join.Kind{spec.JoinInner: join.Inner, spec.JoinLeft: join.Left, spec.JoinFull: join.Full, spec.JoinSemi: join.Semi, spec.JoinAnti: join.Anti}[j.Kind]
+	sideKey := [2]string{"join.left", "join.right"}
+	for sdi, sd := range []spec.JoinSide{j.Left, j.Right} {
+		in := inputIndex(pl.Spec, sd.Input)
+		if in < 0 {
+			add(sideKey[sdi]+".input", fmt.Errorf("%q is not an input", sd.Input))
+			continue
+		}
+		if in == 0 && pl.Spec.OrderBy != nil {
+			add(sideKey[sdi]+".input", fmt.Errorf("the source with order_by is an upsert stream (a newer version retracts the older); a join reads insert-only inputs"))
+			continue
+		}
+		schema, et := pl.inputSchema(in)
+		side := JoinSide{Input: in, Name: pl.InputName(in), Alias: sd.As, Schema: schema, EventTime: et}
+		if f := filters[sdi]; f != nil {
+			e, err := expr.Compile(f, schema)
+			switch {
+			case err != nil:
+				add(sideKey[sdi]+".filter", err)
+			case e.Kind() != row.KindBool:
+				add(sideKey[sdi]+".filter", fmt.Errorf("%q is %s, not bool", sd.Filter, e.Kind()))
+			default:
+				side.Filter = e
+			}
+		}
+		cj.Sides[sdi] = side
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	lookup := func(r joinRef) (row.Field, bool) {
+		sd := &cj.Sides[r.side]
+		f, ok := sd.Schema.Lookup(r.field)
+		if !ok {
+			add(r.key, fmt.Errorf("%s.%s: %q is not a field of input %s%s", sd.Alias, r.field, r.field, sd.Name, closeFields(r.field, sd.Schema)))
+		}
+		return f, ok
+	}
+	// The equality keys: pairs of one type.
+	for k := 0; k+1 < len(refs) && strings.HasPrefix(refs[k].key, "join.on["); k += 2 {
+		a, b := refs[k], refs[k+1]
+		if a.side == join.R {
+			a, b = b, a
+		}
+		fa, oka := lookup(a)
+		fb, okb := lookup(b)
+		if !oka || !okb {
+			continue
+		}
+		if fa.Kind != fb.Kind {
+			add(a.key, fmt.Errorf("%s.%s is %s and %s.%s is %s: the fields of an equality key must have the same type (declare them alike in source.schema)",
+				j.Left.As, fa.Name, fa.Kind, j.Right.As, fb.Name, fb.Kind))
+			continue
+		}
+		cj.Sides[join.L].Key = append(cj.Sides[join.L].Key, fa)
+		cj.Sides[join.R].Key = append(cj.Sides[join.R].Key, fb)
+	}
+	keep := func(side int, f row.Field) int {
+		sd := &cj.Sides[side]
+		for i, k := range sd.Keep {
+			if k.Index == f.Index {
+				return i
+			}
+		}
+		sd.Keep = append(sd.Keep, f)
+		return len(sd.Keep) - 1
+	}
+	var cols []changelog.Column
+	for _, sc := range j.Select {
+		switch sc.Expr {
+		case "window_start", "window_end":
+			if c.Type != join.Window {
+				add("join.select."+sc.Name, fmt.Errorf("%s: only a window join has windows", sc.Expr))
+				continue
+			}
+			side := join.WindowStart
+			if sc.Expr == "window_end" {
+				side = join.WindowEnd
+			}
+			c.Columns = append(c.Columns, join.Column{Side: side})
+			cols = append(cols, changelog.Column{Name: sc.Name, Kind: row.KindTime})
+			continue
+		}
+		r, _ := parseJoinRef(j, sc.Expr, "join.select."+sc.Name)
+		f, ok := lookup(r)
+		if !ok {
+			continue
+		}
+		if r.side == join.R && (c.Kind == join.Semi || c.Kind == join.Anti) {
+			add("join.select."+sc.Name, fmt.Errorf("%s: a %s join emits left rows only", sc.Expr, j.Kind))
+			continue
+		}
+		c.Columns = append(c.Columns, join.Column{Side: int8(r.side), Col: keep(r.side, f)})
+		cols = append(cols, changelog.Column{Name: sc.Name, Kind: f.Kind})
+	}
+	if b := j.Between; b != nil && b.UpperField != "" {
+		r, _ := parseJoinRef(j, b.UpperField, "join.between.upper_field")
+		if f, ok := lookup(r); ok {
+			switch {
+			case r.side != join.L:
+				add("join.between.upper_field", fmt.Errorf("%s: the upper bound is a field of the left side (%s)", b.UpperField, j.Left.As))
+			case f.Kind != row.KindTime:
+				add("join.between.upper_field", fmt.Errorf("%s is %s, not a timestamp", b.UpperField, f.Kind))
+			default:
+				c.UpperCol = keep(join.L, f)
+				cj.Sides[join.L].UpperField, cj.Sides[join.L].HasUpper = f, true
+			}
+		}
+	}
+	if j.Tombstone != "" {
+		r, _ := parseJoinRef(j, j.Tombstone, "join.tombstone")
+		if f, ok := lookup(r); ok {
+			switch {
+			case r.side != join.R:
+				add("join.tombstone", fmt.Errorf("%s: a tombstone is a field of the versioned (right) side %s", j.Tombstone, j.Right.As))
+			case f.Kind != row.KindBool:
+				add("join.tombstone", fmt.Errorf("%s is %s, not bool (declare it bool in the input's source.schema)", j.Tombstone, f.Kind))
+			default:
+				c.TombCol = keep(join.R, f)
+			}
+		}
+	}
+	for sdi := range cj.Sides {
+		if len(cj.Sides[sdi].Keep) > join.MaxKept {
+			add(sideKey[sdi], fmt.Errorf("keeps %d columns; at most %d", len(cj.Sides[sdi].Keep), join.MaxKept))
+		}
+		for _, f := range cj.Sides[sdi].Keep {
+			c.Keep[sdi] = append(c.Keep[sdi], f.Kind)
+		}
+	}
+	loc := time.UTC
+	tz := "UTC"
+	if c.Type == join.Window && j.Window != nil {
+		a, err := window.New(*j.Window)
+		if err != nil {
+			add("join.window", err)
+		} else {
+			c.Assigner = a
+		}
+		tz = j.Window.Timezone
+		if l, err := time.LoadLocation(tz); err == nil {
+			loc = l
+		}
+	} else if st.Window.Timezone != "" {
+		tz = st.Window.Timezone
+		if l, err := time.LoadLocation(tz); err == nil {
+			loc = l
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	cj.Hold = join.HoldBack(c)
+	s.Join = cj
+	s.Loc = loc
+	s.Operator = operator.Config{AllowedLateness: c.Lateness, Mode: mode}
+	s.Desc = changelog.Desc{Stage: st.Name, Values: cols, Stateless: true, Timezone: tz, EmitMode: st.Emit.Mode}
+	// The stage's schema is its output (for stages reading it: joinSchema).
+	s.Schema = joinSchema(&s.Desc)
+	s.InputFields = s.Schema.Len()
+	return s, nil
+}
+
+// joinSchema is the row layout of a stage reading a join's rows: the
+// row's event time (event_time), then the join's output columns.
+func joinSchema(d *changelog.Desc) *row.Schema {
+	s := row.NewSchema()
+	s.Add("event_time", row.KindTime)
+	for _, c := range d.Values {
+		s.Add(c.Name, c.Kind)
+	}
+	return s
+}
+
+// joinRetracts reports whether a join's rows may carry retractions: in
+// modes update and retract, any kind but an inner window or interval join
+// (whose pairs never change).
+func joinRetracts(j *Join) bool {
+	if j.Config.Mode == operator.Final {
+		return false
+	}
+	return !(j.Config.Kind == join.Inner && j.Config.Type != join.Temporal)
+}
+
+// JoinsInput reports whether some join reads input i, with the joins'
+// stage indexes.
+func (p *Plan) JoinsInput(i int) []int {
+	var out []int
+	for si, st := range p.Stages {
+		if st.Join == nil {
+			continue
+		}
+		if st.Join.Sides[0].Input == i || st.Join.Sides[1].Input == i {
+			out = append(out, si)
+		}
+	}
+	return slices.Compact(out)
+}
