@@ -190,6 +190,8 @@ func (p *Pipeline) Defaults() {
 			p.Source.Format = "jsonl"
 		case hasAnySuffix(p.Source.Path, ".csv"):
 			p.Source.Format = "csv"
+		case hasAnySuffix(p.Source.Path, ".avro"):
+			p.Source.Format = "avro"
 		}
 	}
 	if p.Source.CSV.Delimiter == "" {
@@ -553,10 +555,14 @@ func validateSource(s *Source, add func(key, format string, args ...any)) {
 	}
 	switch s.Format {
 	case "jsonl", "csv":
+	case "avro":
+		if s.SchemaRegistry != nil {
+			validateRegistry("source.schema_registry", s.SchemaRegistry, add)
+		}
 	case "":
-		add("source.format", "required when the path has no .jsonl or .csv extension")
+		add("source.format", "required when the path has no .jsonl, .csv or .avro extension")
 	default:
-		add("source.format", "unknown format %q (want jsonl or csv)", s.Format)
+		add("source.format", "unknown format %q (want jsonl, csv or avro)", s.Format)
 	}
 	for _, f := range s.Schema {
 		if _, err := parseTypeName(f.Type); err != nil {
@@ -956,7 +962,7 @@ func notFor(typ string, s *Source, add func(key, format string, args ...any), ot
 			"brokers", len(s.Brokers) > 0, "topics", len(s.Topics) > 0, "group", s.Group != "", "start", s.Start != "" && typ != "kafka",
 			"start_timestamp", s.StartTimestamp != "", "isolation", s.Isolation != "" && typ != "kafka",
 			"poll_timeout", s.PollTimeout != 0 && typ != "kafka", "discovery_interval", s.DiscoveryInterval != 0 && typ != "kafka",
-			"stop_at_end", s.StopAtEnd, "client_id", s.ClientID != "", "schema_registry", s.SchemaRegistry != nil,
+			"stop_at_end", s.StopAtEnd, "client_id", s.ClientID != "", "schema_registry", s.SchemaRegistry != nil && !(typ == "file" && s.Format == "avro"),
 			"message", s.Message != "", "assignment", s.Assignment != "" && typ != "kafka",
 			"repartition_partitions", s.RepartitionPartitions != 0, "session_timeout", s.SessionTimeout != 0,
 			"transaction_timeout", s.TransactionTimeout != 0),

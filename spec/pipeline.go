@@ -194,12 +194,13 @@ type Source struct {
 	// "${VAR}" and "${VAR:-default}" are expanded from the environment.
 	// YAML `path`. Required for type file.
 	Path string `yaml:"path"`
-	// Format is "jsonl" or "csv" for a file source; for a kafka source
+	// Format is "jsonl", "csv" or "avro" (Avro object container files,
+	// docs/connectors/file.md) for a file source; for a kafka source
 	// the format of record values: "jsonl" (JSON objects; "json" is the
 	// same), "avro" or "protobuf" (the Confluent wire format, schemas
 	// from SchemaRegistry; docs/connectors/kafka.md). YAML `format`.
 	// Default: from the file extension (.jsonl, .json, .ndjson → jsonl;
-	// .csv → csv); jsonl for kafka.
+	// .csv → csv; .avro → avro); jsonl for kafka.
 	Format string `yaml:"format"`
 	// Schema declares field types (bool, int, decimal, string, timestamp).
 	// A field the pipeline uses that is not declared is a string. JSON
@@ -301,7 +302,10 @@ type Source struct {
 	TransactionTimeout Duration `yaml:"transaction_timeout,omitempty" zero:"must be at least 1ms|30s"`
 	// SchemaRegistry is the Confluent-compatible Schema Registry that
 	// holds the writers' schemas of format avro or protobuf. YAML
-	// `schema_registry`. Required with those formats.
+	// `schema_registry`. Required with those formats for kafka; for a
+	// file source with format avro, where each file carries its schema,
+	// it is needed only to apply a contract's schema_versions (each
+	// file's schema is looked up in the contract's subject).
 	SchemaRegistry *SchemaRegistry `yaml:"schema_registry"`
 	// Message is the Protobuf message type every record must be, a full
 	// name ("shop.v1.Order"); a record of another type is quarantined.
