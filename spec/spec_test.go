@@ -264,9 +264,9 @@ func TestValidateErrors(t *testing.T) {
 		{"nexmark without events", pipe("source: {type: nexmark, delay: {fraction: 2, max: 1s}}"), []string{"source.events: required and positive for a nexmark source: the number of events", "source.delay.fraction: must be between 0 and 1"}},
 		{"source path missing", pipe("source: {type: file}"), []string{
 			"source.path: required for a file source",
-			"source.format: required when the path has no .jsonl or .csv extension"}},
-		{"source format from directory", pipe("source: {type: file, path: data/}"), []string{"source.format: required when the path has no .jsonl or .csv extension"}},
-		{"source format unknown", pipe("source: {type: file, path: e.txt, format: parquet}"), []string{`source.format: unknown format "parquet" (want jsonl or csv)`}},
+			"source.format: required when the path has no .jsonl, .csv or .avro extension"}},
+		{"source format from directory", pipe("source: {type: file, path: data/}"), []string{"source.format: required when the path has no .jsonl, .csv or .avro extension"}},
+		{"source format unknown", pipe("source: {type: file, path: e.txt, format: parquet}"), []string{`source.format: unknown format "parquet" (want jsonl, csv or avro)`}},
 		{"schema type unknown", pipe("source: {type: file, path: e.jsonl, schema: {amount: float, n: int, ok: boolean}}"), []string{`source.schema.amount: unknown type "float" (want bool, int, decimal, string or timestamp)`}},
 		{"csv delimiter long", pipe(`source: {type: file, path: e.csv, csv: {delimiter: ";;"}}`), []string{`source.csv.delimiter: must be one character, got ";;"`}},
 		{"csv columns missing", pipe("source: {type: file, path: e.csv, csv: {header: false}}"), []string{"source.csv.columns: required when csv.header is false"}},

@@ -58,6 +58,27 @@ func (p *Program) Decode(data []byte, base int, r *row.Row, a *source.Arena) *so
 	return d.err
 }
 
+// DecodePrefix is Decode for data that starts with one record and may
+// hold more records after it (the records of an Avro object container
+// file's block, each right after the one before): it decodes the first
+// and returns its length in bytes. On a structural problem (Rule
+// "decode": the bytes are not a record of the writer schema) n is 0 and
+// the rest of data cannot be read; on a field problem (Rule "type",
+// "encoding", "timestamp") n is the record's length and the next record
+// can be read. It never panics and allocates nothing for records whose
+// decimals fit in 128 bits.
+func (p *Program) DecodePrefix(data []byte, base int, r *row.Row, a *source.Arena) (n int, e *source.DecodeError) {
+	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0]}
+	for i := range p.defaults {
+		_ = r.Set(p.defaults[i].f, p.defaults[i].v)
+	}
+	d.run(p.root)
+	if d.stop {
+		return 0, d.err
+	}
+	return d.i, d.err
+}
+
 // fail records a structural error; the rest of the bytes are not read.
 func (d *dec) fail(format string, args ...any) {
 	if d.stop {

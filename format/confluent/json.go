@@ -187,3 +187,20 @@ func ratText(r *big.Rat) string {
 	}
 	return strconv.Quote(r.String())
 }
+
+// AppendAvroJSON appends data, one record in Avro's binary encoding of
+// writer schema w (no wire-format header), as a JSON object of its fields
+// rendered as Renderer renders them (times in RFC 3339, decimals as exact
+// numbers, bytes in base64; keys sorted). ok is false, and dst returned
+// unchanged, when data is not exactly one record of w.
+func AppendAvroJSON(dst []byte, w *tavro.Schema, data []byte) (out []byte, ok bool) {
+	var x any
+	rest, err := w.Decode(data, &x)
+	if err != nil || len(rest) != 0 {
+		return dst, false
+	}
+	if _, isObj := x.(map[string]any); !isObj {
+		return dst, false
+	}
+	return appendJSONValue(dst, x), true
+}

@@ -28,6 +28,9 @@ import (
 // m (Raw lives in m's batch), the CSV options and the CSV headers, which
 // New reads once and which never change afterwards.
 func (s *Source) EventJSON(dst []byte, m *source.Meta) []byte {
+	if s.avro != nil {
+		return s.avroEventJSON(dst, m)
+	}
 	if s.jsonl {
 		if m.Err == nil && !hasControl(m.Raw) {
 			// The decoder accepted the line, so it is a JSON object by

@@ -36,7 +36,7 @@ func TestNewErrors(t *testing.T) {
 		{name: "glob matches nothing", spec: spec.Source{Path: "*.parquet", Format: "jsonl"}, want: `no files match "DIR/*.parquet": no file matches the pattern`, noFiles: true, notExit: true},
 		{name: "empty directory", spec: spec.Source{Path: "empty", Format: "jsonl"}, want: `no files match "DIR/empty": directory has no files`, noFiles: true},
 		{name: "bad glob", spec: spec.Source{Path: "[", Format: "jsonl"}, want: `syntax error in pattern`},
-		{name: "unknown format", spec: spec.Source{Path: "noext"}, want: `source.format: "" is neither jsonl nor csv`},
+		{name: "unknown format", spec: spec.Source{Path: "noext"}, want: `source.format: "" is not jsonl, csv or avro`},
 		{name: "missing column", spec: spec.Source{Path: "[ab].csv"}, want: `DIR/b.csv: no column "Quantity" in CSV header ["InvoiceNo" "Qty"]`, csv: true},
 		{name: "broken header", spec: spec.Source{Path: "broken.csv"}, want: `DIR/broken.csv: header: the quoted field opened at line 1, column 1 does not close before the end of the file`, csv: true},
 		{name: "missing column without header", spec: spec.Source{Path: "a.csv", CSV: spec.CSVOptions{Header: new(bool), Columns: []string{"InvoiceNo"}}}, want: `source.csv.columns: no column "Quantity"`, csv: true},

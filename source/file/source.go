@@ -32,6 +32,12 @@ type Config struct {
 	// replay; otherwise optional (when set, a record whose event time is
 	// null never creates a partition).
 	EventTimeField string
+	// AvroProjection, for format avro, says how each file's records are
+	// read from its writer schema (a data contract's schema version: its
+	// renames and defaults, or a version the contract does not accept).
+	// Nil reads every file by the field names, format.Projection{Fields:
+	// Fields}.
+	AvroProjection AvroProjection
 }
 
 // ErrClosed is returned by Next after Close.
@@ -43,6 +49,7 @@ var ErrClosed = errors.New("file source is closed")
 type Source struct {
 	files     []string
 	jsonl     bool
+	avro      *avroFiles // format avro; nil otherwise
 	schema    *row.Schema
 	fields    format.Fields // with the ordinal field marked Derived
 	csv       csvOptions
@@ -138,9 +145,9 @@ func New(cfg Config) (*Source, error) {
 	switch f := sourceFormat(sp); f {
 	case "jsonl":
 		s.jsonl = true
-	case "csv":
+	case "csv", "avro":
 	default:
-		return nil, fmt.Errorf("source.format: %q is neither jsonl nor csv", f)
+		return nil, fmt.Errorf("source.format: %q is not jsonl, csv or avro", f)
 	}
 	if err := s.d.init(&cfg, &s.fields); err != nil {
 		return nil, err
@@ -157,6 +164,12 @@ func New(cfg Config) (*Source, error) {
 		return nil, err
 	}
 	s.files = files
+	if sourceFormat(sp) == "avro" {
+		if err := s.initAvro(&cfg); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
 	if s.jsonl {
 		s.json = format.NewJSON(s.fields)
 		for _, p := range files {
@@ -186,6 +199,8 @@ func sourceFormat(sp *spec.Source) string {
 		return "jsonl"
 	case strings.HasSuffix(p, ".csv"):
 		return "csv"
+	case strings.HasSuffix(p, ".avro"):
+		return "avro"
 	}
 	return ""
 }
@@ -295,6 +310,14 @@ func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena, keepRaw bool)
 // open starts reading the file at path, at p (the zero readerAt: its
 // start).
 func (s *Source) open(path string, p readerAt) error {
+	if s.avro != nil {
+		o, err := openOCF(path, s.avro, s.fields, s.buf, p)
+		if err != nil {
+			return err
+		}
+		s.cur = o
+		return nil
+	}
 	if s.jsonl {
 		j, err := openJSONL(path, s.json, s.buf, p.off, p.line, p.mode)
 		if err != nil {
