@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
+
+	tavro "github.com/twmb/avro"
 
 	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/format/confluent"
@@ -60,7 +63,45 @@ func (rt *runtime) openSource() (source.Source, error) {
 	case "nexmark":
 		return openNexmark(p, fields)
 	}
-	return file.New(file.Config{Spec: *sp, Fields: fields, EventTimeField: p.EventTimeField})
+	cfg := file.Config{Spec: *sp, Fields: fields, EventTimeField: p.EventTimeField}
+	if sp.Format == "avro" {
+		proj, err := avroFileVersions(p, fields)
+		if err != nil {
+			return nil, err
+		}
+		cfg.AvroProjection = proj
+	}
+	return file.New(cfg)
+}
+
+// avroFileVersions applies a contract's schema versions to Avro files:
+// each file's schema is looked up in the contract's subject, and read
+// with its version's renames and defaults (quarantined when the contract
+// does not accept it). Nil without schema versions.
+func avroFileVersions(p *plan.Plan, fields format.Fields) (file.AvroProjection, error) {
+	c := p.Contract
+	if c == nil || c.SchemaVersions == nil {
+		return nil, nil
+	}
+	sv := c.SchemaVersions
+	if sv.Subject == "" {
+		return nil, fmt.Errorf("contract %s: schema_versions.subject: required to read Avro files (the default, <topic>-value, names a Kafka topic)", c.Product)
+	}
+	if p.Spec.Source.SchemaRegistry == nil {
+		return nil, fmt.Errorf("source.schema_registry: required: contract %s lists versions of subject %s, and an Avro file's version is found by looking its schema up there", c.Product, sv.Subject)
+	}
+	reg, err := schemaRegistry(p.Spec.Source.SchemaRegistry)
+	if err != nil {
+		return nil, fmt.Errorf("source.%w", err)
+	}
+	vr := &confluent.VersionResolver{Registry: reg, Subject: sv.Subject, Contract: c.Product, Fields: fields, Versions: map[int]confluent.Version{}}
+	for v, m := range c.Mappings() {
+		vr.Versions[v] = confluent.Version{Rename: m.Rename, Defaults: m.Defaults}
+	}
+	return func(path, text string, _ *tavro.Schema) (format.Projection, *source.DecodeError, error) {
+		_, proj, reject, err := vr.Resolve(context.Background(), "file "+path, text)
+		return proj, reject, err
+	}, nil
 }
 
 // kafkaFormat sets a kafka source's value format: Avro and Protobuf with

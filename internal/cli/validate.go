@@ -14,12 +14,14 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	tavro "github.com/twmb/avro"
 
 	"github.com/tidemark/tidemark/contract"
 	"github.com/tidemark/tidemark/dedup"
 	"github.com/tidemark/tidemark/eventtime"
 	"github.com/tidemark/tidemark/expr"
 	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/format/confluent"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/source/file"
@@ -35,18 +37,29 @@ const day = 24 * 60 * 60 * 1000
 // newValidateCmd is `tidemark validate`: it measures data files against a
 // data contract (docs/contracts.md, "tidemark validate").
 func newValidateCmd(stdout io.Writer) *cobra.Command {
-	var contractPath, reportFormat, dataFormat, ordinal string
+	var contractPath, reportFormat, dataFormat, ordinal, registry, subject string
+	var topics, brokers []string
 	cmd := &cobra.Command{
-		Use:   "validate --contract CONTRACT.yaml DATA...",
+		Use:   "validate --contract CONTRACT.yaml (DATA... | --topic TOPIC...)",
 		Short: "Measure data files against a data contract and report its quality",
 		Long: `Measure data files against a data contract and report its quality.
 
 DATA is a file, a directory (its files, sorted by name) or a glob such as
-"data/*.csv", as for a file source; the format is jsonl or csv, from the
-file extensions or --data-format. Fields are decoded with the contract's
-types and its event_time; nothing else is derived, except the record
-number --ordinal adds (an event_id such as InvoiceNo + "-" + string(line_no)
-needs it when the data has no line number).
+"data/*.csv", as for a file source; the format is jsonl, csv or avro (Avro
+object container files), from the file extensions or --data-format. With
+--topic the data is instead every record of Kafka topics up to their end
+(read_committed), in --data-format jsonl, avro or protobuf. Fields are
+decoded with the contract's types and its event_time; nothing else is
+derived, except the record number --ordinal adds (an event_id such as
+InvoiceNo + "-" + string(line_no) needs it when the data has no line
+number).
+
+With Avro or Protobuf data and a contract that lists schema_versions, each
+record's schema is a version of the contract's subject (--subject
+overrides it), found in the schema registry (--registry): records are read
+with their version's field mapping, those of versions the contract does
+not accept count as not decoded, and the report counts the records of
+each version.
 
 The report gives the records read and those that failed to decode (or have
 no event time); per contract field the share of null or missing values;
@@ -59,9 +72,10 @@ describes it and the JSON shape of --format json.
 Exit status: 0 when every rule and threshold passes and every record
 decoded, 1 when any fails (the report says which) or the data cannot be
 read, 2 for a usage or contract error.`,
-		Args: usage(cobra.MinimumNArgs(1)),
+		Args: usage(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := validateOptions{contract: contractPath, format: reportFormat, dataFormat: dataFormat, ordinal: ordinal}
+			opts := validateOptions{contract: contractPath, format: reportFormat, dataFormat: dataFormat, ordinal: ordinal,
+				registry: registry, subject: subject, topics: topics, brokers: brokers}
 			return runValidate(cmd.Context(), stdout, opts, args)
 		},
 	}
@@ -70,6 +84,10 @@ read, 2 for a usage or contract error.`,
 	f.StringVar(&reportFormat, "format", "text", "report format: text or json (one JSON object)")
 	f.StringVar(&dataFormat, "data-format", "", "format of the data files: jsonl or csv (default: from the file extensions)")
 	f.StringVar(&ordinal, "ordinal", "", "add an int field numbering records within runs of equal values of another field, FIELD:PER (or FIELD alone: per file), as source.ordinal")
+	f.StringVar(&registry, "registry", os.Getenv("SCHEMA_REGISTRY_URL"), "Schema Registry URL of Avro and Protobuf data (default $SCHEMA_REGISTRY_URL)")
+	f.StringVar(&subject, "subject", "", "the registry subject whose versions the contract's schema_versions lists (default: the contract's schema_versions.subject, or <topic>-value)")
+	f.StringSliceVar(&topics, "topic", nil, "read these Kafka topics to their end instead of DATA files")
+	f.StringSliceVar(&brokers, "brokers", nil, "seed brokers of --topic, host:port (default $KAFKA_BROKERS, else "+devKafkaDefaultAddr+")")
 	return cmd
 }
 
@@ -77,8 +95,12 @@ read, 2 for a usage or contract error.`,
 type validateOptions struct {
 	contract   string
 	format     string // text or json
-	dataFormat string // jsonl, csv or "" (from the extensions)
+	dataFormat string // jsonl, csv, avro, protobuf or "" (from the extensions)
 	ordinal    string // FIELD[:PER]
+	registry   string // schema registry URLs, comma separated
+	subject    string // overrides schema_versions.subject
+	topics     []string
+	brokers    []string
 }
 
 // validateUsageErr is an error that exits 2.
@@ -95,8 +117,25 @@ func runValidate(ctx context.Context, stdout io.Writer, o validateOptions, paths
 	if o.format != "text" && o.format != "json" {
 		return validateUsageErr("validate: --format %q: want text or json", o.format)
 	}
-	if o.dataFormat != "" && o.dataFormat != "jsonl" && o.dataFormat != "csv" {
-		return validateUsageErr("validate: --data-format %q: want jsonl or csv", o.dataFormat)
+	switch {
+	case len(o.topics) > 0 && len(paths) > 0:
+		return validateUsageErr("validate: give DATA files or --topic, not both")
+	case len(o.topics) == 0 && len(paths) == 0:
+		return validateUsageErr("validate: give DATA files (or --topic TOPIC)")
+	case len(o.topics) > 0 && o.ordinal != "":
+		return validateUsageErr("validate: --ordinal numbers the records of files; Kafka records have offsets")
+	}
+	switch o.dataFormat {
+	case "", "jsonl", "csv", "avro":
+		if len(o.topics) > 0 && o.dataFormat == "csv" {
+			return validateUsageErr("validate: --data-format csv: Kafka records are jsonl, avro or protobuf")
+		}
+	case "protobuf":
+		if len(o.topics) == 0 {
+			return validateUsageErr("validate: --data-format protobuf: only with --topic (files are jsonl, csv or avro)")
+		}
+	default:
+		return validateUsageErr("validate: --data-format %q: want jsonl, csv or avro (with --topic: jsonl, avro or protobuf)", o.dataFormat)
 	}
 	var ord *spec.Ordinal
 	if o.ordinal != "" {
@@ -114,6 +153,12 @@ func runValidate(ctx context.Context, stdout io.Writer, o validateOptions, paths
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("%s: %w", o.contract, err)}
 	}
+	if len(o.topics) > 0 {
+		if err := v.readTopics(ctx, o); err != nil {
+			return err
+		}
+		return v.finish(stdout, o, append([]string(nil), o.topics...))
+	}
 	// Check every path before reading any.
 	formats := make([]string, len(paths))
 	for i, p := range paths {
@@ -130,6 +175,11 @@ func runValidate(ctx context.Context, stdout io.Writer, o validateOptions, paths
 		}
 	}()
 	for i, p := range paths {
+		if formats[i] == "avro" {
+			if err := v.useRegistry(o, ""); err != nil {
+				return err
+			}
+		}
 		src, err := v.open(p, formats[i])
 		if err != nil {
 			var nf *file.NoFilesError
@@ -145,6 +195,12 @@ func runValidate(ctx context.Context, stdout io.Writer, o validateOptions, paths
 			return err
 		}
 	}
+	return v.finish(stdout, o, paths)
+}
+
+// finish prints the report of what v read; the error carries the exit
+// status.
+func (v *validator) finish(stdout io.Writer, o validateOptions, paths []string) error {
 	rep := v.report(paths)
 	if o.format == "json" {
 		enc := json.NewEncoder(stdout)
@@ -186,7 +242,7 @@ func dataFileFormat(path, flag string) (string, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", &file.NoFilesError{Path: path, Why: "does not exist", Err: err}
 		}
-		return "", fmt.Errorf("%s: cannot tell jsonl from csv by the name: give --data-format", path)
+		return "", fmt.Errorf("%s: cannot tell the format (jsonl, csv, avro) by the name: give --data-format", path)
 	} else {
 		m, err := filepath.Glob(path)
 		if err != nil {
@@ -213,7 +269,7 @@ func dataFileFormat(path, flag string) (string, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("%s: cannot tell jsonl from csv by the file names: give --data-format", path)
+	return "", fmt.Errorf("%s: cannot tell the format (jsonl, csv, avro) by the file names: give --data-format", path)
 }
 
 // formatOfName is the data format a file name's extension implies, or "".
@@ -224,6 +280,8 @@ func formatOfName(name string) string {
 		return "jsonl"
 	case strings.HasSuffix(n, ".csv"):
 		return "csv"
+	case strings.HasSuffix(n, ".avro"):
+		return "avro"
 	}
 	return ""
 }
@@ -264,6 +322,14 @@ type validator struct {
 	ruleViolations   []int64
 	ruleExamples     [][]example
 	idBuf, eventJSON []byte // scratch
+
+	// Schema versions (Avro and Protobuf data with a contract's
+	// schema_versions).
+	versions     *confluent.VersionResolver // files: the subject's versions; nil without
+	fileVersion  map[string]int             // Avro file → its version (0: not one of the subject)
+	versionCount map[int]int64              // records by version (0: not a version of the subject)
+	versioned    bool                       // the data has schema versions to report
+	subjects     []string                   // the subjects they are versions of
 }
 
 // idEntry is what validate remembers of an event id's first delivery.
@@ -377,11 +443,19 @@ func newValidator(c *contract.Contract, ord *spec.Ordinal) (*validator, error) {
 // open opens the data at path with the contract's schema.
 func (v *validator) open(path, dataFormat string) (*file.Source, error) {
 	sp := spec.Source{Type: "file", Path: path, Format: dataFormat, Schema: v.types, Ordinal: v.ord}
-	src, err := file.New(file.Config{
+	cfg := file.Config{
 		Spec:           sp,
 		Fields:         format.Fields{Schema: v.schema, Time: v.timeParse},
 		EventTimeField: v.c.EventTime.Field,
-	})
+	}
+	if dataFormat == "avro" && v.versions != nil {
+		cfg.AvroProjection = func(path, text string, _ *tavro.Schema) (format.Projection, *source.DecodeError, error) {
+			version, proj, reject, err := v.versions.Resolve(context.Background(), "file "+path, text)
+			v.fileVersion[path] = version
+			return proj, reject, err
+		}
+	}
+	src, err := file.New(cfg)
 	if err != nil {
 		var mc *format.MissingColumnsError
 		if errors.As(err, &mc) {
@@ -401,8 +475,14 @@ func (v *validator) open(path, dataFormat string) (*file.Source, error) {
 	return src, nil
 }
 
+// recordSource is what validate reads: a file source or a Kafka source.
+type recordSource interface {
+	Next(ctx context.Context, b *source.Batch, max int) error
+	EventJSON(dst []byte, m *source.Meta) []byte
+}
+
 // read measures every record of src.
-func (v *validator) read(ctx context.Context, src *file.Source) error {
+func (v *validator) read(ctx context.Context, src recordSource) error {
 	var b source.Batch
 	for {
 		b.Reset()
@@ -420,8 +500,13 @@ func (v *validator) read(ctx context.Context, src *file.Source) error {
 }
 
 // record measures one record.
-func (v *validator) record(src *file.Source, r *row.Row, m *source.Meta) {
+func (v *validator) record(src recordSource, r *row.Row, m *source.Meta) {
 	v.records++
+	if v.fileVersion != nil {
+		if ver, ok := v.fileVersion[m.Pos.Source]; ok {
+			v.versionCount[ver]++
+		}
+	}
 	if m.Err != nil {
 		v.notDecoded++
 		v.notDecodedEx = addExample(v.notDecodedEx, m.Pos.String(), m.Err.Error())
@@ -448,8 +533,13 @@ func (v *validator) record(src *file.Source, r *row.Row, m *source.Meta) {
 		h := dedup.IDHash(v.idBuf)
 		v.eventJSON = src.EventJSON(v.eventJSON[:0], m)
 		payload, _ := v.hasher.Sum(v.eventJSON)
-		line := m.Pos.Line
-		fi := v.fileOf(m.Pos.Source)
+		// Files name a record file:line, Kafka topic[partition]@offset.
+		line, fi := m.Pos.Line, uint32(0)
+		if m.Pos.Line > 0 {
+			fi = v.fileOf(m.Pos.Source + ":")
+		} else {
+			line, fi = m.Pos.Offset, v.fileOf(m.Pos.Source+"["+m.Pos.Partition+"]@")
+		}
 		if e, seen := v.ids[h]; !seen {
 			v.ids[h] = idEntry{line: line, file: fi, payload: payload}
 		} else {
@@ -464,7 +554,7 @@ func (v *validator) record(src *file.Source, r *row.Row, m *source.Meta) {
 				if len(v.conflictEx) < maxExamples {
 					v.conflictEx = append(v.conflictEx, conflictExample{
 						ID:     string(v.idBuf),
-						First:  v.files[e.file] + ":" + strconv.FormatInt(e.line, 10),
+						First:  v.files[e.file] + strconv.FormatInt(e.line, 10),
 						Second: m.Pos.String(),
 					})
 				}
@@ -516,16 +606,19 @@ func addExample(ex []example, pos, reason string) []example {
 // Report is the result of validate; --format json prints it as is (the
 // field order is the JSON key order; docs/contracts.md documents it).
 type Report struct {
-	Contract   contractInfo      `json:"contract"`
-	Data       []string          `json:"data"`
-	Records    recordCounts      `json:"records"`
-	Fields     []fieldReport     `json:"fields"`
-	EventIDs   idReport          `json:"event_ids"`
-	Arrival    *arrivalReport    `json:"arrival_within_24h"`
-	Rules      []ruleReport      `json:"rules"`
-	Thresholds []thresholdReport `json:"thresholds"`
-	Failures   []string          `json:"failures"`
-	Pass       bool              `json:"pass"`
+	Contract contractInfo `json:"contract"`
+	Data     []string     `json:"data"`
+	Records  recordCounts `json:"records"`
+	// SchemaVersions counts the records of each schema version (Avro and
+	// Protobuf data read against the registry); null for other data.
+	SchemaVersions *versionsReport   `json:"schema_versions"`
+	Fields         []fieldReport     `json:"fields"`
+	EventIDs       idReport          `json:"event_ids"`
+	Arrival        *arrivalReport    `json:"arrival_within_24h"`
+	Rules          []ruleReport      `json:"rules"`
+	Thresholds     []thresholdReport `json:"thresholds"`
+	Failures       []string          `json:"failures"`
+	Pass           bool              `json:"pass"`
 }
 
 // contractInfo names the contract in a Report.
@@ -629,10 +722,11 @@ func (v *validator) report(paths []string) *Report {
 		Data:     paths,
 		Records: recordCounts{Read: v.records, NotDecoded: v.notDecoded, Checked: v.decoded,
 			NotDecodedExamples: nonNil(v.notDecodedEx)},
-		Fields:     []fieldReport{},
-		Rules:      []ruleReport{},
-		Thresholds: []thresholdReport{},
-		Failures:   []string{},
+		SchemaVersions: v.versionsReport(),
+		Fields:         []fieldReport{},
+		Rules:          []ruleReport{},
+		Thresholds:     []thresholdReport{},
+		Failures:       []string{},
 	}
 	fail := func(format string, args ...any) { rep.Failures = append(rep.Failures, fmt.Sprintf(format, args...)) }
 	if v.notDecoded > 0 {
@@ -743,6 +837,7 @@ func (rep *Report) writeText(w io.Writer) {
 		p("    %s: %s\n", e.Source, e.Reason)
 	}
 	p("  checked      %d\n", rep.Records.Checked)
+	rep.writeVersions(p)
 
 	p("\nfields (null or missing)\n")
 	nameW, typeW := 0, 0

@@ -109,7 +109,7 @@ result FAIL
 `
 
 const orderReportJSON = `{"contract":{"product":"order_item_event","schema_version":"3","owner":"order domain"},"data":["events.jsonl"],` +
-	`"records":{"read":12,"not_decoded":2,"checked":10,"not_decoded_examples":[{"source":"events.jsonl:8","reason":"invalid JSON at byte 2: invalid character 'o' in literal null (expecting 'u')"},{"source":"events.jsonl:9","reason":"field paid_at: timestamp has no UTC offset: \"2026-09-01T10:05:10\""}]},` +
+	`"records":{"read":12,"not_decoded":2,"checked":10,"not_decoded_examples":[{"source":"events.jsonl:8","reason":"invalid JSON at byte 2: invalid character 'o' in literal null (expecting 'u')"},{"source":"events.jsonl:9","reason":"field paid_at: timestamp has no UTC offset: \"2026-09-01T10:05:10\""}]},"schema_versions":null,` +
 	`"fields":[{"name":"event_id","type":"string","required":true,"nulls":1,"null_rate":0.1},{"name":"event_type","type":"string","required":true,"nulls":0,"null_rate":0},{"name":"order_id","type":"string","required":true,"nulls":1,"null_rate":0.1},{"name":"store_id","type":"string","required":false,"nulls":3,"null_rate":0.3},{"name":"amount","type":"decimal","required":true,"nulls":0,"null_rate":0},{"name":"currency","type":"string","required":false,"nulls":0,"null_rate":0},{"name":"paid_at","type":"timestamp","required":true,"nulls":0,"null_rate":0},{"name":"produced_at","type":"timestamp","required":false,"nulls":1,"null_rate":0.1},{"name":"version","type":"int","required":false,"nulls":3,"null_rate":0.3}],` +
 	`"event_ids":{"event_id":"event_id","without_id":1,"duplicates":2,"duplicate_rate":0.2,"conflict_ids":1,"conflict_records":1,"conflict_examples":[{"id":"e101","first":"events.jsonl:2","second":"events.jsonl:4"}]},` +
 	`"arrival_within_24h":{"checked":9,"within":8,"ratio":0.8888888888888888},` +
@@ -335,10 +335,14 @@ func TestValidateUsageErrors(t *testing.T) {
 		want string // the first line of stderr
 	}{
 		{[]string{"validate", "data"}, "tidemark: validate: --contract is required"},
-		{[]string{"validate", "--contract", "contract.yaml"}, "tidemark: requires at least 1 arg(s), only received 0 (see tidemark validate --help)"},
+		{[]string{"validate", "--contract", "contract.yaml"}, "tidemark: validate: give DATA files (or --topic TOPIC)"},
 		{[]string{"validate", "--contract", "contract.yaml", "--format", "xml", "data"}, `tidemark: validate: --format "xml": want text or json`},
-		{[]string{"validate", "--contract", "contract.yaml", "--data-format", "parquet", "data"}, `tidemark: validate: --data-format "parquet": want jsonl or csv`},
+		{[]string{"validate", "--contract", "contract.yaml", "--data-format", "parquet", "data"}, `tidemark: validate: --data-format "parquet": want jsonl, csv or avro (with --topic: jsonl, avro or protobuf)`},
 		{[]string{"validate", "--contract", "contract.yaml", "--ordinal", ":InvoiceNo", "data"}, `tidemark: validate: --ordinal ":InvoiceNo": want FIELD:PER or FIELD`},
+		{[]string{"validate", "--contract", "contract.yaml", "--topic", "orders", "data"}, "tidemark: validate: give DATA files or --topic, not both"},
+		{[]string{"validate", "--contract", "contract.yaml", "--topic", "orders", "--ordinal", "line_no"}, "tidemark: validate: --ordinal numbers the records of files; Kafka records have offsets"},
+		{[]string{"validate", "--contract", "contract.yaml", "--topic", "orders", "--data-format", "csv"}, "tidemark: validate: --data-format csv: Kafka records are jsonl, avro or protobuf"},
+		{[]string{"validate", "--contract", "contract.yaml", "--data-format", "protobuf", "data"}, "tidemark: validate: --data-format protobuf: only with --topic (files are jsonl, csv or avro)"},
 		{[]string{"validate", "--contract", "bad.yaml", "data"}, "tidemark: bad.yaml: owner: required"},
 		{[]string{"validate", "--contract", "nowhere.yaml", "data"}, "tidemark: open nowhere.yaml: no such file or directory"},
 		{[]string{"validate", "--contract", "kind.yaml", "--ordinal", "line_no:InvoiceNo", "data"}, "tidemark: kind.yaml: rule quantity_sign: check: "},
@@ -347,8 +351,8 @@ func TestValidateUsageErrors(t *testing.T) {
 		{[]string{"validate", "--contract", "contract.yaml", "missing/*.csv"}, `tidemark: no files match "missing/*.csv": no file matches the pattern`},
 		{[]string{"validate", "--contract", "contract.yaml", "missing/*"}, `tidemark: no files match "missing/*": no file matches the pattern`},
 		{[]string{"validate", "--contract", "contract.yaml", "empty"}, `tidemark: no files match "empty": directory has no files`},
-		{[]string{"validate", "--contract", "contract.yaml", "mixed"}, "tidemark: mixed: cannot tell jsonl from csv by the file names: give --data-format"},
-		{[]string{"validate", "--contract", "contract.yaml", "events.txt"}, "tidemark: events.txt: cannot tell jsonl from csv by the name: give --data-format"},
+		{[]string{"validate", "--contract", "contract.yaml", "mixed"}, "tidemark: mixed: cannot tell the format (jsonl, csv, avro) by the file names: give --data-format"},
+		{[]string{"validate", "--contract", "contract.yaml", "events.txt"}, "tidemark: events.txt: cannot tell the format (jsonl, csv, avro) by the name: give --data-format"},
 	} {
 		code, out, errOut := run(t, tc.args...)
 		first, _, _ := strings.Cut(errOut, "\n")
