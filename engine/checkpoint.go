@@ -41,7 +41,8 @@ import (
 // checkpoint's spec: upgrade.go). Version 6 marks count_distinct slots
 // that hold value hashes (aggregate/distinct.go); versions 4 and 5 held
 // the values, so they are read only by pipelines without count_distinct.
-const payloadVersion = 6
+// Version 7 adds the inputs of a pipeline with several (engine/inputs.go).
+const payloadVersion = 7
 
 // committer is one sink taking part in checkpoints.
 type committer struct {
@@ -110,14 +111,20 @@ type routerState struct {
 	present  []bool
 	tracker  []byte
 	early    []int64 // per stage: next early firing (−1: none)
+	// inputs are the inputs of a run with several (the source first;
+	// position is then unused), nil otherwise.
+	inputs []inputState
 }
 
 // routerState captures the router's state for a snapshot round.
 func (rt *runtime) routerState() *routerState {
 	s := &routerState{now: rt.now, wm: rt.wm, parts: rt.parts, events: rt.events, redel: rt.redeliver, outside: rt.outside,
 		step: rt.step, present: slices.Clone(rt.present)}
-	if res, ok := rt.src.(source.Resumable); ok {
+	if res, ok := rt.src.(source.Resumable); ok && len(rt.ins) == 0 {
 		s.position = res.Position()
+	}
+	if len(rt.ins) > 0 {
+		s.inputs = rt.inputStates()
 	}
 	var e state.Encoder
 	rt.tracker.Snapshot(&e)
@@ -465,6 +472,7 @@ func (rt *runtime) encodeManifest(e *state.Encoder, rs *routerState, g task.Glob
 		e.String(s.id)
 		e.Bytes8(prepared[i])
 	}
+	encodeInputs(e, rs.inputs)
 	return segs
 }
 
@@ -485,7 +493,7 @@ type manifest struct {
 // checkpoint.ErrCorrupt for damage (a payload that does not parse).
 func (rt *runtime) decodeManifest(payload []byte) (*manifest, error) {
 	d := state.NewDecoder(payload)
-	version := d.Section("manifest", 4, 5, payloadVersion)
+	version := d.Section("manifest", 4, 5, 6, payloadVersion)
 	m := &manifest{version: version, cnt: task.NewCounters(len(rt.plan.Stages)), prepared: map[string][]byte{}}
 	m.keyGroups = int(d.Len(1<<16, 0))
 	m.tasks = int(d.Len(1<<16, 0))
@@ -577,6 +585,9 @@ func (rt *runtime) decodeManifest(payload []byte) (*manifest, error) {
 			p = nil // what Prepare returned: nothing to publish
 		}
 		m.prepared[id] = p
+	}
+	if version >= 7 {
+		r.inputs = decodeInputs(d)
 	}
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %v", checkpoint.ErrCorrupt, err)
@@ -676,12 +687,18 @@ func (rt *runtime) restore(ctx context.Context) error {
 		return nil
 	}
 	m := r.m
-	res, ok := rt.src.(source.Resumable)
-	if !ok {
-		return errors.New("checkpoint: the source cannot resume from a position (it does not implement source.Resumable)")
-	}
-	if err := res.Seek(ctx, m.router.position); err != nil {
-		return fmt.Errorf("checkpoint %d in %s: source: %w", c.ID, ck.dir, err)
+	if len(rt.ins) > 0 {
+		if err := rt.restoreInputs(ctx, m.router.inputs); err != nil {
+			return fmt.Errorf("checkpoint %d in %s: %w", c.ID, ck.dir, err)
+		}
+	} else {
+		res, ok := rt.src.(source.Resumable)
+		if !ok {
+			return errors.New("checkpoint: the source cannot resume from a position (it does not implement source.Resumable)")
+		}
+		if err := res.Seek(ctx, m.router.position); err != nil {
+			return fmt.Errorf("checkpoint %d in %s: source: %w", c.ID, ck.dir, err)
+		}
 	}
 	rs := &m.router
 	if len(rs.present) != len(rt.present) || len(rs.early) != len(rt.early) {
@@ -705,6 +722,9 @@ func (rt *runtime) restore(ctx context.Context) error {
 	}
 	rt.cnt = m.cnt
 	closedHorizons(c.Spec, &m.globals)
+	if len(rt.ins) > 0 {
+		m.globals.Inputs = rt.inputWatermarks()
+	}
 	byTask := make([][]task.Section, rt.par)
 	for _, s := range r.secs {
 		i := rt.g.Owner(s.Group)

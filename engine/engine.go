@@ -256,6 +256,7 @@ type runtime struct {
 	keyWatch         []keyWatch
 	keyChecked       bool
 	ref              *reference
+	ins              []*inputRT // a run with several inputs: every input, the source first (inputs.go)
 	cur              *routerOut // the round being routed
 	inline           bool       // one task: it and the writer run on the router's goroutine
 	wctx             context.Context
@@ -348,6 +349,7 @@ func (rt *runtime) close(ctx context.Context) error {
 	if rt.src != nil && rt.opts.Source == nil {
 		errs = append(errs, rt.src.Close())
 	}
+	errs = append(errs, rt.closeInputs())
 	if rt.release != nil {
 		rt.release() // the output locks, after every output is closed
 	}

@@ -53,6 +53,9 @@ func (rt *runtime) open(ctx context.Context) error {
 		}
 		rt.src = src
 	}
+	if err := rt.openInputs(); err != nil {
+		return err
+	}
 	if c := p.Spec.Checkpoint; c != nil {
 		spec, err := specJSON(p.Spec)
 		if err != nil {
@@ -99,6 +102,12 @@ func (rt *runtime) open(ctx context.Context) error {
 	g.FireChunk = rt.opts.FireChunk
 	g.Incremental = p.Spec.Checkpoint != nil
 	g.EventJSON = rt.src.EventJSON
+	if len(rt.ins) > 0 {
+		g.InputJSON = make([]func([]byte, *source.Meta) []byte, len(rt.ins))
+		for i, in := range rt.ins[1:] {
+			g.InputJSON[i+1] = in.src.EventJSON
+		}
+	}
 	g.Lineage = rt.linVal
 	g.HasQuarantine = rt.quarantine != nil
 	g.HasConflicts = rt.conflictS != nil

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -34,7 +33,7 @@ func TestScenariosAnyParallelism(t *testing.T) {
 				if err != nil {
 					return td.Expected // a refused pipeline: nothing to compare
 				}
-				if err := os.WriteFile(p.Source.Path, []byte(td.Input+"\n"), 0o644); err != nil {
+				if err := engine.WriteScenarioInputs(p, td.Input); err != nil {
 					t.Fatal(err)
 				}
 				build := func() *spec.Pipeline {

@@ -291,6 +291,17 @@ func inputsOf(p *spec.Pipeline, specSource bool) ([]*input, error) {
 		}
 		ins = append(ins, in)
 	}
+	for i, pi := range p.Inputs { // a join's inputs beside the source
+		if src := pi.Source; specSource && src.Type == "file" && src.Path != "" {
+			key := fmt.Sprintf("inputs[%d].source.path", i)
+			in, err := sourceInput(src.Path)
+			if err != nil {
+				return nil, &ConfigError{Err: fmt.Errorf("%s: %s: %w", key, src.Path, err)}
+			}
+			in.key = key
+			ins = append(ins, in)
+		}
+	}
 	if p.Contract != "" {
 		if err := file("contract", p.Contract); err != nil {
 			return nil, err

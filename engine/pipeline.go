@@ -30,11 +30,12 @@ type roundFlags struct {
 	last     bool // the run ends after this round
 }
 
-// pktMsg is a packet from one task to a node of another.
+// pktMsg is a packet from node up of one task to a node of another.
 type pktMsg struct {
 	round uint64
 	node  int
 	from  int
+	up    int
 	p     *task.Packet
 }
 
@@ -65,7 +66,10 @@ type routerOut struct {
 	log   *task.Log
 	cnt   task.Counters
 	batch *source.Batch
-	flags roundFlags
+	// batches are the batches of a run with several inputs that this round
+	// finished with (engine/inputs.go): released once it is written.
+	batches []*source.Batch
+	flags   roundFlags
 	// state is the router's state after the round (snapshot rounds).
 	state *routerState
 	live  *routerLive
@@ -154,8 +158,17 @@ func (rt *runtime) newPipeline() *pipeline {
 		roundFree: make(chan *routerOut, inflight),
 		done:      make(chan struct{}),
 	}
-	for range inflight {
+	// A run with several inputs holds one current batch per input beside
+	// the rounds in flight (engine/inputs.go).
+	batches := inflight
+	if len(rt.ins) > 0 {
+		batches += 2*len(rt.ins) + 1
+		pl.batchFree = make(chan *source.Batch, batches)
+	}
+	for range batches {
 		pl.batchFree <- &source.Batch{}
+	}
+	for range inflight {
 		pl.roundFree <- &routerOut{round: &task.Round{}, log: &task.Log{}, cnt: task.NewCounters(len(rt.plan.Stages))}
 	}
 	for i := range n {
@@ -235,7 +248,11 @@ func (rt *runtime) run(ctx context.Context) (stopped bool, err error) {
 				pl.fail(fmt.Errorf("panic: %v", v))
 			}
 		}()
-		stopped, rerr = rt.routeAll(ctx, pl)
+		if len(rt.ins) > 0 {
+			stopped, rerr = rt.routeInputs(ctx, pl)
+		} else {
+			stopped, rerr = rt.routeAll(ctx, pl)
+		}
 	}()
 	if rerr != nil && !errors.Is(rerr, errStopped) {
 		pl.fail(rerr)
@@ -412,10 +429,22 @@ func (rt *runtime) inlineRound(pl *pipeline, ro *routerOut) error {
 	}
 	err := rt.finishRound(rt.wctx, ro, []*taskOut{bundle})
 	pl.taskFree[0] <- bundle
-	pl.batchFree <- ro.batch
-	ro.batch = nil
+	releaseBatches(pl, ro)
 	pl.roundFree <- ro
 	return err
+}
+
+// releaseBatches hands a written round's batches back to the router.
+func releaseBatches(pl *pipeline, ro *routerOut) {
+	if ro.batch != nil {
+		pl.batchFree <- ro.batch
+		ro.batch = nil
+	}
+	for i, b := range ro.batches {
+		pl.batchFree <- b
+		ro.batches[i] = nil
+	}
+	ro.batches = ro.batches[:0]
 }
 
 // taskLoop runs task i: each round, its nodes in graph order, each once
@@ -460,7 +489,8 @@ func (rt *runtime) taskLoop(i int, pl *pipeline) error {
 		}
 		inputs := func(ni int) ([]*task.Packet, error) {
 			k := key{id, ni}
-			for len(early[k]) < n {
+			feeders := rt.g.NodeFeeders(ni)
+			for len(early[k]) < n*len(feeders) {
 				m, err := recv()
 				if err != nil {
 					return nil, err
@@ -474,14 +504,19 @@ func (rt *runtime) taskLoop(i int, pl *pipeline) error {
 			}
 			msgs := early[k]
 			delete(early, k)
-			in := make([]*task.Packet, n)
+			// One packet per (feeding node, task), in that order.
+			in := make([]*task.Packet, n*len(feeders))
 			for _, m := range msgs {
-				in[m.from] = m.p
+				f := 0
+				for f < len(feeders) && feeders[f] != m.up {
+					f++
+				}
+				in[f*n+m.from] = m.p
 			}
 			return in, nil
 		}
-		send := func(d, j int, p *task.Packet) {
-			pl.inbox[j] <- inMsg{pm: &pktMsg{round: id, node: d, from: i, p: p}}
+		send := func(up, d, j int, p *task.Packet) {
+			pl.inbox[j] <- inMsg{pm: &pktMsg{round: id, node: d, from: i, up: up, p: p}}
 		}
 		if err := rt.taskRound(i, rm, bundle, pl, inputs, send); err != nil {
 			if errors.Is(err, errStopped) {
@@ -500,7 +535,7 @@ func (rt *runtime) taskLoop(i int, pl *pipeline) error {
 // returns a non-entry node's packets of the round (one per task), send
 // hands a packet to node d of task j.
 func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline,
-	inputs func(node int) ([]*task.Packet, error), send func(d, j int, p *task.Packet)) error {
+	inputs func(node int) ([]*task.Packet, error), send func(up, d, j int, p *task.Packet)) error {
 	t := rt.tasks[i]
 	g := rt.g
 	n := rt.par
@@ -515,12 +550,15 @@ func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline,
 	for ni := range g.Nodes {
 		var in []*task.Packet
 		if e := rt.entryIdx[ni]; e >= 0 {
-			in = rm.pkts[e : e+1]
-		} else {
-			var err error
-			if in, err = inputs(ni); err != nil {
+			in = rm.pkts[e : e+1 : e+1]
+		}
+		if len(g.NodeFeeders(ni)) > 0 {
+			// A join fed by the runner and a node takes both.
+			more, err := inputs(ni)
+			if err != nil {
 				return err
 			}
+			in = append(in, more...)
 		}
 		down := g.Nodes[ni].Down
 		for _, d := range down {
@@ -536,7 +574,7 @@ func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline,
 		pl.release(in...)
 		for _, d := range down {
 			for j, p := range out[d] {
-				send(d, j, p)
+				send(ni, d, j, p)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/dedup"
+	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/task"
@@ -82,15 +83,19 @@ func (rt *runtime) initRouter() {
 // else now; then the ingest time. It returns the broken rule's name, the
 // field and the reason, or ok.
 func (rt *runtime) checkTime(r *row.Row, m *source.Meta, ts, now int64) (rule, field, reason string, ok bool) {
-	tr := &rt.plan.Time
+	return checkTimeRules(&rt.plan.Time, &rt.rules, rt.etField.Name, r, m, ts, now)
+}
+
+// checkTimeRules is checkTime for the rules tr of an input whose event-time
+// field is et.
+func checkTimeRules(tr *plan.TimeRules, rules *routerRules, et string, r *row.Row, m *source.Meta, ts, now int64) (rule, field, reason string, ok bool) {
 	pt := now
 	switch {
 	case m.Arrival != source.NoArrival:
 		pt = m.Arrival
-	case rt.rules.fileClock:
-		pt = rt.rules.start
+	case rules.fileClock:
+		pt = rules.start
 	}
-	et := rt.etField.Name
 	if d, over := exceeds(ts, pt, tr.MaxFuture); tr.MaxFuture > 0 && over {
 		return "max_future", et, fmt.Sprintf("event time %s is %s after its processing time %s; event_time.max_future is %s",
 			row.FormatTime(ts, nil), formatMs(d), row.FormatTime(pt, nil), formatMs(uint64(tr.MaxFuture))), false
@@ -291,6 +296,9 @@ func (rt *runtime) tick(now int64) {
 	now = rt.now
 	if wm := rt.tracker.Tick(now); wm > rt.wm {
 		rt.advance(wm)
+	}
+	if len(rt.ins) > 0 {
+		rt.tickInputs(now)
 	}
 	var due []int
 	for si, e := range rt.early {

@@ -28,9 +28,12 @@ var scenarioClock = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 //
 //	pipeline        the pipeline YAML (no source path: the harness writes
 //	                the records of `run` to a file); prints "ok" or errors
-//	run [emit=M] [lateness=D] [policy=P] [idle=D] [ooo=D] [dates]
+//	run [emit=M] [lateness=D] [kind=K] [policy=P] [idle=D] [ooo=D] [dates]
 //	                JSON records in arrival order; prints every emitted row,
-//	                late and quarantined record, then the counters
+//	                late and quarantined record, then the counters; a line
+//	                "NAME: {…}" is a record of input NAME (inputs[]); in a
+//	                pipeline with stages, emit, lateness and kind set the
+//	                join stages'
 //
 // Rows print as: op [window_start, window_end) key… | aggregates | version
 // [final] wm=watermark_at, times in the window's zone (with the date when
@@ -66,16 +69,39 @@ func scenarioSpec(t *testing.T, y string, td *datadriven.TestData, dir string) (
 	p.Source.Type = "file"
 	p.Source.Path = filepath.Join(dir, "input.jsonl")
 	p.Source.Format = "jsonl"
+	for i := range p.Inputs {
+		in := &p.Inputs[i]
+		in.Source.Type, in.Source.Format = "file", "jsonl"
+		in.Source.Path = filepath.Join(dir, in.Name+".jsonl")
+	}
+	// In a pipeline with stages, emit, lateness and kind apply to its
+	// join stages.
+	joins := func(f func(st *spec.Stage)) bool {
+		n := 0
+		for i := range p.Stages {
+			if p.Stages[i].Join != nil {
+				f(&p.Stages[i])
+				n++
+			}
+		}
+		return n > 0
+	}
 	for _, a := range td.CmdArgs {
 		switch a.Key {
 		case "emit":
-			p.Emit.Mode = a.Vals[0]
+			if !joins(func(st *spec.Stage) { st.Emit.Mode = a.Vals[0] }) {
+				p.Emit.Mode = a.Vals[0]
+			}
+		case "kind":
+			joins(func(st *spec.Stage) { st.Join.Kind = a.Vals[0] })
 		case "lateness":
 			d, err := time.ParseDuration(a.Vals[0])
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.AllowedLateness = spec.Duration(d)
+			if !joins(func(st *spec.Stage) { st.AllowedLateness = spec.Duration(d) }) {
+				p.AllowedLateness = spec.Duration(d)
+			}
 		case "policy":
 			p.Late.Policy = a.Vals[0]
 		case "idle":
@@ -186,8 +212,12 @@ func (r *records) WriteRecord(_ context.Context, obj []byte) error {
 	case "late":
 		ts, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(m["event_time"]))
 		wm, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(m["current_watermark"]))
-		*r.lines = append(*r.lines, fmt.Sprintf("late: event_time=%s watermark=%s lateness_ms=%v event=%s",
-			r.cap.t(ts.UnixMilli()), r.cap.t(wm.UnixMilli()), m["lateness_ms"], compactJSON(m["event"])))
+		line := fmt.Sprintf("late: event_time=%s watermark=%s lateness_ms=%v event=%s",
+			r.cap.t(ts.UnixMilli()), r.cap.t(wm.UnixMilli()), m["lateness_ms"], compactJSON(m["event"]))
+		if reason := fmt.Sprint(m["reason"]); strings.HasPrefix(reason, "left side") || strings.HasPrefix(reason, "right side") {
+			line += "\n  reason: " + reason // a join's: it names the side
+		}
+		*r.lines = append(*r.lines, line)
 	default:
 		src, _ := m["source"].(map[string]any)
 		*r.lines = append(*r.lines, fmt.Sprintf("quarantine: line %v rule=%v field=%v: %v", src["line"], m["rule"], m["field"], m["reason"]))
@@ -206,13 +236,40 @@ func compactJSON(v any) string {
 	return strings.TrimSpace(string(b))
 }
 
+// writeScenarioInputs writes a run's records into the pipeline's input
+// files: a line "NAME: {…}" goes to input NAME (inputs[]), any other line
+// to the source.
+func writeScenarioInputs(p *spec.Pipeline, text string) error {
+	files := map[string]*strings.Builder{p.Source.Path: {}}
+	paths := map[string]string{}
+	for _, in := range p.Inputs {
+		paths[in.Name] = in.Source.Path
+		files[in.Source.Path] = &strings.Builder{}
+	}
+	for _, line := range strings.Split(text, "\n") {
+		path := p.Source.Path
+		if name, rest, ok := strings.Cut(line, ": "); ok && !strings.HasPrefix(line, "{") {
+			if pp, ok := paths[name]; ok {
+				path, line = pp, rest
+			}
+		}
+		files[path].WriteString(line + "\n")
+	}
+	for path, b := range files {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func runScenario(t *testing.T, y string, td *datadriven.TestData) string {
 	dir := t.TempDir()
 	p, err := scenarioSpec(t, y, td, dir)
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	if err := os.WriteFile(p.Source.Path, []byte(td.Input+"\n"), 0o644); err != nil {
+	if err := writeScenarioInputs(p, td.Input); err != nil {
 		t.Fatal(err)
 	}
 	pl, err := plan.Compile(p, nil)

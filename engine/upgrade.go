@@ -88,6 +88,7 @@ var refusedWhy = []struct{ prefix, why string }{
 	{"Emit.Mode", "the rows and versions emitted so far follow the old emit mode"},
 	{"Stages[*].Emit.Mode", "the rows and versions emitted so far follow the old emit mode"},
 	{"Stages", "the state belongs to the old stages"},
+	{"Inputs", "the checkpoint's positions and join state belong to the old inputs"},
 	{"Reference", "the windows hold values joined from the old reference data"},
 	{"Contract", "the records were typed and checked by the old contract"},
 }

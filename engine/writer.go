@@ -44,8 +44,7 @@ func (rt *runtime) writerLoop(ctx context.Context, pl *pipeline) error {
 		for i, o := range outs {
 			pl.taskFree[i] <- o
 		}
-		pl.batchFree <- ro.batch
-		ro.batch = nil
+		releaseBatches(pl, ro)
 		pl.roundFree <- ro
 		if last {
 			return nil

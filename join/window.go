@@ -109,7 +109,7 @@ func (o *Operator) windowLate(g *group, p *pane, pk *paneKey, s int, x *rec) {
 				o.replace(g, pl, pr, l, r, y.ts, pts, win, nil)
 				continue
 			}
-			o.emit(g, changelog.Insert, l, r, pts, win, k == Inner, nil)
+			o.emit(g, changelog.Insert, l, r, pts, win, true, nil)
 		}
 		if len(others) == 0 && o.outer(s) {
 			l, r := padRow(s, x)
@@ -150,7 +150,8 @@ func (o *Operator) windowFire(g *group, p *pane, final bool) {
 			case Inner, Left, Full:
 				for m := range rs {
 					r := &rs[m]
-					o.emit(g, changelog.Insert, l, r, max(l.ts, r.ts), win, final || k == Inner, &ord)
+					// A pair is never taken back: inputs are insert-only.
+					o.emit(g, changelog.Insert, l, r, max(l.ts, r.ts), win, true, &ord)
 				}
 				if len(rs) == 0 && k != Inner {
 					o.emit(g, changelog.Insert, l, nil, l.ts, win, final, &ord)

@@ -124,6 +124,8 @@ type Graph struct {
 	// keyless is, per stage without a group key, the task owning its one
 	// key (the empty key's key group).
 	keyless []int
+	// feeders are, per node, the nodes feeding it (NodeFeeders).
+	feeders [][]int
 	// owner maps a key group to its task.
 	owner []uint16
 }
@@ -244,9 +246,15 @@ func NewGraph(p *plan.Plan, tasks int) (*Graph, error) {
 	for i := range g.keyless {
 		g.keyless[i] = g.Owner(keygroup.OfKey(nil, k))
 	}
+	g.feeders = make([][]int, len(g.Nodes))
 	for i, n := range g.Nodes {
 		if slices.Contains(n.Ups, -1) {
 			g.Entry = append(g.Entry, i)
+		}
+		for _, u := range n.Ups {
+			if u >= 0 {
+				g.feeders[i] = append(g.feeders[i], u)
+			}
 		}
 	}
 	return g, nil
@@ -264,16 +272,9 @@ func addTerm(ts []WMTerm, t WMTerm) []WMTerm {
 	return append(ts, t)
 }
 
-// NodeFeeders returns the nodes (not the runner) feeding node n.
-func (g *Graph) NodeFeeders(n int) []int {
-	var out []int
-	for _, u := range g.Nodes[n].Ups {
-		if u >= 0 {
-			out = append(out, u)
-		}
-	}
-	return out
-}
+// NodeFeeders returns the nodes (not the runner) feeding node n, in
+// Node.Ups order.
+func (g *Graph) NodeFeeders(n int) []int { return g.feeders[n] }
 
 // NodeWatermark returns node n's watermark given the inputs' (in[i]):
 // the least of in[t.In] − t.Off over its terms (±∞ kept).

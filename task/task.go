@@ -327,6 +327,12 @@ func (nr *nodeRT) marker(m *Marker) error {
 			nr.snd.SetWatermark(m.WM)
 		}
 		return nil
+	case KindJoin:
+		if m.Kind == Advance {
+			nr.in[m.In] = max(nr.in[m.In], m.WM)
+			nr.join.marker(nr, m)
+		}
+		return nil
 	}
 	return nr.stage.marker(nr, m)
 }
