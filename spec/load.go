@@ -238,14 +238,14 @@ func (p *Pipeline) Defaults() {
 		if et := p.Stages[i].EventTime; et != nil && et.Format == "" {
 			et.Format = "rfc3339"
 		}
-	}
-}
 		if j := p.Stages[i].Join; j != nil {
 			defaultJoin(j)
 		}
 	}
 	for i := range p.Inputs {
 		defaultInput(&p.Inputs[i])
+	}
+}
 
 func hasAnySuffix(s string, suffixes ...string) bool {
 	s = strings.ToLower(s)
@@ -375,9 +375,9 @@ func (p *Pipeline) Validate() error {
 			}
 		}
 	}
+	validateInputs(p, add)
 	if s := p.SLO; s != nil {
 		if s.EventTimeLagP95 < 0 {
-	validateInputs(p, add)
 			add("slo.event_time_lag_p95", "must not be negative")
 		}
 		if s.SinkCommitP95 < 0 {
