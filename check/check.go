@@ -1,6 +1,8 @@
 // Package check is `tidemark check`: the pre-deploy checklists of the two
 // source articles as static rules over a pipeline spec and its data
-// contract. It reads no data and opens no connection; it answers "which of
+// contract. It reads no data and opens no connection (the facts of
+// RunWith, which `tidemark check --connect` gathers from the schema
+// registry and the topics, come from its caller); it answers "which of
 // the four contracts (source, time, state, sink) does this pipeline leave
 // unanswered, or answer in a way that loses or doubles results?".
 //
@@ -116,7 +118,7 @@ var (
 func Rules() []Rule {
 	return []Rule{
 		ruleDedupMissing, ruleDedupKey, ruleNoCheckpoint, ruleRetention, ruleTimestampRules,
-		ruleQuarantine, ruleConflicts, ruleOrdering, ruleKeyFieldUndeclared,
+		ruleQuarantine, ruleConflicts, ruleOrdering, ruleKeyFieldUndeclared, ruleRegistryCompat, ruleDeprecatedProduced,
 		ruleProcessingTime, ruleLatenessBelowDelay, ruleDropMoney, ruleIdleTimeout, ruleCalendarZone, ruleStageLateness,
 		ruleDedupTTL, ruleCheckpointSettings,
 		ruleAppendSink, ruleProvisionalRows, ruleSharedOutput,
@@ -137,7 +139,14 @@ func Run(p *spec.Pipeline, c *contract.Contract) []Finding {
 
 // RunAt is Run with the current time given.
 func RunAt(p *spec.Pipeline, c *contract.Contract, now time.Time) []Finding {
-	ck := &checker{p: p, c: c, now: now, stages: p.StageList()}
+	return RunWith(p, c, now, nil)
+}
+
+// RunWith is RunAt with the facts `tidemark check --connect` gathered from
+// the schema registry and the source topics (nil: none; TM110 and TM111
+// then say what they could not check).
+func RunWith(p *spec.Pipeline, c *contract.Contract, now time.Time, facts *Facts) []Finding {
+	ck := &checker{p: p, c: c, now: now, stages: p.StageList(), facts: facts}
 	// The plan types aggregate arguments (a derived field's kind); a
 	// pipeline that does not compile is checked by names alone.
 	if pl, err := plan.Compile(p, c); err == nil {
@@ -145,7 +154,7 @@ func RunAt(p *spec.Pipeline, c *contract.Contract, now time.Time) []Finding {
 	}
 	for _, f := range []func(){
 		ck.dedupMissing, ck.dedupKey, ck.noCheckpoint, ck.retention, ck.timestampRules,
-		ck.quarantine, ck.conflicts, ck.ordering, ck.keyFieldUndeclared,
+		ck.quarantine, ck.conflicts, ck.ordering, ck.keyFieldUndeclared, ck.registryCompat, ck.deprecatedProduced,
 		ck.processingTime, ck.latenessBelowDelay, ck.dropMoney, ck.idleTimeout, ck.calendarZone, ck.stageLateness,
 		ck.dedupTTL, ck.checkpointSettings,
 		ck.appendSink, ck.provisionalRows, ck.sharedOutput,
@@ -181,6 +190,7 @@ type checker struct {
 	plan   *plan.Plan // nil when the pipeline does not compile
 	now    time.Time
 	stages []spec.Stage
+	facts  *Facts // nil: nothing outside the files was asked
 	out    []Finding
 }
 

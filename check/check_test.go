@@ -86,6 +86,12 @@ var ruleCases = []struct {
 	{"key-field-undeclared/pass-csv.yaml", nil},
 	{"key-field-undeclared/pass-declared.yaml", nil},
 
+	{"registry-compatibility-weaker/fail.yaml", []string{"info TM110 source.schema_registry"}},
+	{"registry-compatibility-weaker/pass.yaml", nil},
+
+	{"deprecated-version-produced/fail.yaml", []string{"info TM111 source.topics"}},
+	{"deprecated-version-produced/pass.yaml", nil},
+
 	{"processing-time-window/fail.yaml", []string{"error TM201 event_time.field"}},
 	{"processing-time-window/fail-ingest-time.yaml", []string{"error TM201 event_time.field"}},
 	{"processing-time-window/fail-kafka-timestamp-contract.yaml", []string{"error TM201 event_time.from"}},

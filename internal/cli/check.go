@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +16,7 @@ import (
 // over a pipeline and its contract (docs/check.md).
 func newCheckCmd(stdout io.Writer) *cobra.Command {
 	var reportFormat, contractPath string
+	var connect bool
 	cmd := &cobra.Command{
 		Use:   "check PIPELINE.yaml",
 		Short: "Check a pipeline against the pre-deploy checklist (time, duplicates, state, sinks)",
@@ -28,6 +31,13 @@ late money, append-only sinks that write rows again, provisional rows in
 upsert tables, a Kafka source without checkpoints, a missing idle timeout,
 retention. docs/check.md defines every rule.
 
+With --connect it also asks what only the outside knows, for a pipeline
+whose contract lists schema versions of Avro or Protobuf records: the
+compatibility level of each subject in source.schema_registry (TM110),
+and, reading the source topics from each deprecated version's
+deprecated_after date to their end, whether that version is still
+produced (TM111).
+
 Each finding has a rule id (TM101 ...), a severity (error, warning, info),
 the pipeline key it concerns, why it matters and how to fix it. --format
 json prints a JSON array of objects with the keys id, rule, severity, key,
@@ -37,18 +47,19 @@ Exit status: 0 when no finding is an error, 1 when any is, 2 for a usage
 error or a pipeline or contract that does not load.`,
 		Args: usage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCheck(stdout, args[0], contractPath, reportFormat)
+			return runCheck(cmd.Context(), stdout, args[0], contractPath, reportFormat, connect)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&reportFormat, "format", "text", "report format: text or json (an array of findings)")
 	f.StringVar(&contractPath, "contract", "", "data contract (YAML) to check against; overrides the pipeline's contract key")
+	f.BoolVar(&connect, "connect", false, "also ask the schema registry (subjects' compatibility levels) and read the source topics since each deprecated schema version's date")
 	return cmd
 }
 
 // runCheck loads the pipeline at path, checks it and prints the findings;
 // the error carries the exit status.
-func runCheck(stdout io.Writer, path, contractPath, reportFormat string) error {
+func runCheck(ctx context.Context, stdout io.Writer, path, contractPath, reportFormat string, connect bool) error {
 	if reportFormat != "text" && reportFormat != "json" {
 		return &exitError{code: 2, err: fmt.Errorf("check: --format %q: want text or json", reportFormat)}
 	}
@@ -56,7 +67,14 @@ func runCheck(stdout io.Writer, path, contractPath, reportFormat string) error {
 	if err != nil {
 		return err
 	}
-	findings := check.Run(pl.Spec, pl.Contract)
+	now := time.Now()
+	var facts *check.Facts
+	if connect {
+		if facts, err = gatherFacts(ctx, pl, now); err != nil {
+			return &exitError{code: 1, err: fmt.Errorf("check --connect: %w", err)}
+		}
+	}
+	findings := check.RunWith(pl.Spec, pl.Contract, now, facts)
 	if reportFormat == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
