@@ -496,7 +496,18 @@ func (gr *groupRun) loop(ctx context.Context) (stopped bool, err error) {
 		pctx, cancel := context.WithTimeout(ctx, min(gr.sp.PollTimeout.D(), 500*time.Millisecond))
 		fs := gr.sess.PollRecords(pctx, gr.opts.BatchSize*4)
 		cancel()
+		if ctx.Err() != nil {
+			// Stopped (SIGINT, SIGTERM) while polling: what was polled is
+			// read again by the next owner; the work before it commits.
+			if _, err := gr.commit(context.WithoutCancel(ctx)); err != nil {
+				return true, err
+			}
+			return true, nil
+		}
 		if err := gr.applyAssignment(ctx); err != nil {
+			if ctx.Err() != nil {
+				return true, nil // stopped while starting tasks: nothing of theirs to commit
+			}
 			return false, err
 		}
 		for _, fe := range fs.Errors() {
