@@ -318,5 +318,3 @@ func show(r finalRow, ok bool) string {
 	}
 	return fmt.Sprintf("%s %d final=%v", r.net.FloatString(3), r.lines, r.final)
 }
-
-

@@ -2,8 +2,8 @@ package confluent_test
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
