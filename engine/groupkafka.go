@@ -486,6 +486,11 @@ func (gr *groupRun) loop(ctx context.Context) (stopped bool, err error) {
 	interval := gr.plan.Spec.Checkpoint.Interval.D()
 	lastCommit := gr.opts.WallClock()
 	lastDone := lastCommit
+	// A stop (ctx cancelled) ends the loop where it checks ctx; the steps
+	// of an iteration after the poll — processing, committing, asking
+	// whether the group is done — run to their end without it (a commit
+	// cut off by the stop failed the run).
+	work := context.WithoutCancel(ctx)
 	for {
 		if ctx.Err() != nil {
 			if _, err := gr.commit(context.WithoutCancel(ctx)); err != nil {
@@ -519,7 +524,7 @@ func (gr *groupRun) loop(ctx context.Context) (stopped bool, err error) {
 			}
 			return false, fmt.Errorf("kafka: topic %s partition %d: %w", fe.Topic, fe.Partition, fe.Err)
 		}
-		var work []kgo.FetchTopicPartition
+		var polled []kgo.FetchTopicPartition
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			if k, ok := gr.key(p.Topic, p.Partition); ok {
 				if p.LastStableOffset >= 0 {
@@ -529,10 +534,10 @@ func (gr *groupRun) loop(ctx context.Context) (stopped bool, err error) {
 				}
 			}
 			if len(p.Records) > 0 {
-				work = append(work, p)
+				polled = append(polled, p)
 			}
 		})
-		if err := gr.process(ctx, work); err != nil {
+		if err := gr.process(work, polled); err != nil {
 			return false, err
 		}
 		if err := gr.tick(); err != nil {
@@ -548,16 +553,16 @@ func (gr *groupRun) loop(ctx context.Context) (stopped bool, err error) {
 		}
 		if now.Sub(lastCommit) >= interval {
 			lastCommit = now
-			if _, err := gr.commit(ctx); err != nil {
+			if _, err := gr.commit(work); err != nil {
 				return false, err
 			}
 		}
 		if gr.sp.StopAtEnd && now.Sub(lastDone) >= 500*time.Millisecond {
 			lastDone = now
-			if _, err := gr.commit(ctx); err != nil {
+			if _, err := gr.commit(work); err != nil {
 				return false, err
 			}
-			done, err := gr.groupDone(ctx)
+			done, err := gr.groupDone(work)
 			if err != nil {
 				return false, err
 			}

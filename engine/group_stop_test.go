@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tidemark/tidemark/plan"
+)
+
+// groupKafkaCluster starts an in-process broker with topic orders (3
+// partitions) loaded with groupInput and the output topics of
+// groupKafkaPipeline, and a short minimum session timeout.
+func groupKafkaCluster(t *testing.T, seed uint64, n int) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders"), kfake.GroupMinSessionTimeout(250*time.Millisecond),
+		kfake.SeedTopics(1, "per_store", "per_minute", "late", "quarantine", "conflicts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for p, lines := range groupInput(rand.New(rand.NewPCG(seed, 2)), n, 3, false) {
+		for _, l := range lines {
+			cl.Produce(context.Background(), &kgo.Record{Topic: "orders", Partition: int32(p), Value: l}, nil)
+		}
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return brokers
+}
+
+// compileGroup compiles groupKafkaPipeline after edit.
+func compileGroup(t *testing.T, brokers []string, ck string, edit func(*plan.Plan)) *plan.Plan {
+	t.Helper()
+	p := groupKafkaPipeline(brokers, ck)
+	p.Defaults()
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Compile(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(pl)
+	}
+	return pl
+}
+
+// TestGroupStopDuringCommit: SIGTERM (the run's context cancelled) that
+// arrives while an instance is committing — after its checkpoints are
+// written, before the transaction ends — is a graceful stop: the
+// transaction commits, the instance leaves and Run reports Stopped
+// without an error (it returned "committing the transaction: context
+// canceled", and the CLI exited 1). The committed offsets name the
+// checkpoints of that last transaction.
+func TestGroupStopDuringCommit(t *testing.T) {
+	brokers := groupKafkaCluster(t, 7, 600)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pl := compileGroup(t, brokers, t.TempDir(), func(pl *plan.Plan) { pl.Spec.Source.StopAtEnd = false })
+	var stoppedAt int64
+	hook := func(point string, n int64) {
+		if point == "prepared" && n == 3 {
+			stoppedAt = n
+			cancel() // as the signal handler does
+		}
+	}
+	sum, err := Run(ctx, pl, Options{InstanceID: "a", FaultHook: hook, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("stopped during commit %d: %v", stoppedAt, err)
+	}
+	if !sum.Stopped || sum.Group.Commits < 3 {
+		t.Fatalf("stopped %v after %d commits, %d aborts; want a stop after the 3rd commit", sum.Stopped, sum.Group.Commits, sum.Group.Aborts)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	offs.Each(func(o kadm.OffsetResponse) {
+		n++
+		if !strings.HasPrefix(o.Metadata, "m-") {
+			t.Errorf("%s/%d: committed at %d with metadata %q, not a checkpoint manifest", o.Topic, o.Partition, o.At, o.Metadata)
+		}
+	})
+	if n != 3+3 {
+		t.Errorf("%d committed partitions, want the 3 inputs and 3 repartition partitions", n)
+	}
+}
