@@ -21,7 +21,7 @@ import (
 var files embed.FS
 
 // Names returns the names of the bundled queries (their file names
-// without .yaml) in query order: q0, q1, q2, q5, q7, q11.
+// without .yaml) in query order: q0, q1, q2, q3, q4, q5, q7, q8, q9, q11.
 func Names() []string {
 	ents, _ := fs.ReadDir(files, ".")
 	var out []string

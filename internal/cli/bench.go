@@ -246,6 +246,10 @@ var baselines = map[string]baselineFunc{
 	"q5/hot_auctions": {"nexbase.Q5", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q5(ctx, c, nil) }},
 	"q7/q7":           {"nexbase.Q7", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q7(ctx, c, nil) }},
 	"q11/q11":         {"nexbase.Q11", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q11(ctx, c, nil) }},
+	"q3/q3":           {"nexbase.Q3", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q3(ctx, c, nil) }},
+	"q4/q4":           {"nexbase.Q4", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q4(ctx, c, nil) }},
+	"q8/q8":           {"nexbase.Q8", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q8(ctx, c, nil) }},
+	"q9/q9":           {"nexbase.Q9", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q9(ctx, c, nil) }},
 }
 
 // configErr marks a usage or configuration error (exit status 2).

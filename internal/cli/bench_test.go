@@ -15,7 +15,7 @@ import (
 // report has the figures, and the engine and the hand-written loop read
 // the same events and write the same number of rows.
 func TestBenchJSON(t *testing.T) {
-	for _, q := range []string{"q0", "q1", "q2", "q5", "q7", "q11"} {
+	for _, q := range []string{"q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q11"} {
 		t.Run(q, func(t *testing.T) {
 			code, out, errOut := run(t, "bench", q, "--events", "20000", "--repeat", "2", "--vs-baseline", "--format", "json")
 			if code != 0 {
@@ -95,7 +95,7 @@ aggregates: {n: count()}
 		args []string
 		want string
 	}{
-		{[]string{"bench", "q3"}, `no Nexmark query "q3" (queries: q0, q1, q2, q5, q7, q11)`},
+		{[]string{"bench", "q6"}, `no Nexmark query "q6" (queries: q0, q1, q2, q3, q4, q5, q7, q8, q9, q11)`},
 		{[]string{"bench", "q5", "--format", "xml"}, `--format "xml": want text or json`},
 		{[]string{"bench", "q5", "--repeat", "0"}, `--repeat 0: at least 1`},
 		{[]string{"bench", file, "--events", "10"}, `--events: only for a nexmark source (this pipeline reads file)`},
