@@ -109,6 +109,10 @@ func (rt *runtime) open(ctx context.Context) error {
 		}
 	}
 	g.Lineage = rt.linVal
+	if rt.opts.Lineage && rt.ref != nil && rt.ref.versions != nil {
+		rt.ref.setLineage(rt.lineage())
+		g.LineageAt = rt.ref.lineageOf
+	}
 	g.HasQuarantine = rt.quarantine != nil
 	g.HasConflicts = rt.conflictS != nil
 	rt.early = make([]*operator.EarlySchedule, len(p.Stages))

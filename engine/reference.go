@@ -10,9 +10,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/eventtime"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/spec"
@@ -20,12 +24,29 @@ import (
 
 // reference is the loaded lookup file of spec.Reference: per key text,
 // the values of the reference fields the pipeline uses.
+//
+// With spec.Reference.ValidFrom the file is versioned: versions holds each
+// key's versions in valid_from order, and a record takes the one valid at
+// its event time. froms are the distinct valid_from instants of the whole
+// file in order; asOfLin[i] is the lineage value of the rows whose as-of
+// instant falls in [froms[i-1], froms[i]) (index 0: before every version),
+// built once so that no row allocates its lineage.
 type reference struct {
-	key     row.Field
-	fields  []row.Field // the reference fields in the source schema
-	rows    map[string][]row.Value
-	version string // "sha256:" + the first 12 hex digits of the file's content
-	misses  int64  // records whose key the file lacks
+	key      row.Field
+	fields   []row.Field // the reference fields in the source schema
+	rows     map[string][]row.Value
+	version  string // "sha256:" + the first 12 hex digits of the file's content
+	misses   int64  // records whose key the file lacks (at their event time, when versioned)
+	versions map[string][]refVersion
+	froms    []int64
+	asOfLin  []row.Value
+}
+
+// refVersion is one version of a key of a versioned reference: its fields'
+// values from valid_from (ms since the epoch) on.
+type refVersion struct {
+	from int64
+	vals []row.Value
 }
 
 // loadReference reads r for the source schema's fields. Errors name the
@@ -48,10 +69,25 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 	}
 	sum := sha256.Sum256(data)
 	ref.version = "sha256:" + hex.EncodeToString(sum[:6])
+	if r.ValidFrom != "" {
+		ref.versions = map[string][]refVersion{}
+	}
 	add := func(line int, get func(name string) (string, bool)) error {
 		k, ok := get(r.Key)
 		if !ok {
 			return fmt.Errorf("%s:%d: no key column %q", r.Path, line, r.Key)
+		}
+		var from int64
+		if r.ValidFrom != "" {
+			text, ok := get(r.ValidFrom)
+			if !ok || text == "" {
+				return fmt.Errorf("%s:%d: column %s (reference.valid_from): null or missing: every version needs its version time", r.Path, line, r.ValidFrom)
+			}
+			ms, err := eventtime.ParseRFC3339(text)
+			if err != nil {
+				return fmt.Errorf("%s:%d: column %s (reference.valid_from): %q: %v", r.Path, line, r.ValidFrom, text, err)
+			}
+			from = ms
 		}
 		vals := make([]row.Value, len(ref.fields))
 		for i, f := range ref.fields {
@@ -64,6 +100,16 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 				return fmt.Errorf("%s:%d: column %s: %v", r.Path, line, f.Name, err)
 			}
 			vals[i] = v
+		}
+		if ref.versions != nil {
+			for _, v := range ref.versions[k] {
+				if v.from == from {
+					return fmt.Errorf("%s:%d: key %q listed twice with valid_from %s", r.Path, line, k, text3339(from))
+				}
+			}
+			ref.versions[k] = append(ref.versions[k], refVersion{from: from, vals: vals})
+			ref.rows[k] = nil
+			return nil
 		}
 		if _, dup := ref.rows[k]; dup {
 			return fmt.Errorf("%s:%d: key %q listed twice", r.Path, line, k)
@@ -84,7 +130,11 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 		for i, h := range head {
 			col[h] = i
 		}
-		for _, name := range append([]string{r.Key}, fieldNames(r.Fields)...) {
+		need := append([]string{r.Key}, fieldNames(r.Fields)...)
+		if r.ValidFrom != "" {
+			need = append(need, r.ValidFrom)
+		}
+		for _, name := range need {
 			if _, ok := col[name]; !ok {
 				return nil, fmt.Errorf("%s: the header has no column %q (columns: %s)", r.Path, name, strings.Join(head, ", "))
 			}
@@ -108,6 +158,7 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 				return nil, err
 			}
 		}
+		ref.index()
 		return ref, nil
 	}
 	for i, l := range bytes.Split(data, []byte("\n")) {
@@ -133,7 +184,62 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 			return nil, err
 		}
 	}
+	ref.index()
 	return ref, nil
+}
+
+// index sorts a versioned reference's versions per key and collects the
+// distinct version times of the file.
+func (ref *reference) index() {
+	if ref.versions == nil {
+		return
+	}
+	for _, vs := range ref.versions {
+		sort.Slice(vs, func(i, j int) bool { return vs[i].from < vs[j].from })
+		for _, v := range vs {
+			ref.froms = append(ref.froms, v.from)
+		}
+	}
+	slices.Sort(ref.froms)
+	ref.froms = slices.Compact(ref.froms)
+}
+
+// setLineage builds the lineage values of a versioned reference's rows from
+// the run's lineage l: the reference's version is the file's hash and the
+// newest valid_from at or before the row's as-of instant
+// ("sha256:…@2026-09-15T00:00:00Z", "@-" before every version).
+func (ref *reference) setLineage(l Lineage) {
+	ref.asOfLin = make([]row.Value, len(ref.froms)+1)
+	for i := range ref.asOfLin {
+		at := "-"
+		if i > 0 {
+			at = text3339(ref.froms[i-1])
+		}
+		l.Reference = ref.version + "@" + at
+		ref.asOfLin[i] = row.Str(l.String())
+	}
+}
+
+// lineageOf returns the lineage value of a result row of a run with a
+// versioned reference: the reference as of the row's last instant (a
+// window's end − 1 ms; an event row's event time), which holds every
+// version the row's records were given (each took the version valid at its
+// event time, at or before that instant).
+func (ref *reference) lineageOf(r *changelog.Row) row.Value {
+	t := r.WindowStart
+	if r.WindowEnd > r.WindowStart {
+		t = r.WindowEnd - 1
+	}
+	i, found := slices.BinarySearch(ref.froms, t)
+	if found {
+		i++
+	}
+	return ref.asOfLin[i]
+}
+
+// text3339 renders ms since the epoch in RFC 3339, UTC.
+func text3339(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 }
 
 // parseValue reads a reference value's text as kind k.
@@ -157,11 +263,23 @@ func parseValue(text string, k row.Kind) (row.Value, error) {
 
 // fill sets the reference fields of r from its key (nulls for a key the
 // file lacks, or a null key).
-func (ref *reference) fill(r *row.Row) {
+//
+// A versioned reference gives the version valid at ts, the record's event
+// time (ok false: the event time is null, and so are the fields).
+func (ref *reference) fill(r *row.Row, ts int64, ok bool) {
 	var vals []row.Value
 	if !r.IsNull(ref.key.Index) {
 		var buf [64]byte
-		vals = ref.rows[string(r.Get(ref.key).AppendText(buf[:0], nil))]
+		k := r.Get(ref.key).AppendText(buf[:0], nil)
+		if ref.versions == nil {
+			vals = ref.rows[string(k)]
+		} else if vs := ref.versions[string(k)]; ok && len(vs) > 0 {
+			// The newest version with valid_from ≤ ts.
+			i := sort.Search(len(vs), func(i int) bool { return vs[i].from > ts })
+			if i > 0 {
+				vals = vs[i-1].vals
+			}
+		}
 	}
 	if vals == nil {
 		ref.misses++

@@ -191,7 +191,7 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64) error {
 		return nil
 	}
 	if rt.ref != nil {
-		rt.ref.fill(r)
+		rt.ref.fill(r, r.I[rt.etField.Slot], !r.IsNull(rt.etField.Index))
 	}
 	if rt.absent > 0 {
 		for i, seen := range rt.present {

@@ -166,7 +166,11 @@ func (rt *runtime) WriteRows(out task.Output, rows []changelog.Row) error {
 		rt.linVals = rt.linVals[:0]
 		for i := range rows {
 			rt.linVals = append(rt.linVals, rows[i].Values...)
-			rt.linVals = append(rt.linVals, rt.linVal)
+			if at := rt.g.LineageAt; at != nil {
+				rt.linVals = append(rt.linVals, at(&rows[i]))
+			} else {
+				rt.linVals = append(rt.linVals, rt.linVal)
+			}
 		}
 		off := 0
 		for i := range rt.linRows {

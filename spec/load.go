@@ -363,12 +363,18 @@ func (p *Pipeline) Validate() error {
 		if len(r.Fields) == 0 {
 			add("reference.fields", "required: the file's columns to add, with their types, e.g. {region: string}")
 		}
+		if r.ValidFrom != "" && r.ValidFrom == r.Key {
+			add("reference.valid_from", "%q is the key: the version time is a column of its own", r.ValidFrom)
+		}
 		for _, f := range r.Fields {
 			if _, err := parseTypeName(f.Type); err != nil {
 				add("reference.fields."+f.Name, "%v", err)
 			}
 			if f.Name == r.Key {
 				add("reference.fields."+f.Name, "is the key")
+			}
+			if f.Name == r.ValidFrom {
+				add("reference.fields."+f.Name, "is the version-time column (reference.valid_from)")
 			}
 			if _, ok := p.Source.Schema.Lookup(f.Name); ok {
 				add("reference.fields."+f.Name, "also a source field (source.schema): rename one")

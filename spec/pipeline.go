@@ -364,6 +364,16 @@ type Reference struct {
 	// types (bool, int, decimal, string, timestamp); a record whose key
 	// the file lacks gets nulls. YAML `fields`. Required.
 	Fields FieldTypes `yaml:"fields"`
+	// ValidFrom names the file's version-time column: each line is then
+	// one version of its key's fields, valid from that instant (RFC 3339
+	// with an offset) until the key's next version, and a record takes
+	// the version valid at its event time (the newest whose valid_from is
+	// at or before it; nulls before the key's first version), as a
+	// temporal join would (FOR SYSTEM_TIME AS OF the event time). A key
+	// may then be listed once per valid_from. The column is not added to
+	// the records. YAML `valid_from`. Default: none (one version per key:
+	// the file as it is).
+	ValidFrom string `yaml:"valid_from"`
 }
 
 // Contributions is where a stage records the events behind its rows.

@@ -105,6 +105,11 @@ type Graph struct {
 	// Lineage is the lineage column's value (a string), or row.Null when
 	// the run does not record lineage.
 	Lineage row.Value
+	// LineageAt, when set (and Lineage is a string), gives each result
+	// row its own lineage value instead of Lineage: a run with a versioned
+	// reference records the reference version as of the row's time. It
+	// must not allocate per row.
+	LineageAt func(r *changelog.Row) row.Value
 	// HasSinks marks the stages with result sinks; HasLate those with a
 	// late side output; HasContrib those with a contributions output;
 	// Ledger those with postgres ledger sinks.

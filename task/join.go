@@ -101,7 +101,7 @@ func (jn *joinNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, now
 		}
 	}
 	if g.HasSinks[jn.si] {
-		nr.log.rows(step, ResultsOf(jn.si), rows, g.Lineage)
+		nr.log.rows(step, ResultsOf(jn.si), rows, g.Lineage, g.LineageAt)
 	}
 	down := g.Downstream[jn.si]
 	if len(down) == 0 {

@@ -103,8 +103,9 @@ func (l *Log) record(step uint64, out Output, start int) {
 }
 
 // rows appends copies of rows (values copied, with lin appended when it is
-// a string) as entries of out at step.
-func (l *Log) rows(step uint64, out Output, rows []changelog.Row, lin row.Value) {
+// a string: at(row) instead of lin when at is set) as entries of out at
+// step.
+func (l *Log) rows(step uint64, out Output, rows []changelog.Row, lin row.Value, at func(*changelog.Row) row.Value) {
 	if l.W != nil {
 		l.fail(l.W.WriteRows(out, rows))
 		return
@@ -126,7 +127,11 @@ func (l *Log) rows(step uint64, out Output, rows []changelog.Row, lin row.Value)
 		start := len(l.vals)
 		l.vals = append(l.vals, r.Values...)
 		if extra > 0 {
-			l.vals = append(l.vals, lin)
+			if at != nil {
+				l.vals = append(l.vals, at(&rows[i]))
+			} else {
+				l.vals = append(l.vals, lin)
+			}
 		}
 		r.Values = l.vals[start:len(l.vals):len(l.vals)]
 		l.Entries = append(l.Entries, Entry{Step: step, Out: out, Kind: EntryRow, A: uint32(len(l.Rows))})

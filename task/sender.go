@@ -469,7 +469,7 @@ func (s *Sender) selectRow(si int, step uint64, now int64, r *row.Row, ts int64)
 	}
 	row1 := [1]changelog.Row{{Op: changelog.Insert, WindowStart: ts, WindowEnd: ts, Values: s.selVals,
 		Version: 1, IsFinal: true, WatermarkAt: s.wm, UpdatedAt: now}}
-	s.log.rows(step, ResultsOf(si), row1[:], s.g.Lineage)
+	s.log.rows(step, ResultsOf(si), row1[:], s.g.Lineage, s.g.LineageAt)
 }
 
 // SetWatermark tells the sender the pipeline watermark (the watermark_at

@@ -179,7 +179,7 @@ func (sn *stageNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, no
 		}
 	}
 	if g.HasSinks[sn.si] {
-		nr.log.rows(step, ResultsOf(sn.si), rows, g.Lineage)
+		nr.log.rows(step, ResultsOf(sn.si), rows, g.Lineage, g.LineageAt)
 	}
 	if len(down) == 0 {
 		return
