@@ -57,6 +57,10 @@ type inputRT struct {
 	wm      int64
 	// arrival: the input's records carry arrival times.
 	arrival bool
+	// versions: only temporal joins read the input, as their versions
+	// (right side). A backfill keeps its records before the range: the
+	// version valid at the range's start is among them.
+	versions bool
 	// The merge.
 	cur     *source.Batch
 	pos     int
@@ -100,6 +104,7 @@ func (rt *runtime) openInputs() error {
 			return fmt.Errorf("inputs[%d] (%s): source: %w", i, pi.Name, err)
 		}
 		in.src = src
+		in.versions = onlyVersions(p.Spec, pi.Name)
 		et := pi.Spec.EventTime
 		in.tracker = watermark.New(et.OutOfOrderness.Ms(), et.IdleTimeout.Ms())
 		sp := &pi.Spec.Source
@@ -373,7 +378,7 @@ func (rt *runtime) recordInput(in *inputRT, r *row.Row, m *source.Meta, now int6
 		return nil
 	}
 	ts := r.I[et.Slot]
-	if rg := rt.opts.Range; rg != nil && (ts < rg.From || ts >= rg.To) {
+	if rg := rt.opts.Range; rg != nil && (ts < rg.From && !in.versions || ts >= rg.To) {
 		rt.outside++
 		return nil
 	}
@@ -388,6 +393,25 @@ func (rt *runtime) recordInput(in *inputRT, r *row.Row, m *source.Meta, now int6
 		rt.advanceInput(in, wm)
 	}
 	return nil
+}
+
+// onlyVersions reports whether every join side reading input name is the
+// right side of a temporal join (and one is).
+func onlyVersions(p *spec.Pipeline, name string) bool {
+	n := 0
+	for _, st := range p.Stages {
+		j := st.Join
+		if j == nil {
+			continue
+		}
+		if j.Left.Input == name || j.Right.Input == name && j.Type != "temporal" {
+			return false
+		}
+		if j.Right.Input == name {
+			n++
+		}
+	}
+	return n > 0
 }
 
 // addInputPartitions starts tracking an input's partitions.

@@ -132,7 +132,9 @@ func validateInputs(p *Pipeline, add func(key, format string, args ...any)) {
 			add(prefix+"name", "required")
 		case !nameRE.MatchString(in.Name):
 			add(prefix+"name", "%q must start with a letter and hold only letters, digits, '_' and '-'", in.Name)
-		case in.Name == "source" || in.Name == "reference":
+		case in.Name == ReferenceInput && i == len(p.Inputs)-1 && isReferenceInput(p, in):
+			// The versioned reference, added by Defaults for a temporal join.
+		case in.Name == "source" || in.Name == ReferenceInput:
 			add(prefix+"name", "%q is reserved (the pipeline's own source and reference data)", in.Name)
 		case seen[in.Name]:
 			add(prefix+"name", "%q used twice", in.Name)
@@ -165,6 +167,50 @@ func validateInputs(p *Pipeline, add func(key, format string, args ...any)) {
 			add("inputs", "%q is both an input and a stage: rename one", st.Name)
 		}
 	}
+}
+
+// ReferenceInput is the input name with which a temporal join reads a
+// versioned reference (join.right.input: reference).
+const ReferenceInput = "reference"
+
+// referenceSpan is the out-of-orderness of a versioned reference read as
+// an input: longer than any data set, so no version of the file is late
+// however the file orders its lines; the input's watermark passes the
+// versions when the file ends (every version is then known).
+const referenceSpan = Duration(100 * 365 * 24 * time.Hour)
+
+// referenceInput returns the input that a temporal join reading the
+// versioned reference r reads: r's file, its key and fields typed as
+// declared (the key as in source.schema, else a string), valid_from a
+// timestamp and the input's event time (the version time). ok is false
+// when r is not versioned.
+func referenceInput(p *Pipeline) (Input, bool) {
+	r := p.Reference
+	if r == nil || r.ValidFrom == "" || r.Path == "" {
+		return Input{}, false
+	}
+	keyType := "string"
+	if t, ok := p.Source.Schema.Lookup(r.Key); ok {
+		keyType = t
+	}
+	schema := FieldTypes{{Name: r.Key, Type: keyType}}
+	schema = append(schema, r.Fields...)
+	schema = append(schema, FieldType{Name: r.ValidFrom, Type: "timestamp"})
+	return Input{
+		Name:      ReferenceInput,
+		Source:    Source{Type: "file", Path: r.Path, Schema: schema},
+		EventTime: EventTime{Field: r.ValidFrom, OutOfOrderness: referenceSpan},
+	}, true
+}
+
+// readsReference reports whether a join stage reads the reference.
+func readsReference(p *Pipeline) bool {
+	for _, st := range p.Stages {
+		if j := st.Join; j != nil && (j.Left.Input == ReferenceInput || j.Right.Input == ReferenceInput) {
+			return true
+		}
+	}
+	return false
 }
 
 // defaultInput fills in an input's defaults (those of the top-level
@@ -236,6 +282,19 @@ func validateJoinStage(prefix string, p *Pipeline, s *Stage, add func(key, forma
 	alias := [2]string{}
 	for i, sd := range []*JoinSide{&j.Left, &j.Right} {
 		key := jp + [2]string{"left", "right"}[i]
+		if sd.Input == ReferenceInput {
+			r := p.Reference
+			switch {
+			case i == 0 || j.Type != "temporal":
+				add(key+".input", "%q: the reference data is joined as versions, as the right side of a temporal join (type temporal, right.input: reference)", sd.Input)
+			case r == nil:
+				add(key+".input", "%q: the pipeline has no reference (the top-level key reference)", sd.Input)
+			case r.ValidFrom == "":
+				add(key+".input", "%q: a temporal join needs the reference's version-time column: set reference.valid_from (the column with each version's valid-from time) in %s", sd.Input, r.Path)
+			}
+			alias[i] = sd.As
+			continue
+		}
 		if !inputs[sd.Input] {
 			add(key+".input", "%q is not an input (inputs: %s)", sd.Input, strings.Join(p.InputNames(), ", "))
 		}
@@ -403,4 +462,16 @@ func (j *Join) JoinMs() (lower, upper int64) {
 		}
 	}
 	return 0, 0
+}
+
+// isReferenceInput reports whether in is the input Defaults adds for a
+// temporal join over the versioned reference.
+func isReferenceInput(p *Pipeline, in *Input) bool {
+	want, ok := referenceInput(p)
+	if !ok {
+		return false
+	}
+	q := Pipeline{Inputs: []Input{want}}
+	defaultInput(&q.Inputs[0])
+	return in.Source.Type == "file" && in.Source.Path == want.Source.Path && in.EventTime.Field == want.EventTime.Field && in.EventTime.OutOfOrderness == q.Inputs[0].EventTime.OutOfOrderness
 }

@@ -242,6 +242,17 @@ func (p *Pipeline) Defaults() {
 			defaultJoin(j)
 		}
 	}
+	if readsReference(p) {
+		// A temporal join over the versioned reference reads its file as
+		// an input of versions (docs/semantics.md, "Temporal join").
+		has := false
+		for _, in := range p.Inputs {
+			has = has || in.Name == ReferenceInput
+		}
+		if in, ok := referenceInput(p); ok && !has {
+			p.Inputs = append(p.Inputs, in)
+		}
+	}
 	for i := range p.Inputs {
 		defaultInput(&p.Inputs[i])
 	}

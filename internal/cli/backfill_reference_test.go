@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -175,5 +176,99 @@ aggregates: {n: count()}
 				t.Errorf("code %d, stderr %q, want 2 and %q", code, errOut, c.want)
 			}
 		})
+	}
+}
+
+// joinedLines returns a join's JSONL rows as "op id product amount
+// category valid_from" lines, in file order.
+func joinedLines(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+		fmt.Fprintf(&b, "%v %v %v %v %v %v\n", m["op"], m["id"], m["product"], m["amount"], m["category"], m["valid_from"])
+	}
+	return b.String()
+}
+
+// TestTemporalJoinReadsTheVersionedReference: a temporal join stage with
+// join.right.input: reference reads the versioned reference file as an
+// input of versions (valid_from its event time) and gives each sale its
+// product's category as of the sale's time. A backfill from 12 September
+// keeps the versions from before the range (p1's toys of 1 September is
+// the version valid on the 14th). A temporal join against a reference
+// without valid_from is refused naming the key.
+func TestTemporalJoinReadsTheVersionedReference(t *testing.T) {
+	dir := t.TempDir()
+	events := `{"event_id":"e1","ts":"2026-09-10T12:00:00+09:00","product":"p1","amount":100}
+{"event_id":"e3","ts":"2026-09-14T23:59:59+09:00","product":"p1","amount":200}
+{"event_id":"e4","ts":"2026-09-15T00:00:00+09:00","product":"p1","amount":300}
+{"event_id":"e6","ts":"2026-09-20T10:00:00+09:00","product":"p2","amount":20}
+{"event_id":"e8","ts":"2026-09-21T10:00:00+09:00","product":"p9","amount":1}
+`
+	in := filepath.Join(dir, "events.jsonl")
+	os.WriteFile(in, []byte(events), 0o644)
+	ref := filepath.Join(dir, "products.csv")
+	os.WriteFile(ref, []byte("product,category,valid_from\n"+
+		"p1,games,2026-09-15T00:00:00+09:00\n"+ // out of order in the file: no matter
+		"p1,toys,2026-09-01T00:00:00+09:00\n"+
+		"p2,books,2026-09-01T00:00:00+09:00\n"), 0o644)
+	out := filepath.Join(dir, "enriched.jsonl")
+	yaml := fmt.Sprintf(`name: sales
+source: {type: file, path: %s, schema: {amount: decimal}}
+event_time: {field: ts}
+reference: {path: %s, key: product, valid_from: valid_from, fields: {category: string}}
+stages:
+  - name: enriched
+    join:
+      type: temporal
+      kind: left
+      left: {as: s}
+      right: {input: reference, as: r}
+      on: ["s.product = r.product"]
+      select: {id: s.event_id, product: s.product, amount: s.amount, category: r.category, valid_from: r.valid_from}
+    allowed_lateness: 1h
+    sinks: [{type: jsonl, path: %s}]
+`, in, ref, out)
+	p := filepath.Join(dir, "p.yaml")
+	os.WriteFile(p, []byte(yaml), 0o644)
+	if code, _, errOut := run(t, "run", "--quiet", p); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	want := "insert e1 p1 100 toys 2026-08-31T15:00:00Z\n" +
+		"insert e3 p1 200 toys 2026-08-31T15:00:00Z\n" +
+		"insert e4 p1 300 games 2026-09-14T15:00:00Z\n" +
+		"insert e6 p2 20 books 2026-08-31T15:00:00Z\n" +
+		"insert e8 p9 1 <nil> <nil>\n"
+	if got := joinedLines(t, out); got != want {
+		t.Errorf("live:\n%s\nwant\n%s", got, want)
+	}
+	if code, _, errOut := run(t, "backfill", p, "--from", "2026-09-12T00:00:00+09:00", "--to", "2026-10-01T00:00:00+09:00", "--result-version", "v2"); code != 0 {
+		t.Fatalf("backfill: %s", errOut)
+	}
+	if got, want := joinedLines(t, filepath.Join(dir, "enriched.v2.jsonl")), strings.SplitN(want, "\n", 2)[1]; got != want {
+		t.Errorf("backfill from 12 September:\n%s\nwant\n%s", got, want)
+	}
+
+	for _, c := range []struct{ edit, want string }{
+		{"valid_from: valid_from, ", `stages[0].join.right.input: "reference": a temporal join needs the reference's version-time column: set reference.valid_from`},
+		{"reference: {path: " + ref + ", key: product, valid_from: valid_from, fields: {category: string}}\n", `stages[0].join.right.input: "reference": the pipeline has no reference`},
+		{"type: temporal", `stages[0].join.right.input: "reference": the reference data is joined as versions, as the right side of a temporal join`},
+	} {
+		bad := strings.Replace(yaml, c.edit, "", 1)
+		if c.edit == "type: temporal" {
+			bad = strings.Replace(yaml, "type: temporal", "type: regular\n      ttl: 1h", 1)
+		}
+		os.WriteFile(p, []byte(bad), 0o644)
+		if code, _, errOut := run(t, "run", "--quiet", p); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("without %q: code %d, %s\nwant %q", c.edit, code, errOut, c.want)
+		}
 	}
 }
