@@ -48,6 +48,7 @@ func (rt *runtime) summary() *Summary {
 		ss := StageSummary{Name: st.p.Name, Counters: c.Stages[i], FirstQuarantine: c.First[1+i].Text}
 		if i < len(rt.stats) {
 			ss.OpenWindows, ss.StateBytes = rt.stats[i].OpenWindows, rt.stats[i].StateBytes
+			ss.Entries, ss.Keys = rt.stats[i].Entries, rt.stats[i].Keys
 		}
 		if i < len(rt.opGlob.Ops) {
 			ss.PartlyTooLate, ss.SkippedWindows = rt.opGlob.Ops[i].PartlyTooLate, rt.opGlob.Ops[i].SkippedWindows

@@ -27,6 +27,11 @@ type StageSummary struct {
 	PartlyTooLate  int64
 	SkippedWindows int64
 	StateBytes     int64 // estimated operator state at the end
+	// Entries and Keys are what the stage's state still holds at the end:
+	// live (window, key) instances and distinct keys; for a join stage,
+	// buffered rows (both sides) and keys holding them. After a bounded
+	// run (watermark +∞) both are 0: nothing outlives its last match.
+	Entries, Keys int
 	// FirstQuarantine is the reason of the first quarantined record, if any.
 	FirstQuarantine string
 }

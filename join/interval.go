@@ -1,6 +1,8 @@
 package join
 
 import (
+	"slices"
+
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/operator"
 	"github.com/tidemark/tidemark/row"
@@ -49,12 +51,13 @@ func (o *Operator) lastMatch(g *group, s int, x *rec) int64 {
 	return add(x.ts, o.cfg.Upper)
 }
 
-// expireTime is when (the other side's watermark) x is freed; with an
-// absolute upper bound, from its span: rows are freed in event-time order.
+// expireTime is when (the other side's watermark) x is freed: once no
+// row accepted from then on (event time ≥ that watermark − the allowed
+// lateness) can match it. With an absolute upper bound a left row's
+// expiry is its own bound's, not l.ts + max_span (q4's auctions last
+// milliseconds against a span of seconds), so those rows are not freed in
+// event-time order (intervalKey filters them).
 func (o *Operator) expireTime(g *group, s int, x *rec) int64 {
-	if s == L && o.cfg.UpperCol >= 0 {
-		return add(add(x.ts, o.cfg.Upper), o.cfg.Lateness+1)
-	}
 	return add(o.lastMatch(g, s, x), o.cfg.Lateness+1)
 }
 
@@ -128,6 +131,20 @@ func (o *Operator) intervalRow(g *group, s int, key []byte, ts int64, seq uint64
 			ks.pad[s]++ // it was due: decided above
 		}
 	}
+	if o.wm[os] != NoWatermark && o.expireTime(g, s, xp) <= o.wm[os] {
+		// Already past its last match (a late row within the lateness
+		// whose matches came above): not kept. Its padded row, if any,
+		// was due (padTime ≤ expireTime), so it is decided.
+		g.store[s].del(xp.slot)
+		ks.rows[s] = slices.Delete(rows, idx, idx+1)
+		if o.outer(s) && !abs && idx < ks.pad[s] {
+			ks.pad[s]--
+		}
+		if len(ks.rows[L]) == 0 && len(ks.rows[R]) == 0 {
+			g.dropKey(ki)
+			return
+		}
+	}
 	o.intervalSchedule(g, ki, s)
 	if len(others) > 0 {
 		o.intervalSchedule(g, ki, os)
@@ -144,6 +161,11 @@ func (o *Operator) intervalSchedule(g *group, i int32, s int) {
 		return
 	}
 	t := o.expireTime(g, s, &rows[0])
+	if s == L && o.cfg.UpperCol >= 0 {
+		for j := 1; j < len(rows); j++ {
+			t = min(t, o.expireTime(g, s, &rows[j]))
+		}
+	}
 	if o.outer(s) {
 		if o.cfg.UpperCol >= 0 && s == L {
 			for j := range rows {
@@ -207,17 +229,34 @@ func (o *Operator) intervalKey(g *group, ki int32, s int, w int64) {
 			}
 		}
 	}
-	// Free the rows no accepted row can match any more (a prefix: the
-	// free time grows with the event time).
+	// Free the rows no accepted row can match any more: a prefix, since
+	// the free time grows with the event time — except for left rows
+	// with their own upper bounds, which are filtered.
 	n := 0
-	for n < len(rows) && o.expireTime(g, s, &rows[n]) <= w {
-		g.store[s].del(rows[n].slot)
-		n++
+	if abs {
+		keep := rows[:0]
+		for j := range rows {
+			if o.expireTime(g, s, &rows[j]) <= w {
+				g.store[s].del(rows[j].slot)
+				n++
+				continue
+			}
+			keep = append(keep, rows[j])
+		}
+		clear(rows[len(keep):])
+		rows = keep
+	} else {
+		for n < len(rows) && o.expireTime(g, s, &rows[n]) <= w {
+			g.store[s].del(rows[n].slot)
+			n++
+		}
+		if n > 0 {
+			copy(rows, rows[n:])
+			clear(rows[len(rows)-n:])
+			rows = rows[:len(rows)-n]
+		}
 	}
 	if n > 0 {
-		copy(rows, rows[n:])
-		clear(rows[len(rows)-n:])
-		rows = rows[:len(rows)-n]
 		if cap(rows) > 16 && len(rows) < cap(rows)/4 {
 			rows = append([]rec(nil), rows...)
 		}

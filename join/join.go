@@ -613,8 +613,8 @@ func (g *group) key(k []byte) (int32, *keyState) {
 		i = int32(len(g.ks) - 1)
 	}
 	ks := &g.ks[i]
-	gen := ks.gen
-	*ks = keyState{key: string(k), gen: gen, sched: [3]int64{Inf, Inf, Inf}, live: true}
+	gen, rows := ks.gen, ks.rows // a freed key's empty row slices are reused
+	*ks = keyState{key: string(k), gen: gen, rows: rows, sched: [3]int64{Inf, Inf, Inf}, live: true}
 	g.keys[ks.key] = i
 	return i, ks
 }
@@ -624,7 +624,13 @@ func (g *group) dropKey(i int32) {
 	ks := &g.ks[i]
 	delete(g.keys, ks.key)
 	gen := ks.gen + 1
-	*ks = keyState{gen: gen, sched: [3]int64{Inf, Inf, Inf}}
+	var rows [2][]rec
+	for s := range rows {
+		if c := cap(ks.rows[s]); c > 0 && c <= 16 {
+			rows[s] = ks.rows[s][:0] // kept for the next key (cleared by the callers)
+		}
+	}
+	*ks = keyState{gen: gen, rows: rows, sched: [3]int64{Inf, Inf, Inf}}
 	g.free = append(g.free, i)
 }
 

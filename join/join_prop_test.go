@@ -273,6 +273,9 @@ func stream(t *rapid.T, c Config, rows []tRow, ooo int64) (map[string]int, []tRo
 		}
 		op.Advance(wl, wr, 0)
 		drain()
+		if streamCheck != nil {
+			streamCheck(t, op)
+		}
 	}
 	op.Advance(Inf, Inf, 0)
 	drain()
@@ -408,6 +411,9 @@ func show(m map[string]int) string {
 }
 
 var _ = changelog.Insert
+
+// streamCheck, when set, is called after each Advance of stream.
+var streamCheck func(t *rapid.T, op *Operator)
 
 // streamRetractions counts the retractions stream has seen (for
 // TestJoinsEqualBatchExercises).

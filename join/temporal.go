@@ -70,10 +70,14 @@ func (o *Operator) temporalRow(g *group, s int, key []byte, ts int64, seq uint64
 		if idx < ks.pad[L] {
 			ks.pad[L]++ // resolved above: W_right is past it
 		}
-		if final && o.wm[R] > add(ts, o.cfg.Lateness) {
-			// Final already: out at once, and freed.
-			if l, rr, ok := o.probeRow(g, p, ks.rows[R], versionAt(ks.rows[R], ts)); ok {
-				o.emit(g, changelog.Insert, l, rr, ts, noWindow, true, nil)
+		if o.wm[R] > add(ts, o.cfg.Lateness) {
+			// Final already (no version at or before it can be accepted
+			// any more): out at once in mode Final (in the others, out
+			// above), and freed rather than held until the next advance.
+			if final {
+				if l, rr, ok := o.probeRow(g, p, ks.rows[R], versionAt(ks.rows[R], ts)); ok {
+					o.emit(g, changelog.Insert, l, rr, ts, noWindow, true, nil)
+				}
 			}
 			o.dropProbe(g, ks, idx)
 		}

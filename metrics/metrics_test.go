@@ -261,3 +261,61 @@ func TestQuarantineBySource(t *testing.T) {
 		t.Errorf("a series is labelled stage=\"\":\n%s", text)
 	}
 }
+
+// TestJoinStateMetrics: a join stage's buffered rows and keys are its
+// state gauges (tidemark_state_entries, _keys, _bytes): above zero while
+// rows wait for the other side, zero at the end of a bounded run, when
+// every row is past its last match.
+func TestJoinStateMetrics(t *testing.T) {
+	pl := compile(t, `name: q
+source: {type: nexmark, events: 20000, rate: 1000}
+event_time: {field: date_time, out_of_orderness: 4s}
+stages:
+  - name: auction_bids
+    join:
+      type: interval
+      left:  {input: source, as: A, filter: event_type == 1}
+      right: {input: source, as: B, filter: event_type == 2}
+      on: ["A.auction.id = B.bid.auction"]
+      between: {lower: 0s, upper_field: A.auction.expires, max_span: 4s}
+      select: {auction: A.auction.id, price: B.bid.price}
+    emit: {mode: final}
+    sinks: [{type: jsonl, path: `+t.TempDir()+`/out.jsonl}]
+`)
+	x := New("q")
+	var peak [3]float64
+	gauge := func(text, name string) float64 {
+		m := regexp.MustCompile(`(?m)^` + name + `\{pipeline="q",stage="auction_bids"\} (\S+)$`).FindStringSubmatch(text)
+		if m == nil {
+			t.Fatalf("no %s of stage auction_bids in\n%s", name, grep(text, name))
+		}
+		var v float64
+		fmt.Sscan(m[1], &v)
+		return v
+	}
+	names := []string{"tidemark_state_entries", "tidemark_state_keys", "tidemark_state_bytes"}
+	snaps := 0
+	live := func(l *engine.Live) {
+		x.Update(l)
+		text := scrape(t, x)
+		for i, n := range names {
+			peak[i] = max(peak[i], gauge(text, n))
+		}
+		snaps++
+	}
+	if _, err := engine.Run(context.Background(), pl, engine.Options{Live: live, LiveEvery: time.Nanosecond, Parallelism: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if snaps < 3 {
+		t.Fatalf("%d snapshots; the run is too short to see the state during it", snaps)
+	}
+	for i, n := range names {
+		if peak[i] <= 0 {
+			t.Errorf("%s never above 0 during the run (%d snapshots)", n, snaps)
+		}
+	}
+	has(t, scrape(t, x),
+		`tidemark_state_entries{pipeline="q",stage="auction_bids"} 0`,
+		`tidemark_state_keys{pipeline="q",stage="auction_bids"} 0`,
+	)
+}
