@@ -109,6 +109,7 @@ var (
 	ruleStageLateness      = Rule{"TM206", "stage-lateness-chain", "time", "a stage accepts less lateness than the stage it reads"}
 	ruleDedupTTL           = Rule{"TM301", "dedup-ttl-short", "state", "dedup.ttl shorter than the time in which a copy of an event can arrive"}
 	ruleCheckpointSettings = Rule{"TM302", "checkpoint-settings", "state", "checkpoint settings that conflict with sink transactions or leave no fallback"}
+	ruleJoinStateBound     = Rule{"TM303", "join-state-bound", "state", "a regular join: only its ttl bounds its state, and rows further apart never pair"}
 	ruleAppendSink         = Rule{"TM401", "append-sink-duplicates", "sink", "an append-only sink that writes rows again after a restart or re-run"}
 	ruleProvisionalRows    = Rule{"TM402", "provisional-rows", "sink", "an upsert table that holds provisional rows (is_final = false)"}
 	ruleSharedOutput       = Rule{"TM403", "shared-output", "sink", "two outputs write the same file or table"}
@@ -120,7 +121,7 @@ func Rules() []Rule {
 		ruleDedupMissing, ruleDedupKey, ruleNoCheckpoint, ruleRetention, ruleTimestampRules,
 		ruleQuarantine, ruleConflicts, ruleOrdering, ruleKeyFieldUndeclared, ruleRegistryCompat, ruleDeprecatedProduced,
 		ruleProcessingTime, ruleLatenessBelowDelay, ruleDropMoney, ruleIdleTimeout, ruleCalendarZone, ruleStageLateness,
-		ruleDedupTTL, ruleCheckpointSettings,
+		ruleDedupTTL, ruleCheckpointSettings, ruleJoinStateBound,
 		ruleAppendSink, ruleProvisionalRows, ruleSharedOutput,
 	}
 }
@@ -156,7 +157,7 @@ func RunWith(p *spec.Pipeline, c *contract.Contract, now time.Time, facts *Facts
 		ck.dedupMissing, ck.dedupKey, ck.noCheckpoint, ck.retention, ck.timestampRules,
 		ck.quarantine, ck.conflicts, ck.ordering, ck.keyFieldUndeclared, ck.registryCompat, ck.deprecatedProduced,
 		ck.processingTime, ck.latenessBelowDelay, ck.dropMoney, ck.idleTimeout, ck.calendarZone, ck.stageLateness,
-		ck.dedupTTL, ck.checkpointSettings,
+		ck.dedupTTL, ck.checkpointSettings, ck.joinStateBound,
 		ck.appendSink, ck.provisionalRows, ck.sharedOutput,
 	} {
 		f()

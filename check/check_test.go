@@ -132,6 +132,9 @@ var ruleCases = []struct {
 	{"checkpoint-settings/pass.yaml", nil},
 	{"checkpoint-settings/pass-timeout.yaml", nil},
 
+	{"join-state-bound/fail.yaml", []string{"info TM303 stages[0].join.ttl"}},
+	{"join-state-bound/pass.yaml", nil},
+
 	{"append-sink-duplicates/fail.yaml", []string{"error TM401 sinks[0]"}},
 	{"append-sink-duplicates/fail-at-least-once.yaml", []string{"warning TM401 sinks[0].delivery", "warning TM401 sinks[1].delivery", "warning TM401 sinks[2].delivery"}},
 	{"append-sink-duplicates/pass.yaml", nil},
@@ -341,5 +344,43 @@ func TestDocCoversEveryRule(t *testing.T) {
 		if !ids[m] {
 			t.Errorf("docs/check.md names %s, which is not a rule", m)
 		}
+	}
+}
+
+// TestJoinStateBound pins TM303's texts: a regular join bounded by its ttl
+// (an info naming the bound), and one without a ttl — which spec.Validate
+// refuses, so `tidemark check` stops at that error — as an error when
+// check.Run is given the spec as it is.
+func TestJoinStateBound(t *testing.T) {
+	var got []check.Finding
+	for _, f := range findings(t, "testdata/join-state-bound/fail.yaml") {
+		if f.ID == "TM303" {
+			got = append(got, f)
+		}
+	}
+	want := check.Finding{
+		ID: "TM303", Rule: "join-state-bound", Severity: check.Info, Key: "stages[0].join.ttl",
+		Why: "stage matched is a regular join bounded by its ttl: a row is kept until the other side's watermark passes its event time + ttl 15m + allowed lateness 5m, and two rows more than 15m apart in event time never pair (no late record reports the match that was not made)",
+		Fix: "check that ttl covers the longest real gap between matching rows of the two sides (e.g. a refund's delay after its payment)",
+	}
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+	p, err := tidemark.Load("testdata/join-state-bound/fail.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stages[0].Join.TTL = 0
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "stages[0].join.ttl: required with type regular") {
+		t.Errorf("Validate without a ttl: %v", err)
+	}
+	got = got[:0]
+	for _, f := range check.RunAt(p, nil, now) {
+		if f.ID == "TM303" {
+			got = append(got, f)
+		}
+	}
+	if len(got) != 1 || got[0].Severity != check.Error || got[0].Key != "stages[0].join.ttl" || !strings.Contains(got[0].Why, "nothing bounds its state, every row of both sides would be kept for ever") {
+		t.Errorf("without a ttl: %+v", got)
 	}
 }

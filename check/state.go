@@ -127,3 +127,27 @@ func (ck *checker) checkpointSettings() {
 			"keep checkpoint.retain at 2 or more (the default is 3)")
 	}
 }
+
+// joinStateBound is TM303: a regular join (an equi-join without a time
+// condition of its own) keeps its rows only as long as its ttl: an error
+// without one (spec.Validate refuses it too: Flink's regular join keeps
+// every row for ever), otherwise an info naming the bound, since a match
+// further apart than the ttl is never made and nothing reports it.
+func (ck *checker) joinStateBound() {
+	for i, st := range ck.p.Stages {
+		j := st.Join
+		if j == nil || j.Type != "regular" {
+			continue
+		}
+		key := fmt.Sprintf("stages[%d].join.ttl", i)
+		if j.TTL <= 0 {
+			ck.add(ruleJoinStateBound, Error, key,
+				fmt.Sprintf("stage %s is a regular join without a ttl: nothing bounds its state, every row of both sides would be kept for ever (Flink's regular join) and the state grows with the input", st.Name),
+				"set join.ttl to the longest event-time gap between two rows that must pair (or use an interval join with between bounds, or a window join)")
+			continue
+		}
+		ck.add(ruleJoinStateBound, Info, key,
+			fmt.Sprintf("stage %s is a regular join bounded by its ttl: a row is kept until the other side's watermark passes its event time + ttl %s + allowed lateness %s, and two rows more than %s apart in event time never pair (no late record reports the match that was not made)", st.Name, sd(j.TTL), sd(st.AllowedLateness), sd(j.TTL)),
+			"check that ttl covers the longest real gap between matching rows of the two sides (e.g. a refund's delay after its payment)")
+	}
+}
