@@ -70,6 +70,29 @@ func decodeKey(enc string, fields []row.Field) []row.Value {
 	return vals
 }
 
+// AppendKeyValue appends the encoding of one key value v, the same bytes
+// appendKey writes for a field holding v (a null, an int-like value, a
+// string, a decimal): so a key computed by an expression (a join's
+// computed key) meets the same key read from a field.
+func AppendKeyValue(dst []byte, v row.Value) []byte {
+	switch {
+	case v.IsNull():
+		return append(dst, 0)
+	case v.Kind == row.KindString:
+		dst = append(dst, 2)
+		dst = binary.AppendUvarint(dst, uint64(len(v.S)))
+		return append(dst, v.S...)
+	case v.Kind == row.KindDecimal:
+		s := v.D.String()
+		dst = append(dst, 3)
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+		return append(dst, s...)
+	default:
+		dst = append(dst, 1)
+		return binary.BigEndian.AppendUint64(dst, uint64(v.I))
+	}
+}
+
 // AppendKey appends the encoding of the group key of r made of fields (the
 // encoding appendKey describes, field after field). A key's key group is
 // keygroup.OfKey of its encoding; a runner routing records to the task

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -65,8 +66,14 @@ type JoinSide struct {
 	EventTime row.Field
 	// Filter keeps the side's records (nil: all).
 	Filter *expr.Expr
-	// Key are the equality key fields, in join.on order.
+	// Key are the equality key fields, in join.on order. A key computed
+	// by an expression (join.on "B.bid.auction % 10000 = S.key") has
+	// Index −1 here, its name the expression's text, its kind the
+	// expression's; KeyExprs holds its expression.
 	Key []row.Field
+	// KeyExprs are, per key, the compiled expression of a computed key,
+	// nil for a field.
+	KeyExprs []*expr.Expr
 	// Keep are the fields kept in the join's state (join.Config.Keep's
 	// order): the side's output columns, then an upper-bound or tombstone
 	// field.
@@ -89,11 +96,48 @@ func (p *Plan) InputName(i int) string {
 	return p.Inputs[i-1].Name
 }
 
-// joinRef is one field a join names: its side and the field's name.
+// joinRef is one field a join names: its side and the field's name; or,
+// for one side of a join.on pair, an expression over the side's fields
+// (expr set, field its text without the alias).
 type joinRef struct {
 	side  int
 	field string
 	key   string // the join key naming it ("join.on[0]")
+	expr  *expr.Parsed
+}
+
+// fieldRefRE matches a plain "<alias>.<field>" reference.
+var fieldRefRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_-]*)\.([A-Za-z_][A-Za-z0-9_.]*)$`)
+
+// parseJoinTerm parses one side of a join.on pair: "<alias>.<field>", or
+// an expression whose fields are all named "<alias>.<field>" with one
+// side's alias ("B.bid.auction % 10000"), which computes the key.
+func parseJoinTerm(j *spec.Join, term, key string) (joinRef, error) {
+	term = strings.TrimSpace(term)
+	if fieldRefRE.MatchString(term) {
+		return parseJoinRef(j, term, key)
+	}
+	side := -1
+	re := regexp.MustCompile(`(^|[^A-Za-z0-9_."'])(` + regexp.QuoteMeta(j.Left.As) + `|` + regexp.QuoteMeta(j.Right.As) + `)\.`)
+	for _, m := range re.FindAllStringSubmatch(term, -1) {
+		s := join.L
+		if m[2] == j.Right.As {
+			s = join.R
+		}
+		if side >= 0 && s != side {
+			return joinRef{}, fmt.Errorf("%s: %q names fields of both sides; each side of an equality key is computed from one side's fields", key, term)
+		}
+		side = s
+	}
+	if side < 0 {
+		return joinRef{}, fmt.Errorf("%s: %q: name a field as <alias>.<field> with the sides' aliases %q (left) or %q (right), or compute the key from them", key, term, j.Left.As, j.Right.As)
+	}
+	text := re.ReplaceAllString(term, "$1")
+	p, err := expr.Parse(text)
+	if err != nil {
+		return joinRef{}, fmt.Errorf("%s: %q: %w", key, term, err)
+	}
+	return joinRef{side: side, field: text, key: key, expr: p}, nil
 }
 
 // parseJoinRef splits "alias.field" into its side and field.
@@ -116,11 +160,12 @@ func parseJoinRef(j *spec.Join, ref, key string) (joinRef, error) {
 // identifiers.
 func joinRefs(j *spec.Join) (refs []joinRef, filters [2]*expr.Parsed, err error) {
 	var errs []error
+	var computed []joinRef // the fields of computed keys
 	for k, eq := range j.On {
 		l, r, _ := strings.Cut(eq, "=")
 		key := fmt.Sprintf("join.on[%d]", k)
-		a, err1 := parseJoinRef(j, l, key)
-		b, err2 := parseJoinRef(j, r, key)
+		a, err1 := parseJoinTerm(j, l, key)
+		b, err2 := parseJoinTerm(j, r, key)
 		if err1 != nil || err2 != nil {
 			errs = append(errs, errors.Join(err1, err2))
 			continue
@@ -130,7 +175,15 @@ func joinRefs(j *spec.Join) (refs []joinRef, filters [2]*expr.Parsed, err error)
 			continue
 		}
 		refs = append(refs, a, b)
+		for _, x := range []joinRef{a, b} {
+			if x.expr != nil {
+				for _, n := range x.expr.Identifiers() {
+					computed = append(computed, joinRef{side: x.side, field: n, key: "the key computed in " + key})
+				}
+			}
+		}
 	}
+	defer func() { refs = append(refs, computed...) }()
 	for _, c := range j.Select {
 		if c.Expr == "window_start" || c.Expr == "window_end" {
 			continue
@@ -204,6 +257,9 @@ func joinNeeds(p *spec.Pipeline, stages []spec.Stage, needs []*fieldSet) ([]fiel
 			continue
 		}
 		for _, r := range refs {
+			if r.expr != nil {
+				continue // a computed key: its fields are listed apart
+			}
 			in := inputIndex(p, [2]string{j.Left.Input, j.Right.Input}[r.side])
 			if in < 0 {
 				continue // Validate names it
@@ -358,14 +414,28 @@ func (pl *Plan) compileJoin(st spec.Stage) (*Stage, error) {
 		}
 		return f, ok
 	}
+	// A computed key: its expression over the side's fields, compiled.
+	keyOf := func(r joinRef) (row.Field, *expr.Expr, bool) {
+		if r.expr == nil {
+			f, ok := lookup(r)
+			return f, nil, ok
+		}
+		sd := &cj.Sides[r.side]
+		e, err := expr.Compile(r.expr, sd.Schema)
+		if err != nil {
+			add(r.key, fmt.Errorf("the key %s computed from %s: %w", r.field, sd.Alias, err))
+			return row.Field{}, nil, false
+		}
+		return row.Field{Name: r.field, Kind: e.Kind(), Index: -1, Slot: -1}, e, true
+	}
 	// The equality keys: pairs of one type.
 	for k := 0; k+1 < len(refs) && strings.HasPrefix(refs[k].key, "join.on["); k += 2 {
 		a, b := refs[k], refs[k+1]
 		if a.side == join.R {
 			a, b = b, a
 		}
-		fa, oka := lookup(a)
-		fb, okb := lookup(b)
+		fa, ea, oka := keyOf(a)
+		fb, eb, okb := keyOf(b)
 		if !oka || !okb {
 			continue
 		}
@@ -376,6 +446,8 @@ func (pl *Plan) compileJoin(st spec.Stage) (*Stage, error) {
 		}
 		cj.Sides[join.L].Key = append(cj.Sides[join.L].Key, fa)
 		cj.Sides[join.R].Key = append(cj.Sides[join.R].Key, fb)
+		cj.Sides[join.L].KeyExprs = append(cj.Sides[join.L].KeyExprs, ea)
+		cj.Sides[join.R].KeyExprs = append(cj.Sides[join.R].KeyExprs, eb)
 	}
 	keep := func(side int, f row.Field) int {
 		sd := &cj.Sides[side]

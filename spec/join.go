@@ -47,8 +47,10 @@ type Join struct {
 	Left  JoinSide `yaml:"left"`
 	Right JoinSide `yaml:"right"`
 	// On lists the equality keys, each "L.field = R.field" with the sides'
-	// aliases (join.left.as, join.right.as). Both fields of a pair must
-	// have the same type. YAML `on`. Required: at least one pair.
+	// aliases (join.left.as, join.right.as); either side may be an
+	// expression over one side's fields, a computed key ("B.bid.auction %
+	// 10000 = S.key"). Both sides of a pair must have the same type. YAML
+	// `on`. Required: at least one pair.
 	On []string `yaml:"on"`
 	// Between bounds an interval join: the right row's event time minus
 	// the left row's must lie in [lower, upper]. YAML `between`. Required

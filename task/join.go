@@ -1,6 +1,7 @@
 package task
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -48,7 +49,7 @@ var sideNames = [2]string{"left", "right"}
 func (jn *joinNode) item(nr *nodeRT, p *Packet, it *Item) error {
 	s := int(it.Side)
 	sd := &jn.j.Sides[s]
-	jn.key = operator.AppendKey(jn.key[:0], it.Row, sd.Key)
+	jn.key, _ = appendJoinKey(jn.key[:0], it.Row, sd)
 	kg := keygroup.OfKey(jn.key, jn.g.KeyGroups)
 	out, err := jn.op.Process(s, kg, jn.key, it.TS, it.Step, it.Row, sd.Keep, it.Now)
 	if err != nil {
@@ -178,11 +179,13 @@ func (s *Sender) toJoin(si, side int, step uint64, tail []byte, now int64, r *ro
 			return
 		}
 	}
-	for _, f := range sd.Key {
-		if r.IsNull(f.Index) {
-			s.quarantineStage(si, step, o, fmt.Sprintf("the join key %s.%s is null or missing: the %s row cannot be joined (join.on)", sd.Alias, f.Name, sideNames[side]), f.Name, "join_key")
-			return
+	var err error
+	if s.keyBuf, err = appendJoinKey(s.keyBuf[:0], r, sd); err != nil {
+		var ke *joinKeyError
+		if errors.As(err, &ke) {
+			s.quarantineStage(si, step, o, fmt.Sprintf("the join key %s.%s is %s: the %s row cannot be joined (join.on)", sd.Alias, ke.name, ke.what, sideNames[side]), ke.field, "join_key")
 		}
+		return
 	}
 	if sd.HasUpper {
 		f := sd.UpperField
@@ -210,7 +213,6 @@ func (s *Sender) toJoin(si, side int, step uint64, tail []byte, now int64, r *ro
 	}
 	owner := 0
 	if g.Tasks > 1 {
-		s.keyBuf = operator.AppendKey(s.keyBuf[:0], r, sd.Key)
 		owner = g.Owner(keygroup.OfKey(s.keyBuf, g.KeyGroups))
 	}
 	p := s.Out[n][owner]
@@ -301,4 +303,39 @@ func joinInputRow(st *plan.Stage, r *row.Row, cr *changelog.Row) int {
 func (g *Graph) upstreamIsJoin(si int) bool {
 	in := g.Plan.Stages[si].Input
 	return in >= 0 && g.Plan.Stages[in].Join != nil
+}
+
+// joinKeyError is a row whose join key is null, missing or cannot be
+// computed.
+type joinKeyError struct {
+	name  string // the key field, or the computing expression
+	field string // the field to name in the quarantine record ("" for an expression)
+	what  string // "null or missing", or the expression's error
+}
+
+func (e *joinKeyError) Error() string { return "join key " + e.name + " is " + e.what }
+
+// appendJoinKey appends the encoding of r's join key on side sd
+// (operator.AppendKey's, a computed key by operator.AppendKeyValue).
+// Errors: *joinKeyError for a null or missing key, or an expression that
+// fails.
+func appendJoinKey(dst []byte, r *row.Row, sd *plan.JoinSide) ([]byte, error) {
+	for i, f := range sd.Key {
+		if e := sd.KeyExprs[i]; e != nil {
+			v, err := e.Eval(r)
+			switch {
+			case err != nil:
+				return dst, &joinKeyError{name: f.Name, what: "not computed: " + err.Error()}
+			case v.IsNull():
+				return dst, &joinKeyError{name: f.Name, what: "null (computed from a null or missing field)"}
+			}
+			dst = operator.AppendKeyValue(dst, v)
+			continue
+		}
+		if r.IsNull(f.Index) {
+			return dst, &joinKeyError{name: f.Name, field: f.Name, what: "null or missing"}
+		}
+		dst = operator.AppendKey(dst, r, sd.Key[i:i+1])
+	}
+	return dst, nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"math/big"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -285,6 +287,53 @@ func TestQ9(t *testing.T) {
 				t.Fatal(err)
 			}
 			same(t, "nexbase.Q9", base, want)
+		})
+	}
+}
+
+// TestQ13: every bid with the value of the side input's row whose key is
+// its auction % 10,000, found by an as-of search over the file's rows
+// (the newest row of the key valid at or before the bid: every row is
+// valid from 0).
+func TestQ13(t *testing.T) {
+	data, err := os.ReadFile("side_input.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type version struct {
+		from  int64
+		value string
+	}
+	side := map[int64][]version{}
+	for i, l := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
+		f := strings.Split(l, ",")
+		k, err1 := strconv.ParseInt(f[0], 10, 64)
+		from, err2 := strconv.ParseInt(f[2], 10, 64)
+		if len(f) != 3 || err1 != nil || err2 != nil {
+			t.Fatalf("side_input.csv:%d: %q", i+2, l)
+		}
+		side[k] = append(side[k], version{from * 1000, f[1]})
+	}
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			evs := generateFull(t, r.events, r.rate, r.seed)
+			_, rows := runQuery(t, "q13", r.events, r.rate, r.seed)
+			var want []string
+			for _, b := range ofType(evs, nexmark.EventBid) {
+				// As of the bid's time: the version with the largest
+				// valid_from ≤ its time (the last listed on a tie).
+				var v *version
+				for i, x := range side[b.auction%10_000] {
+					if x.from <= b.t && (v == nil || x.from >= v.from) {
+						v = &side[b.auction%10_000][i]
+					}
+				}
+				if v == nil {
+					continue // inner: no row without a version
+				}
+				want = append(want, expected(0, 0, "auction", b.auction, "bidder", b.bidder, "price", b.price, "date_time", b.t, "value", v.value))
+			}
+			same(t, "q13", rows["q13"], want)
 		})
 	}
 }

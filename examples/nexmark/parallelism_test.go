@@ -16,12 +16,16 @@ func TestQueriesAnyParallelism(t *testing.T) {
 	for _, name := range nexmarkq.Names() {
 		for _, r := range runs {
 			t.Run(name+"/"+r.name, func(t *testing.T) {
+				dir := t.TempDir()
 				build := func() *spec.Pipeline {
 					p, err := nexmarkq.Load(name)
 					if err != nil {
 						t.Fatal(err)
 					}
 					p.Source.Events, p.Source.Rate, p.Source.Seed = r.events, r.rate, r.seed
+					if err := nexmarkq.WriteInputs(p, dir); err != nil {
+						t.Fatal(err)
+					}
 					return p
 				}
 				out := partest.Check(t, build, nil, engine.Options{}, 2, 4, 8)

@@ -10,6 +10,8 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,8 +19,12 @@ import (
 	"github.com/tidemark/tidemark/spec"
 )
 
-//go:embed *.yaml
+//go:embed *.yaml side_input.csv
 var files embed.FS
+
+// sideInputs are the data files the queries read as inputs, by their path
+// in the queries (relative to the repository's root).
+var sideInputs = map[string]string{"examples/nexmark/side_input.csv": "side_input.csv"}
 
 // Names returns the names of the bundled queries (their file names
 // without .yaml) in query order: q0, q1, q2, q3, q4, q5, q7, q8, q9, q11.
@@ -59,4 +65,28 @@ func Load(name string) (*spec.Pipeline, error) {
 		return nil, err
 	}
 	return spec.Decode(path, data)
+}
+
+// WriteInputs writes the data files that p's inputs read from this
+// package (q13's side_input.csv) into dir and points the inputs at them,
+// so that a query runs from any working directory. Inputs reading other
+// paths are left alone. Errors: writing a file.
+func WriteInputs(p *spec.Pipeline, dir string) error {
+	for i := range p.Inputs {
+		src := &p.Inputs[i].Source
+		name, ok := sideInputs[src.Path]
+		if !ok {
+			continue
+		}
+		data, err := files.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return fmt.Errorf("writing the side input of %s: %w", p.Name, err)
+		}
+		src.Path = path
+	}
+	return nil
 }

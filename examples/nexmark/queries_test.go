@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -187,6 +188,9 @@ func runQuery(t *testing.T, name string, events, rate int64, seed uint64) (*spec
 		t.Fatal(err)
 	}
 	p.Source.Events, p.Source.Rate, p.Source.Seed = events, rate, seed
+	if err := nexmarkq.WriteInputs(p, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
 	capt := []spec.Sink{{Type: "capture"}}
 	if len(p.Stages) == 0 {
 		p.Sinks = capt
@@ -210,8 +214,16 @@ func runQuery(t *testing.T, name string, events, rate int64, seed uint64) (*spec
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.EventsRead != events {
-		t.Fatalf("read %d events, want %d", sum.EventsRead, events)
+	read := events // and the rows of the inputs' CSV files (q13's side input)
+	for _, in := range p.Inputs {
+		data, err := os.ReadFile(in.Source.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read += int64(strings.Count(string(data), "\n") - 1)
+	}
+	if sum.EventsRead != read {
+		t.Fatalf("read %d events, want %d", sum.EventsRead, read)
 	}
 	for _, st := range sum.Stages {
 		// Nothing outlives its last match (FLINK-21833's class of state
@@ -523,11 +535,11 @@ func TestQ2(t *testing.T) {
 
 // TestNames lists the bundled queries and checks that each decodes.
 func TestNames(t *testing.T) {
-	want := []string{"q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q11"}
+	want := []string{"q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q11", "q13"}
 	if got := nexmarkq.Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
-	if _, err := nexmarkq.Load("q6"); err == nil || !strings.Contains(err.Error(), "q0, q1, q2, q3, q4, q5, q7, q8, q9, q11") {
+	if _, err := nexmarkq.Load("q6"); err == nil || !strings.Contains(err.Error(), "q0, q1, q2, q3, q4, q5, q7, q8, q9, q11, q13") {
 		t.Errorf("Load(q6): %v", err)
 	}
 }

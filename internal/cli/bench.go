@@ -351,6 +351,15 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 			file = path
 			p, err = nexmarkq.Load(arg)
 		}
+		if err == nil && len(p.Inputs) > 0 {
+			// q13's side input: the bundled file, written beside the run.
+			dir, derr := os.MkdirTemp("", "tidemark-bench-inputs-")
+			if derr != nil {
+				return derr
+			}
+			defer os.RemoveAll(dir)
+			err = nexmarkq.WriteInputs(p, dir)
+		}
 	}
 	if err != nil {
 		return &exitError{code: 2, err: err}

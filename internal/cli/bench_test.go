@@ -95,7 +95,7 @@ aggregates: {n: count()}
 		args []string
 		want string
 	}{
-		{[]string{"bench", "q6"}, `no Nexmark query "q6" (queries: q0, q1, q2, q3, q4, q5, q7, q8, q9, q11)`},
+		{[]string{"bench", "q6"}, `no Nexmark query "q6" (queries: q0, q1, q2, q3, q4, q5, q7, q8, q9, q11, q13)`},
 		{[]string{"bench", "q5", "--format", "xml"}, `--format "xml": want text or json`},
 		{[]string{"bench", "q5", "--repeat", "0"}, `--repeat 0: at least 1`},
 		{[]string{"bench", file, "--events", "10"}, `--events: only for a nexmark source (this pipeline reads file)`},
