@@ -752,14 +752,18 @@ type store struct {
 	ints  []int64
 	decs  []row.Decimal
 	strs  []string
-	nulls []uint64 // one word per slot: bit c set when column c is null (≤ 64 columns)
+	// nulls holds nw bytes per slot: bit c set when column c is null (≤
+	// 64 columns; one byte per row for up to 8 kept columns).
+	nulls []byte
+	nw    int
+	slots int32 // slots made (live or free)
 	free  []int32
 	live  int
 	strB  int64 // bytes of the strings held
 }
 
 func newStore(kinds []row.Kind) store {
-	s := store{kinds: kinds}
+	s := store{kinds: kinds, nw: max(1, (len(kinds)+7)/8)}
 	for _, k := range kinds {
 		switch {
 		case k.InI():
@@ -787,8 +791,11 @@ func (s *store) alloc() int32 {
 		s.free = s.free[:n-1]
 		return i
 	}
-	i := int32(len(s.nulls))
-	s.nulls = append(s.nulls, 0)
+	i := s.slots
+	s.slots++
+	for range s.nw {
+		s.nulls = append(s.nulls, 0)
+	}
 	s.ints = append(s.ints, make([]int64, s.nI)...)
 	s.decs = append(s.decs, make([]row.Decimal, s.nD)...)
 	s.strs = append(s.strs, make([]string, s.nS)...)
@@ -816,8 +823,21 @@ func (s *store) put(r *row.Row, fields []row.Field) int32 {
 			s.strB += int64(len(v))
 		}
 	}
-	s.nulls[i] = nulls
+	s.setNulls(i, nulls)
 	return i
+}
+
+// setNulls records slot i's null bits.
+func (s *store) setNulls(i int32, bits uint64) {
+	b := s.nulls[int(i)*s.nw : int(i+1)*s.nw]
+	for k := range b {
+		b[k] = byte(bits >> (8 * k))
+	}
+}
+
+// isNull reports whether column c of slot i is null.
+func (s *store) isNull(i int32, c int) bool {
+	return s.nulls[int(i)*s.nw+c>>3]&(1<<(c&7)) != 0
 }
 
 // putValues stores values (a restored row) into a new slot. Errors: a
@@ -849,13 +869,13 @@ func (s *store) putValues(vals []row.Value) (int32, error) {
 			s.strB += int64(len(v.S))
 		}
 	}
-	s.nulls[i] = nulls
+	s.setNulls(i, nulls)
 	return i, nil
 }
 
 // get returns column c of slot i.
 func (s *store) get(i int32, c int) row.Value {
-	if s.nulls[i]&(1<<c) != 0 {
+	if s.isNull(i, c) {
 		return row.Null
 	}
 	j := s.at[c]
@@ -871,7 +891,7 @@ func (s *store) get(i int32, c int) row.Value {
 
 // getInt returns an int-like column of slot i and whether it is set.
 func (s *store) getInt(i int32, c int) (int64, bool) {
-	if s.nulls[i]&(1<<c) != 0 {
+	if s.isNull(i, c) {
 		return 0, false
 	}
 	return s.ints[int(i)*s.nI+s.at[c]], true
@@ -886,7 +906,7 @@ func (s *store) del(i int32) {
 	}
 	s.free = append(s.free, i)
 	s.live--
-	if s.live == 0 && len(s.nulls) > 256 {
+	if s.live == 0 && s.slots > 256 {
 		*s = newStore(s.kinds) // give the memory back
 	}
 }
@@ -894,8 +914,7 @@ func (s *store) del(i int32) {
 // bytes returns the store's estimated heap bytes and the part that holds
 // column values.
 func (s *store) bytes() (total, cols int64) {
-	n := int64(len(s.nulls))
-	total = n*8 + int64(cap(s.ints))*8 + int64(cap(s.decs))*16 + int64(cap(s.strs))*16 + s.strB + int64(cap(s.free))*4
+	total = int64(cap(s.nulls)) + int64(cap(s.ints))*8 + int64(cap(s.decs))*16 + int64(cap(s.strs))*16 + s.strB + int64(cap(s.free))*4
 	live := int64(s.live)
 	cols = live*int64(s.nI)*8 + live*int64(s.nD)*16 + s.strB
 	return total, cols
