@@ -126,6 +126,12 @@ func (in *instance) add(ctx context.Context, key taskKey, manifest string) error
 	if err != nil {
 		return err
 	}
+	added := false
+	defer func() {
+		if !added {
+			w.Close(ctx) // the task did not start: its sinks go
+		}
+	}()
 	e := &groupEntry{key: key, ck: newTaskCk(in.host.Store(), key.String(), fmt.Sprintf("%s.%d", in.writer, in.attempt)), w: w}
 	if key.keyed {
 		e.kt, err = newKeyTask(in.g, key.index, len(in.inputs), w, in.host.Repartition)
@@ -167,6 +173,7 @@ func (in *instance) add(ctx context.Context, key taskKey, manifest string) error
 		return fmt.Errorf("task %s: recovering its sinks to checkpoint %d: %w", key, e.ck.id, err)
 	}
 	in.tasks[key] = e
+	added = true
 	return nil
 }
 

@@ -134,6 +134,19 @@ func (a *assignEvents) add(assigned bool, tps map[string][]int32) {
 	a.evs = append(a.evs, assignEvent{assigned, tps})
 }
 
+// revoked reports whether a revocation of topic's partition p waits to
+// be applied.
+func (a *assignEvents) revoked(topic string, p int32) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, ev := range a.evs {
+		if !ev.assigned && slices.Contains(ev.tps[topic], p) {
+			return true
+		}
+	}
+	return false
+}
+
 func (a *assignEvents) take() []assignEvent {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -657,6 +670,13 @@ func (gr *groupRun) startTasks(ctx context.Context, keys []taskKey) error {
 		manifest, _, _ := strings.Cut(c.meta, " ")
 		t0 := time.Now()
 		if err := gr.in.add(ctx, k, manifest); err != nil {
+			if t, p := gr.tp(k); gr.events.revoked(t, p) {
+				// Revoked while it started: its new owner may have
+				// replaced the checkpoint it read. The revocation aborts
+				// the transaction; the partition is not this instance's.
+				gr.logf("group %s: task %s revoked while it started (%v)", gr.group, k, err)
+				continue
+			}
 			return err
 		}
 		if manifest != "" {
@@ -992,9 +1012,20 @@ func (gr *groupRun) commit(ctx context.Context) (bool, error) {
 		gr.logf("group %s: the transaction aborted (a rebalance); the tasks start again from their committed checkpoints", gr.group)
 		gr.in.dropAll(ctx)
 		gr.hosts = map[taskKey]*hostTask{}
+		// The rebalance that aborted the transaction may have revoked
+		// partitions whose events the loop has not applied yet: apply
+		// them first. A task restarted on a revoked partition read the
+		// checkpoint its new owner was replacing, and failed the run
+		// when the new owner's commit deleted it ("the checkpoint store
+		// does not hold").
+		if err := gr.applyAssignment(ctx); err != nil {
+			return false, err
+		}
 		var keys []taskKey
 		for k := range gr.owned {
-			keys = append(keys, k)
+			if gr.in.tasks[k] == nil {
+				keys = append(keys, k)
+			}
 		}
 		if err := gr.startTasks(ctx, keys); err != nil {
 			return false, err

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/tidemark/tidemark/internal/devbroker"
 	"github.com/tidemark/tidemark/internal/devregistry"
 )
 
@@ -169,6 +170,13 @@ func runDevKafka(ctx context.Context, f *devKafkaFlags, stdout, stderr io.Writer
 		return fmt.Errorf("dev-kafka: %w", err)
 	}
 	defer c.Close()
+	kctx, kcancel := context.WithCancel(ctx)
+	defer kcancel()
+	// Members waiting in a rebalance keep their sessions, as on Kafka
+	// (devbroker.KeepJoinersAlive says why kfake needs this).
+	if err := devbroker.KeepJoinersAlive(kctx, c, max(f.minSession/3, 10*time.Millisecond)); err != nil {
+		return fmt.Errorf("dev-kafka: %w", err)
+	}
 	addr := c.ListenAddrs()[0]
 	if _, err := fmt.Fprintf(stdout, "kafka listening on %s\n", addr); err != nil {
 		return err
