@@ -14,8 +14,8 @@ import (
 )
 
 // KeepJoinersAlive makes the cluster keep the session of a classic
-// consumer-group member alive while its JoinGroup waits for a rebalance
-// to complete, until ctx ends.
+// consumer-group member alive while its JoinGroup or SyncGroup waits for
+// a rebalance to complete, until ctx ends.
 //
 // Kafka does so: its group coordinator never expires a member that is
 // awaiting a JoinGroup or SyncGroup response (GroupCoordinator's
@@ -34,18 +34,22 @@ import (
 // KeepJoinersAlive observes JoinGroup, SyncGroup and LeaveGroup
 // requests (control functions that let the cluster handle them) and,
 // every interval, sends a Heartbeat of the current generation on behalf
-// of each member that sent a JoinGroup while its group is in the
-// PreparingRebalance it joined: kfake's heartbeat handler then restarts
-// the member's session timer, as Kafka's coordinator does for a waiting
-// member. A member is forgotten once that rebalance completed (its group
+// of each member that waits: one that sent a JoinGroup, while its group
+// is in the PreparingRebalance it joined, and one that sent a SyncGroup,
+// while its group is CompletingRebalance at that generation (followers
+// wait there for the leader's assignment, up to the rebalance timeout if
+// the leader died). kfake's heartbeat handler then restarts the member's
+// session timer, as Kafka's coordinator does for a waiting member. A
+// joining member is forgotten once that rebalance completed (its group
 // left PreparingRebalance or changed generation: its join was answered),
-// when it sends a SyncGroup or a LeaveGroup, when its group is outside
-// PreparingRebalance at three ticks in a row before any rebalance was
-// seen (a join answered at once), and when it is not in its group at two
-// ticks in a row. A dead member is thus kept at most until the rebalance
-// it waited in completes, as on Kafka. The heartbeats' responses are
-// ignored: REBALANCE_IN_PROGRESS is the expected answer, and any other
-// means the member is no longer waiting.
+// when it sends a SyncGroup (then waits in it) or a LeaveGroup, when its
+// group is outside PreparingRebalance at three ticks in a row before
+// any rebalance was seen (a join answered at once), and when it is not
+// in its group at two ticks in a row; a syncing member once its group
+// left that CompletingRebalance. A dead member is thus kept at most until
+// the step it waited in completes, as on Kafka. The heartbeats'
+// responses are ignored: REBALANCE_IN_PROGRESS is the expected answer
+// to a joining member's, and any other means the member no longer waits.
 func KeepJoinersAlive(ctx context.Context, c *kfake.Cluster, interval time.Duration) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	if err != nil {
@@ -54,21 +58,21 @@ func KeepJoinersAlive(ctx context.Context, c *kfake.Cluster, interval time.Durat
 	k := &keeper{c: c, cl: cl, joiners: map[joinerKey]*joiner{}}
 	c.ControlKey(int16(kmsg.JoinGroup), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		if req, ok := kreq.(*kmsg.JoinGroupRequest); ok && (req.MemberID != "" || req.InstanceID != nil) {
-			k.set(req.Group, req.MemberID, req.InstanceID, true)
+			k.set(req.Group, req.MemberID, req.InstanceID, &joiner{gen: -1})
 		}
 		return nil, nil, false
 	})
 	c.ControlKey(int16(kmsg.SyncGroup), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		if req, ok := kreq.(*kmsg.SyncGroupRequest); ok {
-			k.set(req.Group, req.MemberID, req.InstanceID, false)
+			k.set(req.Group, req.MemberID, req.InstanceID, &joiner{gen: -1, syncing: true, syncGen: req.Generation})
 		}
 		return nil, nil, false
 	})
 	c.ControlKey(int16(kmsg.LeaveGroup), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		if req, ok := kreq.(*kmsg.LeaveGroupRequest); ok {
-			k.set(req.Group, req.MemberID, nil, false)
+			k.set(req.Group, req.MemberID, nil, nil)
 			for _, m := range req.Members {
-				k.set(req.Group, m.MemberID, m.InstanceID, false)
+				k.set(req.Group, m.MemberID, m.InstanceID, nil)
 			}
 		}
 		return nil, nil, false
@@ -106,11 +110,15 @@ type joiner struct {
 	gen     int32 // the generation whose rebalance it waits in; -1 before one was seen
 	outside int   // ticks its group was seen outside PreparingRebalance before
 	missing int   // ticks it was not found in its group
+	// syncing: it sent a SyncGroup of generation syncGen, and waits
+	// while its group is CompletingRebalance at that generation.
+	syncing bool
+	syncGen int32
 }
 
-// set records that a member sent a JoinGroup (joining) or a SyncGroup or
-// LeaveGroup (not joining).
-func (k *keeper) set(group, member string, instance *string, joining bool) {
+// set records that a member sent a JoinGroup or a SyncGroup (j), or a
+// LeaveGroup (nil).
+func (k *keeper) set(group, member string, instance *string, j *joiner) {
 	key := joinerKey{group: group, member: member}
 	if instance != nil {
 		// A static member may join with an empty member id (a restart):
@@ -119,8 +127,8 @@ func (k *keeper) set(group, member string, instance *string, joining bool) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if joining {
-		k.joiners[key] = &joiner{gen: -1}
+	if j != nil {
+		k.joiners[key] = j
 		return
 	}
 	delete(k.joiners, key)
@@ -161,6 +169,14 @@ func (k *keeper) tick(ctx context.Context) {
 		j := k.joiners[key]
 		switch {
 		case j == nil:
+		case req.MemberID == "" && j.syncing:
+			delete(k.joiners, key)
+			j = nil
+		case j.syncing:
+			if info.State != "CompletingRebalance" || info.Epoch != j.syncGen {
+				delete(k.joiners, key) // its SyncGroup was answered
+				j = nil
+			}
 		case req.MemberID == "":
 			// Not a member (any more): forgotten at the second tick (at
 			// the first, the cluster may not have handled its join yet).
