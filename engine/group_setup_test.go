@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/spec"
 )
 
 // setupGroupRun returns a groupRun of groupKafkaPipeline against brokers
@@ -71,5 +72,48 @@ func TestGroupRepartitionTopicCreated(t *testing.T) {
 	want := "repartition topic grp-repartition has 4 partitions, the pipeline wants 2 (source.repartition_partitions)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("another partition count: %v, want %q", err, want)
+	}
+}
+
+// TestGroupSpecDiffers: the first instance of a group stores its spec in
+// the checkpoint store; an instance whose spec differs in the
+// computation (another window size) refuses to start, naming the key
+// and why, and one that differs only in checkpoint.interval starts.
+func TestGroupSpecDiffers(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	ctx := context.Background()
+	ck := t.TempDir()
+	start := func(edit func(*spec.Pipeline)) error {
+		p := groupKafkaPipeline(brokers, ck)
+		if edit != nil {
+			edit(p)
+		}
+		p.Defaults()
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Compile(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gr := newGroupRun(pl, Options{})
+		defer gr.close()
+		return gr.setup(ctx)
+	}
+	if err := start(nil); err != nil {
+		t.Fatalf("the first instance: %v", err)
+	}
+	err = start(func(p *spec.Pipeline) { p.Stages[0].Window.Size = spec.Duration(2 * time.Minute) })
+	want := `the group g runs pipeline grp with another spec: stages[0].window.size ("1m0s" → "2m0s") changed: the open windows hold state of the old windows`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("another window size: %v, want %q", err, want)
+	}
+	if err := start(func(p *spec.Pipeline) { p.Checkpoint.Interval = spec.Duration(time.Second) }); err != nil {
+		t.Errorf("another checkpoint.interval: %v", err)
 	}
 }
