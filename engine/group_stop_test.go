@@ -2,7 +2,11 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +108,75 @@ func TestGroupStopDuringCommit(t *testing.T) {
 	})
 	if n != 3+3 {
 		t.Errorf("%d committed partitions, want the 3 inputs and 3 repartition partitions", n)
+	}
+}
+
+// TestGroupStoreUnreachable: when the checkpoint store cannot be reached
+// (here its directory is replaced by a file once the first transaction
+// committed: removing the old checkpoints fails, before the next is
+// written), the instance stops with an error naming the checkpoint
+// store and commits nothing more: the group's committed offsets stay those of the first
+// transaction, naming checkpoints the store holds, and a read_committed
+// reader of the outputs sees only what that transaction produced.
+func TestGroupStoreUnreachable(t *testing.T) {
+	brokers := groupKafkaCluster(t, 7, 600)
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	pl := compileGroup(t, brokers, ck, func(pl *plan.Plan) { pl.Spec.Source.StopAtEnd = false })
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var first kadm.OffsetResponses
+	var firstRows []string
+	hook := func(point string, n int64) {
+		if point != "committed" || n != 1 {
+			return
+		}
+		var err error
+		if first, err = adm.FetchOffsets(context.Background(), "g"); err != nil {
+			t.Error(err)
+		}
+		firstRows = readCommittedRows(t, brokers, map[string]string{"per_store": "per_store", "per_minute": "per_minute"})
+		// The store goes away.
+		if err := os.Rename(ck, ck+".gone"); err != nil {
+			t.Error(err)
+		}
+		if err := os.WriteFile(ck, nil, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sum, err := Run(ctx, pl, Options{InstanceID: "a", FaultHook: hook, Logf: t.Logf})
+	if err == nil || !strings.Contains(err.Error(), "checkpoint store "+ck) {
+		t.Fatalf("with the store gone: %+v, %v; want an error naming the checkpoint store", sum, err)
+	}
+	t.Logf("the instance stopped: %v", err)
+	if first == nil {
+		t.Fatal("the first transaction did not commit")
+	}
+	after, err := adm.FetchOffsets(context.Background(), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Each(func(o kadm.OffsetResponse) {
+		a, ok := after.Lookup(o.Topic, o.Partition)
+		if !ok || a.At != o.At || a.Metadata != o.Metadata {
+			t.Errorf("%s/%d: committed %d %q after the failure, %d %q after the first transaction", o.Topic, o.Partition, a.At, a.Metadata, o.At, o.Metadata)
+		}
+		name, _, _ := strings.Cut(o.Metadata, " ")
+		task := fmt.Sprintf("source-%d", o.Partition)
+		if strings.HasSuffix(o.Topic, "-repartition") {
+			task = fmt.Sprintf("keyed-%d", o.Partition)
+		}
+		if _, err := os.Stat(filepath.Join(ck+".gone", task, name)); err != nil {
+			t.Errorf("%s/%d: the committed checkpoint %s: %v", o.Topic, o.Partition, name, err)
+		}
+	})
+	if got := readCommittedRows(t, brokers, map[string]string{"per_store": "per_store", "per_minute": "per_minute"}); !slices.Equal(got, firstRows) {
+		t.Errorf("read_committed rows after the failure: %d, after the first transaction %d", len(got), len(firstRows))
 	}
 }
