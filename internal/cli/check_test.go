@@ -251,3 +251,28 @@ late: {policy: side_output, sink: {type: jsonl, path: out/late.jsonl}}
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestGroupAtLeastOnceRefused: a pipeline run by a group of instances
+// with a Kafka sink that does not take part in the transactions
+// (delivery: at_least_once) is refused by tidemark check and by tidemark
+// run, before it connects to anything, naming the sink's key.
+func TestGroupAtLeastOnceRefused(t *testing.T) {
+	inDir(t, map[string]string{"group.yaml": `name: alo
+source: {type: kafka, brokers: ["127.0.0.1:1"], topics: [t], assignment: group, group: g, schema: {amount: int}}
+event_time: {field: ts}
+stages:
+  - name: s
+    key: [k]
+    window: {type: tumbling, size: 1m}
+    aggregates: {n: count()}
+    sinks: [{type: kafka, brokers: ["127.0.0.1:1"], topic: out, delivery: at_least_once}]
+checkpoint: {dir: ck, interval: 1s}
+`})
+	want := "group.yaml: stages[0].sinks[0]: delivery at_least_once: a group hands partitions from instance to instance through transactions"
+	for _, cmd := range []string{"check", "run"} {
+		code, out, errOut := run(t, cmd, "group.yaml")
+		if code != 2 || !strings.Contains(errOut, want) || out != "" {
+			t.Errorf("tidemark %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", cmd, code, out, errOut, want)
+		}
+	}
+}
