@@ -247,10 +247,12 @@ type proc struct {
 	id     string
 	cmd    *exec.Cmd
 	stderr *syncBuffer
+	stdout *syncBuffer
 	done   chan struct{}
 	err    error
-	killed bool // by the harness, with SIGKILL
-	termed bool // by the harness, with SIGTERM
+	end    time.Time // when it exited
+	killed bool      // by the harness, with SIGKILL
+	termed bool      // by the harness, with SIGTERM
 	start  time.Time
 }
 
@@ -299,13 +301,22 @@ func (s *syncBuffer) String() string {
 // membership) at parallelism 1, with extra environment.
 func startRun(t *testing.T, yaml, id string, env ...string) *proc {
 	t.Helper()
-	args := []string{"run", "--quiet", "--batch-size", "16", "--parallelism", "1"}
+	return startRunArgs(t, yaml, id, []string{"--quiet", "--batch-size", "16"}, env...)
+}
+
+// startRunArgs starts `tidemark run` of yaml with flags (and
+// --parallelism 1) as instance id; its stdout (the summary without
+// --quiet) is kept in proc.stdout.
+func startRunArgs(t *testing.T, yaml, id string, flags []string, env ...string) *proc {
+	t.Helper()
+	args := append([]string{"run", "--parallelism", "1"}, flags...)
 	if id != "" {
 		args = append(args, "--instance-id", id)
 	}
 	cmd := exec.Command(binary, append(args, yaml)...)
-	p := &proc{id: id, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{}), start: time.Now()}
+	p := &proc{id: id, cmd: cmd, stderr: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan struct{}), start: time.Now()}
 	cmd.Stderr = p.stderr
+	cmd.Stdout = p.stdout
 	if d := os.Getenv("SCALETEST_LOGS"); d != "" {
 		// A development aid: each process's log also in a file.
 		f, err := os.Create(filepath.Join(d, fmt.Sprintf("%s-%s-%d.log", filepath.Base(yaml), id, time.Now().UnixNano())))
@@ -320,6 +331,7 @@ func startRun(t *testing.T, yaml, id string, env ...string) *proc {
 	}
 	go func() {
 		p.err = cmd.Wait()
+		p.end = time.Now()
 		close(p.done)
 	}()
 	return p

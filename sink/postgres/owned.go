@@ -31,8 +31,18 @@ func createTablesSQL(t tableName) string {
 }
 
 // createBookkeeping creates tidemark_commits and tidemark_tables beside t
-// when they are absent.
+// when they are absent. It first takes a transaction-scoped advisory lock
+// on t's schema, so that the sinks of several processes that start at
+// once (the instances of a group, each task with its own sink) create
+// and inspect the tables one after the other: PostgreSQL's CREATE TABLE
+// IF NOT EXISTS is not safe against a concurrent one (the second fails
+// with "duplicate key value violates unique constraint
+// pg_type_typname_nsp_index", SQLSTATE 23505). q must be a transaction:
+// the lock is held until it ends.
 func createBookkeeping(ctx context.Context, q querier, t tableName) error {
+	if _, err := q.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "tidemark tables "+t.schema); err != nil {
+		return fmt.Errorf("lock the tables of schema %s: %w", t.schema, err)
+	}
 	for _, s := range []struct {
 		name string
 		sql  string

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	_ "time/tzdata" // zones in tests do not depend on the machine
@@ -709,4 +710,36 @@ func TestRecoverRewindsANewerMarker(t *testing.T) {
 	commit(t, s2, 3)
 	check(t, dsn, marker, "3\n")
 	check(t, dsn, q, "s1 | 1 | 1\ns2 | 1 | 1\ns3 | 3.5 | 1\n")
+}
+
+// TestConcurrentCreate: sinks that several processes open at once on a
+// fresh schema (the tasks of a group's instances, each with its own
+// commit marker) all open: the tables are created once, one after the
+// other. Concurrent CREATE TABLE IF NOT EXISTS failed one of them with
+// "duplicate key value violates unique constraint
+// pg_type_typname_nsp_index".
+func TestConcurrentCreate(t *testing.T) {
+	dsn, schema := testSchema(t)
+	table := schema + ".revenue"
+	const n = 8
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := New(context.Background(), dsn, table, revenue, Options{Sink: fmt.Sprintf("revenue@task-%d", i)})
+			if err == nil {
+				s.Close(context.Background())
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
 }
