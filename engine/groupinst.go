@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/tidemark/tidemark/checkpoint"
 	"github.com/tidemark/tidemark/plan"
@@ -73,6 +74,9 @@ type groupEntry struct {
 	w        groupWriter
 	prepared []byte // the prepared sink state of the checkpoint being committed
 	pending  string // the manifest of the checkpoint being committed
+	// restored is the time reading and applying its checkpoint took (0
+	// for a task that started empty).
+	restored time.Duration
 }
 
 // instance is the tasks one process of a group run holds.
@@ -147,6 +151,7 @@ func (in *instance) add(ctx context.Context, key taskKey, manifest string) error
 	}
 	var prepared []byte
 	if manifest != "" {
+		t0 := time.Now()
 		payload, secs, err := e.ck.load(ctx, manifest)
 		if err != nil {
 			return err
@@ -168,6 +173,7 @@ func (in *instance) add(ctx context.Context, key taskKey, manifest string) error
 		if err != nil {
 			return fmt.Errorf("task %s: checkpoint %s: %w", key, manifest, err)
 		}
+		e.restored = time.Since(t0)
 	}
 	if err := w.Recover(ctx, e.ck.id, prepared); err != nil {
 		return fmt.Errorf("task %s: recovering its sinks to checkpoint %d: %w", key, e.ck.id, err)

@@ -63,8 +63,9 @@ type GroupSummary struct {
 	Sources, Keyed []int
 	// Commits and Aborts count the instance's transactions; Rebalances
 	// the assignment changes it went through; Restores the tasks it
-	// started from a checkpoint, RestoreBytes and RestoreTime what reading
-	// them took.
+	// started from a checkpoint, RestoreBytes the bytes of their
+	// checkpoints (manifests and sections) and RestoreTime the time
+	// reading and applying them took (not opening the tasks' sinks).
 	Commits, Aborts, Rebalances, Restores int
 	RestoreBytes                          int64
 	RestoreTime                           time.Duration
@@ -668,7 +669,6 @@ func (gr *groupRun) startTasks(ctx context.Context, keys []taskKey) error {
 	for _, k := range keys {
 		c := committed[k]
 		manifest, _, _ := strings.Cut(c.meta, " ")
-		t0 := time.Now()
 		if err := gr.in.add(ctx, k, manifest); err != nil {
 			if t, p := gr.tp(k); gr.events.revoked(t, p) {
 				// Revoked while it started: its new owner may have
@@ -681,7 +681,7 @@ func (gr *groupRun) startTasks(ctx context.Context, keys []taskKey) error {
 		}
 		if manifest != "" {
 			gr.sum.Restores++
-			gr.sum.RestoreTime += time.Since(t0)
+			gr.sum.RestoreTime += gr.in.tasks[k].restored
 			gr.sum.RestoreBytes += gr.in.tasks[k].ck.loaded
 		}
 		h := &hostTask{pos: c.offset}

@@ -160,7 +160,7 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 		fmt.Fprintf(w, "  tasks at the end     %12d  (input partitions %v, repartition partitions %v; the counts below are theirs, with their earlier owners')\n", len(g.Sources)+len(g.Keyed), g.Sources, g.Keyed)
 		fmt.Fprintf(w, "  transactions         %12d  committed, %d aborted by rebalances; %d assignment changes\n", g.Commits, g.Aborts, g.Rebalances)
 		if g.Restores > 0 {
-			fmt.Fprintf(w, "  restored tasks       %12d  (%d bytes in %s)\n", g.Restores, g.RestoreBytes, g.RestoreTime.Round(time.Millisecond))
+			fmt.Fprintf(w, "  restored tasks       %12d  (%d bytes in %s)\n", g.Restores, g.RestoreBytes, g.RestoreTime.Round(time.Microsecond))
 		}
 	} else if s.Parallelism > 0 {
 		fmt.Fprintf(w, "  parallelism          %12d  (tasks, each owning a range of the key groups)\n", s.Parallelism)

@@ -30,8 +30,8 @@ import (
 //     sinks transactional with the checkpoints), the same with the Kafka
 //     sinks at delivery at_least_once, one instance of a group and two
 //     instances of a group;
-//   - failover: two instances a and b of a group; once b committed a
-//     checkpoint of some partitions, b is killed with SIGKILL; the time
+//   - failover: two instances a and b of a group; a second after b
+//     committed its first checkpoints, b is killed with SIGKILL; the time
 //     until a commits a checkpoint of each of b's partitions (the offset
 //     metadata names a's manifest: a restored the task and committed its
 //     output), the first and the last of them;
@@ -127,6 +127,12 @@ func TestScaleOutFigures(t *testing.T) {
 			mine = committedBy(t, b, j.name, "b")
 			time.Sleep(10 * time.Millisecond)
 		}
+		// b goes on for a second (its state grows), then is killed.
+		time.Sleep(time.Second)
+		if !bp.running() {
+			t.Fatalf("failover run %d: b ended before it was killed\n%s", r, bp.stderr)
+		}
+		mine = committedBy(t, b, j.name, "b")
 		killed := time.Now()
 		bp.kill()
 		left := map[string]bool{}
