@@ -57,6 +57,11 @@ type inputRT struct {
 	wm      int64
 	// arrival: the input's records carry arrival times.
 	arrival bool
+	// first: the versioned reference read as an input (a temporal join's
+	// join.right.input: reference): read whole before any other input's
+	// record, its records at the current processing time (a file of
+	// versions, known before the first event, as reference data is).
+	first bool
 	// versions: only temporal joins read the input, as their versions
 	// (right side). A backfill keeps its records before the range: the
 	// version valid at the range's start is among them.
@@ -105,6 +110,7 @@ func (rt *runtime) openInputs() error {
 		}
 		in.src = src
 		in.versions = onlyVersions(p.Spec, pi.Name)
+		in.first = pi.Name == spec.ReferenceInput
 		et := pi.Spec.EventTime
 		in.tracker = watermark.New(et.OutOfOrderness.Ms(), et.IdleTimeout.Ms())
 		sp := &pi.Spec.Source
@@ -142,7 +148,7 @@ func (rt *runtime) routeInputs(ctx context.Context, pl *pipeline) (stopped bool,
 	rt.progressStart = time.Now()
 	byArrival := true
 	for _, in := range rt.ins {
-		byArrival = byArrival && in.arrival
+		byArrival = byArrival && (in.arrival || in.first)
 	}
 	turn := 0
 	for {
@@ -182,7 +188,10 @@ func (rt *runtime) routeInputs(ctx context.Context, pl *pipeline) (stopped bool,
 			r, m, _ := in.head()
 			in.pos++
 			now := m.Arrival
-			if now == source.NoArrival {
+			switch {
+			case in.first:
+				now = rt.now // before every other record: no time passes
+			case now == source.NoArrival:
 				now = in.clock
 				if in.arrival {
 					now = max(in.lastArr, rt.now)
@@ -302,6 +311,19 @@ func (rt *runtime) inputKey(in *inputRT) string {
 // and must be read first (refill), or when nothing is left to route in
 // this round.
 func (rt *runtime) pick(byArrival bool, turn *int) (k int, refill bool) {
+	for i, in := range rt.ins {
+		if !in.first || in.done {
+			continue
+		}
+		// The reference's versions, whole, before anything else.
+		if _, _, ok := in.head(); ok {
+			return i, false
+		}
+		if !in.eof {
+			return -1, true
+		}
+		rt.endInput(in)
+	}
 	best := -1
 	var bestArr int64
 	n := len(rt.ins)
