@@ -63,29 +63,32 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 			ref.fields = append(ref.fields, fd)
 		}
 	}
-	data, err := os.ReadFile(r.Path)
-	if err != nil {
-		return nil, fmt.Errorf("reference.path: %w", err)
-	}
-	sum := sha256.Sum256(data)
-	ref.version = "sha256:" + hex.EncodeToString(sum[:6])
 	if r.ValidFrom != "" {
 		ref.versions = map[string][]refVersion{}
 	}
-	add := func(line int, get func(name string) (string, bool)) error {
+	var data []byte
+	if r.Topic == "" {
+		var err error
+		if data, err = os.ReadFile(r.Path); err != nil {
+			return nil, fmt.Errorf("reference.path: %w", err)
+		}
+		sum := sha256.Sum256(data)
+		ref.version = "sha256:" + hex.EncodeToString(sum[:6])
+	}
+	add := func(where string, get func(name string) (string, bool)) error {
 		k, ok := get(r.Key)
 		if !ok {
-			return fmt.Errorf("%s:%d: no key column %q", r.Path, line, r.Key)
+			return fmt.Errorf("%s: no key column %q", where, r.Key)
 		}
 		var from int64
 		if r.ValidFrom != "" {
 			text, ok := get(r.ValidFrom)
 			if !ok || text == "" {
-				return fmt.Errorf("%s:%d: column %s (reference.valid_from): null or missing: every version needs its version time", r.Path, line, r.ValidFrom)
+				return fmt.Errorf("%s: column %s (reference.valid_from): null or missing: every version needs its version time", where, r.ValidFrom)
 			}
 			ms, err := eventtime.ParseRFC3339(text)
 			if err != nil {
-				return fmt.Errorf("%s:%d: column %s (reference.valid_from): %q: %v", r.Path, line, r.ValidFrom, text, err)
+				return fmt.Errorf("%s: column %s (reference.valid_from): %q: %v", where, r.ValidFrom, text, err)
 			}
 			from = ms
 		}
@@ -97,14 +100,14 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 			}
 			v, err := parseValue(text, f.Kind)
 			if err != nil {
-				return fmt.Errorf("%s:%d: column %s: %v", r.Path, line, f.Name, err)
+				return fmt.Errorf("%s: column %s: %v", where, f.Name, err)
 			}
 			vals[i] = v
 		}
 		if ref.versions != nil {
 			for _, v := range ref.versions[k] {
 				if v.from == from {
-					return fmt.Errorf("%s:%d: key %q listed twice with valid_from %s", r.Path, line, k, text3339(from))
+					return fmt.Errorf("%s: key %q listed twice with valid_from %s", where, k, text3339(from))
 				}
 			}
 			ref.versions[k] = append(ref.versions[k], refVersion{from: from, vals: vals})
@@ -112,10 +115,17 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 			return nil
 		}
 		if _, dup := ref.rows[k]; dup {
-			return fmt.Errorf("%s:%d: key %q listed twice", r.Path, line, k)
+			return fmt.Errorf("%s: key %q listed twice", where, k)
 		}
 		ref.rows[k] = vals
 		return nil
+	}
+	if r.Topic != "" {
+		if err := rt.readReferenceTopic(ref, r, add); err != nil {
+			return nil, err
+		}
+		ref.index()
+		return ref, nil
 	}
 	if strings.HasSuffix(strings.ToLower(r.Path), ".csv") {
 		cr := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
@@ -154,7 +164,7 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 				}
 				return rec[i], true
 			}
-			if err := add(line, get); err != nil {
+			if err := add(fmt.Sprintf("%s:%d", r.Path, line), get); err != nil {
 				return nil, err
 			}
 		}
@@ -165,22 +175,11 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(l, &obj); err != nil {
+		get, err := jsonGetter(l)
+		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", r.Path, i+1, err)
 		}
-		get := func(name string) (string, bool) {
-			raw, ok := obj[name]
-			if !ok || string(raw) == "null" {
-				return "", ok
-			}
-			var s string
-			if json.Unmarshal(raw, &s) == nil {
-				return s, true
-			}
-			return string(raw), true
-		}
-		if err := add(i+1, get); err != nil {
+		if err := add(fmt.Sprintf("%s:%d", r.Path, i+1), get); err != nil {
 			return nil, err
 		}
 	}
@@ -297,7 +296,12 @@ func (rt *runtime) refSummary() *ReferenceSummary {
 	if rt.ref == nil {
 		return nil
 	}
-	return &ReferenceSummary{Path: rt.plan.Spec.Reference.Path, Version: rt.ref.version, Keys: len(rt.ref.rows), Misses: rt.ref.misses}
+	r := rt.plan.Spec.Reference
+	where := r.Path
+	if r.Topic != "" {
+		where = "kafka topic " + r.Topic
+	}
+	return &ReferenceSummary{Path: where, Version: rt.ref.version, Keys: len(rt.ref.rows), Misses: rt.ref.misses}
 }
 
 func fieldNames(fs spec.FieldTypes) []string {
@@ -306,4 +310,24 @@ func fieldNames(fs spec.FieldTypes) []string {
 		out[i] = f.Name
 	}
 	return out
+}
+
+// jsonGetter decodes a JSON object and returns its fields' text: a string
+// as it is, another value as JSON, a null as "" (present).
+func jsonGetter(b []byte) (func(name string) (string, bool), error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, err
+	}
+	return func(name string) (string, bool) {
+		raw, ok := obj[name]
+		if !ok || string(raw) == "null" {
+			return "", ok
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s, true
+		}
+		return string(raw), true
+	}, nil
 }

@@ -124,8 +124,8 @@ type CheckpointSummary struct {
 
 // ReferenceSummary reports the reference data.
 type ReferenceSummary struct {
-	Path    string
-	Version string // "sha256:" + 12 hex digits of the file's content
+	Path    string // the file, or "kafka topic <name>"
+	Version string // "sha256:" + 12 hex digits of the file's content (a topic: of its surviving records)
 	Keys    int    // keys in the file
 	Misses  int64  // records whose key the file lacks (their reference fields are null)
 }

@@ -292,7 +292,9 @@ func validateJoinStage(prefix string, p *Pipeline, s *Stage, add func(key, forma
 			case r == nil:
 				add(key+".input", "%q: the pipeline has no reference (the top-level key reference)", sd.Input)
 			case r.ValidFrom == "":
-				add(key+".input", "%q: a temporal join needs the reference's version-time column: set reference.valid_from (the column with each version's valid-from time) in %s", sd.Input, r.Path)
+				add(key+".input", "%q: a temporal join needs the reference's version-time column: set reference.valid_from (the column with each version's valid-from time) in %s", sd.Input, orAlias(r.Path, r.Topic))
+			case r.Topic != "":
+				add(key+".input", "%q: a temporal join stage reads a reference file (reference.path); a Kafka reference's fields are joined as of each record's time through reference.fields, or declare the topic as an input (inputs[]) and join it as versions", sd.Input)
 			}
 			alias[i] = sd.As
 			continue

@@ -365,8 +365,21 @@ func (p *Pipeline) Validate() error {
 		}
 	}
 	if r := p.Reference; r != nil {
-		if r.Path == "" {
-			add("reference.path", "required: the lookup file (CSV with a header, or JSON lines)")
+		switch {
+		case r.Path == "" && r.Topic == "":
+			add("reference.path", "required: the lookup file (CSV with a header, or JSON lines), or reference.topic (a Kafka topic)")
+		case r.Path != "" && r.Topic != "":
+			add("reference.topic", "set either reference.path (a file) or reference.topic (a Kafka topic), not both")
+		case r.Topic != "" && len(r.Brokers) == 0:
+			add("reference.brokers", "required with reference.topic: the seed brokers, host:port")
+		}
+		if r.Topic == "" && len(r.Brokers) > 0 {
+			add("reference.brokers", "only with reference.topic")
+		}
+		for i, b := range r.Brokers {
+			if _, _, ok := strings.Cut(b, ":"); !ok || b == "" {
+				add(fmt.Sprintf("reference.brokers[%d]", i), "%q is not host:port", b)
+			}
 		}
 		if r.Key == "" {
 			add("reference.key", "required: the source field looked up in the file's column of the same name")

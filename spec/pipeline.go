@@ -355,8 +355,18 @@ type SLO struct {
 type Reference struct {
 	// Path is the file: CSV with a header line (.csv) or JSON lines
 	// (.jsonl, .json, .ndjson). "${VAR}" is expanded. YAML `path`.
-	// Required.
+	// Required unless topic is set.
 	Path string `yaml:"path"`
+	// Topic is a Kafka topic holding the reference data as a compacted
+	// changelog instead of a file: each record's value a JSON object with
+	// the key, the fields (and valid_from), the newest record of each
+	// record key its current value, a record with a null value (a
+	// tombstone) deleting it. It is read to its end (the last stable
+	// offsets) when the run starts. YAML `topic`. Default: none.
+	Topic string `yaml:"topic"`
+	// Brokers are the seed brokers of Topic, "host:port". YAML
+	// `brokers`. Required with topic.
+	Brokers HostPorts `yaml:"brokers"`
 	// Key is the source field whose value is looked up, and the file's
 	// column of the same name. YAML `key`. Required.
 	Key string `yaml:"key"`

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -10,6 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // categoryRows returns a SQLite table's (window_start, category, revenue,
@@ -270,5 +275,89 @@ stages:
 		if code, _, errOut := run(t, "run", "--quiet", p); code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("without %q: code %d, %s\nwant %q", c.edit, code, errOut, c.want)
 		}
+	}
+}
+
+// TestKafkaReferenceTopic: the reference read from a Kafka topic as a
+// compacted changelog (reference.topic): the newest record of each record
+// key is its value (p1's 1 September version corrected from "wrong" to
+// toys), a tombstone deletes one (p3), and the records surviving give the
+// same rows as the file did, with the version hash of those records
+// (length-prefixed keys and values in offset order, computed here).
+func TestKafkaReferenceTopic(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "product-versions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	type kv struct{ k, v string }
+	var survivors []kv
+	send := func(k, v string, survives bool) {
+		t.Helper()
+		rec := &kgo.Record{Topic: "product-versions", Key: []byte(k)}
+		if v != "" {
+			rec.Value = []byte(v)
+		}
+		if err := prod.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if survives {
+			survivors = append(survivors, kv{k, v})
+		}
+	}
+	send("p1@09-01", `{"product":"p1","category":"wrong","valid_from":"2026-09-01T00:00:00+09:00"}`, false)
+	send("p2@09-01", `{"product":"p2","category":"books","valid_from":"2026-09-01T00:00:00+09:00"}`, true)
+	send("p3@09-01", `{"product":"p3","category":"junk","valid_from":"2026-09-01T00:00:00+09:00"}`, false)
+	send("p1@09-15", `{"product":"p1","category":"games","valid_from":"2026-09-15T00:00:00+09:00"}`, true)
+	send("p1@09-01", `{"product":"p1","category":"toys","valid_from":"2026-09-01T00:00:00+09:00"}`, true)
+	send("p3@09-01", "", false) // a tombstone
+	h := sha256.New()
+	for _, s := range survivors {
+		for _, b := range []string{s.k, s.v} {
+			var n [8]byte
+			binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+			h.Write(n[:])
+			h.Write([]byte(b))
+		}
+	}
+	hash := "sha256:" + hex.EncodeToString(h.Sum(nil)[:6])
+
+	dir := t.TempDir()
+	in := filepath.Join(dir, "events.jsonl")
+	os.WriteFile(in, []byte(`{"ts":"2026-09-10T12:00:00+09:00","product":"p1","amount":100}
+{"ts":"2026-09-14T23:59:59+09:00","product":"p2","amount":10}
+{"ts":"2026-09-15T00:00:00+09:00","product":"p1","amount":300}
+`), 0o644)
+	db := filepath.Join(dir, "out.db")
+	p := filepath.Join(dir, "p.yaml")
+	os.WriteFile(p, []byte(fmt.Sprintf(`name: revenue
+source: {type: file, path: %s, schema: {amount: decimal}}
+event_time: {field: ts}
+reference: {topic: product-versions, brokers: [%s], key: product, valid_from: valid_from, fields: {category: string}}
+key: [category]
+window: {type: tumbling, size: 24h, timezone: Asia/Seoul}
+allowed_lateness: 2000h
+aggregates: {revenue: sum(amount), n: count()}
+emit: {mode: final}
+sinks: [{type: sqlite, path: %s, table: revenue}]
+`, in, brokers[0], db)), 0o644)
+	code, stdout, errOut := run(t, "run", p)
+	if code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	if !strings.Contains(stdout, "kafka topic product-versions ("+hash+", 2 keys; 0 records with an unknown key)") {
+		t.Errorf("summary lacks the reference line with %s:\n%s", hash, stdout)
+	}
+	want := "2026-09-10T00:00:00+09:00 toys 100 1 " + hash + "@2026-08-31T15:00:00Z\n" +
+		"2026-09-14T00:00:00+09:00 books 10 1 " + hash + "@2026-08-31T15:00:00Z\n" +
+		"2026-09-15T00:00:00+09:00 games 300 1 " + hash + "@2026-09-14T15:00:00Z\n"
+	if got := categoryRows(t, db, "revenue"); got != want {
+		t.Errorf("rows:\n%s\nwant\n%s", got, want)
 	}
 }
