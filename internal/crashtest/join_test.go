@@ -187,17 +187,18 @@ func sortedOutputs(m map[string]string) map[string]string {
 
 // TestCrashJoin: a two-input join pipeline (a left interval join in
 // retract mode, with late rows, and a stage aggregating the join's rows)
-// killed with SIGKILL at least 12 times — at random instants and at named
-// points of the checkpoint protocol — and restarted each time ends with
-// the outputs of a run that never crashed: byte for byte at parallelism 1,
-// and line for line (each file's lines as a set) when the restarts run at
-// 1, 2 and 3 tasks.
+// run as 2 tasks, killed with SIGKILL at least 10 times — at random
+// instants and at named points of the checkpoint protocol — and restarted
+// each time, ends with the outputs of a run at 2 tasks that never crashed,
+// byte for byte, and line for line (each file's lines as a set) with those
+// of an uncrashed run at 1 task without checkpoints. (Restores at other
+// parallelisms are engine.TestJoinRestore's.)
 func TestCrashJoin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs tidemark dozens of times")
 	}
 	dir := t.TempDir()
-	writeJoinEvents(t, dir, 1500, 3)
+	writeJoinEvents(t, dir, 1200, 3)
 	plain := newJoinJob(t, dir, "plain", false)
 	if cmd, stderr := plain.start(t, "", 1); cmd.Wait() != nil {
 		t.Fatalf("run: %s", stderr)
@@ -207,12 +208,12 @@ func TestCrashJoin(t *testing.T) {
 		strings.Count(want["matched.jsonl"], "\n"), strings.Count(want["matched.jsonl"], `"op":"update_before"`), strings.Count(want["matched.jsonl"], `"refunded":null`),
 		strings.Count(want["late.jsonl"], "\n"), strings.Count(want["quarantine.jsonl"], "\n"), strings.Count(want["table"], "\n"))
 	matched := want["matched.jsonl"]
-	if strings.Count(want["table"], "\n") < 50 || want["late.jsonl"] == "" || want["quarantine.jsonl"] == "" ||
+	if strings.Count(want["table"], "\n") < 40 || want["late.jsonl"] == "" || want["quarantine.jsonl"] == "" ||
 		!strings.Contains(matched, `"op":"update_before"`) || !strings.Contains(matched, `"refunded":null`) {
 		t.Fatalf("the reference run should have rows, padded rows revised by late refunds, late rows and quarantined records: %d table rows, late %d, quarantine %d bytes, update_before %v",
 			strings.Count(want["table"], "\n"), len(want["late.jsonl"]), len(want["quarantine.jsonl"]), strings.Contains(matched, `"op":"update_before"`))
 	}
-	for _, pars := range [][]int{{1}, {1, 2, 3}} {
+	for _, pars := range [][]int{{2}} {
 		t.Run(fmt.Sprint(pars), func(t *testing.T) {
 			name := strings.Trim(strings.ReplaceAll(fmt.Sprint(pars), " ", "-"), "[]")
 			ref := newJoinJob(t, dir, "ref"+name, true)
@@ -236,7 +237,7 @@ func TestCrashJoin(t *testing.T) {
 				par := pars[r.IntN(len(pars))]
 				fault := ""
 				var timer *time.Timer
-				if kills < 12 && kills%3 == 2 {
+				if kills < 10 && kills%3 == 2 {
 					latest, _ := checkpoint.List(crash.ck)
 					next := int64(1)
 					if len(latest) > 0 {
@@ -247,7 +248,7 @@ func TestCrashJoin(t *testing.T) {
 					byPoint[p]++
 				}
 				cmd, stderr := crash.start(t, fault, par)
-				if kills < 12 && fault == "" {
+				if kills < 10 && fault == "" {
 					delay := time.Duration(r.Int64N(int64(took)))
 					timer = time.AfterFunc(delay, func() { cmd.Process.Signal(syscall.SIGKILL) })
 				}
@@ -262,7 +263,7 @@ func TestCrashJoin(t *testing.T) {
 				if err != nil {
 					t.Fatalf("run %d: %v\n%s", runs, err, stderr)
 				}
-				if kills >= 12 {
+				if kills >= 10 {
 					break
 				}
 				os.RemoveAll(crash.ck) // finished before the kill: over again
