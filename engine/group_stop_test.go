@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tidemark/tidemark/internal/pgtest"
 	"github.com/tidemark/tidemark/plan"
 )
 
@@ -178,5 +179,42 @@ func TestGroupStoreUnreachable(t *testing.T) {
 	})
 	if got := readCommittedRows(t, brokers, map[string]string{"per_store": "per_store", "per_minute": "per_minute"}); !slices.Equal(got, firstRows) {
 		t.Errorf("read_committed rows after the failure: %d, after the first transaction %d", len(got), len(firstRows))
+	}
+}
+
+// TestGroupStopDuringCommitPGStore: TestGroupStopDuringCommit with the
+// checkpoint store in PostgreSQL, the signal arriving between the
+// checkpoints and the transaction's end and, in another run, while the
+// tasks restart after an aborted transaction (the second instance's
+// arrival): each instance stops without an error.
+func TestGroupStopDuringCommitPGStore(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	store := dsn + "&search_path=" + schema
+	if !strings.Contains(dsn, "?") {
+		store = dsn + "?search_path=" + schema
+	}
+	for _, at := range []int64{2, 3, 4} {
+		t.Run(fmt.Sprintf("prepared-%d", at), func(t *testing.T) {
+			brokers := groupKafkaCluster(t, 7, 600)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			pl := compileGroup(t, brokers, t.TempDir(), func(pl *plan.Plan) {
+				pl.Spec.Source.StopAtEnd = false
+				pl.Spec.Checkpoint.Dir, pl.Spec.Checkpoint.Store = "", store
+				pl.Spec.Name = fmt.Sprintf("grp%d", at)
+			})
+			hook := func(point string, n int64) {
+				if point == "prepared" && n == at {
+					cancel()
+				}
+			}
+			sum, err := Run(ctx, pl, Options{InstanceID: "a", FaultHook: hook, Logf: t.Logf})
+			if err != nil {
+				t.Fatalf("stopped during commit %d: %v", at, err)
+			}
+			if !sum.Stopped {
+				t.Fatalf("not stopped: %+v", sum.Group)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -148,7 +149,12 @@ configuration error (nothing was read or written).`,
 				bar.Clear()
 			}
 			if err != nil && cmd.Context().Err() != nil {
-				return fmt.Errorf("interrupted; the rows and records emitted so far were flushed to the sinks")
+				if errors.Is(err, context.Canceled) {
+					return fmt.Errorf("interrupted; the rows and records emitted so far were flushed to the sinks")
+				}
+				// Stopped by a signal while failing: the failure is named
+				// (a group instance's last commit failed, say), not hidden.
+				return fmt.Errorf("interrupted; the rows and records emitted so far were flushed to the sinks (the run was ending with: %w)", err)
 			}
 			if err == nil && sum.Stopped {
 				fmt.Fprintf(stderr, "tidemark: stopped by a signal; checkpoint %d in %s holds the position: run again to resume\n", sum.Checkpoints.Last, sum.Checkpoints.Dir)
