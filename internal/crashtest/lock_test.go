@@ -57,6 +57,21 @@ func waitLocked(t *testing.T, lock string, pid int, stderr *bytes.Buffer) {
 	}
 }
 
+// newestCheckpoint is the name of the newest checkpoint file in the
+// directory dir ("" when there is none); names sort by checkpoint id.
+func newestCheckpoint(t *testing.T, dir string) string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "chk-*.tmck"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := ""
+	for _, n := range names {
+		newest = max(newest, filepath.Base(n))
+	}
+	return newest
+}
+
 // TestOneWriterPerOutput: while one `tidemark run` (a Kafka source, so it
 // runs until stopped) holds its checkpoint directory, a second run of the
 // same pipeline exits 1 naming the directory and the holder's pid and
@@ -142,8 +157,19 @@ func TestOneWriterPerOutput(t *testing.T) {
 	if err := first.Wait(); !killed(err) {
 		t.Fatalf("first run: %v, want killed\n%s", err, firstErr)
 	}
+	last := newestCheckpoint(t, ck)
 	second, secondErr := start()
 	waitLocked(t, filepath.Join(ck, "LOCK"), second.Process.Pid, secondErr)
+	// Stop it once it has resumed and taken a checkpoint of its own: a
+	// signal while it still opens its sinks or restores is a stop before
+	// the run started, which this test does not look at.
+	deadline = time.Now().Add(20 * time.Second)
+	for newestCheckpoint(t, ck) <= last {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run after kill -9 took no checkpoint after %s in 20s; stderr: %s", last, secondErr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	second.Process.Signal(syscall.SIGTERM)
 	if err := second.Wait(); err != nil {
 		t.Fatalf("the run after kill -9: %v\n%s", err, secondErr)
