@@ -15,9 +15,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/eventtime"
+	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/spec"
 )
@@ -80,6 +82,9 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 		if !ok {
 			return fmt.Errorf("%s: no key column %q", where, r.Key)
 		}
+		if err := referenceText(where, r.Key, k); err != nil {
+			return err
+		}
 		var from int64
 		if r.ValidFrom != "" {
 			text, ok := get(r.ValidFrom)
@@ -97,6 +102,9 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 			text, ok := get(f.Name)
 			if !ok || text == "" {
 				continue // null
+			}
+			if err := referenceText(where, f.Name, text); err != nil {
+				return err
 			}
 			v, err := parseValue(text, f.Kind)
 			if err != nil {
@@ -324,10 +332,50 @@ func jsonGetter(b []byte) (func(name string) (string, bool), error) {
 		if !ok || string(raw) == "null" {
 			return "", ok
 		}
+		if !utf8.Valid(raw) {
+			// encoding/json would replace the invalid bytes with U+FFFD,
+			// merging values that differ: the text as written, which
+			// referenceText refuses.
+			if len(raw) >= 2 && raw[0] == '"' {
+				raw = raw[1 : len(raw)-1]
+			}
+			return string(raw), true
+		}
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
 			return s, true
 		}
 		return string(raw), true
 	}, nil
+}
+
+// referenceText returns an error naming where (file:line, or the record)
+// and the column when a reference value is not valid UTF-8 or holds a NUL
+// character (the encoding rule of the sources, format.Text): a NUL makes
+// every PostgreSQL commit of a row holding it fail, and invalid bytes
+// would be stored differently by each sink. The reference data is
+// configuration: the run refuses it before reading any record.
+func referenceText(where, column, text string) error {
+	if format.Text([]byte(text)) {
+		return nil
+	}
+	b := []byte(text)
+	at, what := bytes.IndexByte(b, 0), "a NUL character"
+	if at < 0 || !utf8.Valid(b[:at]) {
+		at, what = invalidUTF8At(b), "invalid UTF-8"
+	}
+	return fmt.Errorf("%s: column %s: %s at byte %d of the value: reference values must be valid UTF-8 without NUL characters (PostgreSQL text cannot store a NUL, and invalid bytes would merge or split keys)", where, column, what, at)
+}
+
+// invalidUTF8At is the offset of the first invalid UTF-8 sequence in b
+// (len(b) when there is none).
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
