@@ -338,3 +338,24 @@ func TestLineageColumn(t *testing.T) {
 	check(t, dsn, "SELECT store, revenue FROM "+schema+".mine", "a | 1.5\n")
 	s.Close(ctx)
 }
+
+// TestOwnedTableWithoutItsKey: a table tidemark created whose unique key
+// someone dropped has another layout: the upsert would fail on every
+// row (or, with a key of other columns, replace the wrong ones), so the
+// run is refused before writing, naming the key it needs, as for a column
+// that changed.
+func TestOwnedTableWithoutItsKey(t *testing.T) {
+	ctx := context.Background()
+	dsn, schema := testSchema(t)
+	table := schema + ".revenue"
+	s := newSink(t, dsn, table, revenue, Options{Pipeline: "p", Fresh: true})
+	s.Close(ctx)
+	name := dump(t, dsn, "SELECT conname FROM pg_constraint WHERE conrelid = '"+table+"'::regclass AND contype = 'u'")
+	exec(t, dsn, "ALTER TABLE "+table+" DROP CONSTRAINT "+strings.TrimSpace(name))
+	_, err := New(ctx, dsn, table, revenue, Options{Pipeline: "p", Fresh: true})
+	var se *SchemaError
+	if want := `postgres ` + table + `: table "` + table + `", which tidemark created, has another layout than the pipeline writes: no unique key on (window_start, store)` +
+		` (set replace: true on the sink to drop it and create it anew at a fresh start, or write to another table)`; !errors.As(err, &se) || !se.Owned || err.Error() != want {
+		t.Fatalf("got  %v\nwant %s", err, want)
+	}
+}
