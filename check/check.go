@@ -113,6 +113,7 @@ var (
 	ruleAppendSink         = Rule{"TM401", "append-sink-duplicates", "sink", "an append-only sink that writes rows again after a restart or re-run"}
 	ruleProvisionalRows    = Rule{"TM402", "provisional-rows", "sink", "an upsert table that holds provisional rows (is_final = false)"}
 	ruleSharedOutput       = Rule{"TM403", "shared-output", "sink", "two outputs write the same file or table"}
+	ruleOutputOverlap      = Rule{"TM404", "output-overlaps-input", "sink", "an output that is an input, or another output, through a link or another spelling of its path"}
 )
 
 // Rules returns every rule, in the order they run.
@@ -122,7 +123,7 @@ func Rules() []Rule {
 		ruleQuarantine, ruleConflicts, ruleOrdering, ruleKeyFieldUndeclared, ruleRegistryCompat, ruleDeprecatedProduced,
 		ruleProcessingTime, ruleLatenessBelowDelay, ruleDropMoney, ruleIdleTimeout, ruleCalendarZone, ruleStageLateness,
 		ruleDedupTTL, ruleCheckpointSettings, ruleJoinStateBound,
-		ruleAppendSink, ruleProvisionalRows, ruleSharedOutput,
+		ruleAppendSink, ruleProvisionalRows, ruleSharedOutput, ruleOutputOverlap,
 	}
 }
 
@@ -158,7 +159,7 @@ func RunWith(p *spec.Pipeline, c *contract.Contract, now time.Time, facts *Facts
 		ck.quarantine, ck.conflicts, ck.ordering, ck.keyFieldUndeclared, ck.registryCompat, ck.deprecatedProduced,
 		ck.processingTime, ck.latenessBelowDelay, ck.dropMoney, ck.idleTimeout, ck.calendarZone, ck.stageLateness,
 		ck.dedupTTL, ck.checkpointSettings, ck.joinStateBound,
-		ck.appendSink, ck.provisionalRows, ck.sharedOutput,
+		ck.appendSink, ck.provisionalRows, ck.sharedOutput, ck.outputOverlap,
 	} {
 		f()
 	}

@@ -92,6 +92,10 @@ var ruleCases = []struct {
 	{"deprecated-version-produced/fail.yaml", []string{"info TM111 source.topics"}},
 	{"deprecated-version-produced/pass.yaml", nil},
 
+	{"output-overlaps-input/fail.yaml", []string{"error TM404 conflicts.sink.path"}},
+	{"output-overlaps-input/fail-checkpoint.yaml", []string{"error TM404 late.sink.path"}},
+	{"output-overlaps-input/pass.yaml", nil},
+
 	{"processing-time-window/fail.yaml", []string{"error TM201 event_time.field"}},
 	{"processing-time-window/fail-ingest-time.yaml", []string{"error TM201 event_time.field"}},
 	{"processing-time-window/fail-kafka-timestamp-contract.yaml", []string{"error TM201 event_time.from"}},
@@ -385,5 +389,52 @@ func TestJoinStateBound(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Severity != check.Error || got[0].Key != "stages[0].join.ttl" || !strings.Contains(got[0].Why, "nothing bounds its state, every row of both sides would be kept for ever") {
 		t.Errorf("without a ttl: %+v", got)
+	}
+}
+
+// TestOutputOverlapThroughLinks: TM404 compares files by identity, as the
+// run does: a result sink that is a symbolic link to the input, and one
+// that is a hard link to it, are each the input (TM403's path strings
+// differ); an output of its own is not.
+func TestOutputOverlapThroughLinks(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "orders.jsonl")
+	if err := os.WriteFile(in, []byte(`{"event_id":"e1","store_id":"s1","amount":1,"paid_at":"2026-09-01T10:00:00Z"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(in, filepath.Join(dir, "soft.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(in, filepath.Join(dir, "hard.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ sink, want string }{
+		{"soft.jsonl", "soft.jsonl is also an input of source.path " + in + ": the same file, through a symbolic or hard link; writing it would destroy or re-read the input: choose an output path outside the inputs"},
+		{"hard.jsonl", "hard.jsonl is also an input of source.path " + in + ": the same file, through a symbolic or hard link; writing it would destroy or re-read the input: choose an output path outside the inputs"},
+		{"rows.jsonl", ""},
+	} {
+		y := "name: revenue\nsource: {type: file, path: " + in + ", schema: {amount: decimal}}\nevent_time: {field: paid_at}\n" +
+			"key: [store_id]\nwindow: {type: tumbling, size: 1m}\naggregates: {revenue: sum(amount)}\n" +
+			"sinks: [{type: jsonl, path: " + filepath.Join(dir, tc.sink) + "}]\n"
+		p := filepath.Join(dir, "p.yaml")
+		if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range findings(t, p) {
+			if f.ID == "TM404" {
+				got = append(got, f.Key+": "+f.Why)
+			}
+		}
+		want := []string(nil)
+		if tc.want != "" {
+			want = []string{"sinks[0].path: " + filepath.Join(dir, tc.want)}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("sink %s: TM404 %q, want %q", tc.sink, got, want)
+		}
+	}
+	if b, err := os.ReadFile(in); err != nil || len(b) == 0 {
+		t.Fatalf("check changed the input: %q, %v", b, err)
 	}
 }

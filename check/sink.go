@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/tidemark/tidemark/engine"
 )
 
 // Sink-contract rules (TM4xx): how results reach the outside, and why a
@@ -130,6 +132,34 @@ func (ck *checker) sharedOutput() {
 			ck.table(tables, db, s.Table, ns.key)
 		}
 	}
+}
+
+// outputOverlap is TM404: an output that the run would refuse because it
+// is, or would become, one of the pipeline's inputs (the source's file,
+// directory or glob, the contract, the reference file) or another output
+// (the checkpoint directory included), compared by file identity after
+// resolving symbolic links (engine.OutputOverlap: a hard link, a symlink,
+// a path through a linked directory, a file inside the checkpoint
+// directory). The run refuses such a pipeline when it starts (exit 2);
+// this says so before. Not reported when TM403 found two outputs on one
+// path already.
+func (ck *checker) outputOverlap() {
+	for _, f := range ck.out {
+		if f.ID == ruleSharedOutput.ID {
+			return
+		}
+	}
+	err := engine.OutputOverlap(ck.p)
+	if err == nil {
+		return
+	}
+	msg := err.Error()
+	key, why, ok := strings.Cut(msg, ": ")
+	if !ok || strings.ContainsAny(key, " /") {
+		key, why = "sinks", msg
+	}
+	ck.add(ruleOutputOverlap, Error, key, why,
+		"give every output its own file outside the inputs and the checkpoint directory (tidemark run refuses this pipeline when it starts)")
 }
 
 // table records that the sink at key writes table of database db, and

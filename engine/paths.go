@@ -114,6 +114,38 @@ func checkOutputPaths(p *spec.Pipeline, specSource bool) ([]*output, error) {
 	return outs, nil
 }
 
+// OutputOverlap is the refusal a run of p would meet because an output
+// is, or would become, one of its inputs or another output (compared by
+// file identity, as the run compares them; the first found), or nil. It
+// only reads the file system (stat, readlink, glob). Paths that cannot be
+// examined (a source directory that does not exist yet) are not an
+// overlap: the run reports them itself. For tidemark check (TM404).
+func OutputOverlap(p *spec.Pipeline) error {
+	ins, err := inputsOf(p, true)
+	if err != nil {
+		return nil
+	}
+	outs, err := outputsOf(p)
+	if err != nil {
+		return nil
+	}
+	for _, o := range outs {
+		for _, in := range ins {
+			if err := o.against(in); err != nil {
+				return err
+			}
+		}
+	}
+	for i, a := range outs {
+		for _, b := range outs[i+1:] {
+			if err := a.overlaps(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // fileID identifies a file by what it is, not by how its path is spelt.
 type fileID struct {
 	abs  string      // the path made absolute (lexically)
