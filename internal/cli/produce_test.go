@@ -470,7 +470,8 @@ func TestDevKafka(t *testing.T) {
 	pr, pw := io.Pipe()
 	var errb syncBuffer
 	root := newRoot(strings.NewReader(""), pw, &errb)
-	root.SetArgs([]string{"dev-kafka", "--addr", "127.0.0.1:0", "--partitions", "3", "--topic", "seeded", "--topic", "x,y", "--auto-create"})
+	// No schema registry: its default port may be taken on the machine.
+	root.SetArgs([]string{"dev-kafka", "--addr", "127.0.0.1:0", "--registry-addr", "", "--partitions", "3", "--topic", "seeded", "--topic", "x,y", "--auto-create"})
 	done := make(chan error, 1)
 	go func() {
 		err := root.ExecuteContext(ctx)

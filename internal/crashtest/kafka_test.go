@@ -26,7 +26,9 @@ import (
 // outlives every tidemark process the test kills.
 func devKafka(t *testing.T, topics ...string) string {
 	t.Helper()
-	args := []string{"dev-kafka", "--addr", "127.0.0.1:0", "--partitions", "3", "-q"}
+	// No schema registry: its default port (8081) may be taken by another
+	// dev-kafka on the machine, and these tests need none.
+	args := []string{"dev-kafka", "--addr", "127.0.0.1:0", "--registry-addr", "", "--partitions", "3", "-q"}
 	for _, tp := range topics {
 		args = append(args, "--topic", tp)
 	}
