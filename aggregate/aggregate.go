@@ -101,12 +101,34 @@ type Column interface {
 
 // Checker is implemented by columns whose updates can fail (an int sum that
 // would overflow). Check returns the error Add (weight > 0) or Retract
-// (weight < 0) of row r on slot s would return, and CheckMerge the error of
-// Merge(dst, src), changing nothing — so that a caller can refuse a record
+// (weight < 0) of row r on slot s would return, and CheckMerge the error a
+// result of Merge(dst, src) outside the column's range is (Merge itself
+// never fails: a slot may hold a partial aggregate beyond the range, see
+// sumIntCol), changing nothing — so that a caller can refuse a record
 // before any state changes.
+//
+// Magnitude and RowMagnitude bound what a slot or a row adds to a merged
+// total (|sum| for an int sum, saturating at 2^64 − 1): a caller holding
+// partial aggregates (the window operator's slices) skips the exact check
+// of a merged total when n partials of at most Magnitude each and the
+// row's RowMagnitude cannot leave the range.
 type Checker interface {
 	Check(s int32, r *row.Row, weight int) error
 	CheckMerge(dst, src int32) error
+	Magnitude(s int32) uint64
+	RowMagnitude(r *row.Row) uint64
+}
+
+// HistoryDependent is implemented by columns whose Result can depend on
+// the order of a slot's adds and retractions, not only on the rows it
+// holds: with retraction, a decimal sum or average keeps the largest scale
+// it saw while the slot was not empty (10.50 + 3 − 10.50 = 3.00), and a
+// decimal min or max keeps the representation of the extreme it saw (2.00
+// after 2.00 and 2, then −2.00). Merging the partial aggregates of a
+// window's slices cannot reproduce that history, so the window operator
+// keeps one accumulator per window for a stage with such a column.
+type HistoryDependent interface {
+	HistoryDependent() bool
 }
 
 // New builds the column for spec. It returns an error for an unknown
@@ -134,7 +156,7 @@ func New(sp Spec) (Column, error) {
 		case row.KindInt:
 			return &sumIntCol{arg: sp.Arg}, nil
 		case row.KindDecimal:
-			return &sumDecCol{arg: sp.Arg}, nil
+			return &sumDecCol{arg: sp.Arg, retract: sp.Retract}, nil
 		}
 		return nil, fmt.Errorf("sum(%s) needs an int or decimal argument, %s is %s", sp.Arg.Name, sp.Arg.Name, k)
 	case "avg":
@@ -144,7 +166,7 @@ func New(sp Spec) (Column, error) {
 		if !k.Numeric() {
 			return nil, fmt.Errorf("avg(%s) needs an int or decimal argument, %s is %s", sp.Arg.Name, sp.Arg.Name, k)
 		}
-		return &avgCol{arg: sp.Arg}, nil
+		return &avgCol{arg: sp.Arg, retract: sp.Retract && k == row.KindDecimal}, nil
 	case "min", "max":
 		if err := need(); err != nil {
 			return nil, err

@@ -2,6 +2,8 @@ package aggregate
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 
 	"github.com/quagmt/udecimal"
 	"github.com/tidemark/tidemark/row"
@@ -36,35 +38,59 @@ func (c *countCol) ExtraBytes(int32) int       { return 0 }
 
 // sumIntCol sums int values exactly; overflow is an error. Each slot's
 // sum and count sit together (one cache line per update).
+//
+// A slot's sum is held in 128 bits (two's complement, hi:lo) so that
+// Merge never fails: the window operator merges the partial sums of a
+// window's slices, whose running total may leave int64 on the way (+big,
+// +big, −big) although the window's total fits. Add and Retract keep a
+// slot within int64 (an error otherwise, the slot unchanged), CheckMerge
+// tells whether a merge's result fits, and Result is only defined for a
+// slot whose sum fits (the operator checks every window's total before a
+// record changes it: Magnitude, RowMagnitude).
 type sumIntCol struct {
 	arg row.Field
 	acc []intAcc
 }
 
 type intAcc struct {
-	sum int64
+	sum int64 // the low 64 bits of the sum: the sum itself when it fits int64
+	hi  int64 // the high 64 bits: sum >> 63 (0 or −1) when it fits
 	n   int64 // non-null values
 }
+
+// add128 returns a + (hi:lo) in 128 bits.
+func add128(a *intAcc, lo uint64, hi int64) (uint64, int64) {
+	l, carry := bits.Add64(uint64(a.sum), lo, 0)
+	return l, a.hi + hi + int64(carry)
+}
+
+// fits reports whether the 128-bit value hi:lo is an int64.
+func fits(lo uint64, hi int64) bool { return hi == int64(lo)>>63 }
 
 func (c *sumIntCol) Kind() row.Kind { return row.KindInt }
 func (c *sumIntCol) Grow(n int)     { c.acc = grow(c.acc, n) }
 
-func addInt(a, b int64) (int64, bool) {
-	s := a + b
-	// Overflow iff a and b have the same sign and s has the other.
-	return s, (a >= 0) != (b >= 0) || (s >= 0) == (a >= 0)
+// addInt adds x (sign-extended) to a, reporting whether the result fits
+// int64; a is unchanged when it does not.
+func addInt(a *intAcc, x int64) bool {
+	l, h := add128(a, uint64(x), x>>63)
+	if !fits(l, h) {
+		return false
+	}
+	a.sum, a.hi = int64(l), h
+	return true
 }
+
+func (c *sumIntCol) overflow() error { return fmt.Errorf("sum(%s) overflows int64", c.arg.Name) }
 
 func (c *sumIntCol) Add(s int32, r *row.Row) error {
 	if r.IsNull(c.arg.Index) {
 		return nil
 	}
 	a := &c.acc[s]
-	v, ok := addInt(a.sum, r.I[c.arg.Slot])
-	if !ok {
-		return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
+	if !addInt(a, r.I[c.arg.Slot]) {
+		return c.overflow()
 	}
-	a.sum = v
 	a.n++
 	return nil
 }
@@ -73,25 +99,23 @@ func (c *sumIntCol) Retract(s int32, r *row.Row) error {
 		return nil
 	}
 	x := r.I[c.arg.Slot]
-	if x == -x && x != 0 { // MinInt64
-		return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
+	if x == math.MinInt64 { // −x is not an int64
+		return c.overflow()
 	}
 	a := &c.acc[s]
-	v, ok := addInt(a.sum, -x)
-	if !ok {
-		return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
+	if !addInt(a, -x) {
+		return c.overflow()
 	}
-	a.sum = v
 	a.n--
 	return nil
 }
+
+// Merge adds src's sum to dst's in 128 bits; it never fails (CheckMerge
+// says whether the result fits int64).
 func (c *sumIntCol) Merge(dst, src int32) error {
 	d, s := &c.acc[dst], &c.acc[src]
-	v, ok := addInt(d.sum, s.sum)
-	if !ok {
-		return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
-	}
-	d.sum = v
+	l, h := add128(d, uint64(s.sum), s.hi)
+	d.sum, d.hi = int64(l), h
 	d.n += s.n
 	return nil
 }
@@ -103,25 +127,55 @@ func (c *sumIntCol) Check(s int32, r *row.Row, weight int) error {
 	}
 	x := r.I[c.arg.Slot]
 	if weight < 0 {
-		if x == -x && x != 0 {
-			return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
+		if x == math.MinInt64 {
+			return c.overflow()
 		}
 		x = -x
 	}
-	if _, ok := addInt(c.acc[s].sum, x); !ok {
-		return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
+	if l, h := add128(&c.acc[s], uint64(x), x>>63); !fits(l, h) {
+		return c.overflow()
 	}
 	return nil
 }
 
 // CheckMerge implements Checker.
 func (c *sumIntCol) CheckMerge(dst, src int32) error {
-	if _, ok := addInt(c.acc[dst].sum, c.acc[src].sum); !ok {
-		return fmt.Errorf("sum(%s) overflows int64", c.arg.Name)
+	s := &c.acc[src]
+	if l, h := add128(&c.acc[dst], uint64(s.sum), s.hi); !fits(l, h) {
+		return c.overflow()
 	}
 	return nil
 }
 
+// Magnitude implements Checker: |sum| of slot s, at most 2^64 − 1.
+func (c *sumIntCol) Magnitude(s int32) uint64 {
+	a := &c.acc[s]
+	lo, hi := uint64(a.sum), a.hi
+	if hi < 0 { // negate the 128-bit value
+		var b uint64
+		lo, b = bits.Sub64(0, lo, 0)
+		hi = -hi - int64(b)
+	}
+	if hi != 0 {
+		return math.MaxUint64
+	}
+	return lo
+}
+
+// RowMagnitude implements Checker: |x| of the row's argument (0 for null).
+func (c *sumIntCol) RowMagnitude(r *row.Row) uint64 {
+	if r.IsNull(c.arg.Index) {
+		return 0
+	}
+	x := r.I[c.arg.Slot]
+	if x < 0 {
+		return uint64(-(x + 1)) + 1 // MinInt64 included
+	}
+	return uint64(x)
+}
+
+// Result returns the sum; defined only for a slot whose sum fits int64
+// (the type comment).
 func (c *sumIntCol) Result(s int32) row.Value {
 	if c.acc[s].n == 0 {
 		return row.Null
@@ -129,7 +183,7 @@ func (c *sumIntCol) Result(s int32) row.Value {
 	return row.Int(c.acc[s].sum)
 }
 func (c *sumIntCol) Reset(s int32)        { c.acc[s] = intAcc{} }
-func (c *sumIntCol) SlotBytes() int       { return 16 }
+func (c *sumIntCol) SlotBytes() int       { return 24 }
 func (c *sumIntCol) ExtraBytes(int32) int { return 0 }
 
 // decArg reads a numeric argument as a decimal.
@@ -145,9 +199,14 @@ func decArg(f row.Field, r *row.Row) row.Decimal {
 // decimal type normalizes zero to scale 0. Each slot's sum, count and
 // scale sit together.
 type sumDecCol struct {
-	arg row.Field
-	acc []decAcc
+	arg     row.Field
+	acc     []decAcc
+	retract bool // built for an input that retracts: HistoryDependent
 }
+
+// HistoryDependent implements HistoryDependent: with retraction the
+// result keeps the largest scale seen.
+func (c *sumDecCol) HistoryDependent() bool { return c.retract }
 
 type decAcc struct {
 	sum   row.Decimal
@@ -202,9 +261,14 @@ func (c *sumDecCol) ExtraBytes(int32) int { return 0 }
 
 // avgCol keeps an exact decimal sum and a count per slot.
 type avgCol struct {
-	arg row.Field
-	acc []decAcc
+	arg     row.Field
+	acc     []decAcc
+	retract bool // decimal argument and an input that retracts: HistoryDependent
 }
+
+// HistoryDependent implements HistoryDependent: with retraction of
+// decimals the result keeps the largest scale seen.
+func (c *avgCol) HistoryDependent() bool { return c.retract }
 
 func (c *avgCol) Kind() row.Kind { return row.KindDecimal }
 func (c *avgCol) Grow(n int)     { c.acc = grow(c.acc, n) }

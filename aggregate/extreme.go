@@ -40,7 +40,7 @@ func newExtreme(sp Spec) (Column, error) {
 		}
 		if sp.Retract {
 			// Key decimals by their trimmed text so 2.0 and 2.00 are one value.
-			return &multiExtreme[row.Decimal, string]{arg: f, max: isMax, get: get, key: func(v row.Decimal) string { return v.String() }, cmp: dc, box: box}, nil
+			return &multiExtreme[row.Decimal, string]{arg: f, max: isMax, get: get, key: func(v row.Decimal) string { return v.String() }, cmp: dc, box: box, history: true}, nil
 		}
 		return &extreme[row.Decimal]{arg: f, max: isMax, get: get, cmp: dc, box: box, keep: func(v row.Decimal) row.Decimal { return v }}, nil
 	}
@@ -142,11 +142,16 @@ type multiExtreme[T any, K comparable] struct {
 	cmp     func(a, b T) int
 	box     func(T) row.Value
 	clone   bool // string values must be copied out of decoder buffers
+	history bool // decimals: equal values of other scales share an entry (HistoryDependent)
 	m       []*multiset[T, K]
 	scratch []*msEntry[T] // AppendSlot's sort buffer
 }
 
 func (c *multiExtreme[T, K]) Kind() row.Kind { return c.arg.Kind }
+
+// HistoryDependent implements HistoryDependent: a decimal extreme keeps
+// the representation it saw.
+func (c *multiExtreme[T, K]) HistoryDependent() bool { return c.history }
 func (c *multiExtreme[T, K]) Grow(n int)     { c.m = grow(c.m, n) }
 func (c *multiExtreme[T, K]) better(a, b T) bool {
 	if c.max {

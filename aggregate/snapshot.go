@@ -52,7 +52,8 @@ func (c *sumIntCol) AppendSlot(e *state.Encoder, s int32) {
 
 // RestoreSlot implements Column.
 func (c *sumIntCol) RestoreSlot(d *state.Decoder, s int32) {
-	c.acc[s] = intAcc{sum: d.Int(), n: d.Int()}
+	sum := d.Int()
+	c.acc[s] = intAcc{sum: sum, hi: sum >> 63, n: d.Int()}
 }
 
 // bigForm is the scale byte's flag for a sum held in big.Int form.

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -20,8 +21,9 @@ import (
 // operator from the shares of any set of key groups (RestoreGroups): the
 // shares a checkpoint taken by 4 tasks wrote restore into 1 or 2.
 //
-// Key-group section format, version 3 (state encoding; RestoreGroups also
-// reads version 2, which has no closed-session memory):
+// Key-group section format, version 4 (state encoding; RestoreGroups also
+// reads version 2, which has no closed-session memory, and version 3,
+// which has no slices: sliding windows restore from it as panes):
 //
 //	Byte(3)                             section version
 //	shape (as in Snapshot)
@@ -34,15 +36,24 @@ import (
 //	[panes: Uint(#panes) per pane holding the group's keys, in (end, start)
 //	        order: Int(start) Int(end−start) Bool(fired)
 //	        Uint(#entries) per entry, in the pane's order:
-//	            Uint(index of its key in the list above) inst]
+//	            Uint(index of its key in the list above) inst
+//	        version 4: Uint(#slices) per slice holding the group's keys, by
+//	        start: Int(start) Int(end−start) Uint(#entries) per entry, in
+//	        arrival order: Uint(index of its key) Uint(rank) Byte(flags:
+//	            1 live slot) Int(rows) Uint(birth) [live: each aggregate's
+//	            slot state]]
 //
 //	inst: as in Snapshot without the slot number (slots are allocated on
 //	      restore): Byte(flags) Int(rows) Uint(version) Int(version −
 //	      emitted version) [Δ emitted window] [live: each aggregate's slot
 //	      state; retract mode: the last emitted values]
 //
-// A session's rank is its place among the group's sessions in creation
-// order; a restore renumbers the sessions of all its key groups by (key
+// A slice entry's rank is its place among the group's slice entries in
+// arrival order; a restore numbers the arrivals of all its key groups by
+// (birth, section, rank) with OrderBirth, else by (section, rank), so the
+// first-arrival order within a key group survives any reassignment (as
+// panes keep their entries' order). A session's rank is its place among
+// the group's sessions in creation order; a restore renumbers the sessions of all its key groups by (key
 // group, rank), so creation order within a key group — the only order the
 // canonical emission order uses — survives any reassignment. Panes keep
 // their entries in arrival order within the key group. Keys are listed
@@ -52,7 +63,7 @@ import (
 // states of a key group give equal bytes, whichever operator held it.
 
 // groupSectionVersion is the key-group section's format version.
-const groupSectionVersion = 3
+const groupSectionVersion = 4
 
 // Globals is the part of an operator's state that is not per key group:
 // the watermark and processing time every task's operator shares, and
@@ -286,6 +297,64 @@ func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) 
 			o.appendGroupInst(e, in, p.w, false)
 		}
 	}
+	if o.sl.on {
+		o.snapshotSliceGroups(groups, want, encs, index)
+	}
+}
+
+// snapshotSliceGroups writes the slices part of the sections (version 4).
+func (o *Operator) snapshotSliceGroups(groups []int, want []int32, encs []*state.Encoder, index map[uint32]int) {
+	list := o.sl.list
+	counts := make([][]int, len(list)) // slice → entries per wanted group
+	held := make([]int, len(groups))
+	seqs := make([][]uint64, len(groups)) // per group: its entries' arrival numbers, for the ranks
+	for si, s := range list {
+		var c []int
+		for i := range s.ents {
+			if w := want[s.ents[i].group]; w != 0 {
+				if c == nil {
+					c = make([]int, len(groups))
+				}
+				if c[w-1] == 0 {
+					held[w-1]++
+				}
+				c[w-1]++
+				seqs[w-1] = append(seqs[w-1], s.ents[i].seq)
+			}
+		}
+		counts[si] = c
+	}
+	for w := range groups {
+		encs[w].Uint(uint64(held[w]))
+		slices.Sort(seqs[w])
+	}
+	for si, s := range list {
+		c := counts[si]
+		if c == nil {
+			continue
+		}
+		for w, n := range c {
+			if n == 0 {
+				continue
+			}
+			e := encs[w]
+			e.Int(s.w.Start)
+			e.Int(s.w.End - s.w.Start)
+			e.Uint(uint64(n))
+		}
+		for i := range s.ents {
+			se := &s.ents[i]
+			w := want[se.group]
+			if w == 0 {
+				continue
+			}
+			e := encs[w-1]
+			rank, _ := slices.BinarySearch(seqs[w-1], se.seq)
+			e.Uint(uint64(index[se.key]))
+			e.Uint(uint64(rank))
+			o.appendSliceEnt(e, se, false)
+		}
+	}
 }
 
 // appendGroupInst writes an instance without its slot number.
@@ -351,8 +420,9 @@ func (o *Operator) RestoreGroups(parts [][]byte, g Globals) error {
 		o.wm != changelog.WatermarkNone || o.emitted != 0 || len(o.out) != 0 {
 		return ErrNotFresh
 	}
-	r := groupRestorer{o: o, panes: map[int64]*pane{}, seen: map[int]bool{}}
+	r := groupRestorer{o: o, panes: map[int64]*pane{}, seen: map[int]bool{}, slices: map[int64]*slice{}}
 	for i, part := range parts {
+		r.part, r.rank = i, 0
 		d := state.NewDecoder(part)
 		r.section(d)
 		if err := d.Err(); err != nil {
@@ -372,6 +442,20 @@ type groupRestorer struct {
 	panes    map[int64]*pane
 	sessions []restoredSession
 	seen     map[int]bool
+	slices   map[int64]*slice
+	arrivals []restoredArrival
+	part     int // index of the section being read
+	rank     int // the next pane entry's place in the section (sliced operators)
+}
+
+// restoredArrival places a restored slice entry for the numbering of
+// arrivals (install).
+type restoredArrival struct {
+	s             *slice // a slice entry's, or
+	p             *pane  // a pane entry's
+	i             int    // index in s.ents or p.ents
+	section, rank int
+	birth         uint64
 }
 
 type restoredSession struct {
@@ -501,11 +585,106 @@ func (r *groupRestorer) section(d *state.Decoder) {
 				d.Fail("key group %d: pane %s: entry with the session fired flag", g, w)
 				return
 			}
+			if o.sl.on {
+				r.arrivals = append(r.arrivals, restoredArrival{p: p, i: len(p.ents), section: r.part, rank: r.rank, birth: in.birth})
+				r.rank++
+			}
 			p.idx[k.ents[kid].enc] = int32(len(p.ents))
 			p.ents = append(p.ents, in)
 			if live {
 				p.live++
 			}
+		}
+	}
+	if sh.sliced {
+		r.sliceSection(d, g, ids)
+	}
+}
+
+// sliceSection reads the slices of a key group's section (version 4).
+func (r *groupRestorer) sliceSection(d *state.Decoder, g int, ids []uint32) {
+	o := r.o
+	n := d.Len(maxCount, 3)
+	if d.Err() != nil {
+		return
+	}
+	if n > 0 && !o.sl.on {
+		d.Fail("key group %d: %d slices of sliced sliding windows; this operator keeps one accumulator per window (NoSlicing, or an aggregate that cannot be sliced)", g, n)
+		return
+	}
+	var last window.Window
+	var ranks map[uint64]bool
+	for si := range n {
+		start := d.Int()
+		w := window.Window{Start: start, End: start + d.Int()}
+		m := d.Len(maxCount, 4)
+		if d.Err() != nil {
+			return
+		}
+		if si > 0 && last.End > w.Start {
+			d.Fail("key group %d: slice %s out of order", g, w)
+			return
+		}
+		last = w
+		if got := o.sl.slicer.SliceOf(w.Start); got != w {
+			d.Fail("key group %d: slice %s is not a slice of the windows (%s is)", g, w, got)
+			return
+		}
+		s := r.slices[w.Start]
+		if s == nil {
+			s = &slice{w: w}
+			r.slices[w.Start] = s
+		}
+		if ranks == nil {
+			ranks = map[uint64]bool{}
+		}
+		for range m {
+			ki := d.Uint()
+			rank := d.Uint()
+			flags := d.Byte()
+			if d.Err() != nil {
+				return
+			}
+			if ki >= uint64(len(ids)) {
+				d.Fail("key group %d: slice %s: key index %d out of range", g, w, ki)
+				return
+			}
+			if ranks[rank] || rank > maxCount {
+				d.Fail("key group %d: slice %s: arrival rank %d given twice or out of range", g, w, rank)
+				return
+			}
+			ranks[rank] = true
+			if flags&^flagLive != 0 {
+				d.Fail("key group %d: slice %s: bad entry flags %#x", g, w, flags)
+				return
+			}
+			se := sliceEnt{key: ids[ki], group: uint16(g), slot: -1}
+			se.rows = d.Int()
+			se.birth = d.Uint()
+			if d.Err() != nil {
+				return
+			}
+			for _, x := range s.ents {
+				if x.key == se.key {
+					d.Fail("key group %d: slice %s: key %d listed twice", g, w, ki)
+					return
+				}
+			}
+			if (flags&flagLive != 0) != (se.rows > 0) {
+				d.Fail("key group %d: slice %s: entry with %d rows and live %v", g, w, se.rows, flags&flagLive != 0)
+				return
+			}
+			if flags&flagLive != 0 {
+				se.slot = o.slots.alloc()
+				s.live++
+				for _, c := range o.cfg.Aggs {
+					c.RestoreSlot(d, se.slot)
+				}
+			}
+			// After the section's pane entries (their relative order never
+			// matters: one window holds a key group's share either way).
+			r.arrivals = append(r.arrivals, restoredArrival{s: s, i: len(s.ents), section: r.part, rank: 1<<40 + int(rank), birth: se.birth})
+			s.ents = append(s.ents, se)
 		}
 	}
 }
@@ -607,7 +786,7 @@ func (r *groupRestorer) install(g Globals) {
 		}
 	}
 	sort.Slice(o.panes.list, func(i, j int) bool { return less(o.panes.list[i].w, o.panes.list[j].w) })
-	if o.cfg.Order == OrderBirth {
+	if o.cfg.Order == OrderBirth && !o.sl.on { // sliced: by arrival numbers, birth first (installSlices)
 		// Entries in birth order, as an operator that never restarted
 		// holds them (arrival order).
 		for _, p := range o.panes.list {
@@ -636,6 +815,11 @@ func (r *groupRestorer) install(g Globals) {
 			k.ents[id].refs++
 		}
 	}
+	for _, s := range r.slices {
+		for i := range s.ents {
+			k.ents[s.ents[i].key].refs++
+		}
+	}
 	o.sess = sessionStore{keys: k, seq: uint64(len(r.sessions)), live: len(r.sessions)}
 	for id := range k.ents {
 		if k.ents[id].refs == 0 {
@@ -653,4 +837,70 @@ func (r *groupRestorer) install(g Globals) {
 		}
 	}
 	o.indexEntries()
+	if o.sl.on {
+		r.installSlices(g)
+	}
+}
+
+// installSlices numbers the restored slice entries' arrivals (by birth
+// with OrderBirth, then section and rank), puts every slice's entries in
+// arrival order and installs the slices.
+func (r *groupRestorer) installSlices(g Globals) {
+	o := r.o
+	a := r.arrivals
+	sort.Slice(a, func(i, j int) bool {
+		x, y := &a[i], &a[j]
+		if o.cfg.Order == OrderBirth && x.birth != y.birth {
+			return x.birth < y.birth
+		}
+		if x.section != y.section {
+			return x.section < y.section
+		}
+		return x.rank < y.rank
+	})
+	for _, p := range o.panes.list {
+		p.seqs = slices.Grow(p.seqs[:0], len(p.ents))[:len(p.ents)]
+	}
+	for n := range a {
+		if a[n].s != nil {
+			a[n].s.ents[a[n].i].seq = uint64(n)
+		} else {
+			a[n].p.seqs[a[n].i] = uint64(n)
+		}
+	}
+	// Each pane's entries in arrival order.
+	for _, p := range o.panes.list {
+		idx := make([]int, len(p.ents))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(i, j int) bool { return p.seqs[idx[i]] < p.seqs[idx[j]] })
+		ents, seqs := make([]inst, len(p.ents)), make([]uint64, len(p.ents))
+		for i, j := range idx {
+			ents[i], seqs[i] = p.ents[j], p.seqs[j]
+		}
+		p.ents, p.seqs = ents, seqs
+		clear(p.idx)
+		for i := range p.ents {
+			p.idx[o.keys.ents[p.ents[i].key].enc] = int32(i)
+		}
+	}
+	list := make([]*slice, 0, len(r.slices))
+	for _, s := range r.slices {
+		slices.SortFunc(s.ents, func(x, y sliceEnt) int { return cmp.Compare(x.seq, y.seq) })
+		list = append(list, s)
+	}
+	slices.SortFunc(list, func(x, y *slice) int { return cmp.Compare(x.w.Start, y.w.Start) })
+	for i := 1; i < len(list); i++ {
+		if list[i-1].w.End > list[i].w.Start {
+			// Sections agree on each slice's extent (SliceOf), so slices
+			// never overlap.
+			panic("tidemark: restored slices overlap")
+		}
+	}
+	thr := g.ClosedThrough
+	if o.cfg.Mode != Final {
+		thr = g.Watermark
+	}
+	o.installSlices(list, uint64(len(a)), thr)
 }

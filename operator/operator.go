@@ -119,6 +119,12 @@ type Config struct {
 	// OrderBirth also record each row's EmitOrder (DrainOrder). Default
 	// OrderArrival.
 	Order Order
+	// NoSlicing keeps one accumulator per sliding window and key, updated
+	// by every record of the window (⌈size/slide⌉ updates per record),
+	// instead of slicing (slices.go), which is the default for sliding
+	// windows. The emitted rows are the same; tests and benchmarks compare
+	// the two. Tumbling windows and sessions are never sliced.
+	NoSlicing bool
 }
 
 // Order is how a firing (on time, early, close) orders its rows
@@ -178,11 +184,13 @@ type Operator struct {
 	keys  *keyTable
 	slots slotTable
 	panes paneStore
+	sl    sliceStore // the slices of sliced sliding windows (slices.go)
 	sess  sessionStore
-	padv  paneAdvance // an advance of the panes in progress
+	padv  paneAdvance    // an advance of the panes in progress
+	vadv  virtualAdvance // a close of a window held in slices, in progress
 
 	keyBuf []byte
-	kid    uint32 // the current record's key id (multi-window panes), when kidOK
+	kid    uint32 // the current record's key id (multi-window panes, slices), when kidOK
 	kidOK  bool
 	wins   []window.Window
 
@@ -238,9 +246,30 @@ func New(cfg Config) (*Operator, error) {
 	}
 	o.panes.init()
 	o.panes.multi = cfg.Assigner != nil && cfg.Assigner.MaxWindows() > 1
+	if sl, ok := cfg.Assigner.(window.Slicer); ok && o.panes.multi && !cfg.NoSlicing && !historyDependent(cfg.Aggs) {
+		o.sl.init(sl)
+		o.panes.multi = false // panes (windows that fired and stay open) find keys through their index
+		o.panes.words = (cfg.KeyGroups + 63) / 64
+	}
 	o.sess.keys = o.keys
 	return o, nil
 }
+
+// historyDependent reports whether a column's results depend on the order
+// of its updates (aggregate.HistoryDependent): such a stage is not sliced.
+func historyDependent(cols []aggregate.Column) bool {
+	for _, c := range cols {
+		if h, ok := c.(aggregate.HistoryDependent); ok && h.HistoryDependent() {
+			return true
+		}
+	}
+	return false
+}
+
+// Sliced reports whether the operator keeps its sliding windows in slices
+// (slices.go): sliding windows, NoSlicing off, and no aggregate whose
+// result depends on the order of its updates.
+func (o *Operator) Sliced() bool { return o.sl.on }
 
 // SetStep tells the operator the caller's step of the next Process call:
 // the birth of the instances it creates (OrderBirth).
@@ -263,8 +292,11 @@ func (o *Operator) Process(r *row.Row, ts int64, weight int, now int64) (Outcome
 	for _, f := range o.cfg.Key {
 		o.keyBuf = appendKey(o.keyBuf, r, f)
 	}
-	if o.cfg.Gap > 0 {
+	switch {
+	case o.cfg.Gap > 0:
 		return o.processSession(r, ts, weight)
+	case o.sl.on:
+		return o.processSliced(r, ts, weight)
 	}
 	return o.processPanes(r, ts, weight)
 }
@@ -317,9 +349,12 @@ func (o *Operator) AdvanceWatermarkLimit(wm, now int64, limit int) (more bool) {
 // unfinished; see there. It returns false when the advance is complete.
 func (o *Operator) ContinueAdvance(limit int) (more bool) {
 	limit = max(limit, 1)
-	if o.cfg.Gap > 0 {
+	switch {
+	case o.cfg.Gap > 0:
 		more = o.advanceSessions(limit)
-	} else {
+	case o.sl.on:
+		more = o.advanceSliced(limit)
+	default:
 		more = o.advancePanes(limit)
 	}
 	if !more {
@@ -353,9 +388,12 @@ func (o *Operator) FireEarly(now int64) {
 		return
 	}
 	o.now = now
-	if o.cfg.Gap > 0 {
+	switch {
+	case o.cfg.Gap > 0:
 		o.earlySessions()
-	} else {
+	case o.sl.on:
+		o.earlySliced()
+	default:
 		o.earlyPanes()
 	}
 }
@@ -409,8 +447,15 @@ func (o *Operator) Pending() int { return len(o.out) }
 
 // Stats is a snapshot of the operator's state size.
 type Stats struct {
-	OpenWindows int   // panes (tumbling/sliding) or sessions holding state
-	Entries     int   // live (window, key) instances
+	// OpenWindows counts the panes (tumbling and sliding windows holding
+	// state; for sliced sliding windows, those that fired and stay open
+	// or fired early), the slices holding state (sliced sliding windows)
+	// or the open sessions.
+	OpenWindows int
+	// Entries counts the accumulators held: live (window, key) instances
+	// of panes and sessions, and live (slice, key) entries of slices (a
+	// key in a slice counts once however many windows read the slice).
+	Entries     int
 	Keys        int   // distinct live keys
 	StateBytes  int64 // estimated heap bytes of operator state
 	RowsEmitted int64 // result rows emitted so far
@@ -433,7 +478,16 @@ func (o *Operator) Stats() Stats {
 		}
 		st.StateBytes = int64(st.Entries) * int64(sessionBytes)
 	} else {
-		st.OpenWindows = len(o.panes.list)
+		st.OpenWindows = len(o.panes.list) + len(o.sl.list)
+		for _, s := range o.sl.list {
+			st.Entries += s.live
+			st.StateBytes += int64(sliceBytes) + int64(len(s.ents))*int64(sliceEntBytes+paneRefBytes)
+			for i := range s.ents {
+				if s.ents[i].slot >= 0 {
+					extra += int64(o.slots.extraBytes(s.ents[i].slot))
+				}
+			}
+		}
 		for _, p := range o.panes.list {
 			st.Entries += p.live
 			st.StateBytes += int64(paneBytes) + int64(len(p.ents))*int64(entryBytes) + int64(len(p.idx))*mapEntryBytes

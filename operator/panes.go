@@ -25,11 +25,24 @@ type pane struct {
 	idx   map[string]int32 // encoded key (the key table's string) → index in ents
 	ents  []inst           // in order of first arrival; slot −1 when removed
 	live  int
+	// Sliced operators (slices.go): seqs are the entries' arrival numbers
+	// (parallel to ents, ascending), and mat the key groups whose share of
+	// the window the pane holds (a bit per key group; the others' rows are
+	// in the slices).
+	seqs []uint64
+	mat  []uint64
 }
+
+// holds reports whether a sliced operator's pane holds key group g's share.
+func (p *pane) holds(g int) bool { return p.mat[g>>6]&(1<<(uint(g)&63)) != 0 }
+
+// hold marks key group g's share as the pane's.
+func (p *pane) hold(g int) { p.mat[g>>6] |= 1 << (uint(g) & 63) }
 
 // paneStore holds the open panes in order of (end, start).
 type paneStore struct {
 	multi   bool // sliding windows: keys find their entries through keyEntry.panes, not idx
+	words   int  // sliced operators: words of a pane's key-group bits (pane.mat); 0 otherwise
 	list    []*pane
 	byStart map[int64]*pane
 	last    *pane
@@ -58,6 +71,11 @@ func (ps *paneStore) create(w window.Window, fired bool) *pane {
 		p = &pane{idx: map[string]int32{}}
 	}
 	p.w, p.fired, p.live = w, fired, 0
+	if ps.words > 0 {
+		p.mat = slices.Grow(p.mat[:0], ps.words)[:ps.words]
+		clear(p.mat)
+		p.seqs = p.seqs[:0]
+	}
 	ps.byStart[w.Start] = p
 	// Insert in (end, start) order; new panes usually go last.
 	i := len(ps.list)
@@ -86,6 +104,7 @@ func (ps *paneStore) recycle(p *pane) {
 	}
 	clear(p.idx)
 	p.ents = p.ents[:0]
+	p.seqs = p.seqs[:0]
 	ps.pool = append(ps.pool, p)
 }
 
@@ -138,82 +157,28 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 			continue
 		}
 		p := o.panes.get(w)
-		if weight < 0 {
-			if p == nil {
-				continue
-			}
-			i, ok := o.find(p)
-			if !ok || p.ents[i].slot < 0 {
-				continue
-			}
-			e := &p.ents[i]
-			if err := o.slots.apply(e.slot, r, -1); err != nil {
-				return OnTime, err
-			}
-			o.markChanged(int(e.group))
-			e.rows--
-			e.dirty = true
-			accepted++
-			if p.fired {
-				late = true
-			}
-			if e.rows <= 0 {
-				o.emitDelete(e)
-				o.removeEntry(p, i)
-			} else if p.fired {
-				o.emit(e, w, fireLate)
-			}
-			continue
-		}
 		if p == nil {
+			if weight < 0 {
+				continue
+			}
 			p = o.panes.create(w, o.firedAt(w.End))
 		}
-		// One string-keyed lookup per event and window, as a hand-written
-		// map[key]sum would do; the key table is consulted only when the
-		// key first enters the window.
-		i, ok := o.find(p)
-		switch {
-		case !ok:
-			kid := o.kid
-			if !o.panes.multi || !o.kidOK {
-				kid = o.keys.intern(o.keyBuf)
-				o.kid, o.kidOK = kid, true
-			}
-			i = int32(len(p.ents))
-			p.ents = append(p.ents, inst{key: kid, slot: o.slots.alloc(), group: o.keys.ents[kid].group, birth: o.step})
-			if o.panes.multi {
-				ke := &o.keys.ents[kid]
-				if ke.panes == nil {
-					// Room for every window a record falls in, and one
-					// more for a pane not yet closed: usually no regrowth.
-					ke.panes = make([]paneRef, 0, o.cfg.Assigner.MaxWindows()+1)
-				}
-				ke.panes = append(ke.panes, paneRef{start: p.w.Start, idx: i})
-			} else {
-				p.idx[o.keys.ents[kid].enc] = i
-			}
-			p.live++
-			o.keys.ref(kid)
-		case p.ents[i].slot < 0:
-			// The key's row was retracted away (and deleted downstream):
-			// it comes back under the same identity, its versions going on
-			// from the delete's.
-			p.ents[i].slot = o.slots.alloc()
-			p.live++
-		}
-		e := &p.ents[i]
-		if err := o.slots.apply(e.slot, r, 1); err != nil {
+		ok, err := o.applyPane(p, r, weight)
+		if err != nil {
 			return OnTime, err
 		}
-		o.markChanged(int(e.group))
-		e.rows++
-		e.dirty = true
-		accepted++
-		if p.fired {
-			late = true
-			o.emit(e, w, fireLate)
+		if ok {
+			accepted++
+			late = late || p.fired
 		}
 	}
+	return o.outcome(accepted, skipped, late, weight), nil
+}
+
+// outcome counts a record in time for some windows and too late for
+// others, and returns its outcome from the windows it updated (accepted),
+// those it was too late for (skipped) and whether one had fired (late).
+func (o *Operator) outcome(accepted, skipped int, late bool, weight int) Outcome {
 	if accepted > 0 && skipped > 0 {
 		// Sliding windows: in time for some windows, too late for others
 		// (Flink drops those assignments silently; tidemark counts them).
@@ -222,15 +187,91 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 	}
 	switch {
 	case accepted == 0 && weight < 0 && skipped > 0:
-		return RetractTooLate, nil
+		return RetractTooLate
 	case accepted == 0 && weight < 0:
-		return RetractMissing, nil
+		return RetractMissing
 	case accepted == 0:
-		return TooLate, nil
+		return TooLate
 	case late:
-		return LateAccepted, nil
+		return LateAccepted
 	}
-	return OnTime, nil
+	return OnTime
+}
+
+// applyPane applies the current record (o.keyBuf; o.kid when o.kidOK and
+// the key was looked up for it) to pane p: it adds the record to the key's
+// entry, creating or reviving it, or retracts it from a live entry, and
+// emits the rows a fired pane owes. It reports whether the entry changed
+// (a retraction of a key the pane does not hold changes nothing).
+func (o *Operator) applyPane(p *pane, r *row.Row, weight int) (bool, error) {
+	w := p.w
+	i, ok := o.find(p)
+	if weight < 0 {
+		if !ok || p.ents[i].slot < 0 {
+			return false, nil
+		}
+		e := &p.ents[i]
+		if err := o.slots.apply(e.slot, r, -1); err != nil {
+			return false, err
+		}
+		o.markChanged(int(e.group))
+		e.rows--
+		e.dirty = true
+		if e.rows <= 0 {
+			o.emitDelete(e)
+			o.removeEntry(p, i)
+		} else if p.fired {
+			o.emit(e, w, fireLate)
+		}
+		return true, nil
+	}
+	// One string-keyed lookup per event and window, as a hand-written
+	// map[key]sum would do; the key table is consulted only when the key
+	// first enters the window.
+	switch {
+	case !ok:
+		kid := o.kid
+		if !(o.panes.multi || o.sl.on) || !o.kidOK {
+			kid = o.keys.intern(o.keyBuf)
+			o.kid, o.kidOK = kid, true
+		}
+		i = int32(len(p.ents))
+		p.ents = append(p.ents, inst{key: kid, slot: o.slots.alloc(), group: o.keys.ents[kid].group, birth: o.step})
+		if o.sl.on {
+			p.seqs = append(p.seqs, o.sl.seq)
+			o.sl.seq++
+		}
+		if o.panes.multi {
+			ke := &o.keys.ents[kid]
+			if ke.panes == nil {
+				// Room for every window a record falls in, and one more
+				// for a pane not yet closed: usually no regrowth.
+				ke.panes = make([]paneRef, 0, o.cfg.Assigner.MaxWindows()+1)
+			}
+			ke.panes = append(ke.panes, paneRef{start: p.w.Start, idx: i})
+		} else {
+			p.idx[o.keys.ents[kid].enc] = i
+		}
+		p.live++
+		o.keys.ref(kid)
+	case p.ents[i].slot < 0:
+		// The key's row was retracted away (and deleted downstream): it
+		// comes back under the same identity, its versions going on from
+		// the delete's.
+		p.ents[i].slot = o.slots.alloc()
+		p.live++
+	}
+	e := &p.ents[i]
+	if err := o.slots.apply(e.slot, r, 1); err != nil {
+		return false, err
+	}
+	o.markChanged(int(e.group))
+	e.rows++
+	e.dirty = true
+	if p.fired {
+		o.emit(e, w, fireLate)
+	}
+	return true, nil
 }
 
 // checkPanes refuses a record that some window could not take, before any
@@ -285,77 +326,107 @@ type paneAdvance struct {
 func (o *Operator) advancePanes(limit int) bool {
 	a := &o.padv
 	for {
-		if a.p == nil {
-			list := o.panes.list
-			if !a.firing {
-				// Closing panes form a prefix of the (end, start) order.
-				if len(list) > 0 && o.closed(list[0].w.End) {
-					a.p = list[0]
-				} else {
-					a.firing, a.fi = true, 0
-					continue
-				}
-			} else {
-				for a.fi < len(list) && list[a.fi].fired && o.firedAt(list[a.fi].w.End) {
-					a.fi++
-				}
-				if a.fi == len(list) || !o.firedAt(list[a.fi].w.End) {
-					*a = paneAdvance{order: a.order[:0]}
-					return false
-				}
-				a.p = list[a.fi]
-				a.p.fired = true
-			}
-			a.order = a.order[:0]
-			o.entriesInOrder(a.p, func(i int32) { a.order = append(a.order, i) })
-			a.pos = 0
-			o.reserve(min(a.p.live, limit))
-		}
-		p := a.p
-		o.ordA, o.ordB = p.w.End, p.w.Start
-		kind := fireClose
-		if a.firing {
-			kind = fireOnTime
-		}
-		for a.pos < len(a.order) {
-			if len(o.out) >= limit {
+		if a.p != nil {
+			if o.paneContinue(limit) {
 				return true
 			}
-			e := &p.ents[a.order[a.pos]]
-			a.pos++
-			if a.firing {
-				// The pane's fired flag is part of every key group's share.
-				o.markChanged(int(e.group))
-			}
-			if e.slot >= 0 {
-				o.ordC = e.birth
-				o.emit(e, p.w, kind)
-			}
+			continue
 		}
-		if !a.firing {
-			// The bookkeeping in arrival order: keys interned in arrival
-			// order lie in that order in memory.
-			for i := range p.ents {
-				e := &p.ents[i]
-				if e.slot >= 0 {
-					o.slots.release(e.slot)
-				}
-				if o.panes.multi {
-					o.keys.dropPane(e.key, p.w.Start)
-				}
-				o.markChanged(int(e.group))
-				o.keys.unref(e.key)
-			}
-			o.panes.recycle(p)
-			list := o.panes.list
-			m := copy(list, list[1:])
-			list[m] = nil
-			o.panes.list = list[:m]
-		} else {
-			a.fi++
+		p := o.paneNext()
+		if p == nil {
+			*a = paneAdvance{order: a.order[:0]}
+			return false
 		}
-		a.p = nil
+		o.paneStart(p, limit)
 	}
+}
+
+// paneNext returns the next pane the advance in progress closes or fires
+// (nil when none is left), without starting it: the closing panes form a
+// prefix of the (end, start) order, and come before the panes that reach
+// their end (closing ends are at most the closed horizon, firing ones
+// above it).
+func (o *Operator) paneNext() *pane {
+	a := &o.padv
+	list := o.panes.list
+	if !a.firing {
+		if len(list) > 0 && o.closed(list[0].w.End) {
+			return list[0]
+		}
+		a.firing, a.fi = true, 0
+	}
+	for a.fi < len(list) && list[a.fi].fired && o.firedAt(list[a.fi].w.End) {
+		a.fi++
+	}
+	if a.fi == len(list) || !o.firedAt(list[a.fi].w.End) {
+		return nil
+	}
+	return list[a.fi]
+}
+
+// paneStart starts closing or firing pane p (paneNext's).
+func (o *Operator) paneStart(p *pane, limit int) {
+	a := &o.padv
+	a.p = p
+	if a.firing {
+		p.fired = true
+	}
+	a.order = a.order[:0]
+	o.entriesInOrder(p, func(i int32) { a.order = append(a.order, i) })
+	a.pos = 0
+	o.reserve(min(p.live, limit))
+}
+
+// paneContinue emits the rows of the pane being closed or fired; it
+// returns true when it stopped because limit rows are pending, false when
+// the pane is done (a closed pane freed).
+func (o *Operator) paneContinue(limit int) bool {
+	a := &o.padv
+	p := a.p
+	o.ordA, o.ordB = p.w.End, p.w.Start
+	kind := fireClose
+	if a.firing {
+		kind = fireOnTime
+	}
+	for a.pos < len(a.order) {
+		if len(o.out) >= limit {
+			return true
+		}
+		e := &p.ents[a.order[a.pos]]
+		a.pos++
+		if a.firing {
+			// The pane's fired flag is part of every key group's share.
+			o.markChanged(int(e.group))
+		}
+		if e.slot >= 0 {
+			o.ordC = e.birth
+			o.emit(e, p.w, kind)
+		}
+	}
+	if !a.firing {
+		// The bookkeeping in arrival order: keys interned in arrival
+		// order lie in that order in memory.
+		for i := range p.ents {
+			e := &p.ents[i]
+			if e.slot >= 0 {
+				o.slots.release(e.slot)
+			}
+			if o.panes.multi {
+				o.keys.dropPane(e.key, p.w.Start)
+			}
+			o.markChanged(int(e.group))
+			o.keys.unref(e.key)
+		}
+		o.panes.recycle(p)
+		list := o.panes.list
+		m := copy(list, list[1:])
+		list[m] = nil
+		o.panes.list = list[:m]
+	} else {
+		a.fi++
+	}
+	a.p = nil
+	return false
 }
 
 func (o *Operator) earlyPanes() {

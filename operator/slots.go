@@ -45,6 +45,16 @@ func (t *slotTable) release(s int32) {
 	t.free = append(t.free, s)
 }
 
+// reset empties slot s, keeping it allocated.
+func (t *slotTable) reset(s int32) {
+	for _, c := range t.cols {
+		c.Reset(s)
+	}
+	if t.keep {
+		t.prev[s] = t.prev[s][:0]
+	}
+}
+
 // check returns the error applying r to slot s would meet, changing
 // nothing.
 func (t *slotTable) check(s int32, r *row.Row, weight int) error {

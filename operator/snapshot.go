@@ -12,13 +12,13 @@ import (
 	"github.com/tidemark/tidemark/window"
 )
 
-// Snapshot format, version 3 (state package encoding: Uint/Int varints,
+// Snapshot format, version 4 (state package encoding: Uint/Int varints,
 // strings length-prefixed). Everything is written in a deterministic order
 // (key ids, slot ids, pane order, session order per key, aggregate sets in
 // value order), so equal states give equal bytes.
 //
 //	Byte(1)                              section version
-//	shape: Byte(0 panes | 1 sessions) Byte(mode)
+//	shape: Byte(0 panes | 1 sessions | 2 sliced panes, version 4) Byte(mode)
 //	       Uint(#aggs) Byte(kind)…  Uint(#key fields) Byte(kind)…
 //	Int(watermark) Int(now) Int(nextEarly) Int(closed through; version 3)
 //	Int(rows emitted) Int(partly too late) Int(skipped windows)
@@ -30,9 +30,15 @@ import (
 //	                [sessions: Bool(closed memory) [Int(largest closed end)]
 //	                           Uint(#sessions) session…  (by start)]
 //	[panes: Uint(#panes) per pane in (end, start) order:
-//	        Int(start) Int(end−start) Bool(fired) Uint(#entries) entry…]
+//	        Int(start) Int(end−start) Bool(fired) Uint(#entries) entry…
+//	        sliced: Uint(next arrival number) Uint(#slices) per slice by
+//	        start: Int(start) Int(end−start) Uint(#entries) slice entry…]
 //
-//	entry (pane):  Uint(key id) inst
+//	entry (pane):  Uint(key id) inst [sliced: Uint(arrival number)]
+//	slice entry:   Uint(key id) Uint(arrival number) Byte(flags: 1 live slot)
+//	               [live: Uint(slot)] Int(rows) Uint(birth)
+//	               [live: per aggregate its slot state]
+//	               (in ascending arrival number within a slice)
 //	session:       Int(start) Int(end−start) Uint(seq) inst
 //	inst: Byte(flags: 1 live slot, 2 emitted, 4 dirty, 8 fired (sessions),
 //	           16 emitted window = own window, 32 emitted window explicit;
@@ -47,12 +53,17 @@ import (
 // counts and idleness (from the panes and sessions that hold each key),
 // pane indexes and live counts, and the session timers (a fire timer for
 // each session that has not fired, a close timer for each; stale timers of
-// the running operator are no-ops, so dropping them changes nothing).
+// the running operator are no-ops, so dropping them changes nothing);
+// for slices, the last window of each, the keys' references to their
+// entries and which windows are processed (slices.go: those ending at or
+// before the closed horizon in mode final, the watermark otherwise).
 
 // snapshotVersion is the operator section's format version: 3 adds the
-// keys' closed-session memory and the closed horizon (Restore also reads
-// 2, which has neither).
-const snapshotVersion = 3
+// keys' closed-session memory and the closed horizon, 4 the slices of
+// sliced sliding windows (Restore also reads 2 and 3; a version 3 snapshot
+// of sliding windows restores into a sliced operator as windows that are
+// all panes).
+const snapshotVersion = 4
 
 const (
 	flagLive     = 1 << iota // the instance holds a slot
@@ -149,7 +160,46 @@ func (o *Operator) Snapshot(e *state.Encoder) {
 				in := &p.ents[i]
 				e.Uint(uint64(in.key))
 				o.appendInst(e, in, p.w, false)
+				if o.sl.on {
+					e.Uint(p.seqs[i])
+				}
 			}
+		}
+		if !o.sl.on {
+			return
+		}
+		e.Uint(o.sl.seq)
+		e.Uint(uint64(len(o.sl.list)))
+		for _, s := range o.sl.list {
+			e.Int(s.w.Start)
+			e.Int(s.w.End - s.w.Start)
+			e.Uint(uint64(len(s.ents)))
+			for i := range s.ents {
+				se := &s.ents[i]
+				e.Uint(uint64(se.key))
+				e.Uint(se.seq)
+				o.appendSliceEnt(e, se, true)
+			}
+		}
+	}
+}
+
+// appendSliceEnt writes a slice entry after its key and arrival number:
+// flags, the slot number (withSlot), rows, birth and the slot's state.
+func (o *Operator) appendSliceEnt(e *state.Encoder, se *sliceEnt, withSlot bool) {
+	if se.slot < 0 {
+		e.Byte(0)
+	} else {
+		e.Byte(flagLive)
+		if withSlot {
+			e.Uint(uint64(se.slot))
+		}
+	}
+	e.Int(se.rows)
+	e.Uint(se.birth)
+	if se.slot >= 0 {
+		for _, c := range o.cfg.Aggs {
+			c.AppendSlot(e, se.slot)
 		}
 	}
 }
@@ -157,9 +207,12 @@ func (o *Operator) Snapshot(e *state.Encoder) {
 // appendShape writes what the snapshot's layout depends on, so that a
 // snapshot restored under a different configuration fails clearly.
 func (o *Operator) appendShape(e *state.Encoder) {
-	if o.cfg.Gap > 0 {
+	switch {
+	case o.cfg.Gap > 0:
 		e.Byte(1)
-	} else {
+	case o.sl.on:
+		e.Byte(2)
+	default:
 		e.Byte(0)
 	}
 	e.Byte(byte(o.cfg.Mode))
@@ -264,6 +317,8 @@ type restorer struct {
 
 	wm, now, nextEarly, emitted, partial, skipped int64
 	closedThrough                                 int64
+	storedClosed                                  int64 // the closed horizon the snapshot holds
+	sliced                                        bool  // a sliced operator's snapshot (shape kind 2)
 	seq                                           uint64
 
 	nslots    int
@@ -274,6 +329,8 @@ type restorer struct {
 	keys      *keyTable
 	keyFreed  []bool
 	panes     []*pane
+	slices    []*slice
+	nextSeq   uint64
 	sessions  []*session
 	sessLive  int
 	heldSlots int
@@ -285,8 +342,10 @@ func (r *restorer) run() {
 	r.shape()
 	r.wm, r.now, r.nextEarly = d.Int(), d.Int(), d.Int()
 	r.closedThrough = o.horizon(r.wm)
+	r.storedClosed = r.closedThrough
 	if r.version >= 3 {
-		r.closedThrough = max(r.closedThrough, d.Int())
+		r.storedClosed = d.Int()
+		r.closedThrough = max(r.closedThrough, r.storedClosed)
 	}
 	r.emitted, r.partial, r.skipped = d.Int(), d.Int(), d.Int()
 	sessions := o.cfg.Gap > 0
@@ -297,6 +356,9 @@ func (r *restorer) run() {
 	r.keyTable()
 	if !sessions {
 		r.paneList()
+		if r.sliced {
+			r.sliceList()
+		}
 	}
 	if d.Err() != nil {
 		return
@@ -317,13 +379,19 @@ func (r *restorer) shape() {
 		return
 	}
 	want := byte(0)
-	if o.cfg.Gap > 0 {
+	switch {
+	case o.cfg.Gap > 0:
 		want = 1
+	case o.sl.on:
+		want = 2
 	}
-	if kind != want {
+	// A sliced operator also restores an unsliced one's panes (they stay
+	// panes); the other way round the slices would have no place.
+	if kind != want && !(kind == 0 && want == 2) {
 		d.Fail("snapshot of %s windows, operator has %s windows", windowsName(kind), windowsName(want))
 		return
 	}
+	r.sliced = kind == 2
 	if Mode(mode) != o.cfg.Mode {
 		d.Fail("snapshot of emit mode %d, operator has %d", mode, o.cfg.Mode)
 		return
@@ -351,11 +419,13 @@ func (r *restorer) shape() {
 }
 
 func windowsName(kind byte) string {
-	if kind == 1 {
-		return "session"
-	}
-	if kind == 0 {
+	switch kind {
+	case 0:
 		return "tumbling/sliding"
+	case 1:
+		return "session"
+	case 2:
+		return "sliced sliding (one partial aggregate per slice; an operator with NoSlicing, or with an aggregate that cannot be sliced, keeps one per window)"
 	}
 	return fmt.Sprintf("unknown (%d)", kind)
 }
@@ -568,8 +638,104 @@ func (r *restorer) paneList() {
 			if live {
 				p.live++
 			}
+			if r.sliced {
+				seq := d.Uint()
+				if d.Err() != nil {
+					return
+				}
+				if j > 0 && seq <= p.seqs[j-1] {
+					d.Fail("pane %s: arrival numbers out of order", w)
+					return
+				}
+				p.seqs = append(p.seqs, seq)
+			}
 		}
 		r.panes = append(r.panes, p)
+	}
+}
+
+// sliceList reads the slices (version 4).
+func (r *restorer) sliceList() {
+	o, d := r.o, r.d
+	r.nextSeq = d.Uint()
+	n := d.Len(maxCount, 3)
+	if d.Err() != nil {
+		return
+	}
+	r.slices = make([]*slice, 0, n)
+	for i := 0; i < n; i++ {
+		start := d.Int()
+		w := window.Window{Start: start, End: start + d.Int()}
+		m := d.Len(maxCount, 4)
+		if d.Err() != nil {
+			return
+		}
+		if i > 0 && r.slices[i-1].w.End > w.Start || w.End <= w.Start {
+			d.Fail("slice %s out of order or empty", w)
+			return
+		}
+		if got := o.sl.slicer.SliceOf(w.Start); got != w {
+			d.Fail("slice %s is not a slice of the windows (%s is)", w, got)
+			return
+		}
+		s := &slice{w: w, ents: make([]sliceEnt, m)}
+		seen := make(map[uint32]bool, m)
+		for j := range s.ents {
+			se := &s.ents[j]
+			kid := d.Uint()
+			se.seq = d.Uint()
+			if d.Err() != nil {
+				return
+			}
+			if kid >= uint64(len(r.keys.ents)) || r.keyFreed[kid] || seen[uint32(kid)] {
+				d.Fail("slice %s: key id %d out of range, free or listed twice", w, kid)
+				return
+			}
+			seen[uint32(kid)] = true
+			if se.seq >= r.nextSeq || j > 0 && se.seq <= s.ents[j-1].seq {
+				d.Fail("slice %s: arrival number %d out of order or not below %d", w, se.seq, r.nextSeq)
+				return
+			}
+			se.key, se.group = uint32(kid), r.keys.ents[kid].group
+			flags := d.Byte()
+			if d.Err() != nil {
+				return
+			}
+			if flags&^flagLive != 0 {
+				d.Fail("slice %s: bad entry flags %#x", w, flags)
+				return
+			}
+			se.slot = -1
+			if flags&flagLive != 0 {
+				sl := d.Uint()
+				if d.Err() != nil {
+					return
+				}
+				if sl >= uint64(r.nslots) || r.slotUsed[sl] {
+					d.Fail("slot %d out of range, free or held twice", sl)
+					return
+				}
+				r.slotUsed[sl] = true
+				r.heldSlots++
+				se.slot = int32(sl)
+			}
+			se.rows = d.Int()
+			se.birth = d.Uint()
+			if d.Err() != nil {
+				return
+			}
+			if (se.slot >= 0) != (se.rows > 0) {
+				d.Fail("slice %s: entry with %d rows and live %v", w, se.rows, se.slot >= 0)
+				return
+			}
+			if se.slot >= 0 {
+				s.live++
+				for _, c := range o.cfg.Aggs {
+					c.RestoreSlot(d, se.slot)
+				}
+			}
+		}
+		r.slices = append(r.slices, s)
 	}
 }
 
@@ -676,6 +842,11 @@ func (r *restorer) install() {
 	for _, s := range r.sessions {
 		k.ents[s.key].refs++
 	}
+	for _, s := range r.slices {
+		for i := range s.ents {
+			k.ents[s.ents[i].key].refs++
+		}
+	}
 	for id := range k.ents {
 		if !r.keyFreed[id] && k.ents[id].closedHeld {
 			k.ents[id].refs++
@@ -704,6 +875,26 @@ func (r *restorer) install() {
 		o.panes.byStart[p.w.Start] = p
 	}
 	o.sess = sessionStore{keys: k, seq: r.seq, live: len(r.sessions)}
+	if o.sl.on {
+		// The snapshotter had processed its virtual windows up to its
+		// threshold: the closed horizon it wrote (mode final) or the
+		// watermark.
+		thr := r.storedClosed
+		if o.cfg.Mode != Final {
+			thr = r.wm
+		}
+		next := r.nextSeq
+		if !r.sliced {
+			next = o.numberPanes() // an unsliced operator's panes: arrival order within each
+		}
+		for _, p := range o.panes.list {
+			if len(p.seqs) > 0 && p.seqs[len(p.seqs)-1] >= next {
+				r.d.Fail("pane %s: arrival number %d not below the next one %d", p.w, p.seqs[len(p.seqs)-1], next)
+				return
+			}
+		}
+		o.installSlices(r.slices, next, thr)
+	}
 	// Timers in (key id, start) order; pops are ordered by (time, kind,
 	// seq), which is total, so the insertion order does not matter.
 	for _, s := range r.sessions {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
@@ -62,6 +63,7 @@ type snapConfig struct {
 	retract  bool
 	groups   int   // key groups (0: the default)
 	order    Order // Config.Order
+	noSlice  bool  // Config.NoSlicing
 }
 
 func (c snapConfig) build(t interface{ Fatal(...any) }, f snapFields) *Operator {
@@ -79,7 +81,7 @@ func (c snapConfig) build(t interface{ Fatal(...any) }, f snapFields) *Operator 
 		cols = append(cols, col)
 	}
 	cfg := Config{AllowedLateness: c.lateness, Mode: c.mode, EarlyEvery: c.early, Aggs: cols,
-		Key: []row.Field{f.k, f.g}[:c.keys], KeyGroups: c.groups, Order: c.order}
+		Key: []row.Field{f.k, f.g}[:c.keys], KeyGroups: c.groups, Order: c.order, NoSlicing: c.noSlice}
 	switch c.kind {
 	case "session":
 		cfg.Gap = c.gap
@@ -363,6 +365,7 @@ func sameDerived(t fataler, a, b *Operator) {
 			}
 		}
 	}
+	sameSlices(t, a, b)
 	if a.sess.live != b.sess.live || a.sess.seq != b.sess.seq {
 		t.Fatalf("sessions: live %d/%d seq %d/%d", a.sess.live, b.sess.live, a.sess.seq, b.sess.seq)
 	}
@@ -393,6 +396,53 @@ func sameDerived(t fataler, a, b *Operator) {
 	}
 	if la, lb := live(a.sess.timers, a), live(b.sess.timers, b); fmt.Sprint(la) != fmt.Sprint(lb) {
 		t.Fatalf("live timers differ:\n%v\n%v", la, lb)
+	}
+}
+
+// sameSlices checks that the slices of a restored operator, and what it
+// derives from them (last windows, live counts, the index, the keys'
+// references, the processed windows), equal the running operator's.
+func sameSlices(t fataler, a, b *Operator) {
+	x, y := &a.sl, &b.sl
+	if x.on != y.on || len(x.list) != len(y.list) || x.seq != y.seq || x.done != y.done {
+		t.Fatalf("slices: on %v/%v, %d/%d slices, next arrival %d/%d, done %v/%v", x.on, y.on, len(x.list), len(y.list), x.seq, y.seq, x.done, y.done)
+	}
+	if !x.on {
+		return // the keys' references are to panes
+	}
+	for i, s := range x.list {
+		q := y.list[i]
+		if s.w != q.w || s.lastW != q.lastW || s.live != q.live || len(s.ents) != len(q.ents) || y.byStart[q.w.Start] != q {
+			t.Fatalf("slice %s differs: last window %v/%v live %d/%d entries %d/%d", s.w, s.lastW, q.lastW, s.live, q.live, len(s.ents), len(q.ents))
+		}
+		for j := range s.ents {
+			e, f := s.ents[j], q.ents[j]
+			ka, kb := a.keys.ents[e.key].enc, b.keys.ents[f.key].enc
+			if ka != kb || e.seq != f.seq || e.birth != f.birth || e.rows != f.rows || (e.slot < 0) != (f.slot < 0) || e.group != f.group {
+				t.Fatalf("slice %s entry %d differs: %+v (%q) vs %+v (%q)", s.w, j, e, ka, f, kb)
+			}
+		}
+	}
+	refs := func(o *Operator) map[string][]string {
+		m := map[string][]string{}
+		for id := range o.keys.ents {
+			ke := &o.keys.ents[id]
+			if !o.keys.holds(uint32(id)) || ke.refs <= 0 {
+				continue
+			}
+			for _, r := range ke.panes {
+				s := o.sl.byStart[r.start]
+				if s == nil || s.ents[r.idx].key != uint32(id) {
+					t.Fatalf("key %q: reference %+v to no entry of its own", ke.enc, r)
+				}
+				m[ke.enc] = append(m[ke.enc], fmt.Sprint(r))
+			}
+			sort.Strings(m[ke.enc])
+		}
+		return m
+	}
+	if ra, rb := refs(a), refs(b); fmt.Sprint(ra) != fmt.Sprint(rb) {
+		t.Fatalf("key references to slices differ:\n%v\n%v", ra, rb)
 	}
 }
 

@@ -27,6 +27,22 @@
 //     touching sessions merge (Flink's TimeWindow.intersects). Merging lives
 //     in the window operator, which owns per-key state; this package gives
 //     the proto-window.
+//
+// Slices (Slicer): the fixed-length and calendar assigners also cut the
+// time line at every window boundary — each window start and each window
+// end — into slices. A window is a run of consecutive slices, and the
+// windows containing any instant of a slice are those containing the whole
+// slice, so an aggregate kept per slice and merged when a window fires
+// equals the window's aggregate: the window slicing of Flink's
+// SlicingWindowOperator and of Scotty (Traub et al., "Scotty: General and
+// Efficient Open-Source Window Aggregation for Stream Processing Systems",
+// ACM TODS 46(1), 2021), which cut at the same boundaries. When size is a
+// multiple of slide the slices are the slide-long panes (1h/30m: [12:00,
+// 12:30), [12:30, 13:00) …); otherwise each slide is cut in two where a
+// window ends (7s/3s, windows starting at multiples of 3 s and ending at
+// 1 s past them: [0, 1), [1, 3), [3, 4), [4, 6) …), at most 2⌊size/slide⌋ + 1
+// slices per window, where slicing at gcd(size, slide) would make up to
+// size slices of 1 s for 1000s/999s windows.
 package window
 
 import (
@@ -62,6 +78,42 @@ type Assigner interface {
 	// an assigner may cache (Calendar's last day) and is not safe for
 	// concurrent use, so each task uses a clone.
 	Clone() Assigner
+}
+
+// Slicer is implemented by assigners whose windows can be cut into slices
+// (the package comment, "Slices"): Fixed and Calendar.
+type Slicer interface {
+	Assigner
+	// SliceOf returns the slice containing ts: [b, b') for the latest
+	// window boundary (a window's start or end) b ≤ ts and the next one
+	// b'. Every window Assign returns for ts contains the whole slice, and
+	// Assign returns the same windows for every instant of it.
+	SliceOf(ts int64) Window
+	// MaxSlices is the largest number of slices a window is made of:
+	// size/slide when size is a multiple of slide, else 2⌊size/slide⌋ + 1.
+	MaxSlices() int
+}
+
+// sliceIn returns the slice containing point p of the slide period
+// starting at the window start last: the period [last, last+slide) is cut
+// where the windows starting one size earlier end, rem = size mod slide
+// past last (not at all when rem is 0).
+func sliceIn(p, last, slide, rem int64) (start, end int64) {
+	switch {
+	case rem == 0:
+		return last, last + slide
+	case p-last < rem:
+		return last, last + rem
+	}
+	return last + rem, last + slide
+}
+
+// maxSlices is MaxSlices for size and slide in any unit.
+func maxSlices(size, slide int64) int {
+	if size%slide == 0 {
+		return int(size / slide)
+	}
+	return int(2*(size/slide) + 1)
 }
 
 // day is 24 hours in ms.
@@ -145,6 +197,16 @@ func (f *Fixed) MaxWindows() int { return int((f.Size + f.Slide - 1) / f.Slide) 
 
 // Clone returns a copy of f.
 func (f *Fixed) Clone() Assigner { c := *f; return &c }
+
+// SliceOf implements Slicer.
+func (f *Fixed) SliceOf(ts int64) Window {
+	last := floorDiv(ts-f.Offset, f.Slide)*f.Slide + f.Offset
+	s, e := sliceIn(ts, last, f.Slide, f.Size%f.Slide)
+	return Window{Start: s, End: e}
+}
+
+// MaxSlices implements Slicer.
+func (f *Fixed) MaxSlices() int { return maxSlices(f.Size, f.Slide) }
 
 // Calendar assigns windows of SizeDays local days starting every SlideDays
 // local days at local midnight in Loc (0 < SlideDays ≤ SizeDays).
@@ -236,6 +298,18 @@ func (c *Calendar) Assign(ts int64, dst []Window) []Window {
 
 // MaxWindows implements Assigner.
 func (c *Calendar) MaxWindows() int { return int((c.SizeDays + c.SlideDays - 1) / c.SlideDays) }
+
+// SliceOf implements Slicer: the slices of local days, from local midnight
+// (as the windows) to local midnight.
+func (c *Calendar) SliceOf(ts int64) Window {
+	n := c.dayOf(ts)
+	last := floorDiv(n, c.SlideDays) * c.SlideDays
+	s, e := sliceIn(n, last, c.SlideDays, c.SizeDays%c.SlideDays)
+	return Window{Start: c.midnight(s), End: c.midnight(e)}
+}
+
+// MaxSlices implements Slicer.
+func (c *Calendar) MaxSlices() int { return maxSlices(c.SizeDays, c.SlideDays) }
 
 // Clone returns a copy of c with an empty cache.
 func (c *Calendar) Clone() Assigner { d := *c; d.cValid = false; return &d }
