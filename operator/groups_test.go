@@ -121,7 +121,9 @@ func checkSorted(t fataler, ord []EmitOrder, what string) {
 // key-group sections always equal the one operator's fresh sections of
 // every key group: what Changed leaves out did not change. Some restores
 // change the allowed lateness (of the one operator too): the operators
-// go on identically under the new lateness.
+// go on identically under the new lateness. Sliding windows are sliced
+// (slices.go) in the one and the split operators, and an unsliced
+// operator fed and restored as the one operator is must emit its rows.
 func TestSplitOperatorsMatchOne(t *testing.T) {
 	for _, kind := range []string{"tumbling", "sliding", "session"} {
 		t.Run(kind, func(t *testing.T) {
@@ -138,6 +140,13 @@ func checkSplit(t *rapid.T, kind string) {
 	sc.order = rapid.SampledFrom([]Order{OrderGroup, OrderBirth}).Draw(t, "order")
 	build := func() *Operator { return sc.build(t, f) }
 	one := build()
+	// Sliding windows: one and the split operators are sliced (slices.go);
+	// ref, unsliced, is fed and restored as one is and must emit its rows.
+	var ref *Operator
+	buildRef := func() *Operator { rc := sc; rc.noSlice = true; return rc.build(t, f) }
+	if kind == "sliding" {
+		ref = buildRef()
+	}
 	newSplit := func(n int) *splitOps {
 		s := &splitOps{k: k}
 		for range n {
@@ -158,6 +167,12 @@ func checkSplit(t *rapid.T, kind string) {
 	compare := func(i int, what string, got []changelog.Row) {
 		checkSorted(t, one.DrainOrder(), what)
 		want := formatRows(one.Drain())
+		if ref != nil {
+			if rr := formatRows(ref.Drain()); strings.Join(rr, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("step %d (%s): rows differ\nunsliced:\n%s\nsliced:\n%s", i, what,
+					strings.Join(rr, "\n"), strings.Join(want, "\n"))
+			}
+		}
 		if g := formatRows(got); strings.Join(g, "\n") != strings.Join(want, "\n") {
 			t.Fatalf("step %d (%s, %d tasks): rows differ\none operator:\n%s\nsplit:\n%s", i, what, len(split.ops),
 				strings.Join(want, "\n"), strings.Join(g, "\n"))
@@ -209,6 +224,19 @@ func checkSplit(t *rapid.T, kind string) {
 			if err := one.RestoreGroups(parts, g); err != nil {
 				t.Fatalf("step %d: restore the one operator: %v", i, err)
 			}
+			if ref != nil {
+				ref.MarkAllChanged()
+				secs := snapGroups(ref, all)
+				var rparts [][]byte
+				for g := range k {
+					rparts = append(rparts, secs[g])
+				}
+				rg := ref.Globals()
+				ref = buildRef()
+				if err := ref.RestoreGroups(rparts, rg); err != nil {
+					t.Fatalf("step %d: restore the unsliced operator: %v", i, err)
+				}
+			}
 		}
 		n := rapid.IntRange(1, min(4, k)).Draw(t, "restoreTasks")
 		next := newSplit(n)
@@ -248,6 +276,13 @@ func checkSplit(t *rapid.T, kind string) {
 			f.fill(r, e)
 			one.SetStep(uint64(i))
 			oa, erra := one.Process(r, e.ts, weight, now)
+			if ref != nil {
+				f.fill(r, e)
+				ref.SetStep(uint64(i))
+				if oc, err := ref.Process(r, e.ts, weight, now); oc != oa || fmt.Sprint(err) != fmt.Sprint(erra) {
+					t.Fatalf("step %d: outcome %d, %v sliced; %d, %v unsliced", i, oa, erra, oc, err)
+				}
+			}
 			f.fill(r, e)
 			o := split.ops[split.owner(f, one.cfg, r)]
 			o.SetStep(uint64(i))
@@ -263,6 +298,9 @@ func checkSplit(t *rapid.T, kind string) {
 		case 2:
 			wm += st.wm
 			one.AdvanceWatermark(wm, now)
+			if ref != nil {
+				ref.AdvanceWatermark(wm, now)
+			}
 			// The split operators advance in bounded steps: the rows
 			// drained step by step, then merged, are the same.
 			limit := rapid.IntRange(1, 4).Draw(t, "limit")
@@ -293,6 +331,9 @@ func checkSplit(t *rapid.T, kind string) {
 		case 3:
 			if sch != nil && sch.Due(now) {
 				one.FireEarly(now)
+				if ref != nil {
+					ref.FireEarly(now)
+				}
 				for _, o := range split.ops {
 					o.FireEarly(now)
 				}
@@ -304,6 +345,9 @@ func checkSplit(t *rapid.T, kind string) {
 	}
 	checkpoint(len(steps))
 	one.AdvanceWatermark(changelog.WatermarkInfinity, now+1)
+	if ref != nil {
+		ref.AdvanceWatermark(changelog.WatermarkInfinity, now+1)
+	}
 	for _, o := range split.ops {
 		o.AdvanceWatermark(changelog.WatermarkInfinity, now+1)
 	}

@@ -755,9 +755,13 @@ func (o *Operator) advanceSliced(limit int) bool {
 		if p == nil {
 			break
 		}
-		if o.closed(p.w.End) || o.cfg.Mode != Final {
+		if (o.closed(p.w.End) || o.cfg.Mode != Final) && after(p.w, ss.done) {
 			// Closing, or firing in modes update and retract: the shares
-			// still virtual join the pane first.
+			// still virtual join the pane first. Not when the window is
+			// processed already: it fired (its shares are in the pane),
+			// or it closed before this advance (a restore under a smaller
+			// allowed lateness: installSlices moved its shares in then),
+			// and the slices' rows since then are not the window's.
 			o.materialize(p.w, p.fired, -1)
 		}
 		o.paneStart(p, limit)

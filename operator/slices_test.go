@@ -53,8 +53,10 @@ func runSlicedVsUnsliced(t fataler, f snapFields, cfg snapConfig, steps []snapSt
 				live = append(live, e)
 			}
 			f.fill(r, e)
+			a.SetStep(uint64(i))
 			oa, erra := a.Process(r, e.ts, weight, now)
 			f.fill(r, e)
+			b.SetStep(uint64(i))
 			ob, errb := b.Process(r, e.ts, weight, now)
 			if fmt.Sprint(erra) != fmt.Sprint(errb) {
 				t.Fatalf("step %d: errors %v / %v", i, erra, errb)
@@ -129,6 +131,10 @@ func TestSlicedMatchesUnsliced(t *testing.T) {
 		if o := cfg.build(t, f); !o.Sliced() {
 			t.Skip("not sliced: an aggregate whose result depends on its history")
 		}
-		runSlicedVsUnsliced(t, f, cfg, drawSnapSteps(t, cfg.retract), rapid.Bool().Draw(t, "groups"))
+		// Key-group sections keep the first-arrival order within each key
+		// group only: a restore from them keeps the canonical orders
+		// (OrderGroup, OrderBirth), not OrderArrival across key groups.
+		groups := rapid.Bool().Draw(t, "groups") && cfg.order != OrderArrival
+		runSlicedVsUnsliced(t, f, cfg, drawSnapSteps(t, cfg.retract), groups)
 	})
 }
