@@ -152,7 +152,7 @@ func (c *multiExtreme[T, K]) Kind() row.Kind { return c.arg.Kind }
 // HistoryDependent implements HistoryDependent: a decimal extreme keeps
 // the representation it saw.
 func (c *multiExtreme[T, K]) HistoryDependent() bool { return c.history }
-func (c *multiExtreme[T, K]) Grow(n int)     { c.m = grow(c.m, n) }
+func (c *multiExtreme[T, K]) Grow(n int)             { c.m = grow(c.m, n) }
 func (c *multiExtreme[T, K]) better(a, b T) bool {
 	if c.max {
 		return c.cmp(a, b) > 0
