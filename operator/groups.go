@@ -514,13 +514,13 @@ func (r *groupRestorer) section(d *state.Decoder) {
 			d.Fail("key group %d: key %d belongs to key group %d", g, i, kg)
 			return
 		}
-		if _, dup := k.ids[enc]; dup {
+		if _, dup := k.get(enc); dup {
 			d.Fail("key group %d: key %d listed twice", g, i)
 			return
 		}
 		id := uint32(len(k.ents))
 		k.ents = append(k.ents, keyEntry{enc: enc, vals: decodeKey(enc, k.fields), maxVer: uint32(maxVer), group: uint16(g)})
-		k.ids[enc] = id
+		k.set(enc, id)
 		ids[i] = id
 		if sessions {
 			if version >= 3 && d.Bool() {

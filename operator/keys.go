@@ -107,7 +107,7 @@ func AppendKey(dst []byte, r *row.Row, fields []row.Field) []byte {
 // keyEntry is one distinct group key.
 type keyEntry struct {
 	enc      string      // encoded key (map key)
-	vals     []row.Value // decoded values, for output rows
+	vals     []row.Value // decoded values, for output rows (rows keep them: never changed)
 	refs     int32       // (window, key) instances holding the key, and its closed-session memory
 	idle     bool        // refs == 0 and not yet freed (see keyTable.sweep)
 	group    uint16      // key group
@@ -136,7 +136,13 @@ type paneRef struct {
 // should not be re-interned each time) and freed by sweep once idle keys
 // outnumber live ones, so memory stays within twice the live keys.
 type keyTable struct {
-	ids    map[string]uint32
+	ids map[string]uint32
+	// ints holds instead of ids the keys of one int, bool or time field
+	// that is not null (a 9-byte encoding: tag 1 and the value), by
+	// value: a map of 64-bit keys hashes and compares without touching
+	// the key's bytes (Nexmark's auction and bidder ids).
+	ints   map[uint64]uint32
+	intKey bool // the key is one int, bool or time field: ints is used
 	ents   []keyEntry
 	free   []uint32
 	fields []row.Field
@@ -156,8 +162,52 @@ type keyTable struct {
 }
 
 func newKeyTable(fields []row.Field, groups int) *keyTable {
-	return &keyTable{ids: map[string]uint32{}, fields: fields, groups: groups}
+	k := &keyTable{ids: map[string]uint32{}, fields: fields, groups: groups}
+	if len(fields) == 1 && fields[0].Kind != row.KindString && fields[0].Kind != row.KindDecimal {
+		k.intKey, k.ints = true, map[uint64]uint32{}
+	}
+	return k
 }
+
+// intOf reports whether enc is an int key's encoding held in ints, and
+// its value.
+func (k *keyTable) intOf(enc string) (uint64, bool) {
+	if !k.intKey || len(enc) != 9 || enc[0] != 1 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64([]byte(enc[1:])), true
+}
+
+// get returns the id of encoded key enc.
+func (k *keyTable) get(enc string) (uint32, bool) {
+	if v, ok := k.intOf(enc); ok {
+		id, ok := k.ints[v]
+		return id, ok
+	}
+	id, ok := k.ids[enc]
+	return id, ok
+}
+
+// set records id as encoded key enc's.
+func (k *keyTable) set(enc string, id uint32) {
+	if v, ok := k.intOf(enc); ok {
+		k.ints[v] = id
+		return
+	}
+	k.ids[enc] = id
+}
+
+// del forgets encoded key enc.
+func (k *keyTable) del(enc string) {
+	if v, ok := k.intOf(enc); ok {
+		delete(k.ints, v)
+		return
+	}
+	delete(k.ids, enc)
+}
+
+// count returns the number of keys held.
+func (k *keyTable) count() int { return len(k.ids) + len(k.ints) }
 
 // groupFloor is the number of idle keys a key group may hold before a
 // sweep frees them (when they also outnumber its live keys): the 1024 of
@@ -175,13 +225,17 @@ func (k *keyTable) initGroups() {
 
 // lookup returns the id of an encoded key if it is known.
 func (k *keyTable) lookup(enc []byte) (uint32, bool) {
+	if k.intKey && len(enc) == 9 && enc[0] == 1 {
+		id, ok := k.ints[binary.BigEndian.Uint64(enc[1:])]
+		return id, ok
+	}
 	id, ok := k.ids[string(enc)] // no allocation: the compiler optimizes map[string(b)]
 	return id, ok
 }
 
 // intern returns the id of an encoded key, adding it when new.
 func (k *keyTable) intern(enc []byte) uint32 {
-	if id, ok := k.ids[string(enc)]; ok {
+	if id, ok := k.lookup(enc); ok {
 		return id
 	}
 	s := string(enc)
@@ -207,7 +261,7 @@ func (k *keyTable) intern(enc []byte) uint32 {
 		id = uint32(len(k.ents))
 		k.ents = append(k.ents, e)
 	}
-	k.ids[s] = id
+	k.set(s, id)
 	return id
 }
 
@@ -276,7 +330,7 @@ func (k *keyTable) sweep(changed func(g int)) {
 		k.sweepGroups(changed)
 		return
 	}
-	if k.idle <= 1024 || k.idle <= len(k.ids)-k.idle {
+	if k.idle <= 1024 || k.idle <= k.count()-k.idle {
 		return
 	}
 	for id := range k.ents {
@@ -284,7 +338,7 @@ func (k *keyTable) sweep(changed func(g int)) {
 		if !e.idle {
 			continue
 		}
-		delete(k.ids, e.enc)
+		k.del(e.enc)
 		*e = keyEntry{}
 		k.free = append(k.free, uint32(id))
 	}
@@ -310,7 +364,7 @@ func (k *keyTable) sweepGroups(changed func(g int)) {
 			if !e.idle || int(e.group) != g || !k.holds(id) {
 				continue // live again, or listed twice and freed already
 			}
-			delete(k.ids, e.enc)
+			k.del(e.enc)
 			*e = keyEntry{}
 			k.free = append(k.free, id)
 			k.idle--
@@ -327,7 +381,7 @@ func (k *keyTable) sweepGroups(changed func(g int)) {
 }
 
 // live returns the number of keys held by at least one window.
-func (k *keyTable) live() int { return len(k.ids) - k.idle }
+func (k *keyTable) live() int { return k.count() - k.idle }
 
 // bytes estimates the key table's heap bytes.
 func (k *keyTable) bytes() int64 {
@@ -335,6 +389,7 @@ func (k *keyTable) bytes() int64 {
 	for id := range k.ids {
 		n += int64(len(id))*2 + 48 // enc in map and entry, map overhead
 	}
+	n += int64(len(k.ints)) * (9*2 + 48) // as a 9-byte encoding in ids
 	n += int64(len(k.ents)) * int64(64+len(k.fields)*72)
 	return n
 }
@@ -441,6 +496,6 @@ func (k *keyTable) rebuildGroups() {
 // holds reports whether id is a key's id (not a freed one). A key without
 // fields encodes to "", so an entry's encoding alone cannot tell.
 func (k *keyTable) holds(id uint32) bool {
-	x, ok := k.ids[k.ents[id].enc]
+	x, ok := k.get(k.ents[id].enc)
 	return ok && x == id
 }

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"encoding/binary"
 	"math"
 	"slices"
 	"sort"
@@ -75,7 +76,50 @@ type slice struct {
 	lastW window.Window // the last window containing the slice
 	ents  []sliceEnt    // by arrival number (seq)
 	live  int           // entries holding a slot
+	idx   entIndex      // encoded key → index in ents
 }
+
+// entIndex maps encoded keys to entry indexes: a record finds its slice
+// entry with one lookup, as a hand-written map[key]count per slice does,
+// without the key table (consulted only when a key enters a slice). Keys
+// of one int, bool or time field that is not null (keyTable.intKey) are
+// held by value, others by their encoding (the key table's string).
+type entIndex struct {
+	ints map[uint64]int32
+	strs map[string]int32
+}
+
+func (x *entIndex) get(k *keyTable, enc []byte) (int32, bool) {
+	if k.intKey && len(enc) == 9 && enc[0] == 1 {
+		i, ok := x.ints[binary.BigEndian.Uint64(enc[1:])]
+		return i, ok
+	}
+	i, ok := x.strs[string(enc)]
+	return i, ok
+}
+
+func (x *entIndex) set(k *keyTable, enc string, i int32) {
+	if v, ok := k.intOf(enc); ok {
+		if x.ints == nil {
+			x.ints = map[uint64]int32{}
+		}
+		x.ints[v] = i
+		return
+	}
+	if x.strs == nil {
+		x.strs = map[string]int32{}
+	}
+	x.strs[enc] = i
+}
+
+// reset empties the index, keeping its memory (pooled slices).
+func (x *entIndex) reset() {
+	clear(x.ints)
+	clear(x.strs)
+}
+
+// entIndexBytes is the estimated heap bytes of one entIndex entry.
+const entIndexBytes = 24
 
 // sliceEnt is one (slice, key) partial aggregate.
 type sliceEnt struct {
@@ -219,24 +263,19 @@ func (ss *sliceStore) insert(s *slice) {
 	}
 }
 
-// sliceEntry returns the index in s of the current record's key (o.kid).
+// sliceEntry returns the index in s of the current record's key
+// (o.keyBuf).
 func (o *Operator) sliceEntry(s *slice) (int32, bool) {
-	if !o.kidOK {
-		return 0, false
-	}
-	refs := o.keys.ents[o.kid].panes
-	for i := len(refs) - 1; i >= 0; i-- {
-		if refs[i].start == s.w.Start {
-			return refs[i].idx, true
-		}
-	}
-	return 0, false
+	return s.idx.get(o.keys, o.keyBuf)
 }
 
 func (o *Operator) processSliced(r *row.Row, ts int64, weight int) (Outcome, error) {
 	o.wins = o.cfg.Assigner.Assign(ts, o.wins[:0])
-	o.kid, o.kidOK = o.keys.lookup(o.keyBuf)
+	// The key table is consulted only when needed: a key entering a slice
+	// or a pane, a pane's key group, the checks.
+	o.kidOK = false
 	if len(o.slots.chk) > 0 {
+		o.kid, o.kidOK = o.keys.lookup(o.keyBuf)
 		if err := o.checkSliced(r, ts, weight); err != nil {
 			return OnTime, err
 		}
@@ -348,10 +387,7 @@ func (o *Operator) applySlice(r *row.Row, ts int64, weight int) (bool, error) {
 		i = int32(len(s.ents))
 		s.ents = append(s.ents, sliceEnt{seq: ss.seq, birth: o.step, key: o.kid, slot: o.slots.alloc(), group: ke.group})
 		ss.seq++
-		if ke.panes == nil {
-			ke.panes = make([]paneRef, 0, 2)
-		}
-		ke.panes = append(ke.panes, paneRef{start: s.w.Start, idx: i})
+		s.idx.set(o.keys, ke.enc, i)
 		s.live++
 		o.keys.ref(o.kid)
 	case s.ents[i].slot < 0:
@@ -450,11 +486,15 @@ func (o *Operator) checkSliced(r *row.Row, ts int64, weight int) error {
 // releases it.
 func (o *Operator) keyTotal(w window.Window) int32 {
 	z := int32(-1)
-	for _, ref := range o.keys.ents[o.kid].panes {
-		if ref.start < w.Start || ref.start >= w.End {
+	ss := &o.sl
+	i := sort.Search(len(ss.list), func(j int) bool { return ss.list[j].w.Start >= w.Start })
+	for ; i < len(ss.list) && ss.list[i].w.Start < w.End; i++ {
+		s := ss.list[i]
+		x, ok := o.sliceEntry(s)
+		if !ok {
 			continue
 		}
-		e := &o.sl.byStart[ref.start].ents[ref.idx]
+		e := &s.ents[x]
 		if e.slot < 0 {
 			continue
 		}
@@ -699,10 +739,10 @@ func (o *Operator) freeSlice(s *slice) {
 		if e.slot >= 0 {
 			o.slots.release(e.slot)
 		}
-		o.keys.dropPane(e.key, s.w.Start)
 		o.markChanged(int(e.group))
 		o.keys.unref(e.key)
 	}
+	s.idx.reset()
 	delete(ss.byStart, s.w.Start)
 	if ss.cur == s {
 		ss.cur = nil
@@ -908,8 +948,7 @@ func (o *Operator) installSlices(list []*slice, next uint64, thr int64) {
 		ss.byStart[s.w.Start] = s
 		for i := range s.ents {
 			e := &s.ents[i]
-			ke := &o.keys.ents[e.key]
-			ke.panes = append(ke.panes, paneRef{start: s.w.Start, idx: int32(i)})
+			s.idx.set(o.keys, o.keys.ents[e.key].enc, int32(i))
 			if e.slot >= 0 {
 				o.boundSlot(e.slot)
 			}

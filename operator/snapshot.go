@@ -496,7 +496,9 @@ func (r *restorer) keyTable() {
 	k := newKeyTable(o.cfg.Key, o.cfg.KeyGroups)
 	r.keys = k
 	k.ents = make([]keyEntry, n)
-	k.ids = make(map[string]uint32, nlive)
+	if !k.intKey {
+		k.ids = make(map[string]uint32, nlive)
+	}
 	r.keyFreed = make([]bool, n)
 	for _, id := range free {
 		if int(id) >= n || r.keyFreed[id] {
@@ -524,9 +526,9 @@ func (r *restorer) keyTable() {
 			d.Fail("key %d: %v", id, err)
 			return
 		}
-		before := len(k.ids)
-		k.ids[enc] = uint32(id)
-		if len(k.ids) == before {
+		before := k.count()
+		k.set(enc, uint32(id))
+		if k.count() == before {
 			d.Fail("key %d: encoded key listed twice", id)
 			return
 		}
