@@ -28,6 +28,19 @@
 //     within a window in order of first arrival, sessions by (end, start,
 //     creation).
 //
+// State: tumbling windows keep one accumulator per (window, key) in panes
+// (panes.go); sliding windows are sliced (slices.go, window.Slicer): one
+// partial aggregate per (slice, key), where a slice is the interval between
+// consecutive window boundaries (the slide-long panes when size is a
+// multiple of slide), so a record updates one accumulator instead of
+// ⌈size/slide⌉, and a window's rows are merged from its slices when it
+// fires or closes (Flink's SlicingWindowOperator, Scotty). The rows are
+// exactly those of one accumulator per window (Config.NoSlicing, which
+// tests compare against), also across restores and rescaling; a stage
+// with an aggregate whose result depends on the order of its updates
+// (aggregate.HistoryDependent) is not sliced. Sessions merge per key
+// (sessions.go).
+//
 // Checkpoints: Snapshot writes the whole state (after Drain, between
 // calls) and Restore reads it into a fresh operator built with the same
 // Config, which then continues exactly as the snapshotted one would have
