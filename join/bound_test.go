@@ -4,6 +4,10 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/tidemark/tidemark/keygroup"
+	"github.com/tidemark/tidemark/operator"
+	"github.com/tidemark/tidemark/row"
 )
 
 // TestStateBoundedByWatermarks: after every watermark advance, the state
@@ -97,5 +101,52 @@ func checkBounded(t *rapid.T, o *Operator) {
 				}
 			}
 		}
+	}
+}
+
+// TestKeyTableShrinks: once no key of a group holds rows, the group's key
+// table is given back (a Go map never shrinks), and the operator goes on
+// joining: 1,000 keys buffered and expired leave no key slots, and a
+// later pair of key 5 still pairs up.
+func TestKeyTableShrinks(t *testing.T) {
+	s := row.NewSchema()
+	k, _ := s.Add("k", row.KindInt)
+	v, _ := s.Add("v", row.KindInt)
+	c := Config{Type: Interval, Kind: Inner, Lower: 0, Upper: 10, UpperCol: -1, TombCol: -1,
+		Keep: [2][]row.Kind{{row.KindInt}, {row.KindInt}}, Columns: []Column{{Side: L, Col: 0}, {Side: R, Col: 0}},
+		KeyGroups: 1, Groups: keygroup.Range{Lo: 0, Hi: 1}}
+	op, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r row.Row
+	put := func(side int, key, val, ts int64, seq uint64) {
+		s.Shape(&r)
+		_ = r.Set(k, row.Int(key))
+		_ = r.Set(v, row.Int(val))
+		enc := operator.AppendKey(nil, &r, []row.Field{k})
+		if _, err := op.Process(side, 0, enc, ts, seq, &r, []row.Field{v}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range int64(1000) {
+		put(L, i, i, 100, uint64(i+1))
+	}
+	if g := op.groups[0]; len(g.ks) != 1000 {
+		t.Fatalf("%d key slots for 1,000 keys", len(g.ks))
+	}
+	op.Advance(200, 200, 0) // past 100 + upper 10: every left row expired
+	if g := op.groups[0]; len(g.ks) != 0 || len(g.keys) != 0 || len(g.heaps[clockR]) != 0 {
+		t.Fatalf("after expiry: %d key slots, %d keys, %d timers", len(g.ks), len(g.keys), len(g.heaps[clockR]))
+	}
+	put(L, 5, 50, 300, 2000)
+	put(R, 5, 51, 305, 2001)
+	rows, _ := op.Drain()
+	if len(rows) != 1 || rows[0].Values[0].I != 50 || rows[0].Values[1].I != 51 || rows[0].WindowStart != 305 {
+		t.Fatalf("rows %+v, want one pair (50, 51) at 305", rows)
+	}
+	op.Advance(Inf, Inf, 0)
+	if n, slots := op.Live(); n != 0 || slots != 0 {
+		t.Fatalf("%d rows, %d slots left", n, slots)
 	}
 }

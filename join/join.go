@@ -396,6 +396,21 @@ func (o *Operator) Advance(left, right, now int64) {
 		if did {
 			o.changed[gi] = true
 		}
+		end := left == Inf && right == Inf
+		if len(g.keys) == 0 && (len(g.ks) > 256 || end && len(g.ks) > 0) {
+			// No key holds rows: give the key table's memory back (a
+			// Go map never shrinks); every timer left is stale. At the
+			// end of the inputs, also the column stores'.
+			g.keys, g.ks, g.free = map[string]int32{}, nil, nil
+			g.heaps = [3]timerHeap{}
+		}
+		if end {
+			for s := range g.store {
+				if g.store[s].live == 0 && g.store[s].slots > 0 {
+					g.store[s] = newStore(o.cfg.Keep[s])
+				}
+			}
+		}
 	}
 	if len(o.adv) == 0 {
 		return

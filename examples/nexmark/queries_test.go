@@ -232,6 +232,13 @@ func runQuery(t *testing.T, name string, events, rate int64, seed uint64) (*spec
 		if st.Entries != 0 || st.Keys != 0 || st.OpenWindows != 0 {
 			t.Errorf("stage %s: %d rows or (window, key) entries, %d keys, %d windows left in its state at the end of the run", st.Name, st.Entries, st.Keys, st.OpenWindows)
 		}
+		// A join gives its memory back at the end (its key tables and
+		// column stores), not only its rows.
+		for _, ps := range p.Stages {
+			if ps.Name == st.Name && ps.Join != nil && st.StateBytes != 0 {
+				t.Errorf("join stage %s: %d bytes of state at the end of the run, with no row left", st.Name, st.StateBytes)
+			}
+		}
 		if n := st.TooLateDropped + st.TooLateSideOutput + st.PartlyTooLate + st.Quarantined; n > 0 {
 			t.Errorf("stage %s: %d records too late or quarantined; the 4 s watermark should hold every event", st.Name, n)
 		}
