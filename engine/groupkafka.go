@@ -104,9 +104,15 @@ type groupRun struct {
 	read, redeliver int64
 	// ends is each partition's end (last stable offset) at the last fetch;
 	// lastLive, lastCommitAt and lastCommitDur feed the snapshots.
-	ends          map[taskKey]int64
-	purged        map[int]int64 // repartition partition → offset deleted up to
-	promiseFn     func(*kgo.Record, error)
+	ends      map[taskKey]int64
+	purged    map[int]int64 // repartition partition → offset deleted up to
+	promiseFn func(*kgo.Record, error)
+	// startAt is, per task about to start, the committed offset and
+	// metadata both the task and franz-go's consumer start from (one
+	// read of the group's offsets: see startOffsets).
+	startMu       sync.Mutex
+	startAt       map[taskKey]committedOffset
+	admCl         *kgo.Client
 	lastLive      time.Time
 	lastCommitAt  time.Time
 	lastCommitDur time.Duration
@@ -213,7 +219,8 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 func newGroupRun(pl *plan.Plan, opts Options) *groupRun {
 	sp := &pl.Spec.Source
 	gr := &groupRun{plan: pl, opts: opts, sp: sp, group: sp.Group, repart: RepartitionTopic(pl.Spec.Name),
-		owned: map[taskKey]bool{}, hosts: map[taskKey]*hostTask{}, events: &assignEvents{}, ends: map[taskKey]int64{}, purged: map[int]int64{}}
+		owned: map[taskKey]bool{}, hosts: map[taskKey]*hostTask{}, events: &assignEvents{}, ends: map[taskKey]int64{}, purged: map[int]int64{},
+		startAt: map[taskKey]committedOffset{}}
 	gr.promiseFn = gr.promise
 	return gr
 }
@@ -238,7 +245,7 @@ func (gr *groupRun) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
-	gr.adm = kadm.NewClient(admCl)
+	gr.adm, gr.admCl = kadm.NewClient(admCl), admCl
 	if err := gr.topics(ctx); err != nil {
 		return err
 	}
@@ -314,6 +321,7 @@ func (gr *groupRun) clientOpts(txnID string) []kgo.Opt {
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { gr.events.add(true, m) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { gr.events.add(false, m) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { gr.events.add(false, m) }),
+		kgo.AdjustFetchOffsetsFn(gr.adjustOffsets),
 	}
 	if gr.opts.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(gr.opts.InstanceID))
@@ -614,6 +622,7 @@ func (gr *groupRun) applyAssignment(ctx context.Context) error {
 					delete(gr.owned, k)
 					gr.in.drop(ctx, k)
 					delete(gr.hosts, k)
+					gr.forgetStart(k)
 				}
 			}
 		}
@@ -662,7 +671,7 @@ func (gr *groupRun) startTasks(ctx context.Context, keys []taskKey) error {
 		}
 		return a.index - b.index
 	})
-	committed, err := gr.fetchCommitted(ctx, keys)
+	committed, err := gr.startOffsets(ctx, keys)
 	if err != nil {
 		return err
 	}
@@ -725,6 +734,88 @@ type committedOffset struct {
 	meta   string
 }
 
+// startOffsets returns where tasks keys start: the committed offset and
+// its metadata (the manifest of the checkpoint to restore). A task and
+// franz-go's consumer of its partition must start from the same read of
+// the group's offsets — franz-go reads them itself when the group
+// assigns a partition, and a commit between its read and the task's (a
+// former owner's transaction ending) made the task restore a checkpoint
+// of one offset while its records came from another: the records
+// between were lost or counted twice. So the first of the two to ask —
+// startTasks, or adjustOffsets, which franz-go calls with the offsets
+// it read before it fetches — reads them (fetchCommitted), and both use
+// that read until the task is dropped.
+func (gr *groupRun) startOffsets(ctx context.Context, keys []taskKey) (map[taskKey]committedOffset, error) {
+	out := map[taskKey]committedOffset{}
+	var missing []taskKey
+	gr.startMu.Lock()
+	for _, k := range keys {
+		if c, ok := gr.startAt[k]; ok {
+			out[k] = c
+		} else {
+			missing = append(missing, k)
+		}
+	}
+	gr.startMu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	fetched, err := gr.fetchCommitted(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	gr.startMu.Lock()
+	defer gr.startMu.Unlock()
+	for _, k := range missing {
+		c, ok := gr.startAt[k]
+		if !ok {
+			c = fetched[k]
+			gr.startAt[k] = c
+		}
+		out[k] = c
+	}
+	return out, nil
+}
+
+// forgetStart forgets where tasks keys started (dropped tasks), or every
+// task's with no keys (an aborted transaction: franz-go rewinds to the
+// committed offsets, which the tasks read again).
+func (gr *groupRun) forgetStart(keys ...taskKey) {
+	gr.startMu.Lock()
+	defer gr.startMu.Unlock()
+	if len(keys) == 0 {
+		clear(gr.startAt)
+	}
+	for _, k := range keys {
+		delete(gr.startAt, k)
+	}
+}
+
+// adjustOffsets is franz-go's AdjustFetchOffsetsFn: the partitions the
+// group assigned are consumed from startOffsets' offsets.
+func (gr *groupRun) adjustOffsets(ctx context.Context, offs map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	var keys []taskKey
+	for t, ps := range offs {
+		for p := range ps {
+			if k, ok := gr.key(t, p); ok {
+				keys = append(keys, k)
+			}
+		}
+	}
+	at, err := gr.startOffsets(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for t, ps := range offs {
+		for p := range ps {
+			if k, ok := gr.key(t, p); ok {
+				ps[p] = kgo.NewOffset().At(at[k].offset).WithEpoch(-1)
+			}
+		}
+	}
+	return offs, nil
+}
+
 // fetchCommitted reads the group's committed offsets and metadata of the
 // tasks' partitions with require_stable (KIP-447: a partition whose
 // offsets are in an open transaction answers once it ended).
@@ -745,7 +836,7 @@ func (gr *groupRun) fetchCommitted(ctx context.Context, keys []taskKey) (map[tas
 			rt.Partitions = byTopic[t]
 			req.Topics = append(req.Topics, rt)
 		}
-		resp, err := req.RequestWith(ctx, gr.sess.Client())
+		resp, err := req.RequestWith(ctx, gr.admCl)
 		if err != nil {
 			return nil, fmt.Errorf("group %s: fetching committed offsets: %w", gr.group, err)
 		}
@@ -970,7 +1061,12 @@ func (gr *groupRun) commit(ctx context.Context) (bool, error) {
 				k := tpKey{t.Topic, p.Partition}
 				seen[k] = true
 				if m, ok := byTP[k]; ok {
-					p.Metadata = strPtr(m)
+					// The offset committed is the task's position — where
+					// the checkpoint named beside it stands — not
+					// franz-go's: after a rewind franz-go may have
+					// delivered only records before it (skipped).
+					tk, _ := gr.key(k.topic, k.p)
+					p.Offset, p.LeaderEpoch, p.Metadata = gr.pos(tk), -1, strPtr(m)
 				}
 			}
 		}
@@ -1012,6 +1108,7 @@ func (gr *groupRun) commit(ctx context.Context) (bool, error) {
 		gr.logf("group %s: the transaction aborted (a rebalance); the tasks start again from their committed checkpoints", gr.group)
 		gr.in.dropAll(ctx)
 		gr.hosts = map[taskKey]*hostTask{}
+		gr.forgetStart()
 		// The rebalance that aborted the transaction may have revoked
 		// partitions whose events the loop has not applied yet: apply
 		// them first. A task restarted on a revoked partition read the
