@@ -1,9 +1,12 @@
 // Package nexmarkq holds the Nexmark benchmark's queries as pipeline files
-// (q0.yaml … q11.yaml, each reading the Nexmark generator of
-// docs/nexmark.md with Flink's 4 s watermark), embedded so that `tidemark
-// bench q5` works outside the repository, and the tests that check each
-// query's results on a small seeded run against an independent batch
-// recomputation over the same generated events.
+// (q0.yaml … q13.yaml, each reading the Nexmark generator of
+// docs/nexmark.md with Flink's 4 s watermark; the joins q3, q4, q8, q9
+// read its people, auctions and bids as filtered sides of one input, and
+// q13 also the bundled side_input.csv), embedded so that `tidemark bench
+// q5` works outside the repository, and the tests that check each query's
+// results on small seeded runs against independent batch recomputations
+// over the same generated events (nested loops, a hash join per window,
+// an as-of search for the joins).
 package nexmarkq
 
 import (
