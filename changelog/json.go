@@ -1,6 +1,7 @@
 package changelog
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -194,7 +195,10 @@ func appendLate(dst []byte, l *LateRecord, tf *row.TimeFormatter) []byte {
 //	{"stage":…,"raw":"<original bytes>","reason":…,"field":…,"rule":…,
 //	 "source":{"file":…,"partition":…,"line":…,"offset":…}}
 //
-// "raw" is q.Raw as a JSON string, invalid UTF-8 replaced by U+FFFD.
+// "raw" is q.Raw as a JSON string, invalid UTF-8 replaced by U+FFFD; when
+// q.Raw is not valid UTF-8 (a binary Avro or Protobuf value, a line with
+// bad bytes), "raw_base64" follows it with the original bytes in standard
+// base64 (RFC 4648 §4), so that they can always be recovered.
 // "field" is null when q.Field is empty. "source" names "topic" instead of
 // "file" for a log position (Line 0 and a partition); its "partition" is
 // null when empty and "line" null when 0. loc is unused today and kept so
@@ -205,6 +209,11 @@ func AppendQuarantineJSON(dst []byte, q *QuarantineRecord, loc *time.Location) [
 	dst = appendString(dst, q.Stage)
 	dst = append(dst, `,"raw":`...)
 	dst = appendString(dst, bytesToString(q.Raw))
+	if !utf8.Valid(q.Raw) {
+		dst = append(dst, `,"raw_base64":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, q.Raw)
+		dst = append(dst, '"')
+	}
 	dst = append(dst, `,"reason":`...)
 	dst = appendString(dst, q.Reason)
 	dst = append(dst, `,"field":`...)

@@ -184,7 +184,9 @@ func TestAppendQuarantineJSON(t *testing.T) {
 		Position: Position{Source: "data/orders.jsonl", Line: 7, Offset: 310},
 	}
 	got := string(AppendQuarantineJSON(nil, &q, nil))
-	want := `{"stage":"revenue","raw":"{\"amount\": \"x\ufffd\"}","reason":"field amount: \"x\ufffd\" is not a decimal",` +
+	// Not valid UTF-8: raw_base64 keeps the original bytes (base64 of
+	// {"amount": "x<0xff>"}, computed outside Go).
+	want := `{"stage":"revenue","raw":"{\"amount\": \"x\ufffd\"}","raw_base64":"eyJhbW91bnQiOiAieP8ifQ==","reason":"field amount: \"x\ufffd\" is not a decimal",` +
 		`"field":"amount","rule":"type","source":{"file":"data/orders.jsonl","partition":null,"line":7,"offset":310}}`
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
@@ -193,6 +195,10 @@ func TestAppendQuarantineJSON(t *testing.T) {
 	q.Field = ""
 	q.Position = Position{Source: "orders", Partition: "2", Offset: 99}
 	got = string(AppendQuarantineJSON(nil, &q, nil))
+	q.Raw = []byte(`{"amount": "x"}`) // valid UTF-8: no raw_base64
+	if s := string(AppendQuarantineJSON(nil, &q, nil)); strings.Contains(s, "raw_base64") {
+		t.Fatalf("valid UTF-8 with raw_base64: %s", s)
+	}
 	if !strings.Contains(got, `"field":null,`) ||
 		!strings.HasSuffix(got, `"source":{"topic":"orders","partition":"2","line":null,"offset":99}}`) {
 		t.Fatalf("log position: %s", got)

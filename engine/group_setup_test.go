@@ -109,11 +109,25 @@ func TestGroupSpecDiffers(t *testing.T) {
 		t.Fatalf("the first instance: %v", err)
 	}
 	err = start(func(p *spec.Pipeline) { p.Stages[0].Window.Size = spec.Duration(2 * time.Minute) })
-	want := `the group g runs pipeline grp with another spec: stages[0].window.size ("1m0s" → "2m0s") changed: the open windows hold state of the old windows`
+	want := `the group g runs pipeline grp with another spec: stages[0].window.size ("1m0s" → "2m0s") changed; an instance must run the same spec as the group's`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("another window size: %v, want %q", err, want)
 	}
-	if err := start(func(p *spec.Pipeline) { p.Checkpoint.Interval = spec.Duration(time.Second) }); err != nil {
-		t.Errorf("another checkpoint.interval: %v", err)
+	// What a restore accepts (docs/semantics.md, "Upgrades") is still
+	// another spec for a group: two instances with other lateness or
+	// other sinks would split the group's results.
+	err = start(func(p *spec.Pipeline) {
+		p.Stages[0].AllowedLateness = spec.Duration(5 * time.Hour)
+		p.Stages[0].Sinks[0].Topic = "per_store_2"
+	})
+	want = `another spec: stages[0].allowed_lateness ("1h0m0s" → "5h0m0s"), stages[0].sinks[0].topic ("per_store" → "per_store_2") changed;`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("another lateness and sink: %v, want %q", err, want)
+	}
+	if err := start(func(p *spec.Pipeline) {
+		p.Checkpoint.Interval = spec.Duration(time.Second)
+		p.Checkpoint.Retain = 7
+	}); err != nil {
+		t.Errorf("another checkpoint.interval and retain: %v", err)
 	}
 }

@@ -380,7 +380,7 @@ func (gr *groupRun) checkSpec(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint store: %w", err)
 	}
-	if changed := specChanges(stored, mine); len(changed) > 0 {
+	if changed := groupSpecChanges(stored, mine); len(changed) > 0 {
 		return fmt.Errorf("the group %s runs pipeline %s with another spec: %s changed; an instance must run the same spec as the group's (stop every instance and start them with the new spec and a new checkpoint store, or keep the spec)", gr.group, gr.plan.Spec.Name, strings.Join(changed, ", "))
 	}
 	return nil

@@ -6,11 +6,40 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
+
+// openTransactions returns the partitions of topic ("topic[p]: offsets
+// lso–hwm") whose last stable offset (the read_committed end) is below
+// their high watermark: an open transaction holds records back from
+// read_committed readers there.
+func openTransactions(ctx context.Context, cl *kgo.Client, topic string) ([]string, error) {
+	adm := kadm.NewClient(cl)
+	hw, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("topic %s: listing end offsets: %w", topic, err)
+	}
+	lso, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("topic %s: listing last stable offsets: %w", topic, err)
+	}
+	var open []string
+	hw.Each(func(h kadm.ListedOffset) {
+		if h.Err != nil {
+			return
+		}
+		if l, ok := lso.Lookup(h.Topic, h.Partition); ok && l.Err == nil && l.Offset < h.Offset {
+			open = append(open, fmt.Sprintf("%s[%d]: offsets %d–%d", h.Topic, h.Partition, l.Offset, h.Offset))
+		}
+	})
+	slices.Sort(open)
+	return open, nil
+}
 
 // newConsumeCmd is tidemark consume: a topic's committed records on
 // stdout, for demos and checks.
@@ -24,7 +53,11 @@ func newConsumeCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Print a Kafka topic's committed records, or with --final the newest row of each key (for demos and checks)",
 		Long: `Print the records of a Kafka topic, read_committed (records of open or
 aborted transactions are never shown), from the start of every partition
-until no record came for --idle, one value per line on stdout.
+until no record came for --idle, one value per line on stdout. While a
+partition has an open transaction (its last stable offset below its high
+watermark: a producer that was killed holds it until the broker's
+transaction timeout aborts it), it waits, up to --timeout, and says so on
+stderr, so what it prints is never a table missing committed rows.
 
 With --final the topic is read as tidemark's result rows (the kafka sink's
 records: the key is window_start and the group key, the value a row with its
@@ -50,6 +83,7 @@ summary (records read, keys) goes to stderr.`,
 			}
 			rows := map[string]row{}
 			n := 0
+			warned := false
 			for {
 				pctx, pcancel := context.WithTimeout(ctx, idle)
 				fs := cl.PollFetches(pctx)
@@ -58,7 +92,22 @@ summary (records read, keys) goes to stderr.`,
 					return fmt.Errorf("topic %s: still receiving records after %s", topic, timeout)
 				}
 				if fs.NumRecords() == 0 && pctx.Err() != nil {
-					break // quiet for idle: read to the end
+					// Quiet for idle: read to the end — unless a partition
+					// has an open transaction (its last stable offset below
+					// its high watermark), whose records read_committed
+					// cannot show yet: wait for it to commit or abort.
+					open, err := openTransactions(ctx, cl, topic)
+					if err != nil {
+						return err
+					}
+					if len(open) == 0 {
+						break
+					}
+					if !warned {
+						fmt.Fprintf(stderr, "consume: waiting for open transactions on %s (the records after their last stable offset are neither committed nor aborted yet; a killed producer's transaction ends when the broker's transaction timeout aborts it)\n", strings.Join(open, ", "))
+						warned = true
+					}
+					continue
 				}
 				for _, fe := range fs.Errors() {
 					if pctx.Err() == nil || fe.Err != context.DeadlineExceeded {

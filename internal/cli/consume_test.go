@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -49,5 +50,62 @@ func TestConsume(t *testing.T) {
 	code, out, _ = run(t, "consume", "--brokers", addr, "--topic", "rows", "--idle", "500ms")
 	if code != 0 || strings.Contains(out, `"version":9`) || strings.Count(out, "\n") != 3 {
 		t.Fatalf("consume: exit %d, stdout %q", code, out)
+	}
+}
+
+// TestConsumeWaitsForOpenTransactions: a transaction left open (a
+// producer killed mid-transaction) holds its partition's records back
+// from read_committed readers; consume waits for it instead of printing a
+// table without the rows committed after it, says so, and prints them
+// once it commits.
+func TestConsumeWaitsForOpenTransactions(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "rows"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	ctx := context.Background()
+	open, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("open"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	later, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("later"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer later.Close()
+	rec := func(key, value string) *kgo.Record {
+		return &kgo.Record{Topic: "rows", Key: []byte(key), Value: []byte(value)}
+	}
+	// "open" writes a's version 1 and leaves its transaction open; "later"
+	// commits b after it, in the same partition: read_committed stops
+	// before a's record, so b is invisible too while "open" is open.
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.ProduceSync(ctx, rec(`["a"]`, `{"k":"a","version":1}`)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := later.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := later.ProduceSync(ctx, rec(`["b"]`, `{"k":"b","version":1}`)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := later.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		_ = open.EndTransaction(ctx, kgo.TryCommit)
+	}()
+	code, out, errOut := run(t, "consume", "--brokers", addr, "--topic", "rows", "--final", "--idle", "300ms")
+	if want := "{\"k\":\"a\",\"version\":1}\n{\"k\":\"b\",\"version\":1}\n"; code != 0 || out != want {
+		t.Fatalf("consume --final: exit %d, stdout %q (want %q), stderr %s", code, out, want, errOut)
+	}
+	if !strings.Contains(errOut, "waiting for open transactions on rows[0]: offsets 0–") {
+		t.Fatalf("stderr does not say it waited: %s", errOut)
 	}
 }

@@ -42,6 +42,8 @@ type sideField struct {
 	kind sideKind
 	doc  string
 	sub  []sideField // skRecord
+	// omitted: the engine writes the key only sometimes (null when absent).
+	omitted bool
 }
 
 // sideSchema is the schema of one kind of side-output record.
@@ -68,6 +70,7 @@ var (
 	quarantineSchema = sideSchema{"quarantine", "QuarantineRecord", "A record that could not be decoded or broke a rule (tidemark's quarantine).", []sideField{
 		{name: "stage", kind: skString},
 		{name: "raw", kind: skString, doc: "the original bytes as text (invalid UTF-8 replaced by U+FFFD)"},
+		{name: "raw_base64", kind: skOptString, omitted: true, doc: "the original bytes in base64 when they are not valid UTF-8, else null"},
 		{name: "reason", kind: skString},
 		{name: "field", kind: skOptString},
 		{name: "rule", kind: skString},
@@ -267,7 +270,7 @@ func Schema(format, kind string) string {
 }
 
 // sideKindOf returns the schema whose fields are exactly o's keys, in
-// order, or nil.
+// order (fields the engine omits at times may be absent), or nil.
 func sideKindOf(o *fastjson.Object) *sideSchema {
 	for _, s := range []*sideSchema{&lateSchema, &quarantineSchema, &conflictSchema} {
 		if sameKeys(o, s.fields) {
@@ -278,17 +281,21 @@ func sideKindOf(o *fastjson.Object) *sideSchema {
 }
 
 func sameKeys(o *fastjson.Object, fields []sideField) bool {
-	if o.Len() != len(fields) {
-		return false
-	}
 	i, ok := 0, true
 	o.Visit(func(k []byte, _ *fastjson.Value) {
-		if ok && string(k) != fields[i].name {
+		for ok && i < len(fields) && fields[i].omitted && string(k) != fields[i].name {
+			i++
+		}
+		if !ok || i == len(fields) || string(k) != fields[i].name {
 			ok = false
+			return
 		}
 		i++
 	})
-	return ok
+	for ok && i < len(fields) && fields[i].omitted {
+		i++
+	}
+	return ok && i == len(fields)
 }
 
 // keysOf lists o's keys for messages.

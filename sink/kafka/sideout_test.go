@@ -62,9 +62,9 @@ func TestSideOutputsAvro(t *testing.T) {
 			"observed_at": "2026-03-01T03:00:00.5Z", "current_watermark": "2026-03-01T02:56:40Z", "lateness_ms": "7000000",
 			"reason": "too late", "source": "orders.jsonl:42"}}},
 		{"quarantine", [][]byte{qf, qt}, []map[string]string{
-			{"stage": "revenue", "raw": `{"amount":"x"}`, "reason": `field amount: want decimal, got "x"`, "field": "amount", "rule": "type",
+			{"stage": "revenue", "raw": `{"amount":"x"}`, "raw_base64": "<nil>", "reason": `field amount: want decimal, got "x"`, "field": "amount", "rule": "type",
 				"source": "map[file:orders.jsonl line:7 offset:311 partition:<nil> topic:<nil>]"},
-			{"stage": "revenue", "raw": "\x00\x00\x00\x00\t\ufffd", "reason": "schema id 9 is not in the schema registry", "field": "<nil>", "rule": "schema",
+			{"stage": "revenue", "raw": "\x00\x00\x00\x00\t\ufffd", "raw_base64": "AAAAAAn/", "reason": "schema id 9 is not in the schema registry", "field": "<nil>", "rule": "schema",
 				"source": "map[file:<nil> line:<nil> offset:17 partition:3 topic:orders]"}}},
 		{"conflict", [][]byte{conflict}, []map[string]string{{
 			"event_id": "e1", "first_payload_hash": "9f0c0001", "first_payload": "<nil>", "new_payload_hash": "00000abc",
@@ -143,7 +143,7 @@ func TestSideOutputsProtobuf(t *testing.T) {
 		want string
 	}{
 		{"late", late, `{"stage":"revenue","event":"{\"store\":\"FR\",\"amount\":12.50}","eventTime":"2026-03-01T01:00:00Z","observedAt":"2026-03-01T03:00:00.500Z","currentWatermark":"2026-03-01T02:56:40Z","latenessMs":"7000000","reason":"too late","source":"orders.jsonl:42"}`},
-		{"quarantine", qt, `{"stage":"revenue","raw":"\u0000\u0000\u0000\u0000\t�","reason":"schema id 9 is not in the schema registry","rule":"schema","source":{"topic":"orders","partition":"3","offset":"17"}}`},
+		{"quarantine", qt, `{"stage":"revenue","raw":"\u0000\u0000\u0000\u0000\t�","rawBase64":"AAAAAAn/","reason":"schema id 9 is not in the schema registry","rule":"schema","source":{"topic":"orders","partition":"3","offset":"17"}}`},
 	} {
 		topic := c.kind + "-pb"
 		e, err := NewRecordEncoder(topic, encoding(reg, FormatProtobuf, 2))
