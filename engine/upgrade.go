@@ -240,10 +240,14 @@ func change(k string, fa, fb map[string]string) string {
 				return strconv.Quote(time.Duration(n).String())
 			}
 		}
-		return v
+		return htmlUnescaper.Replace(v)
 	}
 	return fmt.Sprintf("%s (%s → %s)", key, show(fa), show(fb))
 }
+
+// htmlUnescaper undoes encoding/json's HTML escapes in the values a
+// message quotes (a filter "amount > 500", not "amount \u003e 500").
+var htmlUnescaper = strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&")
 
 // yamlKey turns a path of Go field names in spec.Pipeline
 // ("Stages[0].Window.Size") into the pipeline file's key
