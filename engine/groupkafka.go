@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	goruntime "runtime"
 	"slices"
@@ -132,13 +133,43 @@ type assignEvents struct {
 
 type assignEvent struct {
 	assigned bool
-	tps      map[string][]int32
+	// full: tps is the member's whole assignment of a new generation
+	// (every partition it keeps or gains), from the SyncGroup answer.
+	full bool
+	tps  map[string][]int32
+}
+
+// syncBalancer is the cooperative-sticky balancer that also reports the
+// member's whole assignment of every generation (ParseSyncAssignment).
+// franz-go's GroupTransactSession calls OnPartitionsRevoked once per
+// transaction: a second revocation before the transaction ends (a
+// second rebalance) never reached the runner, which kept running and
+// restarting a task whose partition another instance owned — reading a
+// checkpoint the owner then deleted. A partition the instance holds
+// that its whole assignment lacks is revoked.
+type syncBalancer struct {
+	kgo.GroupBalancer
+	events *assignEvents
+}
+
+func (b syncBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
+	tps, err := b.GroupBalancer.ParseSyncAssignment(assignment)
+	if err == nil {
+		full := make(map[string][]int32, len(tps))
+		for t, ps := range tps {
+			full[t] = slices.Clone(ps)
+		}
+		b.events.mu.Lock()
+		b.events.evs = append(b.events.evs, assignEvent{full: true, tps: full})
+		b.events.mu.Unlock()
+	}
+	return tps, err
 }
 
 func (a *assignEvents) add(assigned bool, tps map[string][]int32) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.evs = append(a.evs, assignEvent{assigned, tps})
+	a.evs = append(a.evs, assignEvent{assigned: assigned, tps: tps})
 }
 
 // revoked reports whether a revocation of topic's partition p waits to
@@ -147,7 +178,7 @@ func (a *assignEvents) revoked(topic string, p int32) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, ev := range a.evs {
-		if !ev.assigned && slices.Contains(ev.tps[topic], p) {
+		if ev.full && !slices.Contains(ev.tps[topic], p) || !ev.full && !ev.assigned && slices.Contains(ev.tps[topic], p) {
 			return true
 		}
 	}
@@ -307,7 +338,7 @@ func (gr *groupRun) clientOpts(txnID string) []kgo.Opt {
 		kgo.ClientID(clientID(sp)),
 		kgo.ConsumerGroup(gr.group),
 		kgo.ConsumeTopics(topics...),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.Balancers(syncBalancer{GroupBalancer: kgo.CooperativeStickyBalancer(), events: gr.events}),
 		kgo.TransactionalID(txnID),
 		kgo.TransactionTimeout(sp.TransactionTimeout.D()),
 		kgo.SessionTimeout(session),
@@ -605,10 +636,28 @@ func (gr *groupRun) applyAssignment(ctx context.Context) error {
 	}
 	gr.sum.Rebalances++
 	for _, ev := range evs {
-		gr.logf("group %s: %s %v", gr.group, map[bool]string{true: "assigned", false: "revoked"}[ev.assigned], ev.tps)
+		if !ev.full {
+			gr.logf("group %s: %s %v", gr.group, map[bool]string{true: "assigned", false: "revoked"}[ev.assigned], ev.tps)
+		}
 	}
 	var add []taskKey
 	for _, ev := range evs {
+		if ev.full {
+			// Whatever the instance holds outside its whole assignment is
+			// revoked (a revocation franz-go did not report).
+			for _, k := range slices.Collect(maps.Keys(gr.owned)) {
+				if t, p := gr.tp(k); !slices.Contains(ev.tps[t], p) {
+					if gr.in.tasks[k] != nil {
+						gr.logf("group %s: %s/%d revoked (not in the generation's assignment)", gr.group, t, p)
+					}
+					delete(gr.owned, k)
+					gr.in.drop(ctx, k)
+					delete(gr.hosts, k)
+					gr.forgetStart(k)
+				}
+			}
+			continue
+		}
 		for t, ps := range ev.tps {
 			for _, p := range ps {
 				k, ok := gr.key(t, p)
