@@ -41,7 +41,11 @@ import (
 // record a round routed stays valid until the round is written. A
 // checkpoint stores, for each input, its position before its current
 // batch and how many records of that batch were routed: a restore seeks
-// there and skips them.
+// there and skips them. An input whose reads after a seek may be cut into
+// other batches (source.PartialResumable: a Kafka topic of several
+// partitions) stores instead its position after exactly the records
+// routed — each partition at its first record not routed — and nothing
+// to skip.
 
 // input is one input of a run with several.
 type inputRT struct {
@@ -254,7 +258,7 @@ func (rt *runtime) refill(ctx context.Context, pl *pipeline, ro *routerOut, in *
 		}
 		b.Reset()
 		in.before = nil
-		if res, ok := in.src.(source.Resumable); ok && rt.ck != nil {
+		if res, ok := in.src.(source.Resumable); ok && rt.ck != nil && !isPartial(in) {
 			in.before = res.Position()
 		}
 		rerr := in.src.Next(ctx, b, rt.opts.BatchSize)
@@ -482,6 +486,16 @@ type inputState struct {
 	lastArr int64
 }
 
+// isPartial reports whether input in's position is taken inside its
+// batch (source.PartialResumable: a log of several partitions, whose
+// reads after a seek may be cut into other batches) rather than as the
+// position before the batch and the records of it routed. An input still
+// skipping the records of a checkpoint that stored the latter is not.
+func isPartial(in *inputRT) bool {
+	_, ok := in.src.(source.PartialResumable)
+	return ok && in.skip == 0
+}
+
 // inputStates captures the inputs' states for a snapshot round.
 func (rt *runtime) inputStates() []inputState {
 	var out []inputState
@@ -493,7 +507,15 @@ func (rt *runtime) inputStates() []inputState {
 		if in.skip > 0 {
 			s.taken += in.skip
 		}
-		if in.cur != nil && in.pos == in.cur.Len() && !in.eof {
+		switch {
+		case in.cur != nil && isPartial(in):
+			// The position of the records routed, in every partition: a
+			// read from the position before the batch may return the
+			// records of other partitions first (fetches come back cut
+			// and ordered as they come), so skipping the first in.pos of
+			// it would skip records never routed and route some twice.
+			s.before, s.taken = in.src.(source.PartialResumable).PositionAt(in.cur, in.pos), 0
+		case in.cur != nil && in.pos == in.cur.Len() && !in.eof:
 			// The batch is used up: resume after it.
 			if res, ok := in.src.(source.Resumable); ok {
 				s.before, s.taken = res.Position(), 0

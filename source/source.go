@@ -50,6 +50,24 @@ type Resumable interface {
 	Seek(ctx context.Context, pos []byte) error
 }
 
+// PartialResumable is implemented by Resumable sources whose reads after
+// a Seek may cut their records into batches differently than the first
+// time: a log of several partitions, whose batches hold the records of
+// whichever partitions' fetches came back (a Kafka topic). For those,
+// "the position before a batch and the number of its records used" does
+// not name a point of the input, since a read from that position may
+// return other records first; a position inside the batch does.
+type PartialResumable interface {
+	Resumable
+	// PositionAt returns the position after the first n records of b
+	// (0 ≤ n ≤ b.Len()) and before the others, b being the batch that the
+	// latest call to Next filled: the records b's first n leave out, and
+	// the records after b, are those that Next delivers after a Seek to
+	// it (in an order of its own). PositionAt(b, b.Len()) is Position().
+	// Like Position it does not change what Next delivers.
+	PositionAt(b *Batch, n int) []byte
+}
+
 // DecodeError says why a record could not be decoded.
 type DecodeError struct {
 	Field  string // the field at fault, "" for the whole record

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/state"
 )
 
@@ -34,6 +35,38 @@ type entry struct {
 // to Next (which the engine makes only after the checkpoint holding them
 // is written) or CommitOffsets.
 func (s *Source) Position() []byte {
+	return s.position(func(i int) int64 { return s.parts[i].next })
+}
+
+// PositionAt implements source.PartialResumable: the position of the
+// records of b before index n, b being the batch of the last Next. It is
+// Position with each partition that has a record among b's others put
+// back at the first of them (a partition's records come in a batch in
+// offset order), so that a Seek to it delivers exactly the records that
+// b's first n and the batches before b did not: a read from there may
+// cut them into batches otherwise (fetches return up to a size per
+// partition, in an order of their own), which "the position before b and
+// n records of the read" cannot say. With Config.Group the offsets are
+// remembered for the group as by Position. A record of b whose partition
+// index the source does not know is ignored (b was not filled by this
+// source).
+func (s *Source) PositionAt(b *source.Batch, n int) []byte {
+	next := make([]int64, len(s.parts))
+	for i := range s.parts {
+		next[i] = s.parts[i].next
+	}
+	for i := max(n, 0); i < b.Len(); i++ {
+		m := &b.Meta[i]
+		if m.Partition >= 0 && m.Partition < len(next) && m.Pos.Offset < next[m.Partition] {
+			next[m.Partition] = m.Pos.Offset
+		}
+	}
+	return s.position(func(i int) int64 { return next[i] })
+}
+
+// position encodes the source's partitions at the offsets next(i) (see
+// Position) and, with Config.Group, remembers them for the group.
+func (s *Source) position(next func(i int) int64) []byte {
 	var e state.Encoder
 	e.Byte(positionVersion)
 	e.Bool(s.opened)
@@ -42,13 +75,13 @@ func (s *Source) Position() []byte {
 		p := &s.parts[i]
 		e.String(p.topic)
 		e.Int(int64(p.num))
-		e.Int(p.next)
+		e.Int(next(i))
 	}
 	if s.cfg.Group != "" && s.opened {
 		var offs kadm.Offsets
 		for i := range s.parts {
 			p := &s.parts[i]
-			offs.Add(kadm.Offset{Topic: p.topic, Partition: p.num, At: p.next, LeaderEpoch: -1, Metadata: "tidemark checkpoint"})
+			offs.Add(kadm.Offset{Topic: p.topic, Partition: p.num, At: next(i), LeaderEpoch: -1, Metadata: "tidemark checkpoint"})
 		}
 		s.commit = offs
 	}

@@ -195,8 +195,9 @@ type Stats struct {
 }
 
 var (
-	_ source.Source    = (*Source)(nil)
-	_ source.Resumable = (*Source)(nil)
+	_ source.Source           = (*Source)(nil)
+	_ source.Resumable        = (*Source)(nil)
+	_ source.PartialResumable = (*Source)(nil)
 )
 
 // New checks cfg and returns a source; it does no IO (the first Next or

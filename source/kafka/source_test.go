@@ -719,3 +719,91 @@ func TestEncodingRule(t *testing.T) {
 		}
 	}
 }
+
+// TestPositionAt: for batches of a read of three partitions (records
+// produced one per partition in turn, read 7 at a time, so that batches
+// hold the end of one partition and the start of the next), the position
+// after the first n records of a batch, sought by a new source, delivers
+// exactly the records that those n and the batches before left out —
+// each once — and PositionAt of a whole batch is Position.
+func TestPositionAt(t *testing.T) {
+	brokers := cluster(t, map[string]int32{"orders": 3})
+	cl := client(t, brokers)
+	var all []string
+	for i := range 10 {
+		for p := range int32(3) {
+			v := fmt.Sprintf(`{"id":"p%d-%d","amount":%d,"ts":"2026-09-01T10:00:%02dZ"}`, p, i, i, i)
+			produce(t, cl, rec("orders", p, v))
+			all = append(all, v)
+		}
+	}
+	cfg := Config{Brokers: brokers, Topics: []string{"orders"}, StopAtEnd: true}
+	// readAll reads s to its end, returning the raw values.
+	readAll := func(s *Source) []string {
+		var out []string
+		var b source.Batch
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			b.Reset()
+			err := s.Next(context.Background(), &b, 7)
+			for i := range b.Meta {
+				out = append(out, string(b.Meta[i].Raw))
+			}
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Fatalf("no end after %d records", len(out))
+		return nil
+	}
+	s := newSource(t, cfg)
+	var before []string // the records of the batches before b
+	mixed := 0
+	var b source.Batch
+	for k := 0; ; k++ {
+		b.Reset()
+		err := s.Next(context.Background(), &b, 7)
+		if err != nil && !errors.Is(err, io.EOF) {
+			t.Fatal(err)
+		}
+		if b.Len() > 0 && b.Meta[0].Partition != b.Meta[b.Len()-1].Partition {
+			mixed++
+		}
+		if !bytes.Equal(s.PositionAt(&b, b.Len()), s.Position()) {
+			t.Fatalf("batch %d: PositionAt of the whole batch is not Position", k)
+		}
+		for _, n := range []int{0, 1, b.Len() / 2, b.Len() - 1, b.Len()} {
+			if n < 0 || n > b.Len() {
+				continue
+			}
+			pos := s.PositionAt(&b, n)
+			routed := slices.Clone(before)
+			for i := range n {
+				routed = append(routed, string(b.Meta[i].Raw))
+			}
+			s2 := newSource(t, cfg)
+			if err := s2.Seek(context.Background(), pos); err != nil {
+				t.Fatal(err)
+			}
+			got := append(routed, readAll(s2)...)
+			s2.Close()
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(all))
+			if !slices.Equal(got, want) {
+				t.Fatalf("batch %d, after %d of its %d records: the records routed and those read after the seek are\n%q\nwant each record once:\n%q", k, n, b.Len(), got, want)
+			}
+		}
+		for i := range b.Meta {
+			before = append(before, string(b.Meta[i].Raw))
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+	}
+	if len(before) != len(all) || mixed == 0 {
+		t.Fatalf("read %d records of %d, %d batches of two partitions; want all, some", len(before), len(all), mixed)
+	}
+}
