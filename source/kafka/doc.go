@@ -41,6 +41,14 @@
 // their log start. A listed partition or topic that no longer exists is an
 // error.
 //
+// PositionAt(b, n) (source.PartialResumable) is the position inside the
+// last batch b, after its first n records: every partition at its first
+// record among the others. The engine checkpoints an input of a join so,
+// because a read after Seek does not return the same batches — a fetch
+// holds up to 1 MiB of each partition, in an order of its own — and
+// "the position before b, then skip n records" would skip records of
+// other partitions.
+//
 // If retention deleted records past a checkpoint's offset, franz-go
 // resets the partition to its log start offset and the skipped records
 // are lost; Stats().DataLoss counts such resets.
