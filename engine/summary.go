@@ -151,6 +151,11 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 	case changelog.WatermarkInfinity:
 		wm = "+inf (end of input: every window fired and closed)"
 	case changelog.WatermarkNone:
+		if s.Group != nil {
+			// A group instance's tasks each have their own watermark
+			// (docs/scale-out.md); there is no one for the instance.
+			wm = "per task (a group instance has no single watermark)"
+		}
 	default:
 		wm = row.FormatTime(s.FinalWatermark, loc)
 	}
