@@ -145,6 +145,7 @@ func (k *keeper) tick(ctx context.Context) {
 		keys = append(keys, key)
 	}
 	k.mu.Unlock()
+	var wg sync.WaitGroup
 	infos := map[string]*kfake.GroupInfo{}
 	for _, key := range keys {
 		info, ok := infos[key.group]
@@ -201,8 +202,16 @@ func (k *keeper) tick(ctx context.Context) {
 		if j == nil {
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, _ = req.RequestWith(rctx, k.cl)
-		cancel()
+		// Each heartbeat on its own goroutine: kfake may hold one back
+		// while its group changes state, and a held heartbeat must not
+		// delay the others' (a member's session is a few of these ticks).
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			_, _ = req.RequestWith(rctx, k.cl)
+		}()
 	}
+	wg.Wait()
 }
