@@ -107,6 +107,7 @@ var (
 	ruleIdleTimeout        = Rule{"TM204", "idle-timeout-missing", "time", "no idle_timeout on a source with several partitions"}
 	ruleCalendarZone       = Rule{"TM205", "calendar-window-zone", "time", "day windows in UTC"}
 	ruleStageLateness      = Rule{"TM206", "stage-lateness-chain", "time", "a stage accepts less lateness than the stage it reads"}
+	ruleJoinInputStall     = Rule{"TM207", "join-input-can-stall", "time", "a join reads a live Kafka input: when it stops producing, its watermark holds the join"}
 	ruleDedupTTL           = Rule{"TM301", "dedup-ttl-short", "state", "dedup.ttl shorter than the time in which a copy of an event can arrive"}
 	ruleCheckpointSettings = Rule{"TM302", "checkpoint-settings", "state", "checkpoint settings that conflict with sink transactions or leave no fallback"}
 	ruleJoinStateBound     = Rule{"TM303", "join-state-bound", "state", "a regular join: only its ttl bounds its state, and rows further apart never pair"}
@@ -121,7 +122,7 @@ func Rules() []Rule {
 	return []Rule{
 		ruleDedupMissing, ruleDedupKey, ruleNoCheckpoint, ruleRetention, ruleTimestampRules,
 		ruleQuarantine, ruleConflicts, ruleOrdering, ruleKeyFieldUndeclared, ruleRegistryCompat, ruleDeprecatedProduced,
-		ruleProcessingTime, ruleLatenessBelowDelay, ruleDropMoney, ruleIdleTimeout, ruleCalendarZone, ruleStageLateness,
+		ruleProcessingTime, ruleLatenessBelowDelay, ruleDropMoney, ruleIdleTimeout, ruleCalendarZone, ruleStageLateness, ruleJoinInputStall,
 		ruleDedupTTL, ruleCheckpointSettings, ruleJoinStateBound,
 		ruleAppendSink, ruleProvisionalRows, ruleSharedOutput, ruleOutputOverlap,
 	}
@@ -157,7 +158,7 @@ func RunWith(p *spec.Pipeline, c *contract.Contract, now time.Time, facts *Facts
 	for _, f := range []func(){
 		ck.dedupMissing, ck.dedupKey, ck.noCheckpoint, ck.retention, ck.timestampRules,
 		ck.quarantine, ck.conflicts, ck.ordering, ck.keyFieldUndeclared, ck.registryCompat, ck.deprecatedProduced,
-		ck.processingTime, ck.latenessBelowDelay, ck.dropMoney, ck.idleTimeout, ck.calendarZone, ck.stageLateness,
+		ck.processingTime, ck.latenessBelowDelay, ck.dropMoney, ck.idleTimeout, ck.calendarZone, ck.stageLateness, ck.joinInputStall,
 		ck.dedupTTL, ck.checkpointSettings, ck.joinStateBound,
 		ck.appendSink, ck.provisionalRows, ck.sharedOutput, ck.outputOverlap,
 	} {

@@ -136,6 +136,9 @@ var ruleCases = []struct {
 	{"checkpoint-settings/pass.yaml", nil},
 	{"checkpoint-settings/pass-timeout.yaml", nil},
 
+	{"join-input-can-stall/fail.yaml", []string{"warning TM207 stages[0].join.right.input"}},
+	{"join-input-can-stall/pass.yaml", nil},
+
 	{"join-state-bound/fail.yaml", []string{"info TM303 stages[0].join.ttl"}},
 	{"join-state-bound/pass.yaml", nil},
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidemark/tidemark/expr"
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/spec"
 )
 
 // Time-contract rules (TM2xx): which field is event time, how long to
@@ -238,5 +239,47 @@ func (ck *checker) stageLateness() {
 		ck.add(ruleStageLateness, Error, ck.prefix(i)+"allowed_lateness",
 			fmt.Sprintf("stage %s revises its rows for %s after a window ends, but stage %s closes its windows %s after they end: the later revisions are too late here and its results miss them", up.Name, sd(up.AllowedLateness), st.Name, sd(st.AllowedLateness)),
 			fmt.Sprintf("set allowed_lateness of stage %s to at least %s", st.Name, sd(up.AllowedLateness)))
+	}
+}
+
+// joinInputStall is TM207: a join stage reading a live Kafka input (no
+// stop_at_end). The join's watermark is the minimum of its sides'
+// (docs/semantics.md, "Joins"); an input's watermark leaves its idle
+// partitions out but holds when none is active, and
+// event_time.idle_advance is not available for inputs, so an input that
+// stops producing holds every row of the join behind it. A warning per
+// side, naming the input.
+func (ck *checker) joinInputStall() {
+	for i, st := range ck.p.Stages {
+		j := st.Join
+		if j == nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, side := range []struct {
+			name string
+			s    spec.JoinSide
+		}{{"left", j.Left}, {"right", j.Right}} {
+			name := side.s.Input
+			if name == "" {
+				name = "source"
+			}
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			src := &ck.p.Source
+			for k := range ck.p.Inputs {
+				if ck.p.Inputs[k].Name == name {
+					src = &ck.p.Inputs[k].Source
+				}
+			}
+			if name == "reference" || src.Type != "kafka" || src.StopAtEnd {
+				continue
+			}
+			ck.add(ruleJoinInputStall, Warning, fmt.Sprintf("stages[%d].join.%s.input", i, side.name),
+				fmt.Sprintf("stage %s joins %s, a live Kafka input: the join's watermark is the lower of its sides', and an input none of whose partitions produces holds its watermark (event_time.idle_advance is not available for inputs), so while %s is quiet the join emits nothing past its last record", st.Name, name, name),
+				fmt.Sprintf("keep %s producing (e.g. periodic heartbeat records per partition), or read it bounded (stop_at_end on its source) for a backfill", name))
+		}
 	}
 }
