@@ -242,23 +242,7 @@ func (s *Sender) ToInput(in int, step uint64, now int64, r *row.Row, m *source.M
 // QuarantineInput sends a record of input in (≥ 1) that failed the
 // runner's checks to quarantine, counting it for the pipeline.
 func (s *Sender) QuarantineInput(in int, step uint64, m *source.Meta, reason, field, rule string) {
-	c := s.cnt
-	c.Quarantined++
-	c.First[0].note(step, firstText(m.Pos, rule, field, reason, false))
-	if rule != "" {
-		if c.ByRule == nil {
-			c.ByRule = map[string]int64{}
-		}
-		c.ByRule[rule]++
-	}
-	if !s.g.HasQuarantine {
-		return
-	}
-	s.buf = s.g.raw(s.buf[:0], &origin{meta: m, input: in})
-	rec := changelog.QuarantineRecord{Stage: s.g.Plan.Spec.Name, Raw: s.buf, Reason: reason, Field: field, Rule: rule, Position: m.Pos}
-	start := len(s.log.Bytes)
-	s.log.Bytes = s.penc.Quarantine(s.log.Bytes, &rec)
-	s.log.record(step, OutQuarantine, start)
+	s.quarantineInput(in, step, m, reason, field, rule)
 }
 
 // FromJoin hands a row cr of a join (desc) to stage si that reads it: the
@@ -267,21 +251,7 @@ func (s *Sender) QuarantineInput(in int, step uint64, m *source.Meta, reason, fi
 func (s *Sender) FromJoin(si int, step uint64, tail []byte, now int64, cr *changelog.Row, up *changelog.Desc) {
 	st := s.g.Plan.Stages[si]
 	r := s.scratch[si]
-	weight := joinInputRow(st, r, cr)
-	o := &origin{cr: cr, up: up, loc: st.Loc}
-	et := st.EventTime
-	if r.IsNull(et.Index) {
-		c := &s.cnt.Stages[si]
-		if weight > 0 {
-			c.In++
-		} else {
-			c.Retractions++
-		}
-		s.quarantineStage(si, step, o, "event-time field "+et.Name+" is null", et.Name, "event_time")
-		return
-	}
-	ts := r.I[et.Slot] + st.EventTimeShift
-	s.toStage(si, step, tail, now, r, o, ts, weight, ID{}, false)
+	s.fromRow(si, step, tail, now, r, joinInputRow(st, r, cr), cr, up)
 }
 
 // joinInputRow makes r stage st's input row for the join row cr and

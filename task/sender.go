@@ -165,6 +165,13 @@ func (o *origin) pos() changelog.Position {
 // QuarantineSource sends a source record that failed a pipeline-level
 // check to quarantine, counting it (with its rule) for the pipeline.
 func (s *Sender) QuarantineSource(step uint64, m *source.Meta, reason, field, rule string) {
+	s.quarantineInput(0, step, m, reason, field, rule)
+}
+
+// quarantineInput sends a record of input in (0: the source) that failed
+// a pipeline-level check to quarantine, counting it (with its rule) for
+// the pipeline.
+func (s *Sender) quarantineInput(in int, step uint64, m *source.Meta, reason, field, rule string) {
 	c := s.cnt
 	c.Quarantined++
 	c.First[0].note(step, firstText(m.Pos, rule, field, reason, false))
@@ -177,7 +184,7 @@ func (s *Sender) QuarantineSource(step uint64, m *source.Meta, reason, field, ru
 	if !s.g.HasQuarantine {
 		return
 	}
-	s.buf = s.g.raw(s.buf[:0], &origin{meta: m})
+	s.buf = s.g.raw(s.buf[:0], &origin{meta: m, input: in})
 	rec := changelog.QuarantineRecord{Stage: s.g.Plan.Spec.Name, Raw: s.buf, Reason: reason, Field: field, Rule: rule, Position: m.Pos}
 	start := len(s.log.Bytes)
 	s.log.Bytes = s.penc.Quarantine(s.log.Bytes, &rec)
@@ -510,7 +517,14 @@ func inputRow(st *plan.Stage, r *row.Row, cr *changelog.Row) int {
 func (s *Sender) FromChangelog(si int, step uint64, tail []byte, now int64, cr *changelog.Row, up *changelog.Desc) {
 	st := s.g.Plan.Stages[si]
 	r := s.scratch[si]
-	weight := inputRow(st, r, cr)
+	s.fromRow(si, step, tail, now, r, inputRow(st, r, cr), cr, up)
+}
+
+// fromRow runs stage si's front for r, its input row made from an
+// upstream row cr (of desc up) with weight ±1: a null event time is
+// quarantined, counted as an input or a retraction.
+func (s *Sender) fromRow(si int, step uint64, tail []byte, now int64, r *row.Row, weight int, cr *changelog.Row, up *changelog.Desc) {
+	st := s.g.Plan.Stages[si]
 	o := &origin{cr: cr, up: up, loc: st.Loc}
 	et := st.EventTime
 	if r.IsNull(et.Index) {
