@@ -291,7 +291,7 @@ func TestQ9(t *testing.T) {
 	}
 }
 
-// TestQ13: every bid with the value of the side input's row whose key is
+// TestQ13: every bid (the engine's rows and nexbase.Q13's) with the value of the side input's row whose key is
 // its auction % 10,000, found by an as-of search over the file's rows
 // (the newest row of the key valid at or before the bid: every row is
 // valid from 0).
@@ -317,7 +317,7 @@ func TestQ13(t *testing.T) {
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
 			evs := generateFull(t, r.events, r.rate, r.seed)
-			_, rows := runQuery(t, "q13", r.events, r.rate, r.seed)
+			p, rows := runQuery(t, "q13", r.events, r.rate, r.seed)
 			var want []string
 			for _, b := range ofType(evs, nexmark.EventBid) {
 				// As of the bid's time: the version with the largest
@@ -334,6 +334,13 @@ func TestQ13(t *testing.T) {
 				want = append(want, expected(0, 0, "auction", b.auction, "bidder", b.bidder, "price", b.price, "date_time", b.t, "value", v.value))
 			}
 			same(t, "q13", rows["q13"], want)
+			var base []string
+			if _, err := nexbase.Q13(context.Background(), baselineConfig(t, p), func(q *nexbase.Q13Row) {
+				base = append(base, expected(0, 0, "auction", q.Auction, "bidder", q.Bidder, "price", q.Price, "date_time", q.DateTime, "value", q.Value))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			same(t, "nexbase.Q13", base, want)
 		})
 	}
 }

@@ -249,6 +249,7 @@ var baselines = map[string]baselineFunc{
 	"q3/q3":           {"nexbase.Q3", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q3(ctx, c, nil) }},
 	"q4/q4":           {"nexbase.Q4", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q4(ctx, c, nil) }},
 	"q8/q8":           {"nexbase.Q8", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q8(ctx, c, nil) }},
+	"q13/q13":         {"nexbase.Q13", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q13(ctx, c, nil) }},
 	"q9/q9":           {"nexbase.Q9", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q9(ctx, c, nil) }},
 }
 

@@ -42,6 +42,10 @@ type Config struct {
 	// OutOfOrdernessMs is how far the watermark trails the largest event
 	// time delivered, in ms (4,000 in the query files, Flink's DDL).
 	OutOfOrdernessMs int64
+	// SideInput is the path of q13's side input file (CSV: key, value,
+	// valid_from in seconds), taken from the pipeline's input named
+	// side_input; empty when there is none.
+	SideInput string
 }
 
 // FromSpec returns the Config of a pipeline with a nexmark source: its
@@ -62,6 +66,11 @@ func FromSpec(p *spec.Pipeline) (Config, error) {
 			return Config{}, fmt.Errorf("source.base_time: %w", err)
 		}
 		cfg.Source.BaseTime = t.UnixMilli()
+	}
+	for i := range p.Inputs {
+		if in := &p.Inputs[i]; in.Name == "side_input" && in.Source.Type == "file" {
+			cfg.SideInput = in.Source.Path
+		}
 	}
 	if d := sp.Delay; d != nil {
 		cfg.Source.Delay = &nexmark.Delay{Fraction: d.Fraction, MaxMs: d.Max.Ms()}
