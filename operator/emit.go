@@ -95,6 +95,33 @@ func (o *Operator) prev(s int32) []row.Value {
 	return o.vals[start:len(o.vals):len(o.vals)]
 }
 
+// noKey is the key of a keyless operator's rows: empty, not nil, as
+// decodeKey returns it.
+var noKey = []row.Value{}
+
+// rowKeyChunk is the number of key values of one allocation of
+// Operator.rowKey's arena (64 bytes each).
+const rowKeyChunk = 1024
+
+// rowKey returns key id's values decoded into memory the emitted rows own:
+// a row keeps its key after the operator's next call (a writer holds it),
+// so the arena is never reused; a full chunk is left to the rows and a
+// new one allocated.
+func (o *Operator) rowKey(id uint32) []row.Value {
+	n := len(o.keys.fields)
+	if n == 0 {
+		return noKey
+	}
+	if len(o.keyArena)+n > cap(o.keyArena) {
+		o.keyArena = make([]row.Value, 0, max(rowKeyChunk, n))
+	}
+	start := len(o.keyArena)
+	o.keyArena = o.keyArena[:start+n]
+	v := o.keyArena[start : start+n : start+n]
+	decodeKeyInto(v, o.keys.ents[id].enc, o.keys.fields)
+	return v
+}
+
 func (o *Operator) push(op changelog.Op, key uint32, w window.Window, vals []row.Value, version uint32, final bool) {
 	switch o.cfg.Order {
 	case OrderGroup:
@@ -106,7 +133,7 @@ func (o *Operator) push(op changelog.Op, key uint32, w window.Window, vals []row
 		Op:          op,
 		WindowStart: w.Start,
 		WindowEnd:   w.End,
-		Key:         o.keys.ents[key].vals,
+		Key:         o.rowKey(key),
 		Values:      vals,
 		Version:     uint64(version),
 		IsFinal:     final,

@@ -519,7 +519,7 @@ func (r *groupRestorer) section(d *state.Decoder) {
 			return
 		}
 		id := uint32(len(k.ents))
-		k.ents = append(k.ents, keyEntry{enc: enc, vals: decodeKey(enc, k.fields), maxVer: uint32(maxVer), group: uint16(g)})
+		k.ents = append(k.ents, keyEntry{enc: enc, maxVer: uint32(maxVer), group: uint16(g)})
 		k.set(enc, id)
 		ids[i] = id
 		if sessions {

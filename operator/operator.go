@@ -209,6 +209,7 @@ type Operator struct {
 
 	out       []changelog.Row
 	vals      []row.Value // backing for out[i].Values
+	keyArena  []row.Value // backing for out[i].Key (rowKey): never reused
 	ord       []EmitOrder // out[i]'s place in the canonical order (Config.Canonical)
 	ordA      int64       // EmitOrder of the rows being pushed
 	ordB      int64

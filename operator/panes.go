@@ -291,7 +291,7 @@ func (o *Operator) checkPanes(r *row.Row, weight int) error {
 			continue
 		}
 		if err := o.slots.check(p.ents[i].slot, r, weight); err != nil {
-			return &RejectError{Err: err, Window: w, Key: o.keys.ents[p.ents[i].key].vals}
+			return &RejectError{Err: err, Window: w, Key: o.keys.values(p.ents[i].key)}
 		}
 	}
 	return nil

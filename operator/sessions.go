@@ -223,7 +223,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 				return RetractTooLate, nil
 			}
 			if err := o.slots.check(s.slot, r, -1); err != nil {
-				return OnTime, &RejectError{Err: err, Window: s.w, Key: o.keys.ents[id].vals}
+				return OnTime, &RejectError{Err: err, Window: s.w, Key: o.keys.values(id)}
 			}
 			o.markChanged(int(o.keys.ents[id].group))
 			if err := o.slots.apply(s.slot, r, -1); err != nil {
@@ -306,7 +306,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 	}
 	if len(o.slots.chk) > 0 {
 		if err := o.checkSessions(r, list[lo:hi]); err != nil {
-			return OnTime, &RejectError{Err: err, Window: proto, Key: o.keys.ents[id].vals}
+			return OnTime, &RejectError{Err: err, Window: proto, Key: o.keys.values(id)}
 		}
 	}
 	o.markChanged(int(o.keys.ents[id].group))

@@ -444,7 +444,7 @@ func (o *Operator) checkSliced(r *row.Row, ts int64, weight int) error {
 				continue
 			}
 			if err := o.slots.check(p.ents[i].slot, r, weight); err != nil {
-				return &RejectError{Err: err, Window: w, Key: o.keys.ents[p.ents[i].key].vals}
+				return &RejectError{Err: err, Window: w, Key: o.keys.values(p.ents[i].key)}
 			}
 			continue
 		}
@@ -459,7 +459,7 @@ func (o *Operator) checkSliced(r *row.Row, ts int64, weight int) error {
 		err := o.slots.check(z, r, weight)
 		o.slots.release(z)
 		if err != nil {
-			return &RejectError{Err: err, Window: w, Key: o.keys.ents[o.kid].vals}
+			return &RejectError{Err: err, Window: w, Key: o.keys.values(o.kid)}
 		}
 	}
 	if !virtual {

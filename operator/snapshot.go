@@ -533,7 +533,7 @@ func (r *restorer) keyTable() {
 			return
 		}
 		ke := &k.ents[id]
-		*ke = keyEntry{enc: enc, vals: decodeKey(enc, k.fields), maxVer: uint32(maxVer)}
+		*ke = keyEntry{enc: enc, maxVer: uint32(maxVer)}
 		if k.groups > 0 {
 			ke.group = uint16(keygroup.OfKey([]byte(enc), k.groups))
 		}

@@ -57,8 +57,8 @@ type Packet struct {
 	slots row.Arena // the copied rows' slots
 	metas chunks[source.Meta]
 	crs   chunks[changelog.Row]
-	vals  []row.Value // grows by replacement: copies keep the old arrays alive
-	arena []byte      // grows by append: offsets and earlier slices stay valid
+	vals  valChunks // the copied upstream rows' keys and values
+	arena []byte    // grows by append: offsets and earlier slices stay valid
 }
 
 // Reset empties the packet for reuse.
@@ -69,8 +69,7 @@ func (p *Packet) Reset() {
 	p.slots.Reset()
 	p.metas.reset()
 	p.crs.reset()
-	clear(p.vals)
-	p.vals = p.vals[:0]
+	p.vals.reset()
 	p.arena = p.arena[:0]
 }
 
@@ -131,16 +130,58 @@ func (p *Packet) copyMeta(m *source.Meta) *source.Meta {
 func (p *Packet) copyCR(r *changelog.Row) *changelog.Row {
 	c := p.crs.next()
 	*c = *r
-	n := len(r.Key) + len(r.Values)
-	if len(p.vals)+n > cap(p.vals) {
-		p.vals = make([]row.Value, 0, max(2*cap(p.vals), 256, n))
-	}
-	start := len(p.vals)
-	p.vals = append(p.vals, r.Key...)
-	p.vals = append(p.vals, r.Values...)
-	c.Key = p.vals[start : start+len(r.Key) : start+len(r.Key)]
-	c.Values = p.vals[start+len(r.Key) : start+n : start+n]
+	nk := len(r.Key)
+	v := p.vals.take(nk + len(r.Values))
+	copy(v, r.Key)
+	copy(v[nk:], r.Values)
+	c.Key = v[:nk:nk]
+	c.Values = v[nk:]
 	return c
+}
+
+// valChunkSize is the number of values in one chunk of a valChunks
+// (64 bytes each: 256 KiB).
+const valChunkSize = 4096
+
+// valChunks holds values in fixed-size chunks reused after reset: a packet
+// carrying the rows of a large firing (hundreds of thousands of upstream
+// rows) holds about the values it needs, where one array growing by
+// doubling held up to twice as much (the copies handed out keep every
+// earlier array alive until the packet is reset).
+type valChunks struct {
+	c   [][]row.Value
+	cur int // the chunk being filled
+	n   int // values used in c[cur]
+}
+
+// take returns n consecutive values owned by the chunks, capacity n, for
+// the caller to overwrite (zero values after a reset).
+func (v *valChunks) take(n int) []row.Value {
+	if n > valChunkSize {
+		// Wider than a chunk (never for the rows of a stage): its own array.
+		return make([]row.Value, n)
+	}
+	if len(v.c) == 0 || v.n+n > valChunkSize {
+		if len(v.c) > 0 {
+			v.cur++
+		}
+		if v.cur == len(v.c) {
+			v.c = append(v.c, make([]row.Value, valChunkSize))
+		}
+		v.n = 0
+	}
+	s := v.c[v.cur][v.n : v.n+n : v.n+n]
+	v.n += n
+	return s
+}
+
+// reset empties the chunks, keeping them, after zeroing the values used
+// (dropping their strings).
+func (v *valChunks) reset() {
+	for i := 0; i < len(v.c) && i <= v.cur; i++ {
+		clear(v.c[i])
+	}
+	v.cur, v.n = 0, 0
 }
 
 // chunks is a pool of T handed out by pointer: stable addresses (fixed-size
