@@ -218,7 +218,7 @@ func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) 
 		if sessions {
 			var all []*session
 			for _, id := range ids {
-				all = append(all, o.keys.ents[id].sessions...)
+				all = append(all, o.keys.ents[id].open()...)
 			}
 			sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
 			ranks = make(map[*session]int, len(all))
@@ -230,7 +230,7 @@ func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) 
 			ke := &o.keys.ents[id]
 			index[id] = i
 			e.String(ke.enc)
-			e.Uint(uint64(ke.maxVer))
+			e.Uint(uint64(ke.version()))
 			if sessions {
 				e.Bool(ke.closedHeld)
 				if ke.closedHeld {
@@ -519,7 +519,11 @@ func (r *groupRestorer) section(d *state.Decoder) {
 			return
 		}
 		id := uint32(len(k.ents))
-		k.ents = append(k.ents, keyEntry{enc: enc, maxVer: uint32(maxVer), group: uint16(g)})
+		ke := keyEntry{enc: enc, group: uint16(g)}
+		if k.extra || maxVer != 0 {
+			ke.keyExtra = &keyExtra{maxVer: uint32(maxVer)}
+		}
+		k.ents = append(k.ents, ke)
 		k.set(enc, id)
 		ids[i] = id
 		if sessions {
@@ -811,7 +815,7 @@ func (r *groupRestorer) install(g Globals) {
 		k.ents[rs.s.key].refs++
 	}
 	for id := range k.ents {
-		if k.ents[id].closedHeld {
+		if k.ents[id].held() {
 			k.ents[id].refs++
 		}
 	}
@@ -832,7 +836,7 @@ func (r *groupRestorer) install(g Globals) {
 		o.schedule(rs.s)
 	}
 	for id := range k.ents {
-		if k.ents[id].closedHeld {
+		if k.ents[id].held() {
 			o.restoreForget(uint32(id))
 		}
 	}

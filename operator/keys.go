@@ -115,10 +115,20 @@ type keyEntry struct {
 	// enc is the encoded key (map key). Its values are decoded when a row
 	// needs them (keyTable.values, Operator.rowKey), not kept per key: a
 	// key table of 600,000 one-int keys held 88 bytes more per key.
-	enc      string
-	refs     int32      // (window, key) instances holding the key, and its closed-session memory
-	idle     bool       // refs == 0 and not yet freed (see keyTable.sweep)
-	group    uint16     // key group
+	enc    string
+	refs   int32  // (window, key) instances holding the key, and its closed-session memory
+	idle   bool   // refs == 0 and not yet freed (see keyTable.sweep)
+	listed bool   // scratch of turnedIdle's compaction
+	group  uint16 // key group
+	// keyExtra holds the fields of session windows and unsliced sliding
+	// windows (keyTable.extra), nil in other operators: a key entry of a
+	// tumbling or sliced operator is 32 bytes, not 96.
+	*keyExtra
+}
+
+// keyExtra is the part of a key entry that session windows and unsliced
+// sliding windows use.
+type keyExtra struct {
 	sessions []*session // open sessions of this key, by start (session windows)
 	maxVer   uint32     // highest version a dropped session of this key reached
 	// closedEnd is the largest end of the key's closed sessions while
@@ -127,11 +137,31 @@ type keyEntry struct {
 	// The memory holds one of refs.
 	closedEnd  int64
 	closedHeld bool
-	listed     bool // scratch of turnedIdle's compaction
 	// panes are the key's entries in open sliding-window panes (paneStore
 	// multi), found by a short scan instead of a map lookup per pane.
 	panes []paneRef
 }
+
+// version returns the highest version a dropped session of the key
+// reached (0 without keyExtra).
+func (e *keyEntry) version() uint32 {
+	if e.keyExtra == nil {
+		return 0
+	}
+	return e.maxVer
+}
+
+// open returns the key's open sessions (nil without keyExtra).
+func (e *keyEntry) open() []*session {
+	if e.keyExtra == nil {
+		return nil
+	}
+	return e.sessions
+}
+
+// held reports whether the key holds a closed session's memory
+// (closedHeld; false without keyExtra).
+func (e *keyEntry) held() bool { return e.keyExtra != nil && e.closedHeld }
 
 // paneRef locates a key's entry in the pane starting at start.
 type paneRef struct {
@@ -151,6 +181,9 @@ type keyTable struct {
 	// the key's bytes (Nexmark's auction and bidder ids).
 	ints   map[uint64]uint32
 	intKey bool // the key is one int, bool or time field: ints is used
+	// extra gives every key entry its keyExtra (session windows, unsliced
+	// sliding windows).
+	extra  bool
 	ents   []keyEntry
 	free   []uint32
 	fields []row.Field
@@ -251,6 +284,9 @@ func (k *keyTable) intern(enc []byte) uint32 {
 	}
 	s := string(enc)
 	e := keyEntry{enc: s}
+	if k.extra {
+		e.keyExtra = &keyExtra{}
+	}
 	if k.groups > 0 {
 		e.group = uint16(keygroup.OfKey(enc, k.groups))
 	}
@@ -400,8 +436,12 @@ func (k *keyTable) bytes() int64 {
 	for id := range k.ids {
 		n += int64(len(id))*2 + 48 // enc in map and entry, map overhead
 	}
-	n += int64(len(k.ints)) * (9*2 + 48)                       // as a 9-byte encoding in ids
-	n += int64(len(k.ents)) * int64(unsafe.Sizeof(keyEntry{})) // 96 bytes on amd64; values decoded per row, not kept
+	n += int64(len(k.ints)) * (9*2 + 48)    // as a 9-byte encoding in ids
+	per := int64(unsafe.Sizeof(keyEntry{})) // 32 bytes on amd64; values decoded per row, not kept
+	if k.extra {
+		per += int64(unsafe.Sizeof(keyExtra{})) // 72 bytes: session windows, unsliced sliding windows
+	}
+	n += int64(len(k.ents)) * per
 
 	return n
 }

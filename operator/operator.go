@@ -265,6 +265,7 @@ func New(cfg Config) (*Operator, error) {
 		o.panes.multi = false // panes (windows that fired and stay open) find keys through their index
 		o.panes.words = (cfg.KeyGroups + 63) / 64
 	}
+	o.keys.extra = cfg.Gap > 0 || o.panes.multi
 	o.sess.keys = o.keys
 	return o, nil
 }

@@ -73,7 +73,7 @@ func (ss *sessionStore) all(order Order) []*session {
 		return nil
 	}
 	for i := range ss.keys.ents {
-		out = append(out, ss.keys.ents[i].sessions...)
+		out = append(out, ss.keys.ents[i].open()...)
 	}
 	if order == OrderBirth {
 		sort.Slice(out, func(i, j int) bool {
@@ -212,7 +212,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 		if !known {
 			return RetractMissing, nil
 		}
-		for _, s := range o.keys.ents[id].sessions {
+		for _, s := range o.keys.ents[id].open() {
 			if !s.w.Contains(ts) {
 				continue
 			}
@@ -235,7 +235,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 			if s.rows <= 0 {
 				o.emitDelete(&s.inst)
 				o.dropSession(s)
-				if !o.forget(id) && o.keys.ents[id].closedHeld && len(o.keys.ents[id].sessions) == 0 {
+				if !o.forget(id) && o.keys.ents[id].held() && len(o.keys.ents[id].open()) == 0 {
 					o.scheduleForget(id) // its last session is gone: the memory may end on time
 				}
 			} else if s.fired {
@@ -258,7 +258,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 	proto := window.Window{Start: ts, End: ts + o.cfg.Gap}
 	var list []*session
 	if known {
-		list = o.keys.ents[id].sessions
+		list = o.keys.ents[id].open()
 	}
 	// Sessions of a key are disjoint and sorted by start; the ones that
 	// intersect (or touch) the proto-window form a run [lo, hi).
@@ -421,7 +421,7 @@ func (o *Operator) advanceSessions(limit int) bool {
 			// Stale when the memory grew (a later close pushed a later
 			// timer) or ended; kept while the key has an open session
 			// (its close or drop schedules again).
-			if int(t.key) < len(o.keys.ents) && o.keys.ents[t.key].closedHeld && t.at == o.forgetAt(o.keys.ents[t.key].closedEnd) {
+			if int(t.key) < len(o.keys.ents) && o.keys.ents[t.key].held() && t.at == o.forgetAt(o.keys.ents[t.key].closedEnd) {
 				o.forget(t.key)
 			}
 			continue

@@ -133,7 +133,7 @@ func (o *Operator) Snapshot(e *state.Encoder) {
 		}
 		ke := &k.ents[id]
 		e.String(ke.enc)
-		e.Uint(uint64(ke.maxVer))
+		e.Uint(uint64(ke.version()))
 		if sessions {
 			e.Bool(ke.closedHeld)
 			if ke.closedHeld {
@@ -494,6 +494,7 @@ func (r *restorer) keyTable() {
 		return
 	}
 	k := newKeyTable(o.cfg.Key, o.cfg.KeyGroups)
+	k.extra = o.keys.extra
 	r.keys = k
 	k.ents = make([]keyEntry, n)
 	if !k.intKey {
@@ -533,7 +534,10 @@ func (r *restorer) keyTable() {
 			return
 		}
 		ke := &k.ents[id]
-		*ke = keyEntry{enc: enc, maxVer: uint32(maxVer)}
+		*ke = keyEntry{enc: enc}
+		if k.extra || maxVer != 0 {
+			ke.keyExtra = &keyExtra{maxVer: uint32(maxVer)}
+		}
 		if k.groups > 0 {
 			ke.group = uint16(keygroup.OfKey([]byte(enc), k.groups))
 		}
@@ -850,7 +854,7 @@ func (r *restorer) install() {
 		}
 	}
 	for id := range k.ents {
-		if !r.keyFreed[id] && k.ents[id].closedHeld {
+		if !r.keyFreed[id] && k.ents[id].held() {
 			k.ents[id].refs++
 		}
 	}
@@ -903,7 +907,7 @@ func (r *restorer) install() {
 		o.schedule(s)
 	}
 	for id := range k.ents {
-		if !r.keyFreed[id] && k.ents[id].closedHeld {
+		if !r.keyFreed[id] && k.ents[id].held() {
 			o.restoreForget(uint32(id))
 		}
 	}

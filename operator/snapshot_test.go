@@ -342,10 +342,17 @@ func sameDerived(t fataler, a, b *Operator) {
 	}
 	for id := range ka.ents {
 		x, y := &ka.ents[id], &kb.ents[id]
-		if x.enc != y.enc || x.refs != y.refs || x.idle != y.idle || x.group != y.group || x.maxVer != y.maxVer ||
-			x.closedHeld != y.closedHeld || x.closedEnd != y.closedEnd ||
-			ka.holds(uint32(id)) && fmt.Sprint(ka.values(uint32(id))) != fmt.Sprint(kb.values(uint32(id))) || len(x.sessions) != len(y.sessions) {
-			t.Fatalf("key %d differs: %+v vs %+v", id, *x, *y)
+		var xx, yx keyExtra
+		if x.keyExtra != nil {
+			xx = *x.keyExtra
+		}
+		if y.keyExtra != nil {
+			yx = *y.keyExtra
+		}
+		if x.enc != y.enc || x.refs != y.refs || x.idle != y.idle || x.group != y.group || xx.maxVer != yx.maxVer ||
+			xx.closedHeld != yx.closedHeld || xx.closedEnd != yx.closedEnd || (x.keyExtra == nil) != (y.keyExtra == nil) && ka.holds(uint32(id)) ||
+			ka.holds(uint32(id)) && fmt.Sprint(ka.values(uint32(id))) != fmt.Sprint(kb.values(uint32(id))) || len(xx.sessions) != len(yx.sessions) {
+			t.Fatalf("key %d differs: %+v %+v vs %+v %+v", id, *x, xx, *y, yx)
 		}
 		if ka.holds(uint32(id)) != kb.holds(uint32(id)) {
 			t.Fatalf("key %d in one id map only", id)
@@ -430,7 +437,11 @@ func sameSlices(t fataler, a, b *Operator) {
 			if !o.keys.holds(uint32(id)) || ke.refs <= 0 {
 				continue
 			}
-			for _, r := range ke.panes {
+			var panes []paneRef
+			if ke.keyExtra != nil {
+				panes = ke.panes
+			}
+			for _, r := range panes {
 				s := o.sl.byStart[r.start]
 				if s == nil || s.ents[r.idx].key != uint32(id) {
 					t.Fatalf("key %q: reference %+v to no entry of its own", ke.enc, r)
