@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/state"
 )
 
 // Sender makes the items one node of a task — or the runner, for the
@@ -37,7 +38,8 @@ type Sender struct {
 	selVals []row.Value          // a select row's values
 	keyBuf  []byte
 	buf     []byte
-	wm      int64 // the pipeline watermark: select rows' watermark_at
+	crEnc   state.Encoder // upstream rows encoded into packets (Packet.putCR)
+	wm      int64         // the pipeline watermark: select rows' watermark_at
 
 	// direct, when set, takes each item at once instead of a packet (one
 	// task run in push mode, Task.Push): dp holds the item's bytes for
@@ -448,7 +450,9 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 	}
 	switch {
 	case o.cr != nil:
-		it.CR = p.copyCR(o.cr)
+		if !p.putCR(&it, o.cr, &s.crEnc) {
+			it.CR = p.copyCR(o.cr)
+		}
 	case stable:
 		it.Meta = o.meta
 	default:

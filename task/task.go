@@ -61,7 +61,8 @@ type nodeRT struct {
 	order *orderNode
 	stage *stageNode
 	join  *joinNode
-	pos   []int // merge scratch
+	pos   []int     // merge scratch
+	cr    crScratch // the upstream row of the item being taken (Packet.putCR)
 	// in holds each input's watermark as the markers told it, and wm the
 	// node's own (Graph.NodeWatermark), when the graph's watermarks are
 	// not simply the source's (Graph.MultiWM).
@@ -279,6 +280,11 @@ func (t *Task) Err() error {
 }
 
 func (nr *nodeRT) item(p *Packet, it *Item) error {
+	if it.crLen > 0 && it.CR == nil {
+		if err := nr.cr.takeCR(p, it); err != nil {
+			return err
+		}
+	}
 	switch nr.n.Kind {
 	case KindDedup:
 		nr.dedup.item(nr, p, it)

@@ -53,12 +53,18 @@ func (g *Graph) inputSchema(n int) *row.Schema {
 // WireEncoder encodes items for the repartition topic. Not safe for
 // concurrent use; the zero value is ready.
 type WireEncoder struct {
-	e state.Encoder
+	e  state.Encoder
+	cr crScratch
 }
 
 // Encode returns the wire form of item it (of packet p) for node n of
 // graph g, valid until the next call.
 func (w *WireEncoder) Encode(g *Graph, n int, p *Packet, it *Item) []byte {
+	if it.crLen > 0 && it.CR == nil {
+		// An upstream row encoded in a packet (Packet.putCR): the packet
+		// wrote it, so it decodes.
+		_ = w.cr.takeCR(p, it)
+	}
 	e := &w.e
 	e.Reset()
 	e.Byte(WireItem)
