@@ -90,7 +90,7 @@ func padRow(s int, x *rec) (l, r *rec) {
 
 func (o *Operator) intervalRow(g *group, s int, key []byte, ts int64, seq uint64, r *row.Row, fields []row.Field) {
 	ki, ks := g.key(key)
-	x := rec{ts: ts, seq: seq, slot: g.store[s].put(r, fields)}
+	x := rec{ts: ts, slot: g.store[s].put(r, fields, seq)}
 	os := 1 - s
 	others := ks.rows[os]
 	var lo, hi int64
@@ -127,7 +127,7 @@ func (o *Operator) intervalRow(g *group, s int, key []byte, ts int64, seq uint64
 			o.emit(g, changelog.Insert, l, rr, xp.ts, noWindow, o.cfg.Mode == operator.Final, nil)
 			xp.n |= padded
 		}
-		if !abs && idx < ks.pad[s] {
+		if !abs && idx < int(ks.pad[s]) {
 			ks.pad[s]++ // it was due: decided above
 		}
 	}
@@ -137,7 +137,7 @@ func (o *Operator) intervalRow(g *group, s int, key []byte, ts int64, seq uint64
 		// was due (padTime ≤ expireTime), so it is decided.
 		g.store[s].del(xp.slot)
 		ks.rows[s] = slices.Delete(rows, idx, idx+1)
-		if o.outer(s) && !abs && idx < ks.pad[s] {
+		if o.outer(s) && !abs && idx < int(ks.pad[s]) {
 			ks.pad[s]--
 		}
 		if len(ks.rows[L]) == 0 && len(ks.rows[R]) == 0 {
@@ -174,7 +174,7 @@ func (o *Operator) intervalSchedule(g *group, i int32, s int) {
 				}
 			}
 		} else {
-			for j := ks.pad[s]; j < len(rows); j++ {
+			for j := int(ks.pad[s]); j < len(rows); j++ {
 				if !decided(&rows[j]) {
 					t = min(t, o.padTime(g, s, &rows[j]))
 					break
@@ -209,7 +209,7 @@ func (o *Operator) intervalKey(g *group, ki int32, s int, w int64) {
 	rows := ks.rows[s]
 	abs := o.cfg.UpperCol >= 0 && s == L
 	if o.outer(s) {
-		start := ks.pad[s]
+		start := int(ks.pad[s])
 		if abs {
 			start = 0
 		}
@@ -220,11 +220,11 @@ func (o *Operator) intervalKey(g *group, ki int32, s int, w int64) {
 			}
 			if !decided(x) && o.padTime(g, s, x) <= w {
 				l, r := padRow(s, x)
-				ord := Order{A: o.lastMatch(g, s, x), B: x.ts, C: x.seq<<1 | uint64(s)}
+				ord := Order{A: o.lastMatch(g, s, x), B: x.ts, C: g.store[s].seq(x.slot)<<1 | uint64(s)}
 				o.emit(g, changelog.Insert, l, r, x.ts, noWindow, o.cfg.Mode == operator.Final, &ord)
 				x.n |= padded
 			}
-			if !abs && decided(x) && j == ks.pad[s] {
+			if !abs && decided(x) && j == int(ks.pad[s]) {
 				ks.pad[s]++
 			}
 		}
@@ -261,7 +261,7 @@ func (o *Operator) intervalKey(g *group, ki int32, s int, w int64) {
 			rows = append([]rec(nil), rows...)
 		}
 		ks.rows[s] = rows
-		ks.pad[s] = max(0, ks.pad[s]-n)
+		ks.pad[s] = max(0, ks.pad[s]-int32(n))
 	}
 	if len(ks.rows[L]) == 0 && len(ks.rows[R]) == 0 {
 		g.dropKey(ki)

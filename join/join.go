@@ -138,11 +138,13 @@ type advRow struct {
 	row changelog.Row
 }
 
-// rec is one buffered row.
+// rec is one buffered row: 16 bytes. Its arrival step (Process's seq),
+// where the join needs it, is kept in the side's store beside its columns
+// (store.seq); the order of a key's rows of one event time is their
+// arrival order, the order of the calls to Process.
 type rec struct {
 	ts   int64
-	seq  uint64 // arrival: the runner's step (ties between equal times)
-	slot int32  // its columns in the side's store
+	slot int32  // its columns (and step) in the side's store
 	n    uint32 // matches so far (interval outer), flags (temporal)
 }
 
@@ -158,7 +160,7 @@ const (
 type keyState struct {
 	key   string
 	rows  [2][]rec
-	pad   [2]int // interval: rows before this index have had their padding decided
+	pad   [2]int32 // interval: rows before this index have had their padding decided
 	sched [3]int64
 	gen   uint32
 	live  bool
@@ -232,9 +234,18 @@ func New(cfg Config) (*Operator, error) {
 func (o *Operator) newGroup() *group {
 	g := &group{keys: map[string]int32{}}
 	for s := range 2 {
-		g.store[s] = newStore(o.cfg.Keep[s])
+		g.store[s] = newStore(o.cfg.Keep[s], o.keepsSeq(s))
 	}
 	return g
+}
+
+// keepsSeq reports whether side s's rows keep their arrival steps: the
+// rows an Advance may emit for them are ordered by it (Order.C) — a
+// window join's and a temporal join's rows, an interval join's outer
+// side's. An interval join's inner side's rows need only their order
+// among the rows of their key, which is their place in its list.
+func (o *Operator) keepsSeq(s int) bool {
+	return o.cfg.Type != Interval || o.outer(s)
 }
 
 // Config returns the operator's configuration.
@@ -334,8 +345,10 @@ func add(w, d int64) int64 {
 
 // Process applies a row of side s whose join key is key (encoded;
 // operator.AppendKey of the key fields) in key group kg, with event time
-// ts and arrival seq (the runner's step: rows of one key and time pair up
-// in arrival order), at processing time now. Its kept columns are read
+// ts and arrival seq (the runner's step), at processing time now. Calls
+// come in arrival order (seq never decreases from one call to the next,
+// as the task's node merges its inputs by step): rows of one key and time
+// pair up, and are kept, in that order. Its kept columns are read
 // from r at fields (Config.Keep's order). The rows it makes wait in Drain.
 func (o *Operator) Process(s int, kg int, key []byte, ts int64, seq uint64, r *row.Row, fields []row.Field, now int64) (Outcome, error) {
 	if !o.cfg.Groups.Contains(kg) {
@@ -407,7 +420,7 @@ func (o *Operator) Advance(left, right, now int64) {
 		if end {
 			for s := range g.store {
 				if g.store[s].live == 0 && g.store[s].slots > 0 {
-					g.store[s] = newStore(o.cfg.Keep[s])
+					g.store[s] = newStore(o.cfg.Keep[s], o.keepsSeq(s))
 				}
 			}
 		}
@@ -568,7 +581,7 @@ func (o *Operator) Stats() Stats {
 
 // Sizes for Stats (amd64).
 const (
-	recBytes      = 24
+	recBytes      = 16
 	keyStateBytes = 104
 	mapEntryBytes = 32 // a map[string]int32 entry: key header, value, control byte, load
 	timerBytes    = 16
@@ -649,14 +662,15 @@ func (g *group) dropKey(i int32) {
 	g.free = append(g.free, i)
 }
 
-// insert adds r to rows in (ts, seq) order and returns its index.
+// insert adds r to rows in event-time order, after the rows of its time
+// (they arrived before it), and returns its index.
 func insert(rows []rec, r rec) ([]rec, int) {
 	i := len(rows)
-	for i > 0 && (rows[i-1].ts > r.ts || rows[i-1].ts == r.ts && rows[i-1].seq > r.seq) {
+	for i > 0 && rows[i-1].ts > r.ts {
 		i--
 		if len(rows)-i > 8 {
 			// Far out of order: binary search.
-			i = slices.IndexFunc(rows, func(x rec) bool { return x.ts > r.ts || x.ts == r.ts && x.seq > r.seq })
+			i = upperBound(rows, r.ts)
 			break
 		}
 	}
@@ -670,6 +684,20 @@ func lowerBound(rows []rec, t int64) int {
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if rows[m].ts < t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// upperBound returns the first index of rows with ts > t.
+func upperBound(rows []rec, t int64) int {
+	lo, hi := 0, len(rows)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if rows[m].ts <= t {
 			lo = m + 1
 		} else {
 			hi = m
@@ -768,17 +796,22 @@ type store struct {
 	decs  []row.Decimal
 	strs  []string
 	// nulls holds nw bytes per slot: bit c set when column c is null (≤
-	// 64 columns; one byte per row for up to 8 kept columns).
+	// 64 columns; one byte per row for up to 8 kept columns); nil until
+	// a row with a null column comes (setNulls).
 	nulls []byte
 	nw    int
-	slots int32 // slots made (live or free)
-	free  []int32
-	live  int
-	strB  int64 // bytes of the strings held
+	// seqs holds each slot's arrival step when the side keeps them
+	// (Operator.keepsSeq; nil otherwise).
+	seqs    []uint64
+	keepSeq bool
+	slots   int32 // slots made (live or free)
+	free    []int32
+	live    int
+	strB    int64 // bytes of the strings held
 }
 
-func newStore(kinds []row.Kind) store {
-	s := store{kinds: kinds, nw: max(1, (len(kinds)+7)/8)}
+func newStore(kinds []row.Kind, keepSeq bool) store {
+	s := store{kinds: kinds, nw: max(1, (len(kinds)+7)/8), keepSeq: keepSeq}
 	for _, k := range kinds {
 		switch {
 		case k.InI():
@@ -808,8 +841,13 @@ func (s *store) alloc() int32 {
 	}
 	i := s.slots
 	s.slots++
-	for range s.nw {
-		s.nulls = append(s.nulls, 0)
+	if s.nulls != nil {
+		for range s.nw {
+			s.nulls = append(s.nulls, 0)
+		}
+	}
+	if s.keepSeq {
+		s.seqs = append(s.seqs, 0)
 	}
 	s.ints = append(s.ints, make([]int64, s.nI)...)
 	s.decs = append(s.decs, make([]row.Decimal, s.nD)...)
@@ -817,9 +855,11 @@ func (s *store) alloc() int32 {
 	return i
 }
 
-// put copies the kept fields of r into a new slot.
-func (s *store) put(r *row.Row, fields []row.Field) int32 {
+// put copies the kept fields of r, and its arrival step seq, into a new
+// slot.
+func (s *store) put(r *row.Row, fields []row.Field, seq uint64) int32 {
 	i := s.alloc()
+	s.setSeq(i, seq)
 	var nulls uint64
 	for c, f := range fields {
 		if r.IsNull(f.Index) {
@@ -842,8 +882,31 @@ func (s *store) put(r *row.Row, fields []row.Field) int32 {
 	return i
 }
 
-// setNulls records slot i's null bits.
+// setSeq records slot i's arrival step, where the side keeps them.
+func (s *store) setSeq(i int32, seq uint64) {
+	if s.keepSeq {
+		s.seqs[i] = seq
+	}
+}
+
+// seq returns slot i's arrival step (0 where the side keeps none).
+func (s *store) seq(i int32) uint64 {
+	if s.keepSeq {
+		return s.seqs[i]
+	}
+	return 0
+}
+
+// setNulls records slot i's null bits. The bits are made with the first
+// null (until then no slot has any: a byte per row saved where the kept
+// columns are never null).
 func (s *store) setNulls(i int32, bits uint64) {
+	if s.nulls == nil {
+		if bits == 0 {
+			return
+		}
+		s.nulls = make([]byte, int(s.slots)*s.nw, int(s.slots+s.slots/4+1)*s.nw)
+	}
 	b := s.nulls[int(i)*s.nw : int(i+1)*s.nw]
 	for k := range b {
 		b[k] = byte(bits >> (8 * k))
@@ -852,12 +915,12 @@ func (s *store) setNulls(i int32, bits uint64) {
 
 // isNull reports whether column c of slot i is null.
 func (s *store) isNull(i int32, c int) bool {
-	return s.nulls[int(i)*s.nw+c>>3]&(1<<(c&7)) != 0
+	return s.nulls != nil && s.nulls[int(i)*s.nw+c>>3]&(1<<(c&7)) != 0
 }
 
-// putValues stores values (a restored row) into a new slot. Errors: a
-// value of another kind than its column.
-func (s *store) putValues(vals []row.Value) (int32, error) {
+// putValues stores values (a restored row) and its arrival step into a
+// new slot. Errors: a value of another kind than its column.
+func (s *store) putValues(vals []row.Value, seq uint64) (int32, error) {
 	if len(vals) != len(s.kinds) {
 		return 0, fmt.Errorf("%d values, want %d columns", len(vals), len(s.kinds))
 	}
@@ -867,6 +930,7 @@ func (s *store) putValues(vals []row.Value) (int32, error) {
 		}
 	}
 	i := s.alloc()
+	s.setSeq(i, seq)
 	var nulls uint64
 	for c, v := range vals {
 		if v.IsNull() {
@@ -922,14 +986,14 @@ func (s *store) del(i int32) {
 	s.free = append(s.free, i)
 	s.live--
 	if s.live == 0 && s.slots > 256 {
-		*s = newStore(s.kinds) // give the memory back
+		*s = newStore(s.kinds, s.keepSeq) // give the memory back
 	}
 }
 
 // bytes returns the store's estimated heap bytes and the part that holds
 // column values.
 func (s *store) bytes() (total, cols int64) {
-	total = int64(cap(s.nulls)) + int64(cap(s.ints))*8 + int64(cap(s.decs))*16 + int64(cap(s.strs))*16 + s.strB + int64(cap(s.free))*4
+	total = int64(cap(s.nulls)) + int64(cap(s.seqs))*8 + int64(cap(s.ints))*8 + int64(cap(s.decs))*16 + int64(cap(s.strs))*16 + s.strB + int64(cap(s.free))*4
 	live := int64(s.live)
 	cols = live*int64(s.nI)*8 + live*int64(s.nD)*16 + s.strB
 	return total, cols

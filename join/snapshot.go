@@ -23,6 +23,9 @@ import (
 //
 // Timers are not stored: Restore schedules every key again. Rows are
 // stored in their order (event time for keys, arrival within a window).
+// seq is the row's arrival step where the side keeps it (keepsSeq); an
+// interval join's inner side keeps none and writes the row's position in
+// its key's list, 1, 2, …: Restore reads only their order there.
 
 // SnapshotGroup appends key group kg's section to e.
 func (o *Operator) SnapshotGroup(kg int, e *state.Encoder) {
@@ -38,9 +41,9 @@ func (o *Operator) SnapshotGroup(kg int, e *state.Encoder) {
 		e.Uint(uint64(ks.pad[R]))
 		for s := range 2 {
 			e.Uint(uint64(len(ks.rows[s])))
-			for _, x := range ks.rows[s] {
+			for i, x := range ks.rows[s] {
 				e.Int(x.ts)
-				e.Uint(x.seq)
+				e.Uint(o.snapSeq(g, s, x.slot, i))
 				e.Uint(uint64(x.n))
 				o.putValues(e, g, s, x.slot)
 			}
@@ -58,14 +61,22 @@ func (o *Operator) SnapshotGroup(kg int, e *state.Encoder) {
 			e.String(k)
 			for s := range 2 {
 				e.Uint(uint64(len(pk.rows[s])))
-				for _, x := range pk.rows[s] {
+				for i, x := range pk.rows[s] {
 					e.Int(x.ts)
-					e.Uint(x.seq)
+					e.Uint(o.snapSeq(g, s, x.slot, i))
 					o.putValues(e, g, s, x.slot)
 				}
 			}
 		}
 	}
+}
+
+// snapSeq is the seq written for the row in slot, the i-th of its list.
+func (o *Operator) snapSeq(g *group, s int, slot int32, i int) uint64 {
+	if g.store[s].keepSeq {
+		return g.store[s].seq(slot)
+	}
+	return uint64(i + 1)
 }
 
 func (o *Operator) putValues(e *state.Encoder, g *group, s int, slot int32) {
@@ -120,8 +131,11 @@ func (o *Operator) restoreGroup(kg int, g *group, d *state.Decoder) error {
 		return fmt.Errorf("a section of join type %d, the join is of type %d", t, o.cfg.Type)
 	}
 	vals := make([]row.Value, 0, MaxKept)
+	var seqs []uint64 // of the list being read
 	readRow := func(s int, withN bool) (rec, error) {
-		x := rec{ts: d.Int(), seq: d.Uint()}
+		x := rec{ts: d.Int()}
+		seq := d.Uint()
+		seqs = append(seqs, seq)
 		if withN {
 			n := d.Uint()
 			if n > 1<<32-1 {
@@ -136,7 +150,7 @@ func (o *Operator) restoreGroup(kg int, g *group, d *state.Decoder) error {
 		if err := d.Err(); err != nil {
 			return x, err
 		}
-		slot, err := g.store[s].putValues(vals)
+		slot, err := g.store[s].putValues(vals, seq)
 		if err != nil {
 			return x, fmt.Errorf("side %d: %w", s, err)
 		}
@@ -145,7 +159,7 @@ func (o *Operator) restoreGroup(kg int, g *group, d *state.Decoder) error {
 	}
 	ordered := func(rows []rec) bool {
 		for i := 1; i < len(rows); i++ {
-			if rows[i].ts < rows[i-1].ts || rows[i].ts == rows[i-1].ts && rows[i].seq <= rows[i-1].seq {
+			if rows[i].ts < rows[i-1].ts || rows[i].ts == rows[i-1].ts && seqs[i] <= seqs[i-1] {
 				return false
 			}
 		}
@@ -164,9 +178,10 @@ func (o *Operator) restoreGroup(kg int, g *group, d *state.Decoder) error {
 			return fmt.Errorf("key %q listed twice", k)
 		}
 		ki, ks := g.key([]byte(k))
-		pads := [2]int{d.Len(1<<31-1, 0), d.Len(1<<31-1, 0)}
+		pads := [2]int32{int32(d.Len(1<<31-1, 0)), int32(d.Len(1<<31-1, 0))}
 		for s := range 2 {
 			m := d.Len(1<<31-1, 3)
+			seqs = seqs[:0]
 			for range m {
 				x, err := readRow(s, true)
 				if err != nil {
@@ -177,7 +192,7 @@ func (o *Operator) restoreGroup(kg int, g *group, d *state.Decoder) error {
 			if !ordered(ks.rows[s]) {
 				return fmt.Errorf("key %q: side %d's rows are not in event-time order", k, s)
 			}
-			if pads[s] > len(ks.rows[s]) {
+			if int(pads[s]) > len(ks.rows[s]) {
 				return fmt.Errorf("key %q: side %d: cursor %d beyond %d rows", k, s, pads[s], len(ks.rows[s]))
 			}
 		}
@@ -224,6 +239,7 @@ func (o *Operator) restoreGroup(kg int, g *group, d *state.Decoder) error {
 			pk := p.key([]byte(k))
 			for s := range 2 {
 				r := d.Len(1<<31-1, 2)
+				seqs = seqs[:0]
 				for range r {
 					x, err := readRow(s, false)
 					if err != nil {

@@ -7,8 +7,8 @@ import (
 )
 
 // The temporal join (package doc): rows[L] are the probes, rows[R] the
-// versions of a key, both in (ts, seq) order. A probe p takes the last
-// version v with (v.ts, v.seq) ≤ (p.ts, ∞): the newest version time at or
+// versions of a key, both in (ts, arrival) order. A probe p takes the last
+// version v with (v.ts, arrival) ≤ (p.ts, ∞): the newest version time at or
 // before p.ts, and among versions of one time the last to arrive.
 //
 //   - A probe waits until the right watermark passes its event time
@@ -55,7 +55,7 @@ func (o *Operator) probeRow(g *group, p *rec, vs []rec, vi int) (l, r *rec, ok b
 
 func (o *Operator) temporalRow(g *group, s int, key []byte, ts int64, seq uint64, r *row.Row, fields []row.Field) {
 	ki, ks := g.key(key)
-	x := rec{ts: ts, seq: seq, slot: g.store[s].put(r, fields)}
+	x := rec{ts: ts, slot: g.store[s].put(r, fields, seq)}
 	final := o.cfg.Mode == operator.Final
 	if s == L {
 		rows, idx := insert(ks.rows[L], x)
@@ -67,7 +67,7 @@ func (o *Operator) temporalRow(g *group, s int, key []byte, ts int64, seq uint64
 			}
 			p.n |= resolved
 		}
-		if idx < ks.pad[L] {
+		if idx < int(ks.pad[L]) {
 			ks.pad[L]++ // resolved above: W_right is past it
 		}
 		if o.wm[R] > add(ts, o.cfg.Lateness) {
@@ -127,7 +127,7 @@ func (o *Operator) temporalRow(g *group, s int, key []byte, ts int64, seq uint64
 func (o *Operator) dropProbe(g *group, ks *keyState, j int) {
 	g.store[L].del(ks.rows[L][j].slot)
 	ks.rows[L] = deleteAt(ks.rows[L], j)
-	if j < ks.pad[L] {
+	if j < int(ks.pad[L]) {
 		ks.pad[L]--
 	}
 }
@@ -146,7 +146,7 @@ func (o *Operator) temporalSchedule(g *group, i int32) {
 	probes, vs := ks.rows[L], ks.rows[R]
 	if len(probes) > 0 {
 		t := add(probes[0].ts, o.cfg.Lateness+1)
-		if o.cfg.Mode != operator.Final && ks.pad[L] < len(probes) {
+		if o.cfg.Mode != operator.Final && int(ks.pad[L]) < len(probes) {
 			t = min(t, add(probes[ks.pad[L]].ts, 1))
 		}
 		g.schedule(i, clockR, t)
@@ -245,16 +245,16 @@ func (o *Operator) temporalProbes(g *group, ki int32) {
 	final := o.cfg.Mode == operator.Final
 	if !final {
 		probes := ks.rows[L]
-		for j := ks.pad[L]; j < len(probes) && probes[j].ts < w; j++ {
+		for j := int(ks.pad[L]); j < len(probes) && probes[j].ts < w; j++ {
 			p := &probes[j]
 			if p.n&resolved == 0 {
 				if l, r, ok := o.probeRow(g, p, ks.rows[R], versionAt(ks.rows[R], p.ts)); ok {
-					ord := Order{A: p.ts, C: p.seq << 1}
+					ord := Order{A: p.ts, C: g.store[L].seq(p.slot) << 1}
 					o.emit(g, changelog.Insert, l, r, p.ts, noWindow, false, &ord)
 				}
 				p.n |= resolved
 			}
-			ks.pad[L] = j + 1
+			ks.pad[L] = int32(j + 1)
 		}
 	}
 	n := 0
@@ -263,7 +263,7 @@ func (o *Operator) temporalProbes(g *group, ki int32) {
 		p := &probes[n]
 		if final {
 			if l, r, ok := o.probeRow(g, p, ks.rows[R], versionAt(ks.rows[R], p.ts)); ok {
-				ord := Order{A: p.ts, C: p.seq << 1}
+				ord := Order{A: p.ts, C: g.store[L].seq(p.slot) << 1}
 				o.emit(g, changelog.Insert, l, r, p.ts, noWindow, true, &ord)
 			}
 		}
@@ -274,6 +274,6 @@ func (o *Operator) temporalProbes(g *group, ki int32) {
 		copy(probes, probes[n:])
 		clear(probes[len(probes)-n:])
 		ks.rows[L] = probes[:len(probes)-n]
-		ks.pad[L] = max(0, ks.pad[L]-n)
+		ks.pad[L] = max(0, ks.pad[L]-int32(n))
 	}
 }

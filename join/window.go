@@ -82,7 +82,7 @@ func (o *Operator) windowRow(g *group, s int, key []byte, ts int64, seq uint64, 
 		took = true
 		p := g.pane(win)
 		pk := p.key(key)
-		x := rec{ts: ts, seq: seq, slot: g.store[s].put(r, fields)}
+		x := rec{ts: ts, slot: g.store[s].put(r, fields, seq)}
 		if p.fired && o.cfg.Mode != operator.Final {
 			o.windowLate(g, p, pk, s, &x)
 		}
@@ -145,7 +145,7 @@ func (o *Operator) windowFire(g *group, p *pane, final bool) {
 		ls, rs := e.rows[L], e.rows[R]
 		for j := range ls {
 			l := &ls[j]
-			ord := Order{A: win.End, B: win.Start, C: l.seq << 1}
+			ord := Order{A: win.End, B: win.Start, C: g.store[L].seq(l.slot) << 1}
 			switch k {
 			case Inner, Left, Full:
 				for m := range rs {
@@ -169,7 +169,7 @@ func (o *Operator) windowFire(g *group, p *pane, final bool) {
 		if k == Full && len(ls) == 0 {
 			for m := range rs {
 				r := &rs[m]
-				ord := Order{A: win.End, B: win.Start, C: r.seq<<1 | 1}
+				ord := Order{A: win.End, B: win.Start, C: g.store[R].seq(r.slot)<<1 | 1}
 				o.emit(g, changelog.Insert, nil, r, r.ts, win, final, &ord)
 			}
 		}
