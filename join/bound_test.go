@@ -136,8 +136,8 @@ func TestKeyTableShrinks(t *testing.T) {
 		t.Fatalf("%d key slots for 1,000 keys", len(g.ks))
 	}
 	op.Advance(200, 200, 0) // past 100 + upper 10: every left row expired
-	if g := op.groups[0]; len(g.ks) != 0 || len(g.keys) != 0 || len(g.heaps[clockR]) != 0 {
-		t.Fatalf("after expiry: %d key slots, %d keys, %d timers", len(g.ks), len(g.keys), len(g.heaps[clockR]))
+	if g := op.groups[0]; len(g.ks) != 0 || g.keys.len() != 0 || len(g.heaps[clockR]) != 0 {
+		t.Fatalf("after expiry: %d key slots, %d keys, %d timers", len(g.ks), g.keys.len(), len(g.heaps[clockR]))
 	}
 	put(L, 5, 50, 300, 2000)
 	put(R, 5, 51, 305, 2001)

@@ -115,15 +115,16 @@ const Inf = changelog.WatermarkInfinity
 // Operator is a join's keyed state over a task's key groups. Not safe for
 // concurrent use.
 type Operator struct {
-	cfg    Config
-	groups []*group // by key group − cfg.Groups.Lo
-	wm     [2]int64 // the sides' watermarks
-	now    int64
-	out    []changelog.Row
-	order  []Order
-	vals   []row.Value
-	wins   []window.Window
-	sortIx []int
+	cfg      Config
+	groups   []*group // by key group − cfg.Groups.Lo
+	wm       [2]int64 // the sides' watermarks
+	now      int64
+	out      []changelog.Row
+	order    []Order
+	vals     []row.Value
+	wins     []window.Window
+	sortIx   []int
+	keyOrder []int32 // SnapshotGroup's scratch
 	// pending rows of the current Advance, before sorting
 	adv     []advRow
 	changed []bool
@@ -168,7 +169,7 @@ type keyState struct {
 
 // group is one key group's state.
 type group struct {
-	keys  map[string]int32
+	keys  keyTable // key → index in ks
 	ks    []keyState
 	free  []int32
 	store [2]store
@@ -232,7 +233,7 @@ func New(cfg Config) (*Operator, error) {
 }
 
 func (o *Operator) newGroup() *group {
-	g := &group{keys: map[string]int32{}}
+	g := &group{}
 	for s := range 2 {
 		g.store[s] = newStore(o.cfg.Keep[s], o.keepsSeq(s))
 	}
@@ -410,11 +411,11 @@ func (o *Operator) Advance(left, right, now int64) {
 			o.changed[gi] = true
 		}
 		end := left == Inf && right == Inf
-		if len(g.keys) == 0 && (len(g.ks) > 256 || end && len(g.ks) > 0) {
+		if g.keys.len() == 0 && (len(g.ks) > 256 || end && len(g.ks) > 0) {
 			// No key holds rows: give the key table's memory back (a
 			// Go map never shrinks); every timer left is stale. At the
 			// end of the inputs, also the column stores'.
-			g.keys, g.ks, g.free = map[string]int32{}, nil, nil
+			g.keys, g.ks, g.free = keyTable{}, nil, nil
 			g.heaps = [3]timerHeap{}
 		}
 		if end {
@@ -546,7 +547,7 @@ func (o *Operator) Stats() Stats {
 			st.StateBytes += b
 			st.ColumnBytes += c
 		}
-		st.StateBytes += int64(len(g.ks))*keyStateBytes + int64(len(g.keys))*mapEntryBytes
+		st.StateBytes += int64(cap(g.ks))*keyStateBytes + g.keys.bytes()
 		for i := range g.ks {
 			k := &g.ks[i]
 			if !k.live {
@@ -629,7 +630,8 @@ func (o *Operator) Live() (rows, slots int) {
 
 // key returns the key's state in g, made when absent.
 func (g *group) key(k []byte) (int32, *keyState) {
-	if i, ok := g.keys[string(k)]; ok {
+	h := keyHash(k)
+	if i, ok := g.keys.find(g.ks, k, h); ok {
 		return i, &g.ks[i]
 	}
 	var i int32
@@ -643,14 +645,14 @@ func (g *group) key(k []byte) (int32, *keyState) {
 	ks := &g.ks[i]
 	gen, rows := ks.gen, ks.rows // a freed key's empty row slices are reused
 	*ks = keyState{key: string(k), gen: gen, rows: rows, sched: [3]int64{Inf, Inf, Inf}, live: true}
-	g.keys[ks.key] = i
+	g.keys.add(i, h)
 	return i, ks
 }
 
 // dropKey frees a key without rows.
 func (g *group) dropKey(i int32) {
 	ks := &g.ks[i]
-	delete(g.keys, ks.key)
+	g.keys.del(i, keyHash([]byte(ks.key)))
 	gen := ks.gen + 1
 	var rows [2][]rec
 	for s := range rows {

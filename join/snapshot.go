@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/tidemark/tidemark/keygroup"
 	"github.com/tidemark/tidemark/row"
@@ -32,11 +33,18 @@ func (o *Operator) SnapshotGroup(kg int, e *state.Encoder) {
 	g := o.groups[kg-o.cfg.Groups.Lo]
 	e.Byte(1)
 	e.Byte(byte(o.cfg.Type))
-	keys := slices.Sorted(maps.Keys(g.keys))
+	keys := o.keyOrder[:0]
+	for i := range g.ks {
+		if g.ks[i].live {
+			keys = append(keys, int32(i))
+		}
+	}
+	slices.SortFunc(keys, func(a, b int32) int { return strings.Compare(g.ks[a].key, g.ks[b].key) })
+	o.keyOrder = keys
 	e.Uint(uint64(len(keys)))
-	for _, k := range keys {
-		ks := &g.ks[g.keys[k]]
-		e.String(k)
+	for _, ki := range keys {
+		ks := &g.ks[ki]
+		e.String(ks.key)
 		e.Uint(uint64(ks.pad[L]))
 		e.Uint(uint64(ks.pad[R]))
 		for s := range 2 {
@@ -174,7 +182,7 @@ func (o *Operator) restoreGroup(kg int, g *group, d *state.Decoder) error {
 		if owner := keygroup.OfKey([]byte(k), o.cfg.KeyGroups); owner != kg {
 			return fmt.Errorf("key %q belongs to key group %d", k, owner)
 		}
-		if _, dup := g.keys[k]; dup {
+		if _, dup := g.keys.find(g.ks, []byte(k), keyHash([]byte(k))); dup {
 			return fmt.Errorf("key %q listed twice", k)
 		}
 		ki, ks := g.key([]byte(k))

@@ -17,7 +17,8 @@ import (
 // heap-B/row (the live heap the state takes, measured), beyond-cols-B/row
 // (that, less the 8 bytes of the kept column), est-B/row and
 // est-beyond-cols-B/row (Stats' estimate), and key-B/row (the per-key part:
-// the key table and per-key slices' headers, over the rows of a key).
+// the key table, the keys' states with their lists' headers and the keys'
+// 9 bytes, over the rows of a key).
 //
 //	go test ./join -run XXX -bench StateBytes -benchtime 3x
 func BenchmarkStateBytes(b *testing.B) {
@@ -57,7 +58,9 @@ func BenchmarkStateBytes(b *testing.B) {
 		heap += float64(m1.HeapAlloc-m0.HeapAlloc) / rows
 		est += float64(st.StateBytes) / rows
 		estCols += float64(st.StateBytes-st.ColumnBytes) / rows
-		keyPart += float64(keys*(keyStateBytes+mapEntryBytes+9)) / rows
+		for _, g := range op.groups {
+			keyPart += float64(int64(cap(g.ks))*keyStateBytes+g.keys.bytes()+int64(g.keys.len())*9) / rows
+		}
 		runtime.KeepAlive(op)
 	}
 	n := float64(b.N)
