@@ -116,6 +116,7 @@ const Inf = changelog.WatermarkInfinity
 // concurrent use.
 type Operator struct {
 	cfg      Config
+	hold     [2]int64 // HoldBack(&cfg)
 	groups   []*group // by key group − cfg.Groups.Lo
 	wm       [2]int64 // the sides' watermarks
 	now      int64
@@ -223,7 +224,7 @@ func New(cfg Config) (*Operator, error) {
 	if cfg.TombCol >= len(cfg.Keep[R]) || cfg.TombCol >= 0 && cfg.Keep[R][cfg.TombCol] != row.KindBool {
 		return nil, errors.New("join: the tombstone column is not a kept bool of the right side")
 	}
-	o := &Operator{cfg: cfg, wm: [2]int64{NoWatermark, NoWatermark}, now: NoWatermark}
+	o := &Operator{cfg: cfg, wm: [2]int64{NoWatermark, NoWatermark}, now: NoWatermark, hold: HoldBack(&cfg)}
 	o.groups = make([]*group, cfg.Groups.Len())
 	o.changed = make([]bool, cfg.Groups.Len())
 	for i := range o.groups {
@@ -249,7 +250,8 @@ func (o *Operator) keepsSeq(s int) bool {
 	return o.cfg.Type != Interval || o.outer(s)
 }
 
-// Config returns the operator's configuration.
+// Config returns the operator's configuration (read only: the operator
+// keeps what New derived from it).
 func (o *Operator) Config() *Config { return &o.cfg }
 
 // Watermarks returns the sides' watermarks.
@@ -259,7 +261,7 @@ func (o *Operator) Watermarks() (left, right int64) { return o.wm[L], o.wm[R] }
 // (docs/semantics.md, "Joins"): min(W_left, W_right), held back by how far
 // behind it a row the join emits on time may lie (HoldBack).
 func (o *Operator) OutputWatermark() int64 {
-	h := HoldBack(&o.cfg)
+	h := &o.hold
 	return min(sub(o.wm[L], h[L]), sub(o.wm[R], h[R]))
 }
 
