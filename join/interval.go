@@ -118,7 +118,7 @@ func (o *Operator) intervalRow(g *group, s int, key []byte, ts int64, seq uint64
 		y.n++
 		x.n++
 	}
-	rows, idx := insert(ks.rows[s], x)
+	rows, idx := g.insert(ks.rows[s], x)
 	ks.rows[s] = rows
 	xp := &rows[idx]
 	if o.outer(s) {

@@ -58,7 +58,7 @@ func (o *Operator) temporalRow(g *group, s int, key []byte, ts int64, seq uint64
 	x := rec{ts: ts, slot: g.store[s].put(r, fields, seq)}
 	final := o.cfg.Mode == operator.Final
 	if s == L {
-		rows, idx := insert(ks.rows[L], x)
+		rows, idx := g.insert(ks.rows[L], x)
 		ks.rows[L] = rows
 		p := &rows[idx]
 		if o.wm[R] > ts && !final {
@@ -87,7 +87,7 @@ func (o *Operator) temporalRow(g *group, s int, key []byte, ts int64, seq uint64
 		}
 		return
 	}
-	vs, k := insert(ks.rows[R], x)
+	vs, k := g.insert(ks.rows[R], x)
 	ks.rows[R] = vs
 	if !final {
 		// The probes in [v.ts, next version's time) that had a row now
