@@ -482,22 +482,26 @@ func (o *Operator) Drain() (rows []changelog.Row, orders []Order) {
 // emit appends a row of the left and right buffered rows (nil: nulls) with
 // op and event time ts; win gives a window join's bounds.
 func (o *Operator) emit(g *group, op changelog.Op, lr, rr *rec, ts int64, win window.Window, final bool, adv *Order) {
-	start := len(o.vals)
-	for _, c := range o.cfg.Columns {
-		var v row.Value
+	start, cols := len(o.vals), o.cfg.Columns
+	// Rows made before keep the old array if this one grows.
+	o.vals = slices.Grow(o.vals, len(cols))[:start+len(cols)]
+	vals := o.vals[start:]
+	ls, rs := &g.store[L], &g.store[R]
+	for i, c := range cols {
 		switch {
-		case c.Side == WindowStart:
-			v = row.Time(win.Start)
-		case c.Side == WindowEnd:
-			v = row.Time(win.End)
 		case c.Side == L && lr != nil:
-			v = g.store[L].get(lr.slot, c.Col)
+			vals[i] = ls.get(lr.slot, c.Col)
 		case c.Side == R && rr != nil:
-			v = g.store[R].get(rr.slot, c.Col)
+			vals[i] = rs.get(rr.slot, c.Col)
+		case c.Side == WindowStart:
+			vals[i] = row.Time(win.Start)
+		case c.Side == WindowEnd:
+			vals[i] = row.Time(win.End)
+		default:
+			vals[i] = row.Null
 		}
-		o.vals = append(o.vals, v)
 	}
-	r := changelog.Row{Op: op, WindowStart: ts, WindowEnd: ts, Values: o.vals[start:len(o.vals):len(o.vals)],
+	r := changelog.Row{Op: op, WindowStart: ts, WindowEnd: ts, Values: vals[:len(cols):len(cols)],
 		Version: 1, IsFinal: final, WatermarkAt: o.OutputWatermark(), UpdatedAt: o.now}
 	if adv != nil {
 		o.adv = append(o.adv, advRow{o: *adv, n: len(o.adv), row: r})
