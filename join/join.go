@@ -418,8 +418,8 @@ func (o *Operator) Advance(left, right, now int64) {
 		}
 		end := left == Inf && right == Inf
 		if g.keys.len() == 0 && (len(g.ks) > 256 || end && len(g.ks) > 0) {
-			// No key holds rows: give the key table's memory back (a
-			// Go map never shrinks); every timer left is stale. At the
+			// No key holds rows: give the key table's memory back (it
+			// never shrinks), and the list pool's; every timer left is stale. At the
 			// end of the inputs, also the column stores'.
 			g.keys, g.ks, g.free = keyTable{}, nil, nil
 			g.pool = [listPoolClasses][][]rec{}
