@@ -193,10 +193,12 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 		}
 	}()
 	if err := rt.open(ctx); err != nil {
+		rt.refuseStart(ctx)
 		return nil, err
 	}
 	if rt.ck != nil {
 		if err := rt.restore(ctx); err != nil {
+			rt.refuseStart(ctx)
 			return nil, err
 		}
 		rt.ck.last = opts.WallClock()
@@ -298,6 +300,11 @@ type runtime struct {
 	wrows    []changelog.Row
 	closed   bool
 	release  func() // releases the outputs' locks
+	// created: the output files and directories that did not exist
+	// before the run (undo.go), removed when the start is refused.
+	created *startFiles
+	// aborting: close aborts the sinks (a refused start).
+	aborting bool
 	finalWM  int64
 	rtLive   routerLive // the router's part of the newest snapshot
 }
@@ -323,28 +330,46 @@ func (rt *runtime) parallelism() int {
 	return min(max(n, 1), rt.plan.Spec.EffectiveKeyGroups())
 }
 
+// refuseStart ends a run whose start failed (open or restore), before
+// any record was read: the sinks are closed without publishing anything
+// (sink.Aborter where a sink implements it), the locks released, and the
+// output files and directories the start created removed, so that the
+// refusal leaves the file system as the run found it.
+func (rt *runtime) refuseStart(ctx context.Context) {
+	rt.aborting = true
+	rt.close(context.WithoutCancel(ctx))
+	rt.created.undo()
+}
+
 func (rt *runtime) close(ctx context.Context) error {
 	if rt.closed {
 		return nil
 	}
 	rt.closed = true
 	var errs []error
+	closeSink := func(s interface{ Close(context.Context) error }) {
+		if a, ok := s.(sink.Aborter); ok && rt.aborting {
+			errs = append(errs, a.Abort(ctx))
+			return
+		}
+		errs = append(errs, s.Close(ctx))
+	}
 	for _, st := range rt.stages {
 		for _, s := range st.sinks {
-			errs = append(errs, s.Close(ctx))
+			closeSink(s)
 		}
 		if st.late != nil {
-			errs = append(errs, st.late.Close(ctx))
+			closeSink(st.late)
 		}
 		if st.contrib != nil {
-			errs = append(errs, st.contrib.Close(ctx))
+			closeSink(st.contrib)
 		}
 	}
 	if rt.quarantine != nil {
-		errs = append(errs, rt.quarantine.Close(ctx))
+		closeSink(rt.quarantine)
 	}
 	if rt.conflictS != nil {
-		errs = append(errs, rt.conflictS.Close(ctx))
+		closeSink(rt.conflictS)
 	}
 	if rt.src != nil && rt.opts.Source == nil {
 		errs = append(errs, rt.src.Close())

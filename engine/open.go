@@ -30,11 +30,11 @@ func (rt *runtime) open(ctx context.Context) error {
 	rt.present = make([]bool, p.SourceSchema.Len())
 	rt.absent = len(rt.present)
 	rt.initKeyWatch()
-	release, err := guardOutputs(p.Spec, rt.opts.Source == nil)
+	release, created, err := guardOutputsAt(p.Spec, rt.opts.Source == nil)
 	if err != nil {
 		return err
 	}
-	rt.release = release
+	rt.release, rt.created = release, created
 	if r := p.Spec.Reference; r != nil {
 		ref, err := rt.loadReference(r)
 		if err != nil {
@@ -121,6 +121,9 @@ func (rt *runtime) open(ctx context.Context) error {
 			rt.early[si] = &operator.EarlySchedule{Every: e}
 		}
 		st := &stage{p: sp}
+		// Listed before its sinks open, so that a refused start closes
+		// the ones that did.
+		rt.stages = append(rt.stages, st)
 		for i, sk := range sp.Sinks {
 			var s sink.Results
 			var err error
@@ -167,7 +170,6 @@ func (rt *runtime) open(ctx context.Context) error {
 				return err
 			}
 		}
-		rt.stages = append(rt.stages, st)
 	}
 	for i := range rt.par {
 		t, err := task.New(g, i)

@@ -39,10 +39,21 @@ import (
 // naming the output and the holder (pid, host, since when), for an output
 // another run holds; file errors naming the lock file.
 func guardOutputs(p *spec.Pipeline, specSource bool) (release func(), err error) {
+	release, _, err = guardOutputsAt(p, specSource)
+	return release, err
+}
+
+// guardOutputsAt is guardOutputs, and also returns the outputs' files and
+// directories that did not exist before it (startFiles), for a start that
+// is refused later to remove. A refusal of its own (another run holds an
+// output) removes the lock files and directories it created.
+func guardOutputsAt(p *spec.Pipeline, specSource bool) (release func(), created *startFiles, err error) {
 	outs, err := checkOutputPaths(p, specSource)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	sf := &startFiles{}
+	created = sf
 	var locks []*flock.Lock
 	release = func() {
 		for _, l := range locks {
@@ -50,27 +61,41 @@ func guardOutputs(p *spec.Pipeline, specSource bool) (release func(), err error)
 		}
 		locks = nil
 	}
+	defer func() {
+		if err != nil {
+			sf.undo() // created is nil by then
+		}
+	}()
 	for _, o := range outs {
 		path, what := o.lockPath()
 		if path == "" {
 			continue
 		}
+		created.absentDirs(path, false)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			release()
-			return nil, fmt.Errorf("%s: %w", o.key, err)
+			return nil, nil, fmt.Errorf("%s: %w", o.key, err)
 		}
+		_, lerr := os.Lstat(path)
 		l, err := flock.Acquire(path)
+		if err == nil {
+			if errors.Is(lerr, fs.ErrNotExist) {
+				created.files = append(created.files, path)
+			}
+			created.absentOutput(o)
+		}
 		if err != nil {
 			release()
 			var he *flock.HeldError
 			if errors.As(err, &he) {
-				return nil, fmt.Errorf("%s %s: another run is writing %s: %w; two runs on the same outputs corrupt them: wait for that run to end or stop it (its lock goes with its process, even after kill -9)", o.key, o.name(), what, err)
+				// The held lock file was there before: undo keeps it.
+				return nil, nil, fmt.Errorf("%s %s: another run is writing %s: %w; two runs on the same outputs corrupt them: wait for that run to end or stop it (its lock goes with its process, even after kill -9)", o.key, o.name(), what, err)
 			}
-			return nil, fmt.Errorf("%s %s: %w", o.key, o.name(), err)
+			return nil, nil, fmt.Errorf("%s %s: %w", o.key, o.name(), err)
 		}
 		locks = append(locks, l)
 	}
-	return release, nil
+	return release, created, nil
 }
 
 // checkOutputPaths refuses outputs that are, or would become, inputs or

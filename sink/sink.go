@@ -34,6 +34,17 @@ type Records interface {
 	Close(ctx context.Context) error
 }
 
+// Aborter is implemented by sinks whose opening defers a change to their
+// output until the run is under way (a JSONL file truncated for a run
+// from the start): Abort releases the sink's resources without writing,
+// flushing or truncating anything, for a run whose start is refused after
+// the sink opened (another sink refused its table, the checkpoint could
+// not be restored). The runner calls Abort instead of Close then; a sink
+// without it is closed.
+type Aborter interface {
+	Abort(ctx context.Context) error
+}
+
 // Committer is implemented by sinks that take part in checkpoints
 // (docs/checkpoints.md), a two-phase commit in the manner of Flink's
 // TwoPhaseCommitSinkFunction. Between two checkpoints, Write and

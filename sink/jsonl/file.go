@@ -28,14 +28,40 @@ type file struct {
 	txn       bool
 	main      *os.File
 	committed int64
+
+	// truncate: the file is to be started over (a run from the start),
+	// done before its first byte is written or its first flush, not at
+	// open, so that a run whose start is refused after the sink opened
+	// (abort) leaves the previous run's file as it was.
+	truncate bool
 }
 
 // create makes path's parent directories, truncates or creates the file
 // and fsyncs its directory so the file's existence survives a crash. A
 // device or a named pipe is opened for writing as it is (opening a named
 // pipe waits for a reader).
+//
+// The truncation itself waits for the first write or flush (file.truncate):
+// abort before then leaves the file's contents as they were.
 func create(path string) (*file, error) {
-	return openWith(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	f, err := openWith(path, os.O_WRONLY|os.O_CREATE)
+	if err != nil {
+		return nil, err
+	}
+	f.truncate = !f.device
+	return f, nil
+}
+
+// startOver truncates the file when create deferred it.
+func (f *file) startOver() error {
+	if !f.truncate {
+		return nil
+	}
+	if err := f.f.Truncate(0); err != nil {
+		return fmt.Errorf("jsonl %s: %w", f.path, err)
+	}
+	f.truncate = false
+	return nil
 }
 
 // openWith opens path with flag (which includes O_CREATE) as create does.
@@ -94,6 +120,11 @@ func (f *file) check(ctx context.Context) error {
 }
 
 func (f *file) write(b []byte) error {
+	if f.truncate {
+		if err := f.startOver(); err != nil {
+			return err
+		}
+	}
 	if _, err := f.w.Write(b); err != nil {
 		return fmt.Errorf("jsonl %s: %w", f.path, err)
 	}
@@ -112,6 +143,9 @@ func (f *file) flush(ctx context.Context) error {
 
 // sync writes the buffer and fsyncs the file.
 func (f *file) sync() error {
+	if err := f.startOver(); err != nil {
+		return err
+	}
 	if err := f.w.Flush(); err != nil {
 		return fmt.Errorf("jsonl %s: %w", f.path, err)
 	}
@@ -142,4 +176,24 @@ func (f *file) close() error {
 		}
 	}
 	return err
+}
+
+// abort closes the file without writing, flushing or truncating anything
+// (sink.Aborter): the buffered bytes are dropped, a deferred truncation is
+// not done, staged output stays staged.
+func (f *file) abort() error {
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	err := f.f.Close()
+	if f.main != nil {
+		if cerr := f.main.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("jsonl %s: %w", f.path, err)
+	}
+	return nil
 }

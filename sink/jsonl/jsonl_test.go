@@ -126,13 +126,18 @@ func TestResultsTruncatesAndClosesWithDoneContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, path); got != "" {
-		t.Fatalf("not truncated: %q", got)
+	// The truncation waits for the first write (a refused start aborts
+	// the sink before it: TestAbortKeepsTheFile).
+	if got := readFile(t, path); got != "old run\nold run\n" {
+		t.Fatalf("truncated at open: %q", got)
 	}
 	r := result(t, changelog.Insert, 1, "1.5")
 	r.Key = nil
 	if err := s.Write(context.Background(), []changelog.Row{r}); err != nil {
 		t.Fatal(err)
+	}
+	if got := readFile(t, path); got != "" {
+		t.Fatalf("not truncated at the first write: %q", got)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -229,4 +234,75 @@ func BenchmarkResults(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)*100*float64(len(rows))/b.Elapsed().Seconds(), "rows/s")
+}
+
+// TestAbortKeepsTheFile: a sink opened for a run from the start and
+// aborted (the run's start was refused after it opened) leaves the
+// previous run's file as it was; one closed without a write empties it
+// (the run's output is empty); Abort drops buffered lines.
+func TestAbortKeepsTheFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	old := "old run\nold run\n"
+	for _, tc := range []struct {
+		name string
+		open func(path string) (interface {
+			Abort(context.Context) error
+			Close(context.Context) error
+		}, error)
+	}{
+		{"results", func(p string) (interface {
+			Abort(context.Context) error
+			Close(context.Context) error
+		}, error) {
+			return NewResults(p, changelog.Desc{Values: desc.Values})
+		}},
+		{"records", func(p string) (interface {
+			Abort(context.Context) error
+			Close(context.Context) error
+		}, error) {
+			return NewRecords(p)
+		}},
+	} {
+		path := filepath.Join(dir, tc.name+".jsonl")
+		os.WriteFile(path, []byte(old), 0o644)
+		s, err := tc.open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Abort(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Abort(ctx); err != nil {
+			t.Fatalf("%s: second Abort: %v", tc.name, err)
+		}
+		if got := readFile(t, path); got != old {
+			t.Fatalf("%s: aborted: %q, want %q", tc.name, got, old)
+		}
+		s, err = tc.open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, path); got != "" {
+			t.Fatalf("%s: closed without a write: %q, want it empty", tc.name, got)
+		}
+	}
+	path := filepath.Join(dir, "buffered.jsonl")
+	os.WriteFile(path, []byte(old), 0o644)
+	r, err := NewRecords(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteRecord(ctx, []byte(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, path); got != "" {
+		t.Fatalf("aborted after a write: %q, want it empty (truncated at the write, the line dropped)", got)
+	}
 }

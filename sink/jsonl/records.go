@@ -79,3 +79,8 @@ func (r *Records) Flush(ctx context.Context) error { return r.file.flush(ctx) }
 // Close flushes and closes the file, even when ctx is done. Closing twice
 // is not an error.
 func (r *Records) Close(ctx context.Context) error { return r.file.close() }
+
+// Abort implements sink.Aborter: it closes the file without writing,
+// flushing or truncating anything (a refused start). Abort after Close,
+// or twice, does nothing.
+func (r *Records) Abort(ctx context.Context) error { return r.file.abort() }

@@ -114,6 +114,10 @@ func readMarker(ctx context.Context, q queryer, pipeline, sink string) int64 {
 // sink does not create it anew, which would hide the loss.
 type MissingTableError struct {
 	Path, Table string
+	// NoFile is true when the database file itself does not exist: the
+	// sink then refuses before opening it, so that no new empty database
+	// is left at Path (and no directory made for it).
+	NoFile bool
 	// Checkpoint is the checkpoint the run resumes from (0: not known
 	// yet), Marker the one the sink's commit marker records (0: none).
 	Checkpoint, Marker int64
@@ -126,6 +130,11 @@ func (e *MissingTableError) Error() string {
 		from = fmt.Sprintf("the run resumes from checkpoint %d", e.Checkpoint)
 	}
 	mark := "its commit marker in tidemark_commits is gone too"
+	if e.NoFile {
+		return fmt.Sprintf("the database %s does not exist, but %s whose rows were committed to its table %q: it was deleted or moved while the pipeline was down. "+
+			"Restore the file, or recompute from the start of the input with an empty checkpoint directory; tidemark does not create it anew empty (nothing was created)",
+			e.Path, from, e.Table)
+	}
 	if e.Marker > 0 {
 		mark = fmt.Sprintf("its commit marker in tidemark_commits records checkpoint %d", e.Marker)
 	}

@@ -109,12 +109,21 @@ func openRecords(ctx context.Context, path, table string, o RecordsOptions) (*Re
 	if o.Sink == "" {
 		o.Sink = table
 	}
+	if o.Resume {
+		if err := mustExist(path, table); err != nil {
+			return nil, err
+		}
+	}
 	db, err := openDB(path)
 	if err != nil {
 		return nil, err
 	}
 	r := &Records{db: db, path: path, table: table, cols: recordColumns(), o: o}
-	if err := r.init(ctx); err != nil {
+	err = r.init(ctx)
+	if err == nil {
+		err = useWAL(ctx, db)
+	}
+	if err != nil {
 		db.Close()
 		return nil, err
 	}

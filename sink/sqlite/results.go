@@ -100,7 +100,8 @@ type Options struct {
 	// nor one a view reads (*ViewDependsError).
 	ReplaceLayout bool
 	// Resume says the run resumes from a checkpoint: a missing table is a
-	// *MissingTableError, not a new empty table. Default false.
+	// *MissingTableError, not a new empty table, and a missing database
+	// file is one (NoFile) before anything is created. Default false.
 	Resume bool
 	// Lineage names the Desc's lineage value column ("lineage"): written
 	// into tables the sink creates, and into an existing table only when
@@ -162,6 +163,11 @@ func open(ctx context.Context, path, table string, d changelog.Desc, o Options) 
 	if _, err := tableColumns(&d); err != nil {
 		return nil, fmt.Errorf("table %q: %w", table, err)
 	}
+	if o.Resume {
+		if err := mustExist(path, table); err != nil {
+			return nil, err
+		}
+	}
 	db, err := openDB(path)
 	if err != nil {
 		return nil, err
@@ -174,6 +180,9 @@ func open(ctx context.Context, path, table string, d changelog.Desc, o Options) 
 		r.keyNames = append(r.keyNames, k.Name)
 	}
 	cols, err := r.init(ctx, d)
+	if err == nil {
+		err = useWAL(ctx, db)
+	}
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -222,6 +231,30 @@ func serve(ctx context.Context, open func(context.Context) (*results.DB, error),
 		return "", nil
 	}
 	return fmt.Sprintf("created the serving view %s, which reads %s (promotion %d): readers query %s, and tidemark promote switches it to another version", view, table, p.ID, view), nil
+}
+
+// mustExist returns a *MissingTableError (NoFile) when the database file
+// at path does not exist: a resuming sink refuses before SQLite would
+// create an empty database there. Other stat errors are returned as they
+// are.
+func mustExist(path, table string) error {
+	_, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &MissingTableError{Path: path, Table: table, NoFile: true}
+	}
+	return err
+}
+
+// useWAL switches the database to write-ahead logging (persistent in the
+// file), once the sink has accepted its table: not in the DSN, so that a
+// sink refusing a database it found (a table it cannot write) leaves the
+// file's header as it was.
+func useWAL(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode=WAL`).Scan(&mode); err != nil {
+		return fmt.Errorf("journal_mode WAL: %w", err)
+	}
+	return nil
 }
 
 // openDB opens the database file with one connection (creating its parent
@@ -278,7 +311,6 @@ func dsn(path string) string {
 	u := url.URL{Path: filepath.ToSlash(path)}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Set("_txlock", "immediate")
 	return "file:" + u.EscapedPath() + "?" + q.Encode()

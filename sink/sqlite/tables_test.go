@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -291,4 +292,28 @@ func TestLineageColumnSQLite(t *testing.T) {
   is_final INTEGER NOT NULL, watermark_at TEXT, updated_at TEXT NOT NULL, PRIMARY KEY (window_start, store))`)
 	write(t, openWith(t, path, "mine", d, Options{Lineage: "lineage"}), lin)
 	check(t, path, `SELECT store, revenue FROM mine`, "'a' | '1'\n")
+}
+
+// TestDatabaseDeletedWhileDown: a resumed run whose database file is gone
+// is refused before SQLite opens it, so that no new empty database (nor
+// its directory, nor a WAL file) is left at the path; the same for a
+// records table.
+func TestDatabaseDeletedWhileDown(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "out")
+	path := filepath.Join(dir, "out.db")
+	_, err := NewWithOptions(ctx, path, "revenue", revenue, Options{Resume: true, ExactlyOnce: true, Pipeline: "p", Sink: "revenue"})
+	var me *MissingTableError
+	if !errors.As(err, &me) || !me.NoFile || me.Table != "revenue" || err.Error() != "sqlite "+path+": the database "+path+
+		` does not exist, but the run resumes from a checkpoint whose rows were committed to its table "revenue": it was deleted or moved while the pipeline was down. `+
+		"Restore the file, or recompute from the start of the input with an empty checkpoint directory; tidemark does not create it anew empty (nothing was created)" {
+		t.Fatalf("Resume: %v", err)
+	}
+	_, err = NewRecords(ctx, path, "late", RecordsOptions{Resume: true, Pipeline: "p"})
+	if !errors.As(err, &me) || !me.NoFile || me.Table != "late" {
+		t.Fatalf("Records, Resume: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refusals left %s behind (stat: %v)", dir, err)
+	}
 }

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+)
+
+// startFiles is what a run's start may create at its outputs: the files
+// (an output, the files beside it, its lock file; the checkpoint
+// directory's LOCK) and the directories above them that did not exist
+// when the run began. A start that is refused (a lock another run holds,
+// a checkpoint it will not restore, a sink that refuses its table or its
+// file) removes them again (undo), so that the refusal leaves the file
+// system as it found it: no new empty database, JSONL file, staging file,
+// lock file or directory at the user's paths.
+//
+// Only what did not exist before is removed; an output's files are
+// noted once the run holds the output's lock, so that nothing of another
+// run's is touched. A directory is removed only when empty.
+type startFiles struct {
+	files []string // absolute paths, absent at the start
+	dirs  []string // absolute paths, absent at the start, deepest first
+}
+
+// absentDirs records the directories above path (path itself too, when
+// self) that do not exist yet; called before they are made.
+func (sf *startFiles) absentDirs(path string, self bool) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return
+	}
+	d := filepath.Dir(abs)
+	if self {
+		d = abs
+	}
+	for ; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if !slices.Contains(sf.dirs, d) {
+			sf.dirs = append(sf.dirs, d)
+		}
+	}
+	// Deepest first, so that a directory is empty when its turn comes.
+	sort.SliceStable(sf.dirs, func(i, j int) bool { return len(sf.dirs[i]) > len(sf.dirs[j]) })
+}
+
+// absentFile records path when it does not exist.
+func (sf *startFiles) absentFile(path string) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return
+	}
+	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) && !slices.Contains(sf.files, abs) {
+		sf.files = append(sf.files, abs)
+	}
+}
+
+// absentOutput records the files of output o that do not exist: called
+// once the run holds o's lock, so that no other run can create them
+// until the run ends (and undo never removes another run's file).
+func (sf *startFiles) absentOutput(o *output) {
+	if o.id.null || o.typ == "checkpoint" {
+		return
+	}
+	for _, f := range o.files {
+		sf.absentFile(f.path)
+	}
+}
+
+// undo removes the files and then the (empty) directories of sf that
+// exist now. Errors are ignored: a file that cannot be removed stays, as
+// it would have without undo.
+func (sf *startFiles) undo() {
+	if sf == nil {
+		return
+	}
+	for _, f := range sf.files {
+		os.Remove(f)
+	}
+	for _, d := range sf.dirs {
+		os.Remove(d) // fails, and keeps it, unless empty
+	}
+}

@@ -1,0 +1,182 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/internal/flock"
+	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/sink/sqlite"
+	"github.com/tidemark/tidemark/spec"
+)
+
+// tree lists every file (with a hash of its contents) and directory
+// under dir, lock files by name only (they record their holder).
+func tree(t *testing.T, dir string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case d.IsDir():
+			lines = append(lines, rel+"/")
+		case strings.HasSuffix(p, ".lock") || filepath.Base(p) == "LOCK":
+			lines = append(lines, rel)
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h := sha256.Sum256(b)
+			lines = append(lines, rel+" "+hex.EncodeToString(h[:4]))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// TestRefusedStartLeavesOutputs: a run whose start is refused — a
+// resumed run whose SQLite database was deleted, a checkpoint taken under
+// another spec, a sink refusing its table at a fresh start, an output
+// another run holds — leaves the file system as it found it: no new empty
+// database, JSONL, staging or lock file, no new directory, and the
+// previous run's JSONL output not truncated.
+func TestRefusedStartLeavesOutputs(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	base := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	for i := range 50 {
+		b.WriteString(`{"ts":"` + base.Add(time.Duration(i)*10*time.Second).Format(time.RFC3339) + `","k":"k` + string(rune('a'+i%3)) + `","v":1}` + "\n")
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := func(p string) string { return filepath.Join(dir, p) }
+	pipeline := func(size time.Duration, db string) *spec.Pipeline {
+		p := &spec.Pipeline{
+			Name: "undo", Source: spec.Source{Type: "file", Path: in, Format: "jsonl", Schema: spec.FieldTypes{{Name: "v", Type: "int"}}},
+			EventTime: spec.EventTime{Field: "ts"}, Key: []string{"k"},
+			Window:     spec.Window{Type: "tumbling", Size: spec.Duration(size)},
+			Aggregates: spec.NamedExprs{{Name: "s", Expr: "sum(v)"}},
+			Sinks: []spec.Sink{
+				{Type: "jsonl", Path: out("rows/r.jsonl"), Delivery: "at_least_once"},
+				{Type: "jsonl", Path: out("rows/eo.jsonl")},
+				{Type: "sqlite", Path: out(db), Table: "revenue"},
+			},
+			Quarantine: spec.Quarantine{Sink: &spec.Sink{Type: "jsonl", Path: out("q/quarantine.jsonl")}},
+			Checkpoint: &spec.Checkpoint{Dir: out("ck"), Interval: spec.Duration(time.Millisecond)},
+		}
+		p.Defaults()
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	run := func(p *spec.Pipeline) error {
+		t.Helper()
+		pl, err := plan.Compile(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(ctx, pl, Options{Parallelism: 2})
+		return err
+	}
+	if err := run(pipeline(time.Minute, "db/r.db")); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := os.ReadFile(out("rows/r.jsonl"))
+	if len(rows) == 0 {
+		t.Fatal("the first run wrote no rows")
+	}
+
+	// 1. A checkpoint of another spec, with the JSONL outputs gone.
+	os.RemoveAll(out("rows"))
+	os.RemoveAll(out("q"))
+	before := tree(t, dir)
+	err := run(pipeline(2*time.Minute, "db/r.db"))
+	if err == nil || !strings.Contains(err.Error(), "was taken under another pipeline spec: window.size") {
+		t.Fatalf("changed spec: %v", err)
+	}
+	if got := tree(t, dir); got != before {
+		t.Fatalf("changed spec: the refusal changed the outputs:\n%s\nwant\n%s", got, before)
+	}
+
+	// 2. The database deleted while the pipeline was down.
+	os.RemoveAll(out("db"))
+	before = tree(t, dir)
+	err = run(pipeline(time.Minute, "db/r.db"))
+	var me *sqlite.MissingTableError
+	if !errors.As(err, &me) || !me.NoFile {
+		t.Fatalf("deleted database: %v", err)
+	}
+	if got := tree(t, dir); got != before {
+		t.Fatalf("deleted database: the refusal changed the outputs:\n%s\nwant\n%s", got, before)
+	}
+
+	// 3. A fresh start (no checkpoints) whose SQLite sink refuses the
+	// table it finds (not tidemark's, without the columns): the previous
+	// run's JSONL rows stay, the checkpoint directory is not created.
+	os.RemoveAll(out("ck"))
+	os.MkdirAll(out("rows"), 0o755)
+	os.WriteFile(out("rows/r.jsonl"), rows, 0o644)
+	os.MkdirAll(out("db"), 0o755)
+	execUserSQL(t, out("db/user.db"), `CREATE TABLE revenue (x TEXT)`)
+	before = tree(t, dir)
+	err = run(pipeline(time.Minute, "db/user.db"))
+	var se *sqlite.SchemaError
+	if !errors.As(err, &se) {
+		t.Fatalf("refused table: %v", err)
+	}
+	if got := tree(t, dir); got != before {
+		t.Fatalf("refused table: the refusal changed the outputs:\n%s\nwant\n%s", got, before)
+	}
+
+	// 4. An output another run holds (the SQLite table's lock): the locks
+	// and directories taken before it are given back and removed.
+	l, err := flock.Acquire(out("db/r.db.revenue.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	before = tree(t, dir)
+	err = run(pipeline(time.Minute, "db/r.db"))
+	var he *flock.HeldError
+	if !errors.As(err, &he) {
+		t.Fatalf("held output: %v", err)
+	}
+	if got := tree(t, dir); got != before {
+		t.Fatalf("held output: the refusal changed the outputs:\n%s\nwant\n%s", got, before)
+	}
+}
+
+// execUserSQL runs stmt on the SQLite database at path, as a user would.
+func execUserSQL(t *testing.T, path, stmt string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(stmt); err != nil {
+		t.Fatal(err)
+	}
+}
