@@ -194,12 +194,12 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 	}()
 	if err := rt.open(ctx); err != nil {
 		rt.refuseStart(ctx)
-		return nil, err
+		return nil, rt.startError(ctx, "opening the source and the sinks", err)
 	}
 	if rt.ck != nil {
 		if err := rt.restore(ctx); err != nil {
 			rt.refuseStart(ctx)
-			return nil, err
+			return nil, rt.startError(ctx, "restoring the newest checkpoint", err)
 		}
 		rt.ck.last = opts.WallClock()
 		rt.ck.lastRouted = rt.ck.last

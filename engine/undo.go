@@ -1,12 +1,16 @@
 package engine
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/tidemark/tidemark/checkpoint"
 )
 
 // startFiles is what a run's start may create at its outputs: the files
@@ -85,4 +89,57 @@ func (sf *startFiles) undo() {
 	for _, d := range sf.dirs {
 		os.Remove(d) // fails, and keeps it, unless empty
 	}
+}
+
+// StartInterruptedError is returned by Run when its context was cancelled
+// (SIGINT, SIGTERM) while the run was still starting — opening the source
+// and the sinks, or restoring a checkpoint — so that it stopped before
+// reading any record: no row or record was written, and the files the
+// start created were removed (startFiles). The next run starts where this
+// one would have: from Checkpoint, or from the start of the input.
+type StartInterruptedError struct {
+	// Phase is what the run was doing: "opening the source and the sinks"
+	// or "restoring checkpoint N".
+	Phase string
+	// Dir is the checkpoint directory ("" without checkpoints), Checkpoint
+	// the newest checkpoint in it (0: none, the next run starts from the
+	// start of the input).
+	Dir        string
+	Checkpoint int64
+	// Err is what the interrupted step returned.
+	Err error
+}
+
+// Error implements error, e.g. "interrupted while restoring checkpoint 7
+// in out/ck: stopped before reading any record, no row or record of this
+// run was written; checkpoint 7 in out/ck holds the position: run again to
+// resume from it".
+func (e *StartInterruptedError) Error() string {
+	resume := "run again to start from the beginning of the input"
+	switch {
+	case e.Dir == "":
+		resume = "the pipeline takes no checkpoints: a new run starts from the beginning of the input"
+	case e.Checkpoint > 0:
+		resume = fmt.Sprintf("checkpoint %d in %s holds the position: run again to resume from it", e.Checkpoint, e.Dir)
+	}
+	return fmt.Sprintf("interrupted while %s: stopped before reading any record, no row or record of this run was written; %s", e.Phase, resume)
+}
+
+// Unwrap returns the interrupted step's error.
+func (e *StartInterruptedError) Unwrap() error { return e.Err }
+
+// startError is err of a start step (phase), as a *StartInterruptedError
+// when ctx was cancelled.
+func (rt *runtime) startError(ctx context.Context, phase string, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	e := &StartInterruptedError{Phase: phase, Err: err}
+	if c := rt.plan.Spec.Checkpoint; c != nil {
+		e.Dir = c.Dir
+		if ids, lerr := checkpoint.List(c.Dir); lerr == nil && len(ids) > 0 {
+			e.Checkpoint = slices.Max(ids)
+		}
+	}
+	return e
 }

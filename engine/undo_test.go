@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/internal/flock"
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/sink/sqlite"
 	"github.com/tidemark/tidemark/spec"
 )
@@ -178,5 +181,67 @@ func execUserSQL(t *testing.T, path, stmt string) {
 	defer db.Close()
 	if _, err := db.Exec(stmt); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStartInterrupted: a run whose context is cancelled while it opens
+// its sinks (a signal during a slow connect) returns a
+// *StartInterruptedError naming the step and the checkpoint the next run
+// resumes from, and leaves no file it created.
+func TestStartInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte(`{"ts":"2026-09-01T10:00:00Z","k":"a","v":1}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &spec.Pipeline{
+		Name: "slow", Source: spec.Source{Type: "file", Path: in, Format: "jsonl", Schema: spec.FieldTypes{{Name: "v", Type: "int"}}},
+		EventTime: spec.EventTime{Field: "ts"}, Key: []string{"k"},
+		Window:     spec.Window{Type: "tumbling", Size: spec.Duration(time.Minute)},
+		Aggregates: spec.NamedExprs{{Name: "s", Expr: "sum(v)"}},
+		Sinks:      []spec.Sink{{Type: "jsonl", Path: filepath.Join(dir, "out", "r.jsonl")}, {Type: "slow", Delivery: "at_least_once"}},
+		Checkpoint: &spec.Checkpoint{Dir: filepath.Join(dir, "ck"), Interval: spec.Duration(time.Millisecond)},
+	}
+	p.Defaults()
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Compile(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		ck   int64
+		want string
+	}{
+		{"no checkpoint", 0, "interrupted while opening the source and the sinks: stopped before reading any record, no row or record of this run was written; run again to start from the beginning of the input"},
+		{"checkpoint 1", 1, "interrupted while opening the source and the sinks: stopped before reading any record, no row or record of this run was written; checkpoint 1 in " + p.Checkpoint.Dir + " holds the position: run again to resume from it"},
+	} {
+		if tc.ck > 0 {
+			// A complete run first, whose sink is quick.
+			reg := DefaultRegistry()
+			reg.Results["slow"] = reg.Results["stdout"]
+			if _, err := Run(context.Background(), pl, Options{Registry: reg, Stdout: io.Discard}); err != nil {
+				t.Fatal(err)
+			}
+			os.RemoveAll(filepath.Join(dir, "out"))
+		}
+		before := tree(t, dir)
+		ctx, cancel := context.WithCancel(context.Background())
+		reg := DefaultRegistry()
+		reg.Results["slow"] = func(ctx context.Context, _ spec.Sink, _ changelog.Desc, _ *Env) (sink.Results, error) {
+			cancel() // the signal arrives while the sink connects
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		_, err := Run(ctx, pl, Options{Registry: reg})
+		var si *StartInterruptedError
+		if !errors.As(err, &si) || si.Checkpoint != tc.ck || err.Error() != tc.want || !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: %v\nwant %s", tc.name, err, tc.want)
+		}
+		if got := tree(t, dir); got != before {
+			t.Fatalf("%s: the interrupted start changed the outputs:\n%s\nwant\n%s", tc.name, got, before)
+		}
 	}
 }

@@ -148,6 +148,13 @@ configuration error (nothing was read or written).`,
 			if bar != nil {
 				bar.Clear()
 			}
+			var si *engine.StartInterruptedError
+			if errors.As(err, &si) {
+				// A signal while the run was starting: nothing was
+				// processed; the documented status of a stopped run.
+				fmt.Fprintf(stderr, "tidemark: %v\n", si)
+				return nil
+			}
 			if err != nil && cmd.Context().Err() != nil {
 				if errors.Is(err, context.Canceled) {
 					return fmt.Errorf("interrupted; the rows and records emitted so far were flushed to the sinks")
