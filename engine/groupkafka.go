@@ -1291,11 +1291,10 @@ func (gr *groupRun) summary() *Summary {
 		Partitions: len(gr.inputs), Quarantined: c.Quarantined, Duplicates: c.Duplicates, Conflicts: c.Conflicts,
 		StaleVersions: c.StaleVersions, Superseded: c.Superseded, FirstViolation: c.First[0].Text, Group: &gr.sum,
 		FinalWatermark: changelog.WatermarkNone}
-	for _, name := range sortedKeys(c.ByRule) {
-		s.Rules = append(s.Rules, RuleCount{Rule: name, Count: c.ByRule[name]})
-	}
+	var stageRules [][]RuleCount
+	s.Rules, stageRules = splitRules(c.ByRule, len(gr.plan.Stages))
 	for si, st := range gr.plan.Stages {
-		s.Stages = append(s.Stages, StageSummary{Name: st.Name, Counters: c.Stages[si]})
+		s.Stages = append(s.Stages, StageSummary{Name: st.Name, Counters: c.Stages[si], Rules: stageRules[si]})
 	}
 	return s
 }

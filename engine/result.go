@@ -3,6 +3,9 @@ package engine
 import (
 	"maps"
 	"slices"
+	"strings"
+
+	"github.com/tidemark/tidemark/task"
 )
 
 // summary builds the run's Summary once every goroutine has stopped.
@@ -29,9 +32,8 @@ func (rt *runtime) summary() *Summary {
 		DedupBytes:     rt.dedupMem,
 		SinkNotes:      rt.sinkNotes(),
 	}
-	for _, name := range slices.Sorted(maps.Keys(c.ByRule)) {
-		s.Rules = append(s.Rules, RuleCount{Rule: name, Count: c.ByRule[name]})
-	}
+	var stageRules [][]RuleCount
+	s.Rules, stageRules = splitRules(c.ByRule, len(rt.plan.Stages))
 	if ck := rt.ck; ck != nil {
 		s.Checkpoints = CheckpointSummary{Dir: ck.dir, Restored: ck.restored, Taken: ck.taken, Last: ck.lastID,
 			LastBytes: ck.bytes, LastDuration: ck.duration, Total: ck.total, Bytes: ck.allBytes, Longest: ck.longest,
@@ -45,7 +47,7 @@ func (rt *runtime) summary() *Summary {
 		}
 	}
 	for i, st := range rt.stages {
-		ss := StageSummary{Name: st.p.Name, Counters: c.Stages[i], FirstQuarantine: c.First[1+i].Text}
+		ss := StageSummary{Name: st.p.Name, Counters: c.Stages[i], FirstQuarantine: c.First[1+i].Text, Rules: stageRules[i]}
 		if i < len(rt.stats) {
 			ss.OpenWindows, ss.StateBytes = rt.stats[i].OpenWindows, rt.stats[i].StateBytes
 			ss.Entries, ss.Keys = rt.stats[i].Entries, rt.stats[i].Keys
@@ -56,4 +58,24 @@ func (rt *runtime) summary() *Summary {
 		s.Stages = append(s.Stages, ss)
 	}
 	return s
+}
+
+// splitRules splits the counters' ByRule into the pipeline-level rules
+// and each of stages stages' rules (task.StageRuleKey), each sorted by
+// rule name.
+func splitRules(byRule map[string]int64, stages int) (pipeline []RuleCount, perStage [][]RuleCount) {
+	perStage = make([][]RuleCount, stages)
+	for _, k := range slices.Sorted(maps.Keys(byRule)) {
+		si, rule, ok := task.SplitRuleKey(k)
+		switch {
+		case !ok:
+			pipeline = append(pipeline, RuleCount{Rule: rule, Count: byRule[k]})
+		case si < stages:
+			perStage[si] = append(perStage[si], RuleCount{Rule: rule, Count: byRule[k]})
+		}
+	}
+	for _, r := range perStage {
+		slices.SortFunc(r, func(a, b RuleCount) int { return strings.Compare(a.Rule, b.Rule) })
+	}
+	return pipeline, perStage
 }

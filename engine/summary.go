@@ -34,6 +34,12 @@ type StageSummary struct {
 	Entries, Keys int
 	// FirstQuarantine is the reason of the first quarantined record, if any.
 	FirstQuarantine string
+	// Rules counts the stage's Quarantined by the rule the record broke
+	// ("join_key": a null or unusable join key; "join_bound": an interval
+	// join's bound; "expression": a filter or derived field that failed;
+	// "event_time": a null event time from upstream; "aggregate"), sorted
+	// by rule name.
+	Rules []RuleCount
 }
 
 // Summary reports a run.
@@ -70,7 +76,8 @@ type Summary struct {
 	FirstViolation string
 	// Rules counts the quarantined records of Quarantined by the rule
 	// they broke (contract rules, "required", "dedup", "order_by"), sorted
-	// by rule name; records that failed to decode have no rule.
+	// by rule name; records that failed to decode have no rule. A stage's
+	// rules are in its StageSummary.Rules.
 	Rules []RuleCount
 
 	// Checkpoints reports checkpoints (zero without them).
@@ -206,6 +213,11 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 	fmt.Fprintln(w)
 	for _, r := range s.Rules {
 		fmt.Fprintf(w, "    rule %s: %d\n", r.Rule, r.Count)
+	}
+	for _, st := range s.Stages {
+		for _, r := range st.Rules {
+			fmt.Fprintf(w, "    stage %s, rule %s: %d\n", st.Name, r.Rule, r.Count)
+		}
 	}
 	for _, st := range s.Stages {
 		if len(s.Stages) > 1 {

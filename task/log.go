@@ -1,6 +1,7 @@
 package task
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/tidemark/tidemark/changelog"
@@ -194,11 +195,35 @@ type Counters struct {
 	Stages []StageCounters
 	// Before the stages (counted once, not per stage).
 	Quarantined, Duplicates, Conflicts, StaleVersions, Superseded int64
-	// ByRule counts Quarantined by rule.
+	// ByRule counts Quarantined by rule, and each stage's Quarantined by
+	// rule ("join_key", "expression", "event_time", "join_bound",
+	// "aggregate") under StageRuleKey(stage, rule); one map so that a
+	// checkpoint carries both in its section of rules.
 	ByRule map[string]int64
 	// First notes the first quarantined record, pipeline-level (index 0)
 	// and per stage (index 1 + stage).
 	First []Note
+}
+
+// StageRuleKey is the ByRule key of a rule of stage si: a NUL, the
+// stage's index, a NUL and the rule (no pipeline-level rule name starts
+// with a NUL: contract rule names are YAML keys, the others fixed words).
+func StageRuleKey(si int, rule string) string {
+	return "\x00" + strconv.Itoa(si) + "\x00" + rule
+}
+
+// SplitRuleKey splits a ByRule key: the stage's index and rule for a key
+// of StageRuleKey (stage true), else the pipeline-level rule.
+func SplitRuleKey(k string) (si int, rule string, stage bool) {
+	if !strings.HasPrefix(k, "\x00") {
+		return 0, k, false
+	}
+	n, r, ok := strings.Cut(k[1:], "\x00")
+	si, err := strconv.Atoi(n)
+	if !ok || err != nil || si < 0 {
+		return 0, k, false
+	}
+	return si, r, true
 }
 
 // Note is a text noted at a step (the earliest wins when notes merge).

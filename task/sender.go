@@ -201,6 +201,12 @@ func (s *Sender) quarantineStage(si int, step uint64, o *origin, reason, field, 
 
 func quarantineStage(g *Graph, log *Log, cnt *Counters, enc *changelog.Encoder, si int, step uint64, o *origin, reason, field, rule string, buf *[]byte) {
 	cnt.Stages[si].Quarantined++
+	if rule != "" {
+		if cnt.ByRule == nil {
+			cnt.ByRule = map[string]int64{}
+		}
+		cnt.ByRule[StageRuleKey(si, rule)]++
+	}
 	pos := o.pos()
 	cnt.First[1+si].note(step, firstText(pos, rule, field, reason, true))
 	if !g.HasQuarantine {
