@@ -117,6 +117,8 @@ type groupRun struct {
 	lastLive      time.Time
 	lastCommitAt  time.Time
 	lastCommitDur time.Duration
+	// txnID is the session's transactional id (FencedError).
+	txnID string
 }
 
 type tpKey struct {
@@ -235,7 +237,7 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 	defer gr.close()
 	stopped, err := gr.loop(ctx)
 	if err != nil {
-		return nil, err
+		return nil, gr.fencedError(err)
 	}
 	gr.live(true)
 	s := gr.summary()
@@ -320,6 +322,7 @@ func (gr *groupRun) setup(ctx context.Context) error {
 		gr.in.stops = func(i int) int64 { return gr.stops[i] }
 	}
 	txnID := "tidemark-" + pl.Spec.Name + "-" + name
+	gr.txnID = txnID
 	sess, err := kgo.NewGroupTransactSession(gr.clientOpts(txnID)...)
 	if err != nil {
 		return fmt.Errorf("source: joining group %s: %w", gr.group, err)

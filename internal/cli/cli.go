@@ -30,7 +30,9 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // Main runs the command line with args and returns the exit status:
-// 0 success, 1 runtime failure, 2 usage or configuration error.
+// 0 success (also a run stopped by SIGINT or SIGTERM), 1 runtime failure,
+// 2 usage or configuration error, 3 a group instance fenced by another
+// process with its --instance-id (engine.FencedError).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

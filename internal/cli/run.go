@@ -171,6 +171,10 @@ configuration error (nothing was read or written).`,
 				if errors.As(err, &ce) {
 					return &exitError{code: 2, err: err}
 				}
+				var fe *engine.FencedError
+				if errors.As(err, &fe) {
+					return &exitError{code: 3, err: err}
+				}
 				var nf *file.NoFilesError
 				if errors.As(err, &nf) || errors.Is(err, fs.ErrNotExist) {
 					if p.Source.About != "" {
