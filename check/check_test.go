@@ -136,6 +136,10 @@ var ruleCases = []struct {
 	{"checkpoint-settings/pass.yaml", nil},
 	{"checkpoint-settings/pass-timeout.yaml", nil},
 
+	{"join-key-undeclared/fail.yaml", []string{"warning TM112 stages[0].join.on[0]"}},
+	{"join-key-undeclared/pass.yaml", nil},
+	{"join-key-undeclared/pass-string.yaml", nil},
+
 	{"join-input-can-stall/fail.yaml", []string{"warning TM207 stages[0].join.right.input"}},
 	{"join-input-can-stall/pass.yaml", nil},
 

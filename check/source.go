@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/row"
 )
 
 // Source-contract rules (TM1xx): what is read, with what duplicates, where
@@ -207,4 +208,63 @@ func (ck *checker) keyFieldUndeclared() {
 			what+" declared in no schema (no contract, and source.schema lists only some fields): a misspelt name reads as null in every record, and every row falls into one null group without an error",
 			"declare every field in source.schema and set source.schema_complete: true (or name a contract that declares the fields): a field that is not among them then stops the run before anything is written")
 	}
+}
+
+// joinKeyUndeclared is TM112: an equality key of a join stage
+// (join.on) whose field neither side's schema declares. An undeclared
+// field is read as text, so the key compares the values' text: the JSON
+// numbers 1 and 1.0 (or 10 and 1e1, or "7" and 7.0) do not match, and the
+// rows stay unjoined without an error. Flink SQL requires the key's two
+// sides to have comparable declared types; tidemark refuses two declared
+// types that differ (plan), and warns here when neither side declares
+// one. A computed key (an expression) and a key read from an upstream
+// stage are typed and not reported.
+func (ck *checker) joinKeyUndeclared() {
+	if ck.plan == nil {
+		return
+	}
+	for i, st := range ck.plan.Stages {
+		j := st.Join
+		if j == nil {
+			continue
+		}
+		l, r := &j.Sides[0], &j.Sides[1]
+		for k := range l.Key {
+			if k >= len(r.Key) || l.KeyExprs[k] != nil || r.KeyExprs[k] != nil || l.Key[k].Kind != row.KindString {
+				continue
+			}
+			if ck.declares(l.Input, l.Key[k].Name) || ck.declares(r.Input, r.Key[k].Name) {
+				continue
+			}
+			ck.add(ruleJoinKeyUndeclared, Warning, fmt.Sprintf("%sjoin.on[%d]", ck.prefix(i), k),
+				fmt.Sprintf("the join key %s.%s = %s.%s is declared in no schema, so both sides are read as text and compared by their text: the numbers 1 and 1.0 (or 10 and 1e1) do not match, and such rows stay unjoined without an error",
+					l.Alias, l.Key[k].Name, r.Alias, r.Key[k].Name),
+				fmt.Sprintf("declare %s in the source.schema of %s and of %s (int, decimal or string: string keeps comparing text, on purpose), or in the contract",
+					l.Key[k].Name, l.Name, r.Name))
+		}
+	}
+}
+
+// declares reports whether input in (0: the source) declares a type for
+// field name: in its source.schema, or (the source) in the contract.
+func (ck *checker) declares(in int, name string) bool {
+	src := &ck.p.Source
+	if in > 0 {
+		if in-1 >= len(ck.p.Inputs) {
+			return true // not a source: typed
+		}
+		src = &ck.p.Inputs[in-1].Source
+	}
+	if _, ok := src.Schema.Lookup(name); ok {
+		return true
+	}
+	if in == 0 && ck.c != nil {
+		if _, ok := ck.c.Fields.Lookup(name); ok {
+			return true
+		}
+	}
+	if o := src.Ordinal; o != nil && o.Field == name {
+		return true
+	}
+	return false
 }
