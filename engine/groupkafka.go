@@ -232,6 +232,9 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 	}
 	if err := gr.setup(ctx); err != nil {
 		gr.close()
+		if ctx.Err() != nil {
+			return nil, &StartInterruptedError{Phase: fmt.Sprintf("joining group %s", gr.group), Group: gr.group, Err: err}
+		}
 		return nil, err
 	}
 	defer gr.close()

@@ -106,6 +106,10 @@ type StartInterruptedError struct {
 	// start of the input).
 	Dir        string
 	Checkpoint int64
+	// Group is the consumer group of a group run (docs/scale-out.md),
+	// whose committed offsets and task checkpoints hold the position; ""
+	// otherwise.
+	Group string
 	// Err is what the interrupted step returned.
 	Err error
 }
@@ -117,6 +121,8 @@ type StartInterruptedError struct {
 func (e *StartInterruptedError) Error() string {
 	resume := "run again to start from the beginning of the input"
 	switch {
+	case e.Group != "":
+		resume = fmt.Sprintf("the offsets group %s committed and its tasks' checkpoints hold the position: run again to resume", e.Group)
 	case e.Dir == "":
 		resume = "the pipeline takes no checkpoints: a new run starts from the beginning of the input"
 	case e.Checkpoint > 0:

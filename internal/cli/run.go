@@ -164,7 +164,14 @@ configuration error (nothing was read or written).`,
 				return fmt.Errorf("interrupted; the rows and records emitted so far were flushed to the sinks (the run was ending with: %w)", err)
 			}
 			if err == nil && sum.Stopped {
-				fmt.Fprintf(stderr, "tidemark: stopped by a signal; checkpoint %d in %s holds the position: run again to resume\n", sum.Checkpoints.Last, sum.Checkpoints.Dir)
+				switch {
+				case sum.Group != nil:
+					// A group instance's last transaction committed its
+					// tasks' offsets and checkpoints (no one directory).
+					fmt.Fprintf(stderr, "tidemark: stopped by a signal; instance %s committed its tasks' offsets and checkpoints in group %s: run again to resume\n", sum.Group.Instance, sum.Group.Group)
+				default:
+					fmt.Fprintf(stderr, "tidemark: stopped by a signal; checkpoint %d in %s holds the position: run again to resume\n", sum.Checkpoints.Last, sum.Checkpoints.Dir)
+				}
 			}
 			if err != nil {
 				var ce *engine.ConfigError

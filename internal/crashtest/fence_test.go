@@ -17,7 +17,8 @@ import (
 // the same transactional id and group.instance.id — stops with exit
 // status 3 and an error naming the fencing, its transactional id and the
 // partitions it held; the process that fenced it goes on and stops
-// normally (SIGTERM: status 0). Against tidemark dev-kafka in its own
+// normally (SIGTERM: status 0, and a line naming what holds its
+// position, not "checkpoint 0 in "). Against tidemark dev-kafka in its own
 // process.
 func TestGroupInstanceFenced(t *testing.T) {
 	brokers := devKafka(t, "fin", "fout")
@@ -98,8 +99,13 @@ checkpoint: {dir: {{DIR}}/ck, interval: 200ms}
 	}
 	waitFor(secondErr, "assigned")
 	second.Process.Signal(syscall.SIGTERM)
-	if err := second.Wait(); err != nil {
-		b, _ := os.ReadFile(secondErr)
-		t.Fatalf("the instance that fenced it: %v\n%s", err, b)
+	err = second.Wait()
+	stderr, _ = os.ReadFile(secondErr)
+	if err != nil {
+		t.Fatalf("the instance that fenced it: %v\n%s", err, stderr)
+	}
+	// Its stop names what holds the position (not "checkpoint 0 in ").
+	if want := "tidemark: stopped by a signal; instance a committed its tasks' offsets and checkpoints in group fence-g: run again to resume\n"; !strings.HasSuffix(string(stderr), want) {
+		t.Fatalf("the instance that fenced it, stopped:\n%s\nwant the line %q", stderr, want)
 	}
 }
