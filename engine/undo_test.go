@@ -245,3 +245,57 @@ func TestStartInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedFreshStartKeepsTables: a run from the start (no checkpoints)
+// empties the tables tidemark created at its first flush; when its start
+// is refused after such a sink opened (a later sink refuses its table),
+// the sink is aborted, not flushed, so the previous run's rows stay.
+func TestRefusedFreshStartKeepsTables(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte(`{"ts":"2026-09-01T10:00:00Z","k":"a","v":1}`+"\n"+`{"ts":"2026-09-01T10:01:00Z","k":"b","v":2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pipeline := func(sinks ...spec.Sink) *plan.Plan {
+		p := &spec.Pipeline{
+			Name: "fresh", Source: spec.Source{Type: "file", Path: in, Format: "jsonl", Schema: spec.FieldTypes{{Name: "v", Type: "int"}}},
+			EventTime: spec.EventTime{Field: "ts"}, Key: []string{"k"},
+			Window:     spec.Window{Type: "tumbling", Size: spec.Duration(time.Minute)},
+			Aggregates: spec.NamedExprs{{Name: "s", Expr: "sum(v)"}},
+			Sinks:      sinks,
+		}
+		p.Defaults()
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Compile(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pl
+	}
+	own := spec.Sink{Type: "sqlite", Path: filepath.Join(dir, "r.db"), Table: "revenue"}
+	if _, err := Run(ctx, pipeline(own), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	execUserSQL(t, filepath.Join(dir, "user.db"), `CREATE TABLE revenue (x TEXT)`)
+	before := tree(t, dir)
+	_, err := Run(ctx, pipeline(own, spec.Sink{Type: "sqlite", Path: filepath.Join(dir, "user.db"), Table: "revenue"}), Options{})
+	var se *sqlite.SchemaError
+	if !errors.As(err, &se) {
+		t.Fatalf("refused table: %v", err)
+	}
+	if got := tree(t, dir); got != before {
+		t.Fatalf("the refused fresh start changed the outputs:\n%s\nwant\n%s", got, before)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM revenue`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("revenue holds %d rows (%v), want the previous run's 2", n, err)
+	}
+}

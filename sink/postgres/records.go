@@ -99,6 +99,7 @@ var (
 	_ sink.Records   = (*Records)(nil)
 	_ sink.Committer = (*Records)(nil)
 	_ sink.Noter     = (*Records)(nil)
+	_ sink.Aborter   = (*Records)(nil)
 )
 
 // NewRecords connects to the database at dsn and makes sure table can take
@@ -554,6 +555,20 @@ func (r *Records) committerUsable() error {
 	}
 	if r.o.AtLeastOnce {
 		return fmt.Errorf("postgres %s: %w", r.table, ErrAtLeastOnce)
+	}
+	return nil
+}
+
+// Abort implements sink.Aborter: it releases the connection without
+// flushing (see Results.Abort). Abort after Close, or twice, does nothing.
+func (r *Records) Abort(ctx context.Context) error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.stage, r.prep = nil, nil
+	if err := r.x.close(ctx); err != nil {
+		return fmt.Errorf("postgres %s: %w", r.table, err)
 	}
 	return nil
 }

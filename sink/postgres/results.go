@@ -121,6 +121,7 @@ var (
 	_ sink.Results   = (*Results)(nil)
 	_ sink.Committer = (*Results)(nil)
 	_ sink.Noter     = (*Results)(nil)
+	_ sink.Aborter   = (*Results)(nil)
 )
 
 // New connects to the PostgreSQL database at dsn (a URL such as
@@ -724,6 +725,23 @@ func runTx(ctx context.Context, conn *pgx.Conn, fn func(pgx.Tx) error) error {
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// Abort implements sink.Aborter: it releases the connection without
+// flushing, so that a run whose start is refused after the sink opened
+// neither writes staged rows nor empties the table of a run from the
+// start (Options.Fresh). Abort after Close, or twice, does nothing.
+func (r *Results) Abort(ctx context.Context) error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.stage.reset()
+	r.releasePrep()
+	if err := r.x.close(ctx); err != nil {
+		return fmt.Errorf("postgres %s: %w", r.table, err)
+	}
+	return nil
 }
 
 // Close releases the connection. With AtLeastOnce it flushes first (even

@@ -83,6 +83,7 @@ var (
 	_ sink.Records   = (*Records)(nil)
 	_ sink.Committer = (*Records)(nil)
 	_ sink.Noter     = (*Records)(nil)
+	_ sink.Aborter   = (*Records)(nil)
 )
 
 // NewRecords opens or creates the database at path and makes sure table
@@ -534,6 +535,19 @@ func (r *Records) Recover(ctx context.Context, id int64, prepared []byte) error 
 
 // Close flushes (without ExactlyOnce, even when ctx is done) and closes
 // the database. Closing twice is not an error.
+// Abort implements sink.Aborter: it closes the database without
+// flushing (see Results.Abort). Abort after Close, or twice, does nothing.
+func (r *Records) Abort(context.Context) error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if err := r.db.Close(); err != nil {
+		return fmt.Errorf("sqlite %s: %w", r.path, err)
+	}
+	return nil
+}
+
 func (r *Records) Close(ctx context.Context) error {
 	if r.closed {
 		return nil

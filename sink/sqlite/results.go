@@ -73,6 +73,7 @@ type pendingRow struct {
 var (
 	_ sink.Results = (*Results)(nil)
 	_ sink.Noter   = (*Results)(nil)
+	_ sink.Aborter = (*Results)(nil)
 )
 
 // New opens or creates the SQLite database at path (creating its parent
@@ -719,6 +720,22 @@ func (r *Results) Close(ctx context.Context) error {
 		err = fmt.Errorf("sqlite %s: %w", r.path, cerr)
 	}
 	return err
+}
+
+// Abort implements sink.Aborter: it closes the database without
+// flushing, so that a run whose start is refused after the sink opened
+// neither writes buffered rows nor empties the table of a run from the
+// start (Options.Fresh). Abort after Close, or twice, does nothing.
+func (r *Results) Abort(context.Context) error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.closeStatements()
+	if err := r.db.Close(); err != nil {
+		return fmt.Errorf("sqlite %s: %w", r.path, err)
+	}
+	return nil
 }
 
 func (r *Results) closeStatements() {
