@@ -743,3 +743,39 @@ func TestConcurrentCreate(t *testing.T) {
 		}
 	}
 }
+
+// TestAbortKeepsTheTable: an at-least-once sink of a run from the start
+// (Fresh) that is aborted — the run's start was refused after it opened —
+// neither empties the table nor writes its buffered rows; closed, it
+// would have done both.
+func TestAbortKeepsTheTable(t *testing.T) {
+	ctx := context.Background()
+	dsn, schema := testSchema(t)
+	table := schema + ".revenue"
+	q := `SELECT store, revenue FROM ` + table + ` ORDER BY store`
+	s := newSink(t, dsn, table, revenue, Options{AtLeastOnce: true, Fresh: true})
+	write(t, s, res(t, changelog.Insert, row.Str("a"), 1, "1", 1))
+	s.Close(ctx)
+	check(t, dsn, q, "a | 1\n")
+
+	s = newSink(t, dsn, table, revenue, Options{AtLeastOnce: true, Fresh: true})
+	if err := s.Write(ctx, []changelog.Row{res(t, changelog.Insert, row.Str("b"), 1, "2", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Abort(ctx); err != nil {
+		t.Fatalf("second Abort: %v", err)
+	}
+	check(t, dsn, q, "a | 1\n")
+
+	r := newRecords(t, dsn, schema+".late", RecordsOptions{Pipeline: "p", AtLeastOnce: true, Fresh: true})
+	if err := r.WriteRecord(ctx, []byte(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(t, dsn, `SELECT count(*) FROM `+schema+`.late`, "0\n")
+}
