@@ -70,7 +70,20 @@ checkpoint: {dir: {{DIR}}/ck, interval: 1ms}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond) // inside the 5 s busy timeout
+	// Once the run holds its output's lock it has its signal handler and
+	// is opening the sink, which waits for the database lock (busy
+	// timeout 5 s).
+	lock := filepath.Join(dir, "out", "r.db.revenue.lock")
+	for deadline := time.Now().Add(4 * time.Second); ; {
+		if b, _ := os.ReadFile(lock); strings.Contains(string(b), "pid="+strconv.Itoa(cmd.Process.Pid)+" ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not take its output's lock in 4s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGTERM)
 	err = cmd.Wait()
 	id, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(last, "chk-"), ".tmck"))
