@@ -1,11 +1,10 @@
 package dedup
 
 import (
-	"cmp"
+	"encoding/binary"
 	"errors"
 	"math"
 	"math/bits"
-	"slices"
 
 	"github.com/tidemark/tidemark/state"
 )
@@ -127,28 +126,59 @@ func (t *Table) Sweep() SweepState { return SweepState{Cut: t.cut, NextSweep: t.
 // AppendEntries appends the key-group section of the table (format
 // above): its remembered ids in id order.
 func (t *Table) AppendEntries(e *state.Encoder) {
-	type ent struct {
-		id      uint64
-		payload uint32
-		exp     int64
-	}
-	ents := make([]ent, 0, t.n)
+	sc := t.scratchFor()
+	ents := sc.a[:0]
 	for i := range t.slots {
 		if s := &t.slots[i]; s.id != 0 && !t.expired(s) {
-			ents = append(ents, ent{s.id, s.payload, t.base + int64(s.expiry)})
+			ents = append(ents, *s)
 		}
 	}
-	slices.SortFunc(ents, func(a, b ent) int { return cmp.Compare(a.id, b.id) })
+	sc.a = ents[:0]
+	ents = sortSlots(ents, sc)
 	t.added = t.added[:0]
+	t.appendSlots(e, ents, true)
+	sc.release()
+}
+
+// sectionBytes is the room a section of n ids takes, but for expiries
+// more than 12 days apart in id order (an id's expiry delta takes 1 to 4
+// bytes below that).
+func sectionBytes(n int) int { return 1 + 2*binary.MaxVarintLen64 + n*(8+4+4) }
+
+// EntriesSize is about the size of the table's key-group section
+// (AppendEntries) in bytes, from above: room for a writer to grow once.
+func (t *Table) EntriesSize() int { return sectionBytes(t.n) }
+
+// DeltaSize is about the size of the table's next delta section
+// (AppendDelta) in bytes, from above.
+func (t *Table) DeltaSize() int { return sectionBytes(len(t.added)) }
+
+// scratchFor returns the table's scratch, or a new one.
+func (t *Table) scratchFor() *Scratch {
+	if t.scratch != nil {
+		return t.scratch
+	}
+	return &Scratch{}
+}
+
+// appendSlots writes a section of ids sorted by id: the version byte, the
+// TTL when full, the count and every id's entry (the formats of the
+// key-group and delta sections), into memory grown once.
+func (t *Table) appendSlots(e *state.Encoder, ents []slot, full bool) {
+	e.Grow(sectionBytes(len(ents)))
 	e.Byte(sectionVersion)
-	e.Int(t.ttl)
+	if full {
+		e.Int(t.ttl)
+	}
 	e.Uint(uint64(len(ents)))
 	var prev int64
-	for _, x := range ents {
+	for i := range ents {
+		x := &ents[i]
+		exp := t.base + int64(x.expiry)
 		e.Fixed64(x.id)
 		e.Fixed32(x.payload)
-		e.Int(x.exp - prev)
-		prev = x.exp
+		e.Int(exp - prev)
+		prev = exp
 	}
 }
 
@@ -228,8 +258,8 @@ func (t *Table) Added() int { return len(t.added) }
 // added twice appears once, with its newest payload hash and expiry —
 // and forgets them. It needs Track.
 func (t *Table) AppendDelta(e *state.Encoder) {
-	add := t.added
-	slices.SortStableFunc(add, func(a, b slot) int { return cmp.Compare(a.id, b.id) })
+	sc := t.scratchFor()
+	add := sortSlots(t.added, sc)
 	keep := add[:0]
 	for i := range add {
 		if i+1 < len(add) && add[i+1].id == add[i].id {
@@ -239,17 +269,9 @@ func (t *Table) AppendDelta(e *state.Encoder) {
 			keep = append(keep, add[i])
 		}
 	}
-	e.Byte(sectionVersion)
-	e.Uint(uint64(len(keep)))
-	var prev int64
-	for _, s := range keep {
-		exp := t.base + int64(s.expiry)
-		e.Fixed64(s.id)
-		e.Fixed32(s.payload)
-		e.Int(exp - prev)
-		prev = exp
-	}
-	t.added = add[:0]
+	t.appendSlots(e, keep, false)
+	t.added = t.added[:0]
+	sc.release()
 }
 
 // ApplyDelta adds the ids of a delta section to a table restored from the

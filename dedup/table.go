@@ -63,6 +63,8 @@ type Table struct {
 	// section (AppendEntries or AppendDelta): incremental checkpoints.
 	track bool
 	added []slot
+	// scratch sorts the sections (UseScratch; nil: allocated per section).
+	scratch *Scratch
 }
 
 // minSlots is the smallest table size.

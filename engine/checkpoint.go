@@ -202,13 +202,19 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 	}
 	rt.fault("prepared", id)
 	segName := checkpoint.SegmentName(id)
-	seg := []byte(checkpoint.SegmentMagic)
 	var secs []task.Section
 	var globals []task.Globals
+	size := len(checkpoint.SegmentMagic)
 	for _, o := range outs {
 		secs = append(secs, o.sections...)
 		globals = append(globals, o.globals)
+		for _, s := range o.sections {
+			size += len(s.Data)
+		}
 	}
+	// The new sections, in one allocation (compaction's copies may grow
+	// it once more).
+	seg := append(make([]byte, 0, size), checkpoint.SegmentMagic...)
 	slices.SortFunc(secs, func(a, b task.Section) int {
 		if a.Node != b.Node {
 			return a.Node - b.Node

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tidemark/tidemark/row"
 )
@@ -44,6 +45,10 @@ func (e *Encoder) Bytes() []byte { return e.b }
 // Reset empties the encoder, keeping its buffer for the next encoding (the
 // slice Bytes returned is overwritten).
 func (e *Encoder) Reset() { e.b = e.b[:0] }
+
+// Grow makes room for n more bytes, so that appending them does not
+// reallocate (a section's writer that knows its size grows once).
+func (e *Encoder) Grow(n int) { e.b = slices.Grow(e.b, n) }
 
 // Len returns the number of bytes encoded so far.
 func (e *Encoder) Len() int { return len(e.b) }

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"encoding/binary"
 	"errors"
 
 	"github.com/tidemark/tidemark/changelog"
@@ -27,6 +28,9 @@ type dedupNode struct {
 	buf     []byte
 	enc     *changelog.Encoder
 	perKG   int // payload cache capacity per key group
+	// scratch sorts every table's sections (one task's tables are
+	// written one at a time).
+	scratch dedup.Scratch
 }
 
 func newDedupNode(g *Graph, rng keygroup.Range) *dedupNode {
@@ -50,6 +54,7 @@ func (d *dedupNode) table(i int) *dedup.Table {
 	t := d.tables[i]
 	if t == nil {
 		t = dedup.New(d.p.TTL)
+		t.UseScratch(&d.scratch)
 		t.ApplySweep(d.sweep)
 		if d.g.Incremental {
 			t.Track()
@@ -147,6 +152,7 @@ func (d *dedupNode) snapshot(i int) (data []byte, delta bool) {
 	t, c, ch := d.table(i), &d.caches[i], &d.chains[i]
 	if d.g.Incremental && ch.base > 0 && ch.deltas < maxDeltas(d.rng.Lo+i) {
 		var e state.Encoder
+		e.Grow(1 + t.DeltaSize() + c.putsSize())
 		e.Byte(3)
 		t.AppendDelta(&e)
 		c.appendPuts(&e)
@@ -157,6 +163,7 @@ func (d *dedupNode) snapshot(i int) (data []byte, delta bool) {
 		}
 	}
 	var e state.Encoder
+	e.Grow(1 + t.EntriesSize() + c.size())
 	e.Byte(2)
 	t.AppendEntries(&e)
 	c.snapshot(&e)
@@ -168,6 +175,7 @@ func (d *dedupNode) snapshot(i int) (data []byte, delta bool) {
 func (d *dedupNode) restore(i int, dec *state.Decoder) error {
 	dec.Section("dedup key group section", 2)
 	t := dedup.New(d.p.TTL)
+	t.UseScratch(&d.scratch)
 	if err := t.RestoreEntries(dec, d.sweep); err != nil {
 		return err
 	}
@@ -213,6 +221,7 @@ type payloadCache struct {
 	next     int      // the oldest place once the ring is full
 	m        map[uint64]cached
 	since    int // puts since the key group's last section
+	bytes    int // the live payloads' bytes
 }
 
 type cached struct {
@@ -232,6 +241,7 @@ func (c *payloadCache) put(id uint64, payload []byte) {
 	var buf []byte
 	if old, ok := c.m[id]; ok {
 		buf = old.payload[:0] // its old place goes stale
+		c.bytes -= len(old.payload)
 	}
 	place := len(c.ring)
 	if place < c.capacity {
@@ -241,6 +251,7 @@ func (c *payloadCache) put(id uint64, payload []byte) {
 		if ev := c.ring[place]; ev != id {
 			if x, ok := c.m[ev]; ok && x.place == place {
 				delete(c.m, ev)
+				c.bytes -= len(x.payload)
 				if buf == nil {
 					buf = x.payload[:0] // the evicted payload's bytes hold the new one
 				}
@@ -250,6 +261,7 @@ func (c *payloadCache) put(id uint64, payload []byte) {
 		c.next = (c.next + 1) % c.capacity
 	}
 	c.m[id] = cached{payload: append(buf, payload...), place: place}
+	c.bytes += len(payload)
 }
 
 func (c *payloadCache) get(id uint64) []byte { return c.m[id].payload }
@@ -279,6 +291,21 @@ func (c *payloadCache) appendEntry(e *state.Encoder, place int) {
 	if live {
 		e.Bytes8(x.payload)
 	}
+}
+
+// size is about the size of snapshot's entries in bytes, from above.
+func (c *payloadCache) size() int {
+	return binary.MaxVarintLen64 + len(c.ring)*(8+1) + len(c.m)*binary.MaxVarintLen64 + c.bytes
+}
+
+// putsSize is about the size of appendPuts' entries in bytes, from above
+// for payloads of even length (the whole ring's once the puts since the
+// last section fill it).
+func (c *payloadCache) putsSize() int {
+	if c.since >= len(c.ring) || len(c.m) == 0 {
+		return c.size()
+	}
+	return binary.MaxVarintLen64 + c.since*(8+1+binary.MaxVarintLen64+c.bytes/len(c.m)+1)
 }
 
 // snapshot writes the whole ring, oldest first: Uint(n) entries.

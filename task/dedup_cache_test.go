@@ -3,6 +3,8 @@ package task
 import (
 	"fmt"
 	"testing"
+
+	"github.com/tidemark/tidemark/state"
 )
 
 // TestPayloadCacheReusesEvicted: once the ring is full, a put takes the
@@ -31,5 +33,38 @@ func TestPayloadCacheReusesEvicted(t *testing.T) {
 	}
 	if c.get(id-79) != nil {
 		t.Errorf("id %d was evicted, still held", id-79)
+	}
+}
+
+// TestPayloadCacheSizes: the cache's count of live payload bytes follows
+// puts, re-puts of a held id and evictions (checked against a sum over
+// what it holds), and the sizes a section is grown by hold the entries
+// snapshot and appendPuts write.
+func TestPayloadCacheSizes(t *testing.T) {
+	c := payloadCache{capacity: 5}
+	for i, id := range []uint64{1, 2, 3, 2, 4, 5, 6, 1, 7, 7, 8} {
+		c.put(id, make([]byte, 10+3*i))
+		sum := 0
+		for _, x := range c.m {
+			sum += len(x.payload)
+		}
+		if c.bytes != sum {
+			t.Fatalf("after put %d: %d live bytes counted, %d held", i, c.bytes, sum)
+		}
+		var e state.Encoder
+		c.appendPuts(&e)
+		if e.Len() > c.size() {
+			t.Fatalf("after put %d: puts of %d bytes, size %d", i, e.Len(), c.size())
+		}
+		e.Reset()
+		c.snapshot(&e)
+		if e.Len() > c.size() {
+			t.Fatalf("after put %d: snapshot of %d bytes, size %d", i, e.Len(), c.size())
+		}
+	}
+	// The ring holds the last 5 puts, 6, 1, 7, 7, 8 (lengths 28, 31, 34,
+	// 37, 40); the first put of 7 is stale, so 28+31+37+40 bytes are live.
+	if c.bytes != 28+31+37+40 {
+		t.Errorf("%d live bytes, want %d", c.bytes, 28+31+37+40)
 	}
 }
