@@ -212,8 +212,8 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 			size += len(s.Data)
 		}
 	}
-	// The new sections, in one allocation (compaction's copies may grow
-	// it once more).
+	// The new sections, in one allocation (grown once more for
+	// compaction's copies).
 	seg := append(make([]byte, 0, size), checkpoint.SegmentMagic...)
 	slices.SortFunc(secs, func(a, b task.Section) int {
 		if a.Node != b.Node {
@@ -258,6 +258,15 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 			live[r.seg] += r.n
 		}
 	}
+	moved := int64(0)
+	for _, k := range keys {
+		for _, r := range ck.current[k] {
+			if r.seg != segName && live[r.seg]*2 < ck.segSize[r.seg] {
+				moved += r.n
+			}
+		}
+	}
+	seg = slices.Grow(seg, int(moved))
 	for _, k := range keys {
 		chain := ck.current[k]
 		for i, r := range chain {
