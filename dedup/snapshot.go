@@ -97,6 +97,7 @@ func (t *Table) Restore(d *state.Decoder) error {
 		slots[i] = s
 	}
 	t.slots, t.n, t.base, t.baseSet, t.nextSweep, t.inserts, t.cut = slots, n, base, baseSet, nextSweep, inserts, cut
+	t.liveOK = false
 	return nil
 }
 
@@ -137,8 +138,14 @@ func (t *Table) AppendEntries(e *state.Encoder) {
 	ents = sortSlots(ents, sc)
 	t.added = t.added[:0]
 	t.appendSlots(e, ents, true)
+	t.sectionIDs = len(ents)
 	sc.release()
 }
+
+// SectionIDs returns the number of ids in the table's last section,
+// written (AppendEntries, AppendDelta) or read (RestoreEntries,
+// ApplyDelta).
+func (t *Table) SectionIDs() int { return t.sectionIDs }
 
 // sectionBytes is the room a section of n ids takes, but for expiries
 // more than 12 days apart in id order (an id's expiry delta takes 1 to 4
@@ -200,7 +207,7 @@ func (t *Table) RestoreEntries(d *state.Decoder, s SweepState) error {
 		d.Fail("dedup TTL %d ms, the pipeline's is %d ms", ttl, t.ttl)
 		return d.Err()
 	}
-	t.cut, t.nextSweep = s.Cut, s.NextSweep
+	t.cut, t.nextSweep, t.liveOK = s.Cut, s.NextSweep, false
 	size := 1024
 	for n*4 > size*3 {
 		size *= 2
@@ -230,6 +237,7 @@ func (t *Table) RestoreEntries(d *state.Decoder, s SweepState) error {
 		}
 		t.insertSlot(slot{id: id, payload: payload, expiry: uint32(rel)})
 	}
+	t.sectionIDs = n
 	return nil
 }
 
@@ -270,6 +278,7 @@ func (t *Table) AppendDelta(e *state.Encoder) {
 		}
 	}
 	t.appendSlots(e, keep, false)
+	t.sectionIDs = len(keep)
 	t.added = t.added[:0]
 	sc.release()
 }
@@ -315,6 +324,7 @@ func (t *Table) ApplyDelta(d *state.Decoder) error {
 			t.insertSlot(s)
 		}
 	}
+	t.sectionIDs, t.liveOK = n, false
 	return nil
 }
 
@@ -364,7 +374,8 @@ func (s SweepState) Advance(wm, ttlMs int64) (SweepState, bool) {
 // (at once for lookups; physically, by a rebuild, once at least an eighth
 // of the table's ids are new since the last rebuild, as Expire does).
 func (t *Table) ApplySweep(s SweepState) {
-	t.cut, t.nextSweep = s.Cut, s.NextSweep
+	t.setCut(s.Cut)
+	t.nextSweep = s.NextSweep
 	// A table of the smallest size is not rebuilt: the ids it forgot are
 	// dropped when it next grows. (With a table per key group most tables
 	// are small, and rebuilding them all at every sweep would cost more

@@ -65,6 +65,12 @@ type Table struct {
 	added []slot
 	// scratch sorts the sections (UseScratch; nil: allocated per section).
 	scratch *Scratch
+	// live counts the ids not forgotten while liveOK (Live counts them
+	// again after the cut moved or a restore); sectionIDs is the number
+	// of ids of the last section written or read.
+	live       int
+	liveOK     bool
+	sectionIDs int
 }
 
 // minSlots is the smallest table size.
@@ -73,22 +79,36 @@ const minSlots = 1024
 // New returns an empty table whose ids live for ttl ms of event time
 // (ttl > 0).
 func New(ttlMs int64) *Table {
-	return &Table{slots: make([]slot, minSlots), ttl: ttlMs, nextSweep: math.MinInt64, cut: math.MinInt64}
+	return &Table{slots: make([]slot, minSlots), ttl: ttlMs, nextSweep: math.MinInt64, cut: math.MinInt64, liveOK: true}
 }
 
 // TTL returns the time to live in ms.
 func (t *Table) TTL() int64 { return t.ttl }
 
-// Len returns the number of remembered ids (a scan of the table: for
-// summaries and tests, not the hot path).
-func (t *Table) Len() int {
-	n := 0
-	for i := range t.slots {
-		if s := &t.slots[i]; s.id != 0 && !t.expired(s) {
-			n++
+// Len returns the number of remembered ids (Live).
+func (t *Table) Len() int { return t.Live() }
+
+// Live returns the number of remembered ids: counted as ids are added,
+// and by a scan of the table after the sweep cut moved (once per sweep)
+// or a restore.
+func (t *Table) Live() int {
+	if !t.liveOK {
+		n := 0
+		for i := range t.slots {
+			if s := &t.slots[i]; s.id != 0 && !t.expired(s) {
+				n++
+			}
 		}
+		t.live, t.liveOK = n, true
 	}
-	return n
+	return t.live
+}
+
+// setCut moves the sweep cut (seconds).
+func (t *Table) setCut(cut int64) {
+	if cut != t.cut {
+		t.cut, t.liveOK = cut, false
+	}
 }
 
 // Bytes returns the table's memory in bytes (16 per slot).
@@ -127,6 +147,9 @@ func (t *Table) Observe(id uint64, payload uint32, ts int64) (Outcome, uint32) {
 			*s = slot{id: id, payload: payload, expiry: t.expiryOf(ts)}
 			t.n++
 			t.inserts++
+			if !t.expired(s) {
+				t.live++
+			}
 			if t.track {
 				t.added = append(t.added, *s)
 			}
@@ -138,6 +161,9 @@ func (t *Table) Observe(id uint64, payload uint32, ts int64) (Outcome, uint32) {
 			if t.expired(s) { // swept logically: a new event
 				*s = slot{id: id, payload: payload, expiry: t.expiryOf(ts)}
 				t.inserts++
+				if !t.expired(s) {
+					t.live++
+				}
 				if t.track {
 					t.added = append(t.added, *s)
 				}
@@ -187,7 +213,7 @@ func (t *Table) Expire(wm int64) {
 	// an eighth of its ids are new since the last rebuild: with a TTL short
 	// next to the gap between records, a rebuild every quarter TTL would
 	// cost a rebuild per record.
-	t.cut = wm / 1000
+	t.setCut(wm / 1000)
 	if t.inserts*8 < t.n {
 		return
 	}
@@ -221,6 +247,7 @@ func (t *Table) resize(size int) {
 		t.slots[i] = *s
 		t.n++
 	}
+	t.live, t.liveOK = t.n, true
 }
 
 // Slots returns the table's entries for a checkpoint: id hash, payload

@@ -130,44 +130,51 @@ func (d *dedupNode) advance(wm int64) {
 // ones before were evicted by these). A checkpoint references a key
 // group's last full section and the deltas after it, in order.
 
-// chain is what a key group's newest sections are: the size of the full
-// one and of the deltas after it.
+// chain is what a key group's newest sections are: whether there is a
+// full one, the deltas after it, and the ids they list together.
 type chain struct {
-	base, deltas, deltaBytes int
+	full        bool
+	deltas, ids int
 }
 
-// maxDeltas and deltaBudget bound the deltas after a full section: key
+// maxDeltas and maxChainIDs bound the deltas after a full section: key
 // group g writes a full section again after 8 + g mod 8 deltas, or once
-// its deltas would outweigh (8 + g mod 8)/16 of the full section (so a
-// restore reads less than twice the state). The bounds differ among key
-// groups so that the key groups of a pipeline, which mostly change at
-// once and grow alike, do not all rewrite at the same checkpoint.
+// its sections would list more than (24 + g mod 8)/16 times the ids the
+// table remembers (ids forgotten since, or listed again), so that a
+// restore reads less than twice the ids of the state. While a table only
+// grows, its deltas list only remembered ids and the sections stay
+// deltas up to the count: the bound follows the state, not the full
+// section, which a growing table would otherwise rewrite every time it
+// grew by half. The payload cache's entries in each delta (the ring's
+// newest puts, often all of it) are bounded by the count. The bounds
+// differ among key groups so that the key groups of a pipeline, which
+// mostly change at once and grow alike, do not all rewrite at the same
+// checkpoint.
 func maxDeltas(g int) int { return 8 + g%8 }
 
-func deltaBudget(g, base int) int { return base * (8 + g%8) / 16 }
+func maxChainIDs(g, live int) int { return live * (24 + g%8) / 16 }
 
 // snapshot returns key group i's section — a delta when the graph is
 // incremental and the chain allows it — and whether it is a delta.
 func (d *dedupNode) snapshot(i int) (data []byte, delta bool) {
 	t, c, ch := d.table(i), &d.caches[i], &d.chains[i]
-	if d.g.Incremental && ch.base > 0 && ch.deltas < maxDeltas(d.rng.Lo+i) {
+	g := d.rng.Lo + i
+	if d.g.Incremental && ch.full && ch.deltas < maxDeltas(g) && ch.ids+t.Added() <= maxChainIDs(g, t.Live()) {
 		var e state.Encoder
 		e.Grow(1 + t.DeltaSize() + c.putsSize())
 		e.Byte(3)
 		t.AppendDelta(&e)
 		c.appendPuts(&e)
-		if b := e.Bytes(); ch.deltaBytes+len(b) <= deltaBudget(d.rng.Lo+i, ch.base) {
-			ch.deltas++
-			ch.deltaBytes += len(b)
-			return b, true
-		}
+		ch.deltas++
+		ch.ids += t.SectionIDs()
+		return e.Bytes(), true
 	}
 	var e state.Encoder
 	e.Grow(1 + t.EntriesSize() + c.size())
 	e.Byte(2)
 	t.AppendEntries(&e)
 	c.snapshot(&e)
-	*ch = chain{base: e.Len()}
+	*ch = chain{full: true, ids: t.SectionIDs()}
 	return e.Bytes(), false
 }
 
@@ -185,7 +192,7 @@ func (d *dedupNode) restore(i int, dec *state.Decoder) error {
 	d.tables[i] = t
 	d.caches[i] = payloadCache{capacity: d.perKG}
 	d.caches[i].restore(dec)
-	d.chains[i] = chain{base: max(dec.Offset(), 1)}
+	d.chains[i] = chain{full: true, ids: t.SectionIDs()}
 	return dec.Err()
 }
 
@@ -204,7 +211,7 @@ func (d *dedupNode) restoreDelta(i int, dec *state.Decoder) error {
 	}
 	d.caches[i].restorePuts(dec)
 	d.chains[i].deltas++
-	d.chains[i].deltaBytes += dec.Offset()
+	d.chains[i].ids += d.tables[i].SectionIDs()
 	return dec.Err()
 }
 
