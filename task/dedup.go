@@ -224,19 +224,16 @@ func (d *dedupNode) restoreDelta(i int, dec *state.Decoder) error {
 // is what a delta section stores.
 type payloadCache struct {
 	capacity int
-	ring     []cacheEntry     // by place
-	next     int              // the oldest place once the ring is full
-	m        map[uint64]int32 // id → its live place
-	since    int              // puts since the key group's last section
-	bytes    int              // the live payloads' bytes
+	ring     []uint64 // ids, by place
+	next     int      // the oldest place once the ring is full
+	m        map[uint64]cached
+	since    int // puts since the key group's last section
+	bytes    int // the live payloads' bytes
 }
 
-// cacheEntry is one put: the id, and its payload while live (a stale
-// entry's bytes are kept for the put that takes its place).
-type cacheEntry struct {
-	id      uint64
+type cached struct {
 	payload []byte
-	live    bool
+	place   int
 }
 
 func (c *payloadCache) put(id uint64, payload []byte) {
@@ -245,38 +242,36 @@ func (c *payloadCache) put(id uint64, payload []byte) {
 	}
 	c.since++
 	if c.m == nil {
-		c.m = map[uint64]int32{}
-		c.ring = make([]cacheEntry, 0, min(c.capacity, 1<<10))
-	}
-	if old, ok := c.m[id]; ok { // its old place goes stale
-		c.ring[old].live = false
-		c.bytes -= len(c.ring[old].payload)
+		c.m = map[uint64]cached{}
+		c.ring = make([]uint64, 0, min(c.capacity, 1<<10))
 	}
 	var buf []byte
+	if old, ok := c.m[id]; ok {
+		buf = old.payload[:0] // its old place goes stale
+		c.bytes -= len(old.payload)
+	}
 	place := len(c.ring)
 	if place < c.capacity {
-		c.ring = append(c.ring, cacheEntry{})
+		c.ring = append(c.ring, id)
 	} else {
 		place = c.next
-		ev := &c.ring[place]
-		if ev.live {
-			delete(c.m, ev.id)
-			c.bytes -= len(ev.payload)
+		if ev := c.ring[place]; ev != id {
+			if x, ok := c.m[ev]; ok && x.place == place {
+				delete(c.m, ev)
+				c.bytes -= len(x.payload)
+				if buf == nil {
+					buf = x.payload[:0] // the evicted payload's bytes hold the new one
+				}
+			}
 		}
-		buf = ev.payload[:0] // the evicted payload's bytes hold the new one
+		c.ring[place] = id
 		c.next = (c.next + 1) % c.capacity
 	}
-	c.ring[place] = cacheEntry{id: id, payload: append(buf, payload...), live: true}
-	c.m[id] = int32(place)
+	c.m[id] = cached{payload: append(buf, payload...), place: place}
 	c.bytes += len(payload)
 }
 
-func (c *payloadCache) get(id uint64) []byte {
-	if p, ok := c.m[id]; ok {
-		return c.ring[p].payload
-	}
-	return nil
-}
+func (c *payloadCache) get(id uint64) []byte { return c.m[id].payload }
 
 // order returns the ring's places from the oldest to the newest.
 func (c *payloadCache) order(yield func(place int) bool) {
@@ -295,10 +290,12 @@ func (c *payloadCache) order(yield func(place int) bool) {
 // appendEntry writes the put at place: Fixed64(id) Bool(live)
 // [Bytes8(payload) when live].
 func (c *payloadCache) appendEntry(e *state.Encoder, place int) {
-	x := &c.ring[place]
-	e.Fixed64(x.id)
-	e.Bool(x.live)
-	if x.live {
+	id := c.ring[place]
+	x, ok := c.m[id]
+	live := ok && x.place == place
+	e.Fixed64(id)
+	e.Bool(live)
+	if live {
 		e.Bytes8(x.payload)
 	}
 }
