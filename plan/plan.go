@@ -254,6 +254,10 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 			pl.Stages = append(pl.Stages, s)
 			continue
 		}
+		if parsed[i] == nil {
+			pl.Stages = append(pl.Stages, nil) // its parse error is reported
+			continue
+		}
 		in := idx[st.Input]
 		var inSchema *row.Schema
 		etName := p.EventTime.Field
@@ -269,6 +273,12 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 			inSchema = src
 		} else {
 			up := pl.Stages[in]
+			if up == nil {
+				// The input failed to compile (its error is reported):
+				// nothing to check this stage against.
+				pl.Stages = append(pl.Stages, nil)
+				continue
+			}
 			if up.Join != nil {
 				// A join's rows: their event time, then the join's columns.
 				inSchema = up.Schema
@@ -280,6 +290,7 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 			}
 			if up.Desc.Stateless {
 				errs = append(errs, fmt.Errorf("%s: input %s is a select stage; read the source with the same filter instead (a stage reading a select stage is not supported yet)", st.Name, up.Name))
+				pl.Stages = append(pl.Stages, nil)
 				continue
 			}
 			inSchema = changelogSchema(&up.Desc)
@@ -294,6 +305,7 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 			retracting = up.Desc.EmitMode != "final"
 			if up.Desc.EmitMode == "update" {
 				errs = append(errs, fmt.Errorf("%s: input %s emits mode update (an upsert stream without update_before); a stage reading it needs emit.mode retract or final upstream", st.Name, up.Name))
+				pl.Stages = append(pl.Stages, nil)
 				continue
 			}
 		}
@@ -310,6 +322,7 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 		s, err := compileStage(st, parsed[i], in, inSchema, etName, shift, retracting, undeclared)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", st.Name, err))
+			pl.Stages = append(pl.Stages, nil) // pl.Stages[i] stays stage i's
 			continue
 		}
 		pl.Stages = append(pl.Stages, s)

@@ -46,6 +46,8 @@ func TestCompileErrors(t *testing.T) {
 			[]string{`b: input a emits mode update (an upsert stream without update_before); a stage reading it needs emit.mode retract or final upstream`}},
 		{"a stage reading a stage with an unknown field", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\nstages:\n  - {name: a, window: {type: tumbling, size: 1m}, aggregates: {n: count()}, emit: {mode: retract}}\n  - {name: b, key: [stor], window: {type: tumbling, size: 1m}, aggregates: {m: max(n)}, emit: {mode: retract}}\n  - {name: c, window: {type: tumbling, size: 1m}, aggregates: {k: sum(m)}}\n  - {name: d, input: a, key: [nn], window: {type: tumbling, size: 1m}, aggregates: {k: sum(n)}}\n",
 			[]string{`b: key: "stor" is not a field`, `d: key: "nn" is not a field`}},
+		{"a stage reading a stage that failed to parse", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\nstages:\n  - {name: a, window: {type: tumbling, size: 1m}, aggregates: {n: count()}, emit: {mode: retract}}\n  - {name: b, window: {type: tumbling, size: 1m}, aggregates: {m: 'max(('}, emit: {mode: retract}}\n  - {name: c, window: {type: tumbling, size: 1m}, aggregates: {k: sum(m)}}\n",
+			[]string{`b: aggregates.m: `}},
 		{"ledger of a max", head + "dedup: {key: id, ttl: 1h}\naggregates: {n: count(), top: max(amount), m: count(qty)}\nsinks: [{type: postgres, dsn: x, mode: ledger}]\n",
 			[]string{`p: sinks[0].mode: ledger keeps additive aggregates, sum(x) and count(); top is max(x)`,
 				`sinks[0].mode: ledger keeps additive aggregates, sum(x) and count(); m is count(x)`}},
