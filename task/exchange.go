@@ -165,6 +165,17 @@ func (p *Packet) putCR(it *Item, r *changelog.Row, e *state.Encoder) bool {
 		}
 	}
 	e.Reset()
+	encodeCR(e, r)
+	b := e.Bytes()
+	it.crOff, it.crLen = p.bytes(b), uint32(len(b))
+	return true
+}
+
+// encodeCR appends upstream row r to e: op, window bounds, the key's and
+// the values' counts and values, version, finality, watermark and update
+// time (the layout decodeCR reads; packets and repartition records share
+// it).
+func encodeCR(e *state.Encoder, r *changelog.Row) {
 	e.Byte(byte(r.Op))
 	e.Int(r.WindowStart)
 	e.Int(r.WindowEnd)
@@ -180,9 +191,25 @@ func (p *Packet) putCR(it *Item, r *changelog.Row, e *state.Encoder) bool {
 	e.Bool(r.IsFinal)
 	e.Int(r.WatermarkAt)
 	e.Int(r.UpdatedAt)
-	b := e.Bytes()
-	it.crOff, it.crLen = p.bytes(b), uint32(len(b))
-	return true
+}
+
+// decodeCR reads an upstream row written by encodeCR into cr, appending
+// its key's and values' values to vals (at most maxKeys and maxValues of
+// each, as d.Len bounds them), and returns vals and the two counts;
+// cr.Key and cr.Values are left for the caller to point into vals. A
+// damaged encoding leaves its error in d (d.Err).
+func decodeCR(d *state.Decoder, cr *changelog.Row, vals []row.Value, maxKeys, maxValues int) ([]row.Value, int, int) {
+	*cr = changelog.Row{Op: changelog.Op(d.Byte()), WindowStart: d.Int(), WindowEnd: d.Int()}
+	nk := d.Len(maxKeys, 1)
+	for range nk {
+		vals = append(vals, d.Value())
+	}
+	nv := d.Len(maxValues, 1)
+	for range nv {
+		vals = append(vals, d.Value())
+	}
+	cr.Version, cr.IsFinal, cr.WatermarkAt, cr.UpdatedAt = d.Uint(), d.Bool(), d.Int(), d.Int()
+	return vals, nk, nv
 }
 
 // crScratch is a node's decoded upstream row: the item's CR while the
@@ -197,18 +224,10 @@ type crScratch struct {
 // process wrote).
 func (sc *crScratch) takeCR(p *Packet, it *Item) error {
 	d := state.NewDecoder(p.arena[it.crOff : it.crOff+it.crLen])
-	cr := changelog.Row{Op: changelog.Op(d.Byte()), WindowStart: d.Int(), WindowEnd: d.Int()}
 	clear(sc.vals)
-	sc.vals = sc.vals[:0]
-	nk := d.Len(int(it.crLen), 1)
-	for range nk {
-		sc.vals = append(sc.vals, d.Value())
-	}
-	nv := d.Len(int(it.crLen), 1)
-	for range nv {
-		sc.vals = append(sc.vals, d.Value())
-	}
-	cr.Version, cr.IsFinal, cr.WatermarkAt, cr.UpdatedAt = d.Uint(), d.Bool(), d.Int(), d.Int()
+	var cr changelog.Row
+	var nk, nv int
+	sc.vals, nk, nv = decodeCR(d, &cr, sc.vals[:0], int(it.crLen), int(it.crLen))
 	if err := d.Err(); err != nil {
 		return fmt.Errorf("upstream row in a packet: %w", err)
 	}

@@ -106,22 +106,8 @@ func (w *WireEncoder) Encode(g *Graph, n int, p *Packet, it *Item) []byte {
 		e.Bytes8(m.Raw)
 		e.Bool(m.Redelivery)
 	}
-	if r := it.CR; flags&wireCR != 0 {
-		e.Byte(byte(r.Op))
-		e.Int(r.WindowStart)
-		e.Int(r.WindowEnd)
-		e.Uint(uint64(len(r.Key)))
-		for _, v := range r.Key {
-			e.Value(v)
-		}
-		e.Uint(uint64(len(r.Values)))
-		for _, v := range r.Values {
-			e.Value(v)
-		}
-		e.Uint(r.Version)
-		e.Bool(r.IsFinal)
-		e.Int(r.WatermarkAt)
-		e.Int(r.UpdatedAt)
+	if flags&wireCR != 0 {
+		encodeCR(e, it.CR)
 	}
 	return e.Bytes()
 }
@@ -202,17 +188,9 @@ func (d *WireDecoder) Decode(p *Packet, b []byte, step uint64) (int, *Item, erro
 			return 0, nil, fmt.Errorf("repartition record: an upstream row for node %d, which reads no stage", n)
 		}
 		up := &g.Plan.Stages[g.Plan.Stages[si].Input].Desc
-		cr := changelog.Row{Op: changelog.Op(dec.Byte()), WindowStart: dec.Int(), WindowEnd: dec.Int()}
-		d.vals = d.vals[:0]
-		nk := dec.Len(len(up.Key), 1)
-		for range nk {
-			d.vals = append(d.vals, dec.Value())
-		}
-		nv := dec.Len(len(up.Values), 1)
-		for range nv {
-			d.vals = append(d.vals, dec.Value())
-		}
-		cr.Version, cr.IsFinal, cr.WatermarkAt, cr.UpdatedAt = dec.Uint(), dec.Bool(), dec.Int(), dec.Int()
+		var cr changelog.Row
+		var nk, nv int
+		d.vals, nk, nv = decodeCR(dec, &cr, d.vals[:0], len(up.Key), len(up.Values))
 		if err := dec.Err(); err != nil {
 			return 0, nil, fmt.Errorf("repartition record: %w", err)
 		}
