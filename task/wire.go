@@ -62,8 +62,13 @@ type WireEncoder struct {
 func (w *WireEncoder) Encode(g *Graph, n int, p *Packet, it *Item) []byte {
 	if it.crLen > 0 && it.CR == nil {
 		// An upstream row encoded in a packet (Packet.putCR): the packet
-		// wrote it, so it decodes.
-		_ = w.cr.takeCR(p, it)
+		// wrote it, so it decodes. Decoded into a copy of the item, so
+		// that the packet's item never points at this encoder's scratch
+		// (encoding it again, after another item, would read that one's
+		// values).
+		c := *it
+		_ = w.cr.takeCR(p, &c)
+		it = &c
 	}
 	e := &w.e
 	e.Reset()
