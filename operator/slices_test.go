@@ -138,3 +138,48 @@ func TestSlicedMatchesUnsliced(t *testing.T) {
 		runSlicedVsUnsliced(t, f, cfg, drawSnapSteps(t, cfg.retract), groups)
 	})
 }
+
+// TestIntIndexMatchesMap checks intIndex against a Go map over random sets,
+// replacements and resets, with keys drawn from a small range (collisions
+// and long probes) or from all of uint64, across growths.
+func TestIntIndexMatchesMap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var x intIndex
+		want := map[uint64]int32{}
+		small := rapid.Bool().Draw(t, "small")
+		keyGen := rapid.Uint64()
+		if small {
+			keyGen = rapid.Uint64Range(0, 300)
+		}
+		n := rapid.IntRange(0, 2000).Draw(t, "n")
+		for step := 0; step < n; step++ {
+			k := keyGen.Draw(t, "k")
+			switch op := rapid.IntRange(0, 20).Draw(t, "op"); {
+			case op == 0:
+				x.reset()
+				clear(want)
+			case op < 10:
+				i := rapid.Int32Range(0, 1<<30).Draw(t, "i")
+				x.set(k, i)
+				want[k] = i
+			default:
+				i, ok := x.get(k)
+				wi, wok := want[k]
+				if ok != wok || i != wi {
+					t.Fatalf("get(%d) = %d, %v; want %d, %v", k, i, ok, wi, wok)
+				}
+			}
+			if x.n != len(want) {
+				t.Fatalf("n = %d, want %d", x.n, len(want))
+			}
+		}
+		for k, wi := range want {
+			if i, ok := x.get(k); !ok || i != wi {
+				t.Fatalf("final get(%d) = %d, %v; want %d, true", k, i, ok, wi)
+			}
+		}
+		if len(x.cells) > 0 && 4*x.n > 3*len(x.cells) {
+			t.Fatalf("%d of %d cells used, more than 3/4", x.n, len(x.cells))
+		}
+	})
+}
