@@ -39,6 +39,28 @@ func FuzzJSONLEventJSON(f *testing.F) {
 	})
 }
 
+// TestHasControl: on lines of 0 to 100 bytes (so that every offset of
+// the 32-byte and 8-byte steps and the tail is hit), one byte at every
+// position set to each value from 0x00 to 0xff in turn, hasControl
+// agrees with a byte-at-a-time check.
+func TestHasControl(t *testing.T) {
+	for n := range 101 {
+		line := bytes.Repeat([]byte{'a'}, n)
+		if hasControl(line) {
+			t.Fatalf("hasControl(%d × 'a') = true", n)
+		}
+		for pos := range n {
+			for c := range 256 {
+				line[pos] = byte(c)
+				if got, want := hasControl(line), c < 0x20; got != want {
+					t.Fatalf("hasControl: %d bytes, %#x at %d: %v, want %v", n, c, pos, got, want)
+				}
+			}
+			line[pos] = 'a'
+		}
+	}
+}
+
 func validObject(b []byte) bool {
 	b = bytes.TrimLeft(b, " \t\r\n")
 	return len(b) > 0 && b[0] == '{' && json.Valid(b)
