@@ -163,31 +163,3 @@ func TestCanonicalPayload(t *testing.T) {
 		t.Error("nested key order changed the hash")
 	}
 }
-
-// TestTouch: Touch reads the slot where Observe starts probing for the
-// id (the id itself once observed into a table where its home slot was
-// free, 0 for an empty slot; id 0 is read as 1 like Observe remaps it),
-// and touching changes no outcome.
-func TestTouch(t *testing.T) {
-	tb := New(60_000)
-	if got := tb.Touch(5); got != 0 {
-		t.Fatalf("Touch(5) on an empty table = %d, want 0", got)
-	}
-	tb.Observe(5, 1, 0)
-	tb.Observe(0, 2, 0)
-	if got := tb.Touch(5); got != 5 {
-		t.Errorf("Touch(5) = %d, want 5", got)
-	}
-	if got := tb.Touch(0); got != 1 {
-		t.Errorf("Touch(0) = %d, want 1 (id 0 is remembered as 1)", got)
-	}
-	if got := tb.Touch(5 + minSlots); got != 5 {
-		t.Errorf("Touch(5+%d) = %d, want 5 (its home slot's id)", minSlots, got)
-	}
-	if out, _ := tb.Observe(5, 1, 0); out != Duplicate {
-		t.Errorf("Observe(5) after Touch = %v, want Duplicate", out)
-	}
-	if out, _ := tb.Observe(5+minSlots, 1, 0); out != First {
-		t.Errorf("Observe(5+%d) after Touch = %v, want First", minSlots, out)
-	}
-}

@@ -177,19 +177,6 @@ func (t *Table) Observe(id uint64, payload uint32, ts int64) (Outcome, uint32) {
 	}
 }
 
-// Touch reads the slot where Observe(id, …) starts probing and returns
-// its id word: a prefetch. A caller about to observe a batch of ids
-// touches them all first, so that their cache misses (one per id in a
-// table much larger than the cache: 2M ids are 64 MiB of slots) overlap
-// instead of stalling one Observe each; it adds the results up and keeps
-// the sum, so that the loads are not dropped as dead code.
-func (t *Table) Touch(id uint64) uint64 {
-	if id == 0 {
-		id = 1
-	}
-	return t.slots[id&uint64(len(t.slots)-1)].id
-}
-
 // expired reports whether the last sweep forgot s.
 func (t *Table) expired(s *slot) bool { return t.base+int64(s.expiry) <= t.cut }
 

@@ -279,8 +279,6 @@ type runtime struct {
 	progressStart    time.Time
 	keyEncoded       []byte
 	idText           []byte
-	touchText        []byte   // touchIDs' scratch: an id's text
-	touchHashes      []uint64 // touchIDs' scratch: a batch's id hashes
 	firstKeyCheck    bool
 	keyCheckStageNil []bool
 

@@ -154,9 +154,6 @@ func (rt *runtime) routeBatch(b *source.Batch, more bool) error {
 		rt.tick(now)
 		return nil
 	}
-	if rt.inline && rt.plan.Dedup != nil && rt.g.DedupNode >= 0 {
-		rt.touchIDs(b)
-	}
 	clock := changelog.WatermarkNone
 	for i := range b.Meta {
 		m := &b.Meta[i]
@@ -172,30 +169,6 @@ func (rt *runtime) routeBatch(b *source.Batch, more bool) error {
 		}
 	}
 	return rt.pushErr
-}
-
-// touchIDs hashes the event ids of batch b and has the task prefetch
-// their dedup table slots (task.Task.TouchDedup; one task, run on this
-// goroutine), so that the table's cache misses, one per event over
-// millions of ids, overlap across the batch instead of stalling each
-// record in turn. It changes nothing: record evaluates and hashes each id
-// again, after the checks that may quarantine its record.
-func (rt *runtime) touchIDs(b *source.Batch) {
-	key := rt.plan.Dedup.Key
-	hs := rt.touchHashes[:0]
-	for i := range b.Meta {
-		if b.Meta[i].Err != nil {
-			continue
-		}
-		v, err := key.Eval(&b.Rows[i])
-		if err != nil || v.IsNull() {
-			continue
-		}
-		rt.touchText = v.AppendText(rt.touchText[:0], nil)
-		hs = append(hs, dedup.IDHash(rt.touchText))
-	}
-	rt.touchHashes = hs
-	rt.tasks[0].TouchDedup(hs)
 }
 
 // record runs one source record through the router's checks and hands it

@@ -31,8 +31,6 @@ type dedupNode struct {
 	// scratch sorts every table's sections (one task's tables are
 	// written one at a time).
 	scratch dedup.Scratch
-	// touched sums the slots touch read (kept so that its loads stay).
-	touched uint64
 }
 
 func newDedupNode(g *Graph, rng keygroup.Range) *dedupNode {
@@ -64,22 +62,6 @@ func (d *dedupNode) table(i int) *dedup.Table {
 		d.tables[i] = t
 	}
 	return t
-}
-
-// touch prefetches the dedup table slots of ids (their IDHash): see
-// Task.TouchDedup.
-func (d *dedupNode) touch(ids []uint64) {
-	sum := d.touched
-	for _, h := range ids {
-		i := keygroup.OfHash(h, d.g.KeyGroups) - d.rng.Lo
-		if i < 0 || i >= len(d.tables) {
-			continue
-		}
-		if t := d.tables[i]; t != nil {
-			sum += t.Touch(h)
-		}
-	}
-	d.touched = sum
 }
 
 // item classifies one delivery and forwards a first delivery.

@@ -202,20 +202,6 @@ func (t *Task) Process(n int, r *Round, in []*Packet, out [][]*Packet) (err erro
 	}
 }
 
-// TouchDedup prefetches the dedup table slots of the event ids whose
-// hashes (dedup.IDHash) are ids, ahead of the deliveries that will look
-// them up (dedup.Table.Touch): in push mode the router hands a source
-// batch's ids in before its records. It only reads the task's tables and
-// changes nothing they hold or output; it must run on the goroutine that
-// runs the task. Without a dedup node it does nothing.
-func (t *Task) TouchDedup(ids []uint64) {
-	for _, nr := range t.nodes {
-		if nr.dedup != nil {
-			nr.dedup.touch(ids)
-		}
-	}
-}
-
 // Push puts the task (of a run of one task) in push mode: every item a
 // node makes goes at once to the node that takes it, depth first, as
 // PushItem and PushMarker hand them in — no packets, no rounds of nodes.
