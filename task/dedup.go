@@ -234,7 +234,7 @@ type payloadCache struct {
 	ring     []uint64 // ids, by place
 	pay      [][]byte // payloads, by place; a stale or evicted place's bytes are reused
 	live     []bool   // by place: whether the place holds its id's payload
-	idx      []int32  // place+1 of each live id, by hash of the id
+	idx      []int    // place+1 of each live id, by hash of the id
 	n        int      // live ids
 	next     int      // the oldest place once the ring is full
 	since    int      // puts since the key group's last section
@@ -279,10 +279,10 @@ func (c *payloadCache) unlink(i int) {
 // live places.
 func (c *payloadCache) grow() {
 	size := max(16, 2*len(c.idx))
-	c.idx = make([]int32, size)
+	c.idx = make([]int, size)
 	for p, ok := range c.live {
 		if ok {
-			c.idx[c.slotOf(c.ring[p])] = int32(p + 1)
+			c.idx[c.slotOf(c.ring[p])] = p + 1
 		}
 	}
 }
@@ -324,7 +324,7 @@ func (c *payloadCache) put(id uint64, payload []byte) {
 	}
 	c.pay[place] = append(c.pay[place][:0], payload...)
 	c.live[place] = true
-	c.idx[s] = int32(place + 1)
+	c.idx[s] = place + 1
 	c.n++
 	c.bytes += len(payload)
 }
