@@ -232,7 +232,7 @@ func (d *dedupNode) restoreDelta(i int, dec *state.Decoder) error {
 type payloadCache struct {
 	capacity int
 	ring     []uint64 // ids, by place
-	pay      [][]byte // payloads, by place; a stale or evicted place's bytes are reused
+	pay      [][]byte // payloads, by place (nil when stale): as many buffers as live ids
 	live     []bool   // by place: whether the place holds its id's payload
 	idx      []int    // place+1 of each live id, by hash of the id
 	n        int      // live ids
@@ -300,9 +300,11 @@ func (c *payloadCache) put(id uint64, payload []byte) {
 		c.grow()
 	}
 	s := c.slotOf(id)
-	if p := c.idx[s]; p != 0 { // its old place goes stale
-		c.live[p-1] = false
+	var buf []byte
+	if p := c.idx[s]; p != 0 { // its old place goes stale, its bytes hold the new payload
 		c.bytes -= len(c.pay[p-1])
+		buf = c.pay[p-1][:0]
+		c.pay[p-1], c.live[p-1] = nil, false
 		c.n--
 	}
 	place := len(c.ring)
@@ -316,13 +318,17 @@ func (c *payloadCache) put(id uint64, payload []byte) {
 			c.live[place] = false
 			c.bytes -= len(c.pay[place])
 			c.n--
+			if buf == nil {
+				buf = c.pay[place][:0] // the evicted payload's bytes hold the new one
+			}
+			c.pay[place] = nil
 			c.unlink(c.slotOf(c.ring[place]))
 			s = c.slotOf(id) // the shift may have moved id's slot
 		}
 		c.ring[place] = id
 		c.next = (c.next + 1) % c.capacity
 	}
-	c.pay[place] = append(c.pay[place][:0], payload...)
+	c.pay[place] = append(buf, payload...) // a stale place's bytes went to its id's newer place
 	c.live[place] = true
 	c.idx[s] = place + 1
 	c.n++

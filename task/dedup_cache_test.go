@@ -132,8 +132,9 @@ func (c *refCache) snapshot(e *state.Encoder) {
 // occur; ids sharing their low or high bits, so that the index's probe
 // runs collide and wrap) leave the cache holding what the map-based
 // reference holds: every id's payload, the live byte count and the
-// snapshot's bytes, after each put; and a cache restored from a snapshot
-// holds the same again.
+// snapshot's bytes, after each put, with no bytes held by a stale place
+// (as many buffers as live ids, as the map held); and a cache restored
+// from a snapshot holds the same again.
 func TestPayloadCacheAgainstMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	for _, capacity := range []int{1, 2, 3, 5, 16, 79, 300} {
@@ -167,6 +168,11 @@ func TestPayloadCacheAgainstMap(t *testing.T) {
 					}
 					if g := c.get(id); !bytes.Equal(g, x.payload) {
 						t.Fatalf("capacity %d, step %d: id %#x holds %q, want %q", capacity, step, id, g, x.payload)
+					}
+				}
+				for p, ok := range c.live {
+					if !ok && c.pay[p] != nil {
+						t.Fatalf("capacity %d, step %d: stale place %d keeps %d bytes", capacity, step, p, cap(c.pay[p]))
 					}
 				}
 				if c.bytes != live {
