@@ -303,10 +303,7 @@ func (o *Operator) Watermark() int64 { return o.wm }
 // before any state changes; any other error leaves the state undefined.
 func (o *Operator) Process(r *row.Row, ts int64, weight int, now int64) (Outcome, error) {
 	o.now = now
-	o.keyBuf = o.keyBuf[:0]
-	for _, f := range o.cfg.Key {
-		o.keyBuf = appendKey(o.keyBuf, r, f)
-	}
+	o.keyBuf = AppendKey(o.keyBuf[:0], r, o.cfg.Key)
 	switch {
 	case o.cfg.Gap > 0:
 		return o.processSession(r, ts, weight)
