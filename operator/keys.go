@@ -105,9 +105,9 @@ func AppendKeyValue(dst []byte, v row.Value) []byte {
 // that owns their key group encodes the key the same way.
 //
 // It writes the bytes appendKey writes, without a call per field: an int,
-// bool or time field takes one append of its nine bytes (a key of eight
-// columns, Nexmark q9's, costs a third of the instructions it did through
-// appendKey; operator.BenchmarkWideKey).
+// bool or time field takes one append of its nine bytes. For a key of
+// eight columns (Nexmark q9's; BenchmarkWideKey) the window operator's
+// per-row key path takes 30 % fewer instructions than through appendKey.
 func AppendKey(dst []byte, r *row.Row, fields []row.Field) []byte {
 	for i := range fields {
 		f := &fields[i]
