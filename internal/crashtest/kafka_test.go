@@ -144,12 +144,13 @@ func committed(t *testing.T, brokers, topic string) []string {
 // consumer then sees exactly the records of an uninterrupted run, each
 // once.
 func TestKafkaCrashRecovery(t *testing.T) {
+	const maxRounds = 40 // each with its own topics, created up front
 	if testing.Short() {
 		t.Skip("runs tidemark dozens of times")
 	}
 	dir := t.TempDir()
 	topics := []string{"orders", "ref-revenue", "ref-quarantine"}
-	for round := 1; round <= 20; round++ {
+	for round := 1; round <= maxRounds; round++ {
 		topics = append(topics, fmt.Sprintf("crash%d-revenue", round), fmt.Sprintf("crash%d-quarantine", round))
 	}
 	brokers := devKafka(t, topics...)
@@ -200,15 +201,15 @@ func TestKafkaCrashRecovery(t *testing.T) {
 	kills, runs := 0, 0
 	byPoint := map[string]int{}
 	for round := 1; kills < 22; round++ {
-		if round > 40 {
+		if round > maxRounds {
 			// A kill lands at a random instant of the reference run's
 			// duration; a restored run can end before it.
-			t.Fatalf("only %d kills in 40 rounds", kills)
+			t.Fatalf("only %d kills in %d rounds", kills, maxRounds)
 		}
 		name := fmt.Sprintf("crash%d", round)
 		crashYAML, ck := job(name)
 		roundKills := 0
-		for {
+		for first := true; ; first = false {
 			runs++
 			if runs > 300 {
 				t.Fatalf("no end after %d runs (%d kills)", runs, kills)
@@ -224,6 +225,7 @@ func TestKafkaCrashRecovery(t *testing.T) {
 				fault = fmt.Sprintf("%s:%d", p, next+int64(r.IntN(3)))
 				byPoint[p]++
 			}
+			began := time.Now()
 			cmd, stderr := start(crashYAML, fault)
 			var timer *time.Timer
 			if fault == "" {
@@ -241,6 +243,11 @@ func TestKafkaCrashRecovery(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatalf("%s run %d: %v\n%s", name, runs, err, stderr)
+			}
+			if d := time.Since(began); first && d < took {
+				// A whole run from the start took less than the reference
+				// run (the machine got quieter): kill within this span.
+				took = d
 			}
 			break // to the end
 		}
