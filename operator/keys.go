@@ -11,31 +11,6 @@ import (
 	"github.com/tidemark/tidemark/row"
 )
 
-// appendKey appends the encoding of one key field of r: a kind tag and the
-// value (null 0x00; int, bool, time 0x01 + 8 bytes big endian; string 0x02 +
-// uvarint length + bytes; decimal 0x03 + length + trimmed text, so 2.0 and
-// 2.00 are one key).
-func appendKey(dst []byte, r *row.Row, f row.Field) []byte {
-	if r.IsNull(f.Index) {
-		return append(dst, 0)
-	}
-	switch f.Kind {
-	case row.KindString:
-		s := r.S[f.Slot]
-		dst = append(dst, 2)
-		dst = binary.AppendUvarint(dst, uint64(len(s)))
-		return append(dst, s...)
-	case row.KindDecimal:
-		s := r.D[f.Slot].String()
-		dst = append(dst, 3)
-		dst = binary.AppendUvarint(dst, uint64(len(s)))
-		return append(dst, s...)
-	default:
-		dst = append(dst, 1)
-		return binary.BigEndian.AppendUint64(dst, uint64(r.I[f.Slot]))
-	}
-}
-
 // decodeKey turns an encoded key back into values; string values are
 // substrings of enc (which the key table owns), so they cost no copy.
 func decodeKey(enc string, fields []row.Field) []row.Value {
@@ -77,7 +52,7 @@ func decodeKeyInto(vals []row.Value, enc string, fields []row.Field) {
 }
 
 // AppendKeyValue appends the encoding of one key value v, the same bytes
-// appendKey writes for a field holding v (a null, an int-like value, a
+// AppendKey writes for a field holding v (a null, an int-like value, a
 // string, a decimal): so a key computed by an expression (a join's
 // computed key) meets the same key read from a field.
 func AppendKeyValue(dst []byte, v row.Value) []byte {
@@ -99,15 +74,18 @@ func AppendKeyValue(dst []byte, v row.Value) []byte {
 	}
 }
 
-// AppendKey appends the encoding of the group key of r made of fields (the
-// encoding appendKey describes, field after field). A key's key group is
-// keygroup.OfKey of its encoding; a runner routing records to the task
-// that owns their key group encodes the key the same way.
+// AppendKey appends the encoding of the group key of r made of fields,
+// field after field: a kind tag and the value (null 0x00; int, bool, time
+// 0x01 + 8 bytes big endian; string 0x02 + uvarint length + bytes; decimal
+// 0x03 + length + trimmed text, so 2.0 and 2.00 are one key). A key's key
+// group is keygroup.OfKey of its encoding; a runner routing records to the
+// task that owns their key group encodes the key the same way.
 //
-// It writes the bytes appendKey writes, without a call per field: an int,
+// The fields are written in one loop, without a call per field: an int,
 // bool or time field takes one append of its nine bytes. For a key of
 // eight columns (Nexmark q9's; BenchmarkWideKey) the window operator's
-// per-row key path takes 30 % fewer instructions than through appendKey.
+// per-row key path takes 30 % fewer instructions than with a call per
+// field.
 func AppendKey(dst []byte, r *row.Row, fields []row.Field) []byte {
 	for i := range fields {
 		f := &fields[i]
@@ -122,7 +100,10 @@ func AppendKey(dst []byte, r *row.Row, fields []row.Field) []byte {
 			dst = binary.AppendUvarint(dst, uint64(len(s)))
 			dst = append(dst, s...)
 		case row.KindDecimal:
-			dst = appendKey(dst, r, *f)
+			t := r.D[f.Slot].String()
+			dst = append(dst, 3)
+			dst = binary.AppendUvarint(dst, uint64(len(t)))
+			dst = append(dst, t...)
 		default:
 			v := uint64(r.I[f.Slot])
 			dst = append(dst, 1, byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))

@@ -9,7 +9,7 @@ import (
 	"github.com/tidemark/tidemark/row"
 )
 
-// refKey encodes vals as the key encoding's doc (appendKey) states it,
+// refKey encodes vals as the key encoding's doc (AppendKey) states it,
 // written out byte by byte: null 0x00; an int, bool or time 0x01 and eight
 // bytes big endian; a string 0x02, its length as a uvarint (seven bits a
 // byte, low first, high bit set on all but the last) and its bytes; a

@@ -926,7 +926,7 @@ func (r *restorer) undo() {
 	}
 }
 
-// checkKey reports whether enc is a key encoding appendKey could have
+// checkKey reports whether enc is a key encoding AppendKey could have
 // written for fields: a valid tag per field (0 null; 1 for bool, int and
 // timestamp fields; 2 for strings; 3 and a parseable decimal for decimal
 // fields), lengths within enc, nothing after the last field.
