@@ -253,6 +253,15 @@ type sliceStore struct {
 	// bound (checkSliced).
 	bound uint64
 
+	// recW is the slice of the last record processed and recWins its
+	// windows (Assign's result, the same for every instant of a slice:
+	// window.Slicer), with recEnd the smallest of their ends; recOK says
+	// they are set. A record in the same slice reuses them.
+	recW    window.Window
+	recWins []window.Window
+	recEnd  int64
+	recOK   bool
+
 	// Scratch of a window's keys (windowKeys).
 	wins  []window.Window
 	mark  []uint32 // per key id: gen when listed for the current window
@@ -370,10 +379,33 @@ func (o *Operator) sliceEntry(s *slice) (int32, bool) {
 }
 
 func (o *Operator) processSliced(r *row.Row, ts int64, weight int) (Outcome, error) {
-	o.wins = o.cfg.Assigner.Assign(ts, o.wins[:0])
+	ss := &o.sl
+	if !ss.recOK || !ss.recW.Contains(ts) {
+		ss.recW = ss.slicer.SliceOf(ts)
+		ss.recWins = o.cfg.Assigner.Assign(ts, ss.recWins[:0])
+		ss.recEnd = math.MaxInt64
+		for _, w := range ss.recWins {
+			ss.recEnd = min(ss.recEnd, w.End)
+		}
+		ss.recOK = true
+	}
+	o.wins = ss.recWins
 	// The key table is consulted only when needed: a key entering a slice
 	// or a pane, a pane's key group, the checks.
 	o.kidOK = false
+	if len(o.panes.list) == 0 && len(o.slots.chk) == 0 && len(o.wins) > 0 && !o.closed(ss.recEnd) &&
+		(o.cfg.Mode == Final || !o.firedAt(ss.recEnd)) {
+		// No pane and no window closed: every window is virtual (the loop
+		// below with each window's tests decided by the earliest end).
+		ok, err := o.applySlice(r, ts, weight)
+		switch {
+		case err != nil:
+			return OnTime, err
+		case !ok:
+			return o.outcome(0, 0, false, weight), nil
+		}
+		return o.outcome(len(o.wins), 0, o.firedAt(ss.recEnd), weight), nil
+	}
 	if len(o.slots.chk) > 0 {
 		o.kid, o.kidOK = o.keys.lookup(o.keyBuf)
 		if err := o.checkSliced(r, ts, weight); err != nil {
