@@ -107,13 +107,22 @@ const rowKeyChunk = 1024
 // a row keeps its key after the operator's next call (a writer holds it),
 // so the arena is never reused; a full chunk is left to the rows and a
 // new one allocated.
+//
+// With transient keys (SetTransientKeys) the arena is reused from the
+// start at each Drain, and a full arena is replaced by one twice its size,
+// so that it settles at the size of the largest batch of rows between two
+// drains.
 func (o *Operator) rowKey(id uint32) []row.Value {
 	n := len(o.keys.fields)
 	if n == 0 {
 		return noKey
 	}
 	if len(o.keyArena)+n > cap(o.keyArena) {
-		o.keyArena = make([]row.Value, 0, max(rowKeyChunk, n))
+		c := rowKeyChunk
+		if o.transientKeys {
+			c = 2 * cap(o.keyArena)
+		}
+		o.keyArena = make([]row.Value, 0, max(c, rowKeyChunk, n))
 	}
 	start := len(o.keyArena)
 	o.keyArena = o.keyArena[:start+n]

@@ -207,16 +207,19 @@ type Operator struct {
 	kidOK  bool
 	wins   []window.Window
 
-	out       []changelog.Row
-	vals      []row.Value // backing for out[i].Values
-	keyArena  []row.Value // backing for out[i].Key (rowKey): never reused
-	ord       []EmitOrder // out[i]'s place in the canonical order (Config.Canonical)
-	ordA      int64       // EmitOrder of the rows being pushed
-	ordB      int64
-	ordC      uint64 // the birth of the row being pushed (OrderBirth)
-	nextEarly int64
-	canon     canonScratch // buffers of the canonical order
-	step      uint64       // the caller's step (SetStep): births
+	out      []changelog.Row
+	vals     []row.Value // backing for out[i].Values
+	keyArena []row.Value // backing for out[i].Key (rowKey): never reused unless transientKeys
+	// transientKeys says drained rows' keys need not outlive the next call
+	// (SetTransientKeys): keyArena is reused after each Drain.
+	transientKeys bool
+	ord           []EmitOrder // out[i]'s place in the canonical order (Config.Canonical)
+	ordA          int64       // EmitOrder of the rows being pushed
+	ordB          int64
+	ordC          uint64 // the birth of the row being pushed (OrderBirth)
+	nextEarly     int64
+	canon         canonScratch // buffers of the canonical order
+	step          uint64       // the caller's step (SetStep): births
 
 	// changed marks the key groups whose state changed since the last
 	// ClearChanged (one bit per key group).
@@ -440,9 +443,21 @@ func (o *Operator) Drain() []changelog.Row {
 	out := o.out
 	o.out = o.out[:0]
 	o.vals = o.vals[:0]
+	if o.transientKeys {
+		o.keyArena = o.keyArena[:0]
+	}
 	o.ord = o.ord[:0]
 	return out
 }
+
+// SetTransientKeys tells the operator whether its caller keeps no drained
+// row's Key past the next call into the operator, as for Values (a stage
+// whose rows only feed other stages, which copy what they keep). The
+// operator then decodes the keys of the rows it emits into memory it
+// reuses after each Drain; otherwise each row keeps its key's memory (a
+// writer may hold the rows), 64 bytes a key value, which becomes garbage
+// with the row. Default false.
+func (o *Operator) SetTransientKeys(on bool) { o.transientKeys = on }
 
 // DrainOrder returns the EmitOrder of each row the next Drain returns, in
 // the same order (Config.Canonical; nil otherwise). The slice is valid

@@ -64,6 +64,10 @@ func newStageNode(g *Graph, si int) (*stageNode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", st.Name, err)
 	}
+	// Without result sinks a stage's rows only feed its downstream stages
+	// (Sender.FromChangelog), which take them at once or copy them into
+	// packets: nothing keeps a row's key past the drain.
+	op.SetTransientKeys(!g.HasSinks[si])
 	return &stageNode{g: g, si: si, st: st, op: op, enc: changelog.NewEncoder(st.Loc), in: st.Schema.NewRow()}, nil
 }
 
