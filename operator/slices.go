@@ -94,7 +94,8 @@ type entIndex struct {
 
 func (x *entIndex) get(k *keyTable, enc []byte) (int32, bool) {
 	if k.intKey && len(enc) == 9 && enc[0] == 1 {
-		return x.ints.get(binary.BigEndian.Uint64(enc[1:]))
+		i, ok := x.ints.get(binary.BigEndian.Uint64(enc[1:]))
+		return int32(i), ok
 	}
 	i, ok := x.strs[string(enc)]
 	return i, ok
@@ -103,7 +104,8 @@ func (x *entIndex) get(k *keyTable, enc []byte) (int32, bool) {
 // getString is get for an encoding held as a string (a key entry's).
 func (x *entIndex) getString(k *keyTable, enc string) (int32, bool) {
 	if v, ok := k.intOf(enc); ok {
-		return x.ints.get(v)
+		i, ok := x.ints.get(v)
+		return int32(i), ok
 	}
 	i, ok := x.strs[enc]
 	return i, ok
@@ -111,7 +113,7 @@ func (x *entIndex) getString(k *keyTable, enc string) (int32, bool) {
 
 func (x *entIndex) set(k *keyTable, enc string, i int32) {
 	if v, ok := k.intOf(enc); ok {
-		x.ints.set(v, i)
+		x.ints.set(v, uint32(i))
 		return
 	}
 	if x.strs == nil {
@@ -126,27 +128,29 @@ func (x *entIndex) reset() {
 	clear(x.strs)
 }
 
-// intIndex is a hash table of 64-bit keys to entry indexes with linear
-// probing, its key and index side by side in one 16-byte cell: a lookup
-// reads one cache line (four cells) unless its probe crosses a line
-// boundary, where a Go map reads its group's control word and then the
-// slot, most often in another line (a group of 8 uint64 → int32 slots
-// spans 136 bytes). At most 3/4 of the cells are used, so a probe ends
-// at an empty cell; entries are never deleted one by one (a slice's
-// index is emptied whole), so no tombstones. The hash is MurmurHash3's
-// fmix64 of the key xored with a seed drawn once per process: the
-// table's layout never reaches outputs (entries are ordered by their
-// arrival numbers), and keys crafted to collide need the seed.
+// intIndex is a hash table of 64-bit keys to 32-bit values (entry
+// indexes, key ids) with linear probing, its key and value side by side
+// in one 16-byte cell: a lookup reads one cache line (four cells) unless
+// its probe crosses a line boundary, where a Go map reads its group's
+// control word and then the slot, most often in another line (a group of
+// 8 uint64 → int32 slots spans 136 bytes). At most 3/4 of the cells are
+// used, so a probe ends at an empty cell; a deletion shifts the cells
+// after it back into place (Knuth's Algorithm R, TAOCP vol. 3, 6.4), so
+// there are no tombstones. The hash is MurmurHash3's fmix64 of the key
+// xored with a seed drawn once per process: the table's layout never
+// reaches outputs (a slice's entries are ordered by their arrival numbers,
+// key ids are given in arrival order), and keys crafted to collide need
+// the seed.
 type intIndex struct {
 	cells []intCell // len a power of two (at least intIndexMin), or nil
 	n     int       // cells used
 }
 
-// intCell is one cell of an intIndex: v is the entry index + 1, 0 when
-// the cell is empty.
+// intCell is one cell of an intIndex: v is the value + 1, 0 when the cell
+// is empty.
 type intCell struct {
 	k uint64
-	v int32
+	v uint32
 }
 
 // intIndexMin is the smallest table, in cells.
@@ -167,7 +171,7 @@ func intHash(k uint64) uint64 {
 	return x
 }
 
-func (t *intIndex) get(k uint64) (int32, bool) {
+func (t *intIndex) get(k uint64) (uint32, bool) {
 	if t.n == 0 {
 		return 0, false
 	}
@@ -183,18 +187,19 @@ func (t *intIndex) get(k uint64) (int32, bool) {
 	}
 }
 
-// set records i as key k's entry index, replacing k's earlier one.
-func (t *intIndex) set(k uint64, i int32) {
+// set records v (below math.MaxUint32) as key k's value, replacing k's
+// earlier one.
+func (t *intIndex) set(k uint64, v uint32) {
 	if 4*(t.n+1) > 3*len(t.cells) {
 		t.grow()
 	}
-	if t.put(k, i+1) {
+	if t.put(k, v+1) {
 		t.n++
 	}
 }
 
 // put stores v for k in a table with room and reports whether k is new.
-func (t *intIndex) put(k uint64, v int32) bool {
+func (t *intIndex) put(k uint64, v uint32) bool {
 	m := uint64(len(t.cells) - 1)
 	for h := intHash(k) & m; ; h = (h + 1) & m {
 		c := &t.cells[h]
@@ -207,6 +212,38 @@ func (t *intIndex) put(k uint64, v int32) bool {
 			return false
 		}
 	}
+}
+
+// del removes key k (a no-op when it is absent): the cells of the probe
+// run after it whose home lies cyclically at or before the freed cell move
+// back into it, one after the other, until the run ends.
+func (t *intIndex) del(k uint64) {
+	if t.n == 0 {
+		return
+	}
+	m := uint64(len(t.cells) - 1)
+	i := intHash(k) & m
+	for {
+		c := &t.cells[i]
+		if c.v == 0 {
+			return
+		}
+		if c.k == k {
+			break
+		}
+		i = (i + 1) & m
+	}
+	for j := (i + 1) & m; t.cells[j].v != 0; j = (j + 1) & m {
+		// The cell at j may move to i unless its home h lies cyclically
+		// in (i, j]: its probe would then not pass i.
+		h := intHash(t.cells[j].k) & m
+		if (j-h)&m >= (j-i)&m {
+			t.cells[i] = t.cells[j]
+			i = j
+		}
+	}
+	t.cells[i] = intCell{}
+	t.n--
 }
 
 // grow doubles the table (or makes the first) and puts the cells back.

@@ -2,6 +2,8 @@ package operator
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -140,12 +142,13 @@ func TestSlicedMatchesUnsliced(t *testing.T) {
 }
 
 // TestIntIndexMatchesMap checks intIndex against a Go map over random sets,
-// replacements and resets, with keys drawn from a small range (collisions
-// and long probes) or from all of uint64, across growths.
+// replacements, deletions and resets, with keys drawn from a small range
+// (collisions, long probes, deletions inside runs that wrap around the
+// table's end) or from all of uint64, across growths.
 func TestIntIndexMatchesMap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var x intIndex
-		want := map[uint64]int32{}
+		want := map[uint64]uint32{}
 		small := rapid.Bool().Draw(t, "small")
 		keyGen := rapid.Uint64()
 		if small {
@@ -159,9 +162,12 @@ func TestIntIndexMatchesMap(t *testing.T) {
 				x.reset()
 				clear(want)
 			case op < 10:
-				i := rapid.Int32Range(0, 1<<30).Draw(t, "i")
+				i := rapid.Uint32Range(0, math.MaxUint32-1).Draw(t, "i")
 				x.set(k, i)
 				want[k] = i
+			case op < 15:
+				x.del(k)
+				delete(want, k)
 			default:
 				i, ok := x.get(k)
 				wi, wok := want[k]
@@ -178,8 +184,60 @@ func TestIntIndexMatchesMap(t *testing.T) {
 				t.Fatalf("final get(%d) = %d, %v; want %d, true", k, i, ok, wi)
 			}
 		}
+		used := 0
+		for _, c := range x.cells {
+			if c.v != 0 {
+				used++
+				if wi, ok := want[c.k]; !ok || c.v-1 != wi {
+					t.Fatalf("cell of key %d holds %d; the map has %d, %v", c.k, c.v-1, wi, ok)
+				}
+			}
+		}
+		if used != len(want) {
+			t.Fatalf("%d cells used, want %d", used, len(want))
+		}
 		if len(x.cells) > 0 && 4*x.n > 3*len(x.cells) {
 			t.Fatalf("%d of %d cells used, more than 3/4", x.n, len(x.cells))
 		}
 	})
+}
+
+// TestIntIndexDeletes runs 400,000 random sets and deletions over 3,000
+// keys (the table near its 3/4 bound, long probe runs, runs wrapping
+// around the table's end) against a Go map, checking every key after each
+// 1,000 operations, then deletes every key.
+func TestIntIndexDeletes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var x intIndex
+	want := map[uint64]uint32{}
+	check := func() {
+		for k := uint64(0); k < 3000; k++ {
+			i, ok := x.get(k)
+			wi, wok := want[k]
+			if ok != wok || i != wi {
+				t.Fatalf("get(%d) = %d, %v; want %d, %v", k, i, ok, wi, wok)
+			}
+		}
+		if x.n != len(want) {
+			t.Fatalf("n = %d, want %d", x.n, len(want))
+		}
+	}
+	for op := range 400_000 {
+		k := uint64(rng.IntN(3000))
+		if rng.IntN(2) == 0 {
+			x.set(k, uint32(op))
+			want[k] = uint32(op)
+		} else {
+			x.del(k)
+			delete(want, k)
+		}
+		if op%1000 == 999 {
+			check()
+		}
+	}
+	for k := range uint64(3000) {
+		x.del(k)
+		delete(want, k)
+	}
+	check()
 }
