@@ -310,8 +310,8 @@ func (o *Operator) snapshotSliceGroups(groups []int, want []int32, encs []*state
 	seqs := make([][]uint64, len(groups)) // per group: its entries' arrival numbers, for the ranks
 	for si, s := range list {
 		var c []int
-		for i := range s.ents {
-			if w := want[s.ents[i].group]; w != 0 {
+		for i := range s.ents.len() {
+			if w := want[s.ents.at(i).group]; w != 0 {
 				if c == nil {
 					c = make([]int, len(groups))
 				}
@@ -319,7 +319,7 @@ func (o *Operator) snapshotSliceGroups(groups []int, want []int32, encs []*state
 					held[w-1]++
 				}
 				c[w-1]++
-				seqs[w-1] = append(seqs[w-1], s.ents[i].seq)
+				seqs[w-1] = append(seqs[w-1], s.ents.at(i).seq)
 			}
 		}
 		counts[si] = c
@@ -342,8 +342,8 @@ func (o *Operator) snapshotSliceGroups(groups []int, want []int32, encs []*state
 			e.Int(s.w.End - s.w.Start)
 			e.Uint(uint64(n))
 		}
-		for i := range s.ents {
-			se := &s.ents[i]
+		for i := range s.ents.len() {
+			se := s.ents.at(i)
 			w := want[se.group]
 			if w == 0 {
 				continue
@@ -668,8 +668,8 @@ func (r *groupRestorer) sliceSection(d *state.Decoder, g int, ids []uint32) {
 			if d.Err() != nil {
 				return
 			}
-			for _, x := range s.ents {
-				if x.key == se.key {
+			for i := range s.ents.len() {
+				if s.ents.at(i).key == se.key {
 					d.Fail("key group %d: slice %s: key %d listed twice", g, w, ki)
 					return
 				}
@@ -687,8 +687,8 @@ func (r *groupRestorer) sliceSection(d *state.Decoder, g int, ids []uint32) {
 			}
 			// After the section's pane entries (their relative order never
 			// matters: one window holds a key group's share either way).
-			r.arrivals = append(r.arrivals, restoredArrival{s: s, i: len(s.ents), section: r.part, rank: 1<<40 + int(rank), birth: se.birth})
-			s.ents = append(s.ents, se)
+			r.arrivals = append(r.arrivals, restoredArrival{s: s, i: s.ents.len(), section: r.part, rank: 1<<40 + int(rank), birth: se.birth})
+			s.ents.add(se)
 		}
 	}
 }
@@ -820,8 +820,8 @@ func (r *groupRestorer) install(g Globals) {
 		}
 	}
 	for _, s := range r.slices {
-		for i := range s.ents {
-			k.ents[s.ents[i].key].refs++
+		for i := range s.ents.len() {
+			k.ents[s.ents.at(i).key].refs++
 		}
 	}
 	o.sess = sessionStore{keys: k, seq: uint64(len(r.sessions)), live: len(r.sessions)}
@@ -867,7 +867,7 @@ func (r *groupRestorer) installSlices(g Globals) {
 	}
 	for n := range a {
 		if a[n].s != nil {
-			a[n].s.ents[a[n].i].seq = uint64(n)
+			a[n].s.ents.at(a[n].i).seq = uint64(n)
 		} else {
 			a[n].p.seqs[a[n].i] = uint64(n)
 		}
@@ -891,7 +891,7 @@ func (r *groupRestorer) installSlices(g Globals) {
 	}
 	list := make([]*slice, 0, len(r.slices))
 	for _, s := range r.slices {
-		slices.SortFunc(s.ents, func(x, y sliceEnt) int { return cmp.Compare(x.seq, y.seq) })
+		s.ents.sortFunc(func(x, y sliceEnt) int { return cmp.Compare(x.seq, y.seq) })
 		list = append(list, s)
 	}
 	slices.SortFunc(list, func(x, y *slice) int { return cmp.Compare(x.w.Start, y.w.Start) })

@@ -508,10 +508,10 @@ func (o *Operator) Stats() Stats {
 		st.OpenWindows = len(o.panes.list) + len(o.sl.list)
 		for _, s := range o.sl.list {
 			st.Entries += s.live
-			st.StateBytes += int64(sliceBytes) + int64(len(s.ents))*int64(sliceEntBytes+entIndexBytes)
-			for i := range s.ents {
-				if s.ents[i].slot >= 0 {
-					extra += int64(o.slots.extraBytes(s.ents[i].slot))
+			st.StateBytes += int64(sliceBytes) + int64(s.ents.len())*int64(sliceEntBytes+entIndexBytes)
+			for i := range s.ents.len() {
+				if s.ents.at(i).slot >= 0 {
+					extra += int64(o.slots.extraBytes(s.ents.at(i).slot))
 				}
 			}
 		}

@@ -76,7 +76,7 @@ const (
 type slice struct {
 	w     window.Window
 	lastW window.Window // the last window containing the slice
-	ents  []sliceEnt    // by arrival number (seq)
+	ents  entVec        // by arrival number (seq)
 	live  int           // entries holding a slot
 	idx   entIndex      // encoded key → index in ents
 }
@@ -415,7 +415,8 @@ func (o *Operator) createSlice(w window.Window) *slice {
 		s = &slice{}
 	}
 	ss.wins = o.cfg.Assigner.Assign(w.Start, ss.wins[:0])
-	s.w, s.lastW, s.live, s.ents = w, ss.wins[len(ss.wins)-1], 0, s.ents[:0]
+	s.w, s.lastW, s.live = w, ss.wins[len(ss.wins)-1], 0
+	s.ents.reset()
 	ss.insert(s)
 	return s
 }
@@ -552,10 +553,10 @@ func (o *Operator) applySlice(r *row.Row, ts int64, weight int) (bool, error) {
 		i, ok = o.sliceEntry(s)
 	}
 	if weight < 0 {
-		if !ok || s.ents[i].slot < 0 {
+		if !ok || s.ents.at(int(i)).slot < 0 {
 			return false, nil
 		}
-		e := &s.ents[i]
+		e := s.ents.at(int(i))
 		if err := o.slots.apply(e.slot, r, -1); err != nil {
 			return false, err
 		}
@@ -577,17 +578,17 @@ func (o *Operator) applySlice(r *row.Row, ts int64, weight int) (bool, error) {
 			o.kid, o.kidOK = o.keys.intern(o.keyBuf), true
 		}
 		ke := &o.keys.ents[o.kid]
-		i = int32(len(s.ents))
-		s.ents = append(s.ents, sliceEnt{seq: ss.seq, birth: o.step, key: o.kid, slot: o.slots.alloc(), group: ke.group})
+		i = int32(s.ents.len())
+		s.ents.add(sliceEnt{seq: ss.seq, birth: o.step, key: o.kid, slot: o.slots.alloc(), group: ke.group})
 		ss.seq++
 		s.idx.set(o.keys, ke.enc, i)
 		s.live++
 		o.keys.ref(o.kid)
-	case s.ents[i].slot < 0:
-		s.ents[i].slot = o.slots.alloc()
+	case s.ents.at(int(i)).slot < 0:
+		s.ents.at(int(i)).slot = o.slots.alloc()
 		s.live++
 	}
-	e := &s.ents[i]
+	e := s.ents.at(int(i))
 	if err := o.slots.apply(e.slot, r, 1); err != nil {
 		return false, err
 	}
@@ -663,7 +664,7 @@ func (o *Operator) checkSliced(r *row.Row, ts int64, weight int) error {
 		return nil
 	}
 	i, ok := o.sliceEntry(s)
-	if !ok || s.ents[i].slot < 0 || o.slots.check(s.ents[i].slot, r, weight) == nil {
+	if !ok || s.ents.at(int(i)).slot < 0 || o.slots.check(s.ents.at(int(i)).slot, r, weight) == nil {
 		return nil
 	}
 	for _, w := range o.wins {
@@ -687,7 +688,7 @@ func (o *Operator) keyTotal(w window.Window) int32 {
 		if !ok {
 			continue
 		}
-		e := &s.ents[x]
+		e := s.ents.at(int(x))
 		if e.slot < 0 {
 			continue
 		}
@@ -716,8 +717,8 @@ func (o *Operator) windowKeys(w window.Window) {
 	}
 	ss.nextGen(len(o.keys.ents))
 	if len(in) == 1 {
-		for k := range in[0].ents {
-			o.visitKey(&in[0].ents[k])
+		for k := range in[0].ents.len() {
+			o.visitKey(in[0].ents.at(k))
 		}
 		return
 	}
@@ -725,11 +726,11 @@ func (o *Operator) windowKeys(w window.Window) {
 	// next entry.
 	h := ss.heap[:0]
 	for _, s := range in {
-		if len(s.ents) > 0 {
+		if s.ents.len() > 0 {
 			h = append(h, cursor{s: s})
 		}
 	}
-	seqAt := func(c cursor) uint64 { return c.s.ents[c.pos].seq }
+	seqAt := func(c cursor) uint64 { return c.s.ents.at(c.pos).seq }
 	down := func(k int) {
 		for {
 			m := k
@@ -751,8 +752,8 @@ func (o *Operator) windowKeys(w window.Window) {
 	}
 	for len(h) > 0 {
 		c := &h[0]
-		o.visitKey(&c.s.ents[c.pos])
-		if c.pos++; c.pos == len(c.s.ents) {
+		o.visitKey(c.s.ents.at(c.pos))
+		if c.pos++; c.pos == c.s.ents.len() {
 			h[0] = h[len(h)-1]
 			h = h[:len(h)-1]
 		}
@@ -933,8 +934,8 @@ func (o *Operator) freeAll() {
 // removes it from the list).
 func (o *Operator) freeSlice(s *slice) {
 	ss := &o.sl
-	for i := range s.ents {
-		e := &s.ents[i]
+	for i := range s.ents.len() {
+		e := s.ents.at(i)
 		if e.slot >= 0 {
 			o.slots.release(e.slot)
 		}
@@ -946,7 +947,7 @@ func (o *Operator) freeSlice(s *slice) {
 	if ss.cur == s {
 		ss.cur = nil
 	}
-	s.ents = s.ents[:0]
+	s.ents.reset()
 	ss.pool = append(ss.pool, s)
 }
 
@@ -1124,13 +1125,13 @@ func (o *Operator) streamStart(w window.Window, limit int) {
 	j := i
 	n := 0
 	for j < len(ss.list) && ss.list[j].w.Start < w.End {
-		n = max(n, len(ss.list[j].ents))
+		n = max(n, ss.list[j].ents.len())
 		j++
 	}
 	v.in = ss.list[i:j]
 	h := v.heap[:0]
 	for _, s := range v.in {
-		if len(s.ents) > 0 {
+		if s.ents.len() > 0 {
 			h = append(h, cursor{s: s})
 		}
 	}
@@ -1147,7 +1148,7 @@ func (o *Operator) streamStart(w window.Window, limit int) {
 // down restores the heap order of v.heap below position k.
 func (v *virtualAdvance) down(k int) {
 	h := v.heap
-	seqAt := func(c *cursor) uint64 { return c.s.ents[c.pos].seq }
+	seqAt := func(c *cursor) uint64 { return c.s.ents.at(c.pos).seq }
 	for {
 		m := k
 		if l := 2*k + 1; l < len(h) && seqAt(&h[l]) < seqAt(&h[m]) {
@@ -1175,9 +1176,9 @@ func (o *Operator) streamContinue(limit int) bool {
 			return true
 		}
 		c := &v.heap[0]
-		e := &c.s.ents[c.pos]
+		e := c.s.ents.at(c.pos)
 		from := c.s
-		if c.pos++; c.pos == len(c.s.ents) {
+		if c.pos++; c.pos == c.s.ents.len() {
 			v.heap[0] = v.heap[len(v.heap)-1]
 			v.heap = v.heap[:len(v.heap)-1]
 		}
@@ -1207,7 +1208,7 @@ func (o *Operator) streamContinue(limit int) bool {
 				if !ok {
 					continue
 				}
-				f := &s.ents[x]
+				f := s.ents.at(int(x))
 				rows += f.rows
 				if f.slot >= 0 {
 					v.parts = append(v.parts, streamPart{seq: f.seq, slot: f.slot})
@@ -1299,8 +1300,8 @@ func (o *Operator) installSlices(list []*slice, next uint64, thr int64) {
 		ss.wins = o.cfg.Assigner.Assign(s.w.Start, ss.wins[:0])
 		s.lastW = ss.wins[len(ss.wins)-1]
 		ss.byStart[s.w.Start] = s
-		for i := range s.ents {
-			e := &s.ents[i]
+		for i := range s.ents.len() {
+			e := s.ents.at(i)
 			s.idx.set(o.keys, o.keys.ents[e.key].enc, int32(i))
 			if e.slot >= 0 {
 				o.boundSlot(e.slot)

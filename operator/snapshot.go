@@ -173,9 +173,9 @@ func (o *Operator) Snapshot(e *state.Encoder) {
 		for _, s := range o.sl.list {
 			e.Int(s.w.Start)
 			e.Int(s.w.End - s.w.Start)
-			e.Uint(uint64(len(s.ents)))
-			for i := range s.ents {
-				se := &s.ents[i]
+			e.Uint(uint64(s.ents.len()))
+			for i := range s.ents.len() {
+				se := s.ents.at(i)
 				e.Uint(uint64(se.key))
 				e.Uint(se.seq)
 				o.appendSliceEnt(e, se, true)
@@ -684,10 +684,13 @@ func (r *restorer) sliceList() {
 			d.Fail("slice %s is not a slice of the windows (%s is)", w, got)
 			return
 		}
-		s := &slice{w: w, ents: make([]sliceEnt, m)}
+		s := &slice{w: w}
+		for range m {
+			s.ents.add(sliceEnt{})
+		}
 		seen := make(map[uint32]bool, m)
-		for j := range s.ents {
-			se := &s.ents[j]
+		for j := range s.ents.len() {
+			se := s.ents.at(j)
 			kid := d.Uint()
 			se.seq = d.Uint()
 			if d.Err() != nil {
@@ -698,7 +701,7 @@ func (r *restorer) sliceList() {
 				return
 			}
 			seen[uint32(kid)] = true
-			if se.seq >= r.nextSeq || j > 0 && se.seq <= s.ents[j-1].seq {
+			if se.seq >= r.nextSeq || j > 0 && se.seq <= s.ents.at(j-1).seq {
 				d.Fail("slice %s: arrival number %d out of order or not below %d", w, se.seq, r.nextSeq)
 				return
 			}
@@ -849,8 +852,8 @@ func (r *restorer) install() {
 		k.ents[s.key].refs++
 	}
 	for _, s := range r.slices {
-		for i := range s.ents {
-			k.ents[s.ents[i].key].refs++
+		for i := range s.ents.len() {
+			k.ents[s.ents.at(i).key].refs++
 		}
 	}
 	for id := range k.ents {

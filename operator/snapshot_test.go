@@ -419,11 +419,11 @@ func sameSlices(t fataler, a, b *Operator) {
 	}
 	for i, s := range x.list {
 		q := y.list[i]
-		if s.w != q.w || s.lastW != q.lastW || s.live != q.live || len(s.ents) != len(q.ents) || y.byStart[q.w.Start] != q {
-			t.Fatalf("slice %s differs: last window %v/%v live %d/%d entries %d/%d", s.w, s.lastW, q.lastW, s.live, q.live, len(s.ents), len(q.ents))
+		if s.w != q.w || s.lastW != q.lastW || s.live != q.live || s.ents.len() != q.ents.len() || y.byStart[q.w.Start] != q {
+			t.Fatalf("slice %s differs: last window %v/%v live %d/%d entries %d/%d", s.w, s.lastW, q.lastW, s.live, q.live, s.ents.len(), q.ents.len())
 		}
-		for j := range s.ents {
-			e, f := s.ents[j], q.ents[j]
+		for j := range s.ents.len() {
+			e, f := s.ents.at(j), q.ents.at(j)
 			ka, kb := a.keys.ents[e.key].enc, b.keys.ents[f.key].enc
 			if ka != kb || e.seq != f.seq || e.birth != f.birth || e.rows != f.rows || (e.slot < 0) != (f.slot < 0) || e.group != f.group {
 				t.Fatalf("slice %s entry %d differs: %+v (%q) vs %+v (%q)", s.w, j, e, ka, f, kb)
@@ -443,7 +443,7 @@ func sameSlices(t fataler, a, b *Operator) {
 			}
 			for _, r := range panes {
 				s := o.sl.byStart[r.start]
-				if s == nil || s.ents[r.idx].key != uint32(id) {
+				if s == nil || s.ents.at(int(r.idx)).key != uint32(id) {
 					t.Fatalf("key %q: reference %+v to no entry of its own", ke.enc, r)
 				}
 				m[ke.enc] = append(m[ke.enc], fmt.Sprint(r))
