@@ -127,14 +127,14 @@ func (o *Operator) rowKey(id uint32) []row.Value {
 	start := len(o.keyArena)
 	o.keyArena = o.keyArena[:start+n]
 	v := o.keyArena[start : start+n : start+n]
-	decodeKeyInto(v, o.keys.ents[id].enc, o.keys.fields)
+	decodeKeyInto(v, o.keys.ent(id).enc, o.keys.fields)
 	return v
 }
 
 func (o *Operator) push(op changelog.Op, key uint32, w window.Window, vals []row.Value, version uint32, final bool) {
 	switch o.cfg.Order {
 	case OrderGroup:
-		o.ord = append(o.ord, EmitOrder{A: o.ordA, B: o.ordB, C: uint64(o.keys.ents[key].group)})
+		o.ord = append(o.ord, EmitOrder{A: o.ordA, B: o.ordB, C: uint64(o.keys.ent(key).group)})
 	case OrderBirth:
 		o.ord = append(o.ord, EmitOrder{A: o.ordA, B: o.ordB, C: o.ordC})
 	}

@@ -192,8 +192,8 @@ func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) 
 	sessions := o.cfg.Gap > 0
 	// Keys per group, sorted by encoding.
 	keys := make([][]uint32, len(groups))
-	for id := range o.keys.ents {
-		e := &o.keys.ents[id]
+	for id := range uint32(o.keys.ents.len()) {
+		e := o.keys.ent(id)
 		if want[e.group] == 0 || !o.keys.holds(uint32(id)) {
 			continue
 		}
@@ -207,7 +207,7 @@ func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) 
 	encs := make([]*state.Encoder, len(groups))
 	for w, g := range groups {
 		ids := keys[w]
-		sort.Slice(ids, func(i, j int) bool { return o.keys.ents[ids[i]].enc < o.keys.ents[ids[j]].enc })
+		sort.Slice(ids, func(i, j int) bool { return o.keys.ent(ids[i]).enc < o.keys.ent(ids[j]).enc })
 		e := enc(g)
 		encs[w] = e
 		e.Byte(groupSectionVersion)
@@ -218,7 +218,7 @@ func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) 
 		if sessions {
 			var all []*session
 			for _, id := range ids {
-				all = append(all, o.keys.ents[id].open()...)
+				all = append(all, o.keys.ent(id).open()...)
 			}
 			sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
 			ranks = make(map[*session]int, len(all))
@@ -227,7 +227,7 @@ func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) 
 			}
 		}
 		for i, id := range ids {
-			ke := &o.keys.ents[id]
+			ke := o.keys.ent(id)
 			index[id] = i
 			e.String(ke.enc)
 			e.Uint(uint64(ke.version()))
@@ -416,7 +416,7 @@ func (o *Operator) appendGroupInst(e *state.Encoder, in *inst, w window.Window, 
 // twice, or holding a key that does not hash into its key group. On error
 // the operator must be discarded. Never panics on corrupt input.
 func (o *Operator) RestoreGroups(parts [][]byte, g Globals) error {
-	if o.slots.n != 0 || len(o.keys.ents) != 0 || len(o.panes.list) != 0 || o.sess.seq != 0 ||
+	if o.slots.n != 0 || o.keys.ents.len() != 0 || len(o.panes.list) != 0 || o.sess.seq != 0 ||
 		o.wm != changelog.WatermarkNone || o.emitted != 0 || len(o.out) != 0 {
 		return ErrNotFresh
 	}
@@ -518,17 +518,17 @@ func (r *groupRestorer) section(d *state.Decoder) {
 			d.Fail("key group %d: key %d listed twice", g, i)
 			return
 		}
-		id := uint32(len(k.ents))
+		id := uint32(k.ents.len())
 		ke := keyEntry{enc: enc, group: uint16(g)}
 		if k.extra || maxVer != 0 {
 			ke.keyExtra = &keyExtra{maxVer: uint32(maxVer)}
 		}
-		k.ents = append(k.ents, ke)
+		k.ents.add(ke)
 		k.set(enc, id)
 		ids[i] = id
 		if sessions {
 			if version >= 3 && d.Bool() {
-				ke := &k.ents[id]
+				ke := k.ent(id)
 				ke.closedHeld, ke.closedEnd = true, d.Int()
 			}
 			r.keySessions(d, g, id)
@@ -576,7 +576,7 @@ func (r *groupRestorer) section(d *state.Decoder) {
 				return
 			}
 			kid := ids[ki]
-			if _, dup := p.idx[k.ents[kid].enc]; dup {
+			if _, dup := p.idx[k.ent(kid).enc]; dup {
 				d.Fail("key group %d: pane %s: key %d listed twice", g, w, ki)
 				return
 			}
@@ -593,7 +593,7 @@ func (r *groupRestorer) section(d *state.Decoder) {
 				r.arrivals = append(r.arrivals, restoredArrival{p: p, i: len(p.ents), section: r.part, rank: r.rank, birth: in.birth})
 				r.rank++
 			}
-			p.idx[k.ents[kid].enc] = int32(len(p.ents))
+			p.idx[k.ent(kid).enc] = int32(len(p.ents))
 			p.ents = append(p.ents, in)
 			if live {
 				p.live++
@@ -698,7 +698,7 @@ func (r *groupRestorer) keySessions(d *state.Decoder, g int, id uint32) {
 	if d.Err() != nil || n == 0 {
 		return
 	}
-	ke := &r.o.keys.ents[id]
+	ke := r.o.keys.ent(id)
 	ke.sessions = make([]*session, 0, n)
 	for i := range n {
 		start := d.Int()
@@ -722,7 +722,7 @@ func (r *groupRestorer) keySessions(d *state.Decoder, g int, id uint32) {
 			return
 		}
 		s.fired = fired
-		ke = &r.o.keys.ents[id]
+		ke = r.o.keys.ent(id)
 		ke.sessions = append(ke.sessions, s)
 		r.sessions = append(r.sessions, restoredSession{s: s, group: g, rank: rank})
 	}
@@ -786,7 +786,7 @@ func (r *groupRestorer) install(g Globals) {
 		o.panes.list = append(o.panes.list, p)
 		o.panes.byStart[p.w.Start] = p
 		for i := range p.ents {
-			k.ents[p.ents[i].key].refs++
+			k.ent(p.ents[i].key).refs++
 		}
 	}
 	sort.Slice(o.panes.list, func(i, j int) bool { return less(o.panes.list[i].w, o.panes.list[j].w) })
@@ -797,7 +797,7 @@ func (r *groupRestorer) install(g Globals) {
 			sort.SliceStable(p.ents, func(i, j int) bool { return p.ents[i].birth < p.ents[j].birth })
 			clear(p.idx)
 			for i := range p.ents {
-				p.idx[k.ents[p.ents[i].key].enc] = int32(i)
+				p.idx[k.ent(p.ents[i].key).enc] = int32(i)
 			}
 		}
 	}
@@ -812,22 +812,22 @@ func (r *groupRestorer) install(g Globals) {
 	})
 	for i, rs := range r.sessions {
 		rs.s.seq = uint64(i)
-		k.ents[rs.s.key].refs++
+		k.ent(rs.s.key).refs++
 	}
-	for id := range k.ents {
-		if k.ents[id].held() {
-			k.ents[id].refs++
+	for id := range uint32(k.ents.len()) {
+		if k.ent(id).held() {
+			k.ent(id).refs++
 		}
 	}
 	for _, s := range r.slices {
 		for i := range s.ents.len() {
-			k.ents[s.ents.at(i).key].refs++
+			k.ent(s.ents.at(i).key).refs++
 		}
 	}
 	o.sess = sessionStore{keys: k, seq: uint64(len(r.sessions)), live: len(r.sessions)}
-	for id := range k.ents {
-		if k.ents[id].refs == 0 {
-			k.ents[id].idle = true
+	for id := range uint32(k.ents.len()) {
+		if k.ent(id).refs == 0 {
+			k.ent(id).idle = true
 			k.idle++
 		}
 	}
@@ -835,8 +835,8 @@ func (r *groupRestorer) install(g Globals) {
 	for _, rs := range r.sessions {
 		o.schedule(rs.s)
 	}
-	for id := range k.ents {
-		if k.ents[id].held() {
+	for id := range uint32(k.ents.len()) {
+		if k.ent(id).held() {
 			o.restoreForget(uint32(id))
 		}
 	}
@@ -886,7 +886,7 @@ func (r *groupRestorer) installSlices(g Globals) {
 		p.ents, p.seqs = ents, seqs
 		clear(p.idx)
 		for i := range p.ents {
-			p.idx[o.keys.ents[p.ents[i].key].enc] = int32(i)
+			p.idx[o.keys.ent(p.ents[i].key).enc] = int32(i)
 		}
 	}
 	list := make([]*slice, 0, len(r.slices))

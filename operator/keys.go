@@ -186,7 +186,7 @@ type keyTable struct {
 	// extra gives every key entry its keyExtra (session windows, unsliced
 	// sliding windows).
 	extra  bool
-	ents   []keyEntry
+	ents   chunkVec[keyEntry]
 	free   []uint32
 	fields []row.Field
 	groups int
@@ -211,6 +211,9 @@ func newKeyTable(fields []row.Field, groups int) *keyTable {
 	}
 	return k
 }
+
+// ent returns key id's entry (id < ents.len()).
+func (k *keyTable) ent(id uint32) *keyEntry { return k.ents.at(int(id)) }
 
 // intOf reports whether enc is an int key's encoding held in ints, and
 // its value.
@@ -249,7 +252,7 @@ func (k *keyTable) del(enc string) {
 }
 
 // values returns a new copy of key id's values (for errors and reports).
-func (k *keyTable) values(id uint32) []row.Value { return decodeKey(k.ents[id].enc, k.fields) }
+func (k *keyTable) values(id uint32) []row.Value { return decodeKey(k.ent(id).enc, k.fields) }
 
 // count returns the number of keys held.
 func (k *keyTable) count() int { return len(k.ids) + k.ints.n }
@@ -300,13 +303,13 @@ func (k *keyTable) intern(enc []byte) uint32 {
 	if n := len(k.free); n > 0 {
 		id = k.free[n-1]
 		k.free = k.free[:n-1]
-		k.ents[id] = e
+		*k.ent(id) = e
 	} else {
-		if len(k.ents) >= math.MaxUint32 {
+		if k.ents.len() >= math.MaxUint32 {
 			panic("tidemark: more than 2^32 live keys") // invariant: state larger than memory long before
 		}
-		id = uint32(len(k.ents))
-		k.ents = append(k.ents, e)
+		id = uint32(k.ents.len())
+		k.ents.add(e)
 	}
 	k.set(s, id)
 	return id
@@ -315,7 +318,7 @@ func (k *keyTable) intern(enc []byte) uint32 {
 // ref and unref count the (window, key) instances holding a key; a key
 // whose count drops to zero turns idle.
 func (k *keyTable) ref(id uint32) {
-	e := &k.ents[id]
+	e := k.ent(id)
 	if e.idle {
 		e.idle = false
 		k.idle--
@@ -328,7 +331,7 @@ func (k *keyTable) ref(id uint32) {
 }
 
 func (k *keyTable) unref(id uint32) {
-	e := &k.ents[id]
+	e := k.ent(id)
 	e.refs--
 	if e.refs == 0 {
 		e.idle = true
@@ -349,7 +352,7 @@ func (k *keyTable) turnedIdle(id uint32, g uint16) {
 		// Keys flapping between idle and live: keep each idle key once.
 		n := 0
 		for _, x := range l {
-			if e := &k.ents[x]; e.idle && e.group == g && !e.listed {
+			if e := k.ent(x); e.idle && e.group == g && !e.listed {
 				e.listed = true
 				l[n] = x
 				n++
@@ -357,7 +360,7 @@ func (k *keyTable) turnedIdle(id uint32, g uint16) {
 		}
 		l = l[:n]
 		for _, x := range l {
-			k.ents[x].listed = false
+			k.ent(x).listed = false
 		}
 	}
 	k.idleList[g] = l
@@ -380,8 +383,8 @@ func (k *keyTable) sweep(changed func(g int)) {
 	if k.idle <= 1024 || k.idle <= k.count()-k.idle {
 		return
 	}
-	for id := range k.ents {
-		e := &k.ents[id]
+	for id := range uint32(k.ents.len()) {
+		e := k.ent(id)
 		if !e.idle {
 			continue
 		}
@@ -407,7 +410,7 @@ func (k *keyTable) sweepGroups(changed func(g int)) {
 	for _, g := range k.pending {
 		k.isPending[g] = false
 		for _, id := range k.idleList[g] {
-			e := &k.ents[id]
+			e := k.ent(id)
 			if !e.idle || int(e.group) != g || !k.holds(id) {
 				continue // live again, or listed twice and freed already
 			}
@@ -441,7 +444,7 @@ func (k *keyTable) bytes() int64 {
 	if k.extra {
 		per += int64(unsafe.Sizeof(keyExtra{})) // 72 bytes: session windows, unsliced sliding windows
 	}
-	n += int64(len(k.ents)) * per
+	n += int64(k.ents.len()) * per
 
 	return n
 }
@@ -468,8 +471,8 @@ func (o *Operator) TopKeys(n int) []KeyState {
 		}
 		return a.Key > b.Key
 	}
-	for i := range o.keys.ents {
-		e := &o.keys.ents[i]
+	for i := range uint32(o.keys.ents.len()) {
+		e := o.keys.ent(i)
 		if e.refs <= 0 {
 			continue
 		}
@@ -507,7 +510,7 @@ func (o *Operator) TopKeys(n int) []KeyState {
 // dropPane removes key id's reference to the pane starting at start (a
 // closing pane; usually the key's oldest).
 func (k *keyTable) dropPane(id uint32, start int64) {
-	e := &k.ents[id]
+	e := k.ent(id)
 	for i, r := range e.panes {
 		if r.start == start {
 			e.panes = append(e.panes[:i], e.panes[i+1:]...)
@@ -524,8 +527,8 @@ func (k *keyTable) rebuildGroups() {
 		return
 	}
 	k.initGroups()
-	for id := range k.ents {
-		e := &k.ents[id]
+	for id := range uint32(k.ents.len()) {
+		e := k.ent(id)
 		if !k.holds(uint32(id)) {
 			continue
 		}
@@ -548,6 +551,6 @@ func (k *keyTable) rebuildGroups() {
 // holds reports whether id is a key's id (not a freed one). A key without
 // fields encodes to "", so an entry's encoding alone cannot tell.
 func (k *keyTable) holds(id uint32) bool {
-	x, ok := k.get(k.ents[id].enc)
+	x, ok := k.get(k.ent(id).enc)
 	return ok && x == id
 }

@@ -115,7 +115,7 @@ func (o *Operator) find(p *pane) (int32, bool) {
 		if !o.kidOK {
 			return 0, false
 		}
-		for _, r := range o.keys.ents[o.kid].panes {
+		for _, r := range o.keys.ent(o.kid).panes {
 			if r.start == p.w.Start {
 				return r.idx, true
 			}
@@ -133,7 +133,7 @@ func (o *Operator) indexEntries() {
 	}
 	for _, p := range o.panes.list {
 		for j := range p.ents {
-			ke := &o.keys.ents[p.ents[j].key]
+			ke := o.keys.ent(p.ents[j].key)
 			ke.panes = append(ke.panes, paneRef{start: p.w.Start, idx: int32(j)})
 		}
 		clear(p.idx) // restore fills idx; multi-window panes use the keys' references
@@ -236,13 +236,13 @@ func (o *Operator) applyPane(p *pane, r *row.Row, weight int) (bool, error) {
 			o.kid, o.kidOK = kid, true
 		}
 		i = int32(len(p.ents))
-		p.ents = append(p.ents, inst{key: kid, slot: o.slots.alloc(), group: o.keys.ents[kid].group, birth: o.step})
+		p.ents = append(p.ents, inst{key: kid, slot: o.slots.alloc(), group: o.keys.ent(kid).group, birth: o.step})
 		if o.sl.on {
 			p.seqs = append(p.seqs, o.sl.seq)
 			o.sl.seq++
 		}
 		if o.panes.multi {
-			ke := &o.keys.ents[kid]
+			ke := o.keys.ent(kid)
 			if ke.panes == nil {
 				// Room for every window a record falls in, and one more
 				// for a pane not yet closed: usually no regrowth.
@@ -250,7 +250,7 @@ func (o *Operator) applyPane(p *pane, r *row.Row, weight int) (bool, error) {
 			}
 			ke.panes = append(ke.panes, paneRef{start: p.w.Start, idx: i})
 		} else {
-			p.idx[o.keys.ents[kid].enc] = i
+			p.idx[o.keys.ent(kid).enc] = i
 		}
 		p.live++
 		o.keys.ref(kid)

@@ -72,8 +72,8 @@ func (ss *sessionStore) all(order Order) []*session {
 	if ss.keys == nil {
 		return nil
 	}
-	for i := range ss.keys.ents {
-		out = append(out, ss.keys.ents[i].open()...)
+	for i := range uint32(ss.keys.ents.len()) {
+		out = append(out, ss.keys.ent(i).open()...)
 	}
 	if order == OrderBirth {
 		sort.Slice(out, func(i, j int) bool {
@@ -86,13 +86,13 @@ func (ss *sessionStore) all(order Order) []*session {
 		return out
 	}
 	if order == OrderGroup {
-		ents := ss.keys.ents
+		keys := ss.keys
 		sort.Slice(out, func(i, j int) bool {
 			a, b := out[i], out[j]
 			if a.w != b.w {
 				return sessionLess(a, b)
 			}
-			if ga, gb := ents[a.key].group, ents[b.key].group; ga != gb {
+			if ga, gb := keys.ent(a.key).group, keys.ent(b.key).group; ga != gb {
 				return ga < gb
 			}
 			return a.seq < b.seq
@@ -156,11 +156,11 @@ func (o *Operator) forgetAt(end int64) int64 { return end + 2*o.cfg.Gap + o.late
 // rememberClosed records that a session of key id ending at end closed,
 // and schedules the end of the memory.
 func (o *Operator) rememberClosed(id uint32, end int64) {
-	ke := &o.keys.ents[id]
+	ke := o.keys.ent(id)
 	if !ke.closedHeld {
 		ke.closedHeld, ke.closedEnd = true, end
 		o.keys.ref(id)
-		ke = &o.keys.ents[id]
+		ke = o.keys.ent(id)
 	} else {
 		ke.closedEnd = max(ke.closedEnd, end)
 	}
@@ -171,7 +171,7 @@ func (o *Operator) rememberClosed(id uint32, end int64) {
 // scheduleForget pushes the timer that ends key id's closed-session
 // memory.
 func (o *Operator) scheduleForget(id uint32) {
-	ke := &o.keys.ents[id]
+	ke := o.keys.ent(id)
 	heap.Push(&o.sess.timers, timer{at: o.forgetAt(ke.closedEnd), kind: timerForget, ord: uint64(ke.group) << 48, key: id})
 }
 
@@ -180,7 +180,7 @@ func (o *Operator) scheduleForget(id uint32) {
 // memory not yet due; none for one that came due while the key had an
 // open session (its close or drop schedules again).
 func (o *Operator) restoreForget(id uint32) {
-	ke := &o.keys.ents[id]
+	ke := o.keys.ent(id)
 	if o.forgetAt(ke.closedEnd) > o.wm || len(ke.sessions) == 0 {
 		o.scheduleForget(id)
 	}
@@ -189,7 +189,7 @@ func (o *Operator) restoreForget(id uint32) {
 // forget ends key id's closed-session memory when it is due and the key
 // has no open session; it reports whether it did.
 func (o *Operator) forget(id uint32) bool {
-	ke := &o.keys.ents[id]
+	ke := o.keys.ent(id)
 	if !ke.closedHeld || len(ke.sessions) > 0 || o.forgetAt(ke.closedEnd) > o.wm {
 		return false
 	}
@@ -202,7 +202,7 @@ func (o *Operator) forget(id uint32) bool {
 // closedBefore reports whether an event of key id at ts would merge into
 // one of the key's closed sessions (ts ≤ E(k)).
 func (o *Operator) closedBefore(id uint32, ts int64) bool {
-	ke := &o.keys.ents[id]
+	ke := o.keys.ent(id)
 	return ke.closedHeld && ts <= ke.closedEnd
 }
 
@@ -212,7 +212,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 		if !known {
 			return RetractMissing, nil
 		}
-		for _, s := range o.keys.ents[id].open() {
+		for _, s := range o.keys.ent(id).open() {
 			if !s.w.Contains(ts) {
 				continue
 			}
@@ -225,7 +225,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 			if err := o.slots.check(s.slot, r, -1); err != nil {
 				return OnTime, &RejectError{Err: err, Window: s.w, Key: o.keys.values(id)}
 			}
-			o.markChanged(int(o.keys.ents[id].group))
+			o.markChanged(int(o.keys.ent(id).group))
 			if err := o.slots.apply(s.slot, r, -1); err != nil {
 				return OnTime, err
 			}
@@ -235,7 +235,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 			if s.rows <= 0 {
 				o.emitDelete(&s.inst)
 				o.dropSession(s)
-				if !o.forget(id) && o.keys.ents[id].held() && len(o.keys.ents[id].open()) == 0 {
+				if !o.forget(id) && o.keys.ent(id).held() && len(o.keys.ent(id).open()) == 0 {
 					o.scheduleForget(id) // its last session is gone: the memory may end on time
 				}
 			} else if s.fired {
@@ -258,7 +258,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 	proto := window.Window{Start: ts, End: ts + o.cfg.Gap}
 	var list []*session
 	if known {
-		list = o.keys.ents[id].open()
+		list = o.keys.ent(id).open()
 	}
 	// Sessions of a key are disjoint and sorted by start; the ones that
 	// intersect (or touch) the proto-window form a run [lo, hi).
@@ -274,15 +274,15 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 		if !known {
 			id = o.keys.intern(o.keyBuf)
 		}
-		o.markChanged(int(o.keys.ents[id].group))
+		o.markChanged(int(o.keys.ent(id).group))
 		// A new session continues the key's versions, so that no row it
 		// emits can look older than a row a dropped session of the key
 		// emitted (or deleted) under the same window start.
-		s := &session{inst: inst{key: id, slot: o.slots.alloc(), version: o.keys.ents[id].maxVer, group: o.keys.ents[id].group, birth: o.step}, w: proto, fired: o.firedAt(proto.End), seq: o.sess.seq}
+		s := &session{inst: inst{key: id, slot: o.slots.alloc(), version: o.keys.ent(id).maxVer, group: o.keys.ent(id).group, birth: o.step}, w: proto, fired: o.firedAt(proto.End), seq: o.sess.seq}
 		o.sess.seq++
 		o.sess.live++
 		o.keys.ref(id)
-		ke := &o.keys.ents[id]
+		ke := o.keys.ent(id)
 		ke.sessions = append(ke.sessions, nil)
 		copy(ke.sessions[lo+1:], ke.sessions[lo:])
 		ke.sessions[lo] = s
@@ -309,7 +309,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 			return OnTime, &RejectError{Err: err, Window: proto, Key: o.keys.values(id)}
 		}
 	}
-	o.markChanged(int(o.keys.ents[id].group))
+	o.markChanged(int(o.keys.ent(id).group))
 	target := list[lo]
 	merged := proto
 	wasFired := false
@@ -330,11 +330,11 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 		maxVer = max(maxVer, s.version)
 		o.slots.release(s.slot)
 		s.slot, s.dead = -1, true
-		o.keys.ents[id].refs--
+		o.keys.ent(id).refs--
 		o.sess.live--
 	}
 	if hi-lo > 1 {
-		ke := &o.keys.ents[id]
+		ke := o.keys.ent(id)
 		n := copy(ke.sessions[lo+1:], ke.sessions[hi:])
 		clear(ke.sessions[lo+1+n:])
 		ke.sessions = ke.sessions[:lo+1+n]
@@ -390,7 +390,7 @@ func (o *Operator) checkSessions(r *row.Row, join []*session) error {
 
 // dropSession removes a session and releases its slot and key reference.
 func (o *Operator) dropSession(s *session) {
-	ke := &o.keys.ents[s.key]
+	ke := o.keys.ent(s.key)
 	o.markChanged(int(ke.group))
 	ke.maxVer = max(ke.maxVer, s.version)
 	for i, x := range ke.sessions {
@@ -421,7 +421,7 @@ func (o *Operator) advanceSessions(limit int) bool {
 			// Stale when the memory grew (a later close pushed a later
 			// timer) or ended; kept while the key has an open session
 			// (its close or drop schedules again).
-			if int(t.key) < len(o.keys.ents) && o.keys.ents[t.key].held() && t.at == o.forgetAt(o.keys.ents[t.key].closedEnd) {
+			if int(t.key) < o.keys.ents.len() && o.keys.ent(t.key).held() && t.at == o.forgetAt(o.keys.ent(t.key).closedEnd) {
 				o.forget(t.key)
 			}
 			continue

@@ -126,7 +126,7 @@ func TestClosedSessionForgotten(t *testing.T) {
 	const gap, late = 10 * minute, 2 * minute
 	held := func(o *Operator) bool {
 		id, ok := o.keys.lookup([]byte("\x02\x01k"))
-		return ok && o.keys.ents[id].closedHeld
+		return ok && o.keys.ent(id).closedHeld
 	}
 	g := newSessionRig(t, gap, late)
 	g.event("k", 0)

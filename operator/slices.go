@@ -537,7 +537,7 @@ func (o *Operator) processSliced(r *row.Row, ts int64, weight int) (Outcome, err
 // recordGroup returns the current record's key group.
 func (o *Operator) recordGroup() int {
 	if o.kidOK {
-		return int(o.keys.ents[o.kid].group)
+		return int(o.keys.ent(o.kid).group)
 	}
 	return keygroup.OfKey(o.keyBuf, o.cfg.KeyGroups)
 }
@@ -577,7 +577,7 @@ func (o *Operator) applySlice(r *row.Row, ts int64, weight int) (bool, error) {
 		if !o.kidOK {
 			o.kid, o.kidOK = o.keys.intern(o.keyBuf), true
 		}
-		ke := &o.keys.ents[o.kid]
+		ke := o.keys.ent(o.kid)
 		i = int32(s.ents.len())
 		s.ents.add(sliceEnt{seq: ss.seq, birth: o.step, key: o.kid, slot: o.slots.alloc(), group: ke.group})
 		ss.seq++
@@ -715,7 +715,7 @@ func (o *Operator) windowKeys(w window.Window) {
 	if len(in) == 0 {
 		return
 	}
-	ss.nextGen(len(o.keys.ents))
+	ss.nextGen(o.keys.ents.len())
 	if len(in) == 1 {
 		for k := range in[0].ents.len() {
 			o.visitKey(in[0].ents.at(k))
@@ -868,7 +868,7 @@ func (o *Operator) materialize(w window.Window, fired bool, only int) *pane {
 	p.ents = append(p.ents, old[j:]...)
 	p.seqs = append(p.seqs, oldSeqs[j:]...)
 	for i := range p.ents {
-		p.idx[o.keys.ents[p.ents[i].key].enc] = int32(i)
+		p.idx[o.keys.ent(p.ents[i].key).enc] = int32(i)
 	}
 	return p
 }
@@ -1140,7 +1140,7 @@ func (o *Operator) streamStart(w window.Window, limit int) {
 		v.down(k)
 	}
 	if len(v.in) > 1 {
-		ss.nextGen(len(o.keys.ents))
+		ss.nextGen(o.keys.ents.len())
 	}
 	o.reserve(min(n, limit))
 }
@@ -1199,7 +1199,7 @@ func (o *Operator) streamContinue(limit int) bool {
 			if e.slot >= 0 {
 				v.parts = append(v.parts, streamPart{seq: e.seq, slot: e.slot})
 			}
-			enc := o.keys.ents[e.key].enc
+			enc := o.keys.ent(e.key).enc
 			for _, s := range v.in {
 				if s == from {
 					continue
@@ -1302,7 +1302,7 @@ func (o *Operator) installSlices(list []*slice, next uint64, thr int64) {
 		ss.byStart[s.w.Start] = s
 		for i := range s.ents.len() {
 			e := s.ents.at(i)
-			s.idx.set(o.keys, o.keys.ents[e.key].enc, int32(i))
+			s.idx.set(o.keys, o.keys.ent(e.key).enc, int32(i))
 			if e.slot >= 0 {
 				o.boundSlot(e.slot)
 			}

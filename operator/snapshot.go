@@ -121,17 +121,17 @@ func (o *Operator) Snapshot(e *state.Encoder) {
 
 	k := o.keys
 	e.Uint(uint64(len(k.free)))
-	freed := make([]bool, len(k.ents))
+	freed := make([]bool, k.ents.len())
 	for _, id := range k.free {
 		e.Uint(uint64(id))
 		freed[id] = true
 	}
-	e.Uint(uint64(len(k.ents) - len(k.free)))
-	for id := range k.ents {
+	e.Uint(uint64(k.ents.len() - len(k.free)))
+	for id := range uint32(k.ents.len()) {
 		if freed[id] {
 			continue
 		}
-		ke := &k.ents[id]
+		ke := k.ent(id)
 		e.String(ke.enc)
 		e.Uint(uint64(ke.version()))
 		if sessions {
@@ -291,7 +291,7 @@ func (o *Operator) appendInst(e *state.Encoder, in *inst, w window.Window, fired
 // set and its position unspecified. On success d is positioned after the
 // section.
 func (o *Operator) Restore(d *state.Decoder) error {
-	if o.slots.n != 0 || len(o.keys.ents) != 0 || len(o.panes.list) != 0 || o.sess.seq != 0 ||
+	if o.slots.n != 0 || o.keys.ents.len() != 0 || len(o.panes.list) != 0 || o.sess.seq != 0 ||
 		o.wm != changelog.WatermarkNone || o.nextEarly != 0 || o.emitted != 0 || len(o.out) != 0 {
 		return ErrNotFresh
 	}
@@ -496,7 +496,9 @@ func (r *restorer) keyTable() {
 	k := newKeyTable(o.cfg.Key, o.cfg.KeyGroups)
 	k.extra = o.keys.extra
 	r.keys = k
-	k.ents = make([]keyEntry, n)
+	for range n {
+		k.ents.add(keyEntry{})
+	}
 	if !k.intKey {
 		k.ids = make(map[string]uint32, nlive)
 	}
@@ -510,7 +512,7 @@ func (r *restorer) keyTable() {
 	}
 	k.free = free
 	sessions := o.cfg.Gap > 0
-	for id := range k.ents {
+	for id := range uint32(k.ents.len()) {
 		if r.keyFreed[id] {
 			continue
 		}
@@ -533,7 +535,7 @@ func (r *restorer) keyTable() {
 			d.Fail("key %d: encoded key listed twice", id)
 			return
 		}
-		ke := &k.ents[id]
+		ke := k.ent(id)
 		*ke = keyEntry{enc: enc}
 		if k.extra || maxVer != 0 {
 			ke.keyExtra = &keyExtra{maxVer: uint32(maxVer)}
@@ -556,7 +558,7 @@ func (r *restorer) keySessions(id uint32) {
 	if d.Err() != nil || n == 0 {
 		return
 	}
-	ke := &r.keys.ents[id]
+	ke := r.keys.ent(id)
 	ke.sessions = make([]*session, 0, n)
 	for i := 0; i < n; i++ {
 		start := d.Int()
@@ -574,7 +576,7 @@ func (r *restorer) keySessions(id uint32) {
 			return
 		}
 		s := &session{w: w, seq: seq}
-		s.key, s.group = id, r.keys.ents[id].group
+		s.key, s.group = id, r.keys.ent(id).group
 		fired, live := r.inst(&s.inst, w)
 		if d.Err() != nil {
 			return
@@ -621,14 +623,14 @@ func (r *restorer) paneList() {
 			if d.Err() != nil {
 				return
 			}
-			if kid >= uint64(len(r.keys.ents)) || r.keyFreed[kid] {
+			if kid >= uint64(r.keys.ents.len()) || r.keyFreed[kid] {
 				d.Fail("pane %s: key id %d out of range or free", w, kid)
 				return
 			}
-			in.key, in.group = uint32(kid), r.keys.ents[kid].group
+			in.key, in.group = uint32(kid), r.keys.ent(uint32(kid)).group
 			// One hash operation: a key listed twice does not grow the map.
 			before := len(p.idx)
-			p.idx[r.keys.ents[kid].enc] = int32(j)
+			p.idx[r.keys.ent(uint32(kid)).enc] = int32(j)
 			if len(p.idx) == before {
 				d.Fail("pane %s: key %d listed twice", w, kid)
 				return
@@ -696,7 +698,7 @@ func (r *restorer) sliceList() {
 			if d.Err() != nil {
 				return
 			}
-			if kid >= uint64(len(r.keys.ents)) || r.keyFreed[kid] || seen[uint32(kid)] {
+			if kid >= uint64(r.keys.ents.len()) || r.keyFreed[kid] || seen[uint32(kid)] {
 				d.Fail("slice %s: key id %d out of range, free or listed twice", w, kid)
 				return
 			}
@@ -705,7 +707,7 @@ func (r *restorer) sliceList() {
 				d.Fail("slice %s: arrival number %d out of order or not below %d", w, se.seq, r.nextSeq)
 				return
 			}
-			se.key, se.group = uint32(kid), r.keys.ents[kid].group
+			se.key, se.group = uint32(kid), r.keys.ent(uint32(kid)).group
 			flags := d.Byte()
 			if d.Err() != nil {
 				return
@@ -845,25 +847,25 @@ func (r *restorer) install() {
 	k := r.keys
 	for _, p := range r.panes {
 		for i := range p.ents {
-			k.ents[p.ents[i].key].refs++
+			k.ent(p.ents[i].key).refs++
 		}
 	}
 	for _, s := range r.sessions {
-		k.ents[s.key].refs++
+		k.ent(s.key).refs++
 	}
 	for _, s := range r.slices {
 		for i := range s.ents.len() {
-			k.ents[s.ents.at(i).key].refs++
+			k.ent(s.ents.at(i).key).refs++
 		}
 	}
-	for id := range k.ents {
-		if !r.keyFreed[id] && k.ents[id].held() {
-			k.ents[id].refs++
+	for id := range uint32(k.ents.len()) {
+		if !r.keyFreed[id] && k.ent(id).held() {
+			k.ent(id).refs++
 		}
 	}
-	for id := range k.ents {
-		if !r.keyFreed[id] && k.ents[id].refs == 0 {
-			k.ents[id].idle = true
+	for id := range uint32(k.ents.len()) {
+		if !r.keyFreed[id] && k.ent(id).refs == 0 {
+			k.ent(id).idle = true
 			k.idle++
 		}
 	}
@@ -909,8 +911,8 @@ func (r *restorer) install() {
 	for _, s := range r.sessions {
 		o.schedule(s)
 	}
-	for id := range k.ents {
-		if !r.keyFreed[id] && k.ents[id].held() {
+	for id := range uint32(k.ents.len()) {
+		if !r.keyFreed[id] && k.ent(id).held() {
 			o.restoreForget(uint32(id))
 		}
 	}

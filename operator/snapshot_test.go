@@ -337,11 +337,11 @@ func sameDerived(t fataler, a, b *Operator) {
 		t.Fatalf("stats differ: %+v vs %+v", sa, sb)
 	}
 	ka, kb := a.keys, b.keys
-	if len(ka.ents) != len(kb.ents) || ka.idle != kb.idle || ka.count() != kb.count() {
-		t.Fatalf("key tables differ: %d/%d/%d vs %d/%d/%d", len(ka.ents), ka.idle, ka.count(), len(kb.ents), kb.idle, kb.count())
+	if ka.ents.len() != kb.ents.len() || ka.idle != kb.idle || ka.count() != kb.count() {
+		t.Fatalf("key tables differ: %d/%d/%d vs %d/%d/%d", ka.ents.len(), ka.idle, ka.count(), kb.ents.len(), kb.idle, kb.count())
 	}
-	for id := range ka.ents {
-		x, y := &ka.ents[id], &kb.ents[id]
+	for id := range uint32(ka.ents.len()) {
+		x, y := ka.ent(id), kb.ent(id)
 		var xx, yx keyExtra
 		if x.keyExtra != nil {
 			xx = *x.keyExtra
@@ -388,7 +388,7 @@ func sameDerived(t fataler, a, b *Operator) {
 			if x.kind == timerForget {
 				// Live when it would end the key's memory (its key id
 				// is the same in both: the key table is restored as is).
-				if ke := &o.keys.ents[x.key]; ke.closedHeld && x.at == o.forgetAt(ke.closedEnd) {
+				if ke := o.keys.ent(x.key); ke.closedHeld && x.at == o.forgetAt(ke.closedEnd) {
 					m[tk{x.at, x.kind, uint64(x.key)}] = true
 				}
 				continue
@@ -424,7 +424,7 @@ func sameSlices(t fataler, a, b *Operator) {
 		}
 		for j := range s.ents.len() {
 			e, f := s.ents.at(j), q.ents.at(j)
-			ka, kb := a.keys.ents[e.key].enc, b.keys.ents[f.key].enc
+			ka, kb := a.keys.ent(e.key).enc, b.keys.ent(f.key).enc
 			if ka != kb || e.seq != f.seq || e.birth != f.birth || e.rows != f.rows || (e.slot < 0) != (f.slot < 0) || e.group != f.group {
 				t.Fatalf("slice %s entry %d differs: %+v (%q) vs %+v (%q)", s.w, j, e, ka, f, kb)
 			}
@@ -432,8 +432,8 @@ func sameSlices(t fataler, a, b *Operator) {
 	}
 	refs := func(o *Operator) map[string][]string {
 		m := map[string][]string{}
-		for id := range o.keys.ents {
-			ke := &o.keys.ents[id]
+		for id := range uint32(o.keys.ents.len()) {
+			ke := o.keys.ent(id)
 			if !o.keys.holds(uint32(id)) || ke.refs <= 0 {
 				continue
 			}
