@@ -2,6 +2,7 @@ package expr
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -799,6 +800,48 @@ func TestConcurrentEval(t *testing.T) {
 	for g := 0; g < 4; g++ {
 		if got := <-done; got != "-19.99" {
 			t.Errorf("goroutine got %s", got)
+		}
+	}
+}
+
+// TestFieldVsIntLiteral checks the one-closure comparison of an int field
+// with an int literal (fieldVsInt), the literal on either side, for each
+// operator, against the truth worked out here and against the general
+// form (the field inside an expression, a + 0): a = 7 against 6, 7 and 8;
+// the null field n_int gives null.
+func TestFieldVsIntLiteral(t *testing.T) {
+	s := testSchema(t)
+	r := testRow(t, s)
+	truth := map[string]func(a, k int64) bool{
+		"==": func(a, k int64) bool { return a == k },
+		"!=": func(a, k int64) bool { return a != k },
+		"<":  func(a, k int64) bool { return a < k },
+		"<=": func(a, k int64) bool { return a <= k },
+		">":  func(a, k int64) bool { return a > k },
+		">=": func(a, k int64) bool { return a >= k },
+	}
+	for op, f := range truth {
+		for _, k := range []int64{6, 7, 8} {
+			for _, tc := range []struct {
+				src, general string
+				want         bool
+			}{
+				{fmt.Sprintf("a %s %d", op, k), fmt.Sprintf("a + 0 %s %d", op, k), f(7, k)},
+				{fmt.Sprintf("%d %s a", k, op), fmt.Sprintf("%d %s a + 0", k, op), f(k, 7)},
+			} {
+				got, ok, err := compileT(t, s, tc.src).EvalBool(r)
+				if err != nil || !ok || got != tc.want {
+					t.Errorf("%s = %v, %v, %v; want %v", tc.src, got, ok, err, tc.want)
+				}
+				gen, gok, gerr := compileT(t, s, tc.general).EvalBool(r)
+				if gen != got || gok != ok || gerr != nil {
+					t.Errorf("%s = %v, %v and %s = %v, %v", tc.src, got, ok, tc.general, gen, gok)
+				}
+			}
+			src := fmt.Sprintf("n_int %s %d", op, k)
+			if got, ok, err := compileT(t, s, src).EvalBool(r); ok || got || err != nil {
+				t.Errorf("%s = %v, %v, %v; want null", src, got, ok, err)
+			}
 		}
 	}
 }

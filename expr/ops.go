@@ -347,7 +347,14 @@ func (c *compiler) compare(opName string, l, r *node, at int) (*node, error) {
 	out := &node{kind: row.KindBool, at: at, konst: konst}
 	switch {
 	case l.kind == row.KindInt && r.kind == row.KindInt, l.kind == row.KindTime && r.kind == row.KindTime:
-		out.b = compareFn(l.i, r.i, cmpInt, op)
+		switch {
+		case l.isField && r.lit && !r.val.IsNull():
+			out.b = fieldVsInt(l.field, op, r.val.I)
+		case r.isField && l.lit && !l.val.IsNull():
+			out.b = fieldVsInt(r.field, mirror(op), l.val.I)
+		default:
+			out.b = compareFn(l.i, r.i, cmpInt, op)
+		}
 	case l.kind.Numeric() && r.kind.Numeric():
 		out.b = compareFn(l.decs(), r.decs(), row.Decimal.Cmp, op)
 	case l.kind == row.KindString && r.kind == row.KindString:
@@ -365,6 +372,74 @@ func (c *compiler) compare(opName string, l, r *node, at int) (*node, error) {
 		return nil, c.errAt(at, "cannot compare %s with %s", l.kind, r.kind)
 	}
 	return out, nil
+}
+
+// mirror returns the operator that compares b with a as op compares a
+// with b (a < b is b > a).
+func mirror(op cmpOp) cmpOp {
+	switch op {
+	case opLt:
+		return opGt
+	case opLe:
+		return opGe
+	case opGt:
+		return opLt
+	case opGe:
+		return opLe
+	}
+	return op
+}
+
+// fieldVsInt compiles f op k for an int or time field f and an int (ms
+// for a time) literal k: one closure that reads the field, where the
+// general form calls the field's, the literal's and the comparison's (a
+// stage filter such as event_type == 2 runs once per record). Null when
+// the field is null, as compareFn.
+func fieldVsInt(f row.Field, op cmpOp, k int64) fn[bool] {
+	idx, slot := f.Index, f.Slot
+	switch op {
+	case opEq:
+		return func(r *row.Row) (bool, bool, error) {
+			if r.IsNull(idx) {
+				return false, false, nil
+			}
+			return r.I[slot] == k, true, nil
+		}
+	case opNe:
+		return func(r *row.Row) (bool, bool, error) {
+			if r.IsNull(idx) {
+				return false, false, nil
+			}
+			return r.I[slot] != k, true, nil
+		}
+	case opLt:
+		return func(r *row.Row) (bool, bool, error) {
+			if r.IsNull(idx) {
+				return false, false, nil
+			}
+			return r.I[slot] < k, true, nil
+		}
+	case opLe:
+		return func(r *row.Row) (bool, bool, error) {
+			if r.IsNull(idx) {
+				return false, false, nil
+			}
+			return r.I[slot] <= k, true, nil
+		}
+	case opGt:
+		return func(r *row.Row) (bool, bool, error) {
+			if r.IsNull(idx) {
+				return false, false, nil
+			}
+			return r.I[slot] > k, true, nil
+		}
+	}
+	return func(r *row.Row) (bool, bool, error) {
+		if r.IsNull(idx) {
+			return false, false, nil
+		}
+		return r.I[slot] >= k, true, nil
+	}
 }
 
 func compareFn[T any](l, r fn[T], cmp func(T, T) int, op cmpOp) fn[bool] {
