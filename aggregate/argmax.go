@@ -23,6 +23,9 @@ import (
 type argExtreme struct {
 	x, y  row.Field
 	max   bool
+	// ints says x and y are int or timestamp fields: Add compares their
+	// int64s in the row without boxing them (row.Row.Get) first.
+	ints  bool
 	xv    []row.Value // per slot: the best x, null when empty
 	yv    []row.Value // its y
 	valid []bool
@@ -40,7 +43,8 @@ func newArgExtreme(sp Spec) (Column, error) {
 	default:
 		return nil, fmt.Errorf("%s(%s, …) needs an int, decimal, string or timestamp to compare, %s is %s", sp.Func, sp.Arg.Name, sp.Arg.Name, sp.Arg.Kind)
 	}
-	return &argExtreme{x: sp.Arg, y: sp.Arg2, max: sp.Func == "arg_max"}, nil
+	intLike := func(k row.Kind) bool { return k == row.KindInt || k == row.KindTime }
+	return &argExtreme{x: sp.Arg, y: sp.Arg2, max: sp.Func == "arg_max", ints: intLike(sp.Arg.Kind) && intLike(sp.Arg2.Kind)}, nil
 }
 
 func (c *argExtreme) Kind() row.Kind { return c.y.Kind }
@@ -78,6 +82,18 @@ func own(v row.Value) row.Value {
 
 func (c *argExtreme) Add(s int32, r *row.Row) error {
 	if r.IsNull(c.x.Index) || r.IsNull(c.y.Index) {
+		return nil
+	}
+	if c.ints {
+		// better, on the int64s: a larger (smaller) x wins, a tie goes to
+		// the smaller y.
+		if c.valid[s] {
+			x, y, bx, by := r.I[c.x.Slot], r.I[c.y.Slot], c.xv[s].I, c.yv[s].I
+			if x == bx && y >= by || x != bx && (x > bx) != c.max {
+				return nil
+			}
+		}
+		c.xv[s], c.yv[s], c.valid[s] = r.Get(c.x), r.Get(c.y), true
 		return nil
 	}
 	x, y := r.Get(c.x), r.Get(c.y)
