@@ -169,11 +169,7 @@ func TestIntIndexMatchesMap(t *testing.T) {
 				x.del(k)
 				delete(want, k)
 			default:
-				i, ok := x.get(k)
-				wi, wok := want[k]
-				if ok != wok || i != wi {
-					t.Fatalf("get(%d) = %d, %v; want %d, %v", k, i, ok, wi, wok)
-				}
+				checkIntIndexKey(t, &x, want, k)
 			}
 			if x.n != len(want) {
 				t.Fatalf("n = %d, want %d", x.n, len(want))
@@ -202,6 +198,14 @@ func TestIntIndexMatchesMap(t *testing.T) {
 	})
 }
 
+// checkIntIndexKey fails unless x holds key k as want does.
+func checkIntIndexKey(t interface{ Fatalf(string, ...any) }, x *intIndex, want map[uint64]uint32, k uint64) {
+	i, ok := x.get(k)
+	if wi, wok := want[k]; ok != wok || i != wi {
+		t.Fatalf("get(%d) = %d, %v; want %d, %v", k, i, ok, wi, wok)
+	}
+}
+
 // TestIntIndexDeletes runs 400,000 random sets and deletions over 3,000
 // keys (the table near its 3/4 bound, long probe runs, runs wrapping
 // around the table's end) against a Go map, checking every key after each
@@ -212,11 +216,7 @@ func TestIntIndexDeletes(t *testing.T) {
 	want := map[uint64]uint32{}
 	check := func() {
 		for k := uint64(0); k < 3000; k++ {
-			i, ok := x.get(k)
-			wi, wok := want[k]
-			if ok != wok || i != wi {
-				t.Fatalf("get(%d) = %d, %v; want %d, %v", k, i, ok, wi, wok)
-			}
+			checkIntIndexKey(t, &x, want, k)
 		}
 		if x.n != len(want) {
 			t.Fatalf("n = %d, want %d", x.n, len(want))
