@@ -36,10 +36,14 @@ type Sender struct {
 	penc    *changelog.Encoder   // pipeline-level records: stage 0's zone
 	scratch []*row.Row           // per stage: derived fields, changelog inputs
 	selVals []row.Value          // a select row's values
-	keyBuf  []byte
-	buf     []byte
-	crEnc   state.Encoder // upstream rows encoded into packets (Packet.putCR)
-	wm      int64         // the pipeline watermark: select rows' watermark_at
+	// selRow is the row selectRow hands to the log: a field, not a local,
+	// because a log with a Writer (push mode) passes it through an
+	// interface, which would move a local to the heap once per row.
+	selRow [1]changelog.Row
+	keyBuf []byte
+	buf    []byte
+	crEnc  state.Encoder // upstream rows encoded into packets (Packet.putCR)
+	wm     int64         // the pipeline watermark: select rows' watermark_at
 
 	// direct, when set, takes each item at once instead of a packet (one
 	// task run in push mode, Task.Push): dp holds the item's bytes for
@@ -484,9 +488,9 @@ func (s *Sender) selectRow(si int, step uint64, now int64, r *row.Row, ts int64)
 	for _, f := range st.Select {
 		s.selVals = append(s.selVals, r.Get(f))
 	}
-	row1 := [1]changelog.Row{{Op: changelog.Insert, WindowStart: ts, WindowEnd: ts, Values: s.selVals,
-		Version: 1, IsFinal: true, WatermarkAt: s.wm, UpdatedAt: now}}
-	s.log.rows(step, ResultsOf(si), row1[:], s.g.Lineage, s.g.LineageAt)
+	s.selRow[0] = changelog.Row{Op: changelog.Insert, WindowStart: ts, WindowEnd: ts, Values: s.selVals,
+		Version: 1, IsFinal: true, WatermarkAt: s.wm, UpdatedAt: now}
+	s.log.rows(step, ResultsOf(si), s.selRow[:], s.g.Lineage, s.g.LineageAt)
 }
 
 // SetWatermark tells the sender the pipeline watermark (the watermark_at
