@@ -706,3 +706,34 @@ func BenchmarkParseDecimal(b *testing.B) {
 		})
 	}
 }
+
+// TestSchemaClear: Clear makes every field null and keeps the slices'
+// lengths of a row shaped for the schema; a row shaped for another
+// schema is shaped as Shape does.
+func TestSchemaClear(t *testing.T) {
+	s := NewSchema()
+	a, _ := s.Add("a", KindInt)
+	b, _ := s.Add("b", KindString)
+	c, _ := s.Add("c", KindDecimal)
+	r := s.NewRow()
+	_ = r.Set(a, Int(1))
+	_ = r.Set(b, Str("x"))
+	_ = r.Set(c, Int(2))
+	s.Clear(r)
+	if n := r.NullCount(); n != 3 || !r.IsNull(0) || !r.IsNull(1) || !r.IsNull(2) {
+		t.Errorf("after Clear: %d null fields, want 3", n)
+	}
+	if len(r.I) != 1 || len(r.S) != 1 || len(r.D) != 1 || len(r.null) != 1 {
+		t.Errorf("lengths I %d S %d D %d null %d, want 1 1 1 1", len(r.I), len(r.S), len(r.D), len(r.null))
+	}
+	wide := NewSchema()
+	for i := 0; i < 70; i++ {
+		if _, err := wide.Add(fmt.Sprintf("f%d", i), KindInt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wide.Clear(r)
+	if len(r.I) != 70 || len(r.S) != 0 || len(r.D) != 0 || len(r.null) != 2 || r.NullCount() != 70 {
+		t.Errorf("wide: lengths I %d S %d D %d null %d, %d null; want 70 0 0 2, 70", len(r.I), len(r.S), len(r.D), len(r.null), r.NullCount())
+	}
+}

@@ -85,6 +85,17 @@ func (s *Schema) Shape(r *Row) {
 	r.SetAllNull(len(s.Fields))
 }
 
+// Clear sets every field of r null, as Shape does, without storing r's
+// slices again when they already have s's lengths (a row reused for one
+// schema, shaped once).
+func (s *Schema) Clear(r *Row) {
+	if len(r.I) != s.nI || len(r.D) != s.nD || len(r.S) != s.nS || len(r.null) != (len(s.Fields)+63)/64 {
+		s.Shape(r)
+		return
+	}
+	r.SetAllNull(len(s.Fields))
+}
+
 // ExtendFrom makes r hold every field of s while keeping the values of the
 // first `from` fields (decoded by a reader that knew only those): slices
 // grow as needed and fields from index `from` on are set null. Use it when

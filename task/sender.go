@@ -499,28 +499,62 @@ func (s *Sender) SetWatermark(wm int64) { s.wm = wm }
 
 // inputRow makes r stage st's input row for the upstream row cr
 // (window_start, window_end, keys, values, version, is_final) and returns
-// its weight: −1 for update_before and delete, else +1.
+// its weight: −1 for update_before and delete, else +1. The fields are
+// stored by their schema's kinds (changelogSchema: two times, the
+// upstream's key and value columns, an int and a bool); a key or value
+// whose kind is not its field's (null, an int for a decimal field) goes
+// through row.Row.Set.
 func inputRow(st *plan.Stage, r *row.Row, cr *changelog.Row) int {
 	sc := st.Schema
-	sc.Shape(r)
-	set := func(i int, v row.Value) { _ = r.Set(sc.Fields[i], v) }
-	set(0, row.Time(cr.WindowStart))
-	set(1, row.Time(cr.WindowEnd))
+	sc.Clear(r)
+	fs := sc.Fields
+	setIntField(r, &fs[0], cr.WindowStart)
+	setIntField(r, &fs[1], cr.WindowEnd)
 	i := 2
-	for _, v := range cr.Key {
-		set(i, v)
+	for k := range cr.Key {
+		setField(r, &fs[i], &cr.Key[k])
 		i++
 	}
-	for _, v := range cr.Values {
-		set(i, v)
+	for k := range cr.Values {
+		setField(r, &fs[i], &cr.Values[k])
 		i++
 	}
-	set(i, row.Int(int64(cr.Version)))
-	set(i+1, row.Bool(cr.IsFinal))
+	setIntField(r, &fs[i], int64(cr.Version))
+	final := int64(0)
+	if cr.IsFinal {
+		final = 1
+	}
+	setIntField(r, &fs[i+1], final)
 	if cr.Op.Retracts() {
 		return -1
 	}
 	return 1
+}
+
+// setIntField stores v into f, a field held in Row.I (int, time, bool:
+// 0 or 1), and marks it valid.
+func setIntField(r *row.Row, f *row.Field, v int64) {
+	r.I[f.Slot] = v
+	r.SetValid(f.Index)
+}
+
+// setField stores v into f as row.Row.Set does (whose error, for a kind
+// f cannot hold, leaves the field null), storing a value of f's own kind
+// without the call.
+func setField(r *row.Row, f *row.Field, v *row.Value) {
+	if v.Kind != f.Kind {
+		_ = r.Set(*f, *v)
+		return
+	}
+	switch v.Kind {
+	case row.KindDecimal:
+		r.D[f.Slot] = v.D
+	case row.KindString:
+		r.S[f.Slot] = v.S
+	default:
+		r.I[f.Slot] = v.I
+	}
+	r.SetValid(f.Index)
 }
 
 // FromChangelog hands a result row cr of stage up (desc) to stage si that
