@@ -119,6 +119,7 @@ func (rt *runtime) open(ctx context.Context) error {
 	for si, sp := range p.Stages {
 		if e := sp.Operator.EarlyEvery; e > 0 && sp.Operator.Mode != operator.Final && !sp.Desc.Stateless {
 			rt.early[si] = &operator.EarlySchedule{Every: e}
+			rt.anyEarly = true
 		}
 		st := &stage{p: sp}
 		// Listed before its sinks open, so that a refused start closes

@@ -89,28 +89,56 @@ func (rt *runtime) checkTime(r *row.Row, m *source.Meta, ts, now int64) (rule, f
 // checkTimeRules is checkTime for the rules tr of an input whose event-time
 // field is et.
 func checkTimeRules(tr *plan.TimeRules, rules *routerRules, et string, r *row.Row, m *source.Meta, ts, now int64) (rule, field, reason string, ok bool) {
-	pt := now
+	broken, pt := brokenTimeRule(tr, rules, r, m, ts, now)
+	switch broken {
+	case ruleMaxFuture:
+		d, _ := exceeds(ts, pt, tr.MaxFuture)
+		return "max_future", et, fmt.Sprintf("event time %s is %s after its processing time %s; event_time.max_future is %s",
+			row.FormatTime(ts, nil), formatMs(d), row.FormatTime(pt, nil), formatMs(uint64(tr.MaxFuture))), false
+	case ruleMaxPast:
+		d, _ := exceeds(pt, ts, tr.MaxPast)
+		return "max_past", et, fmt.Sprintf("event time %s is %s before its processing time %s; event_time.max_past is %s",
+			row.FormatTime(ts, nil), formatMs(d), row.FormatTime(pt, nil), formatMs(uint64(tr.MaxPast))), false
+	case ruleIngest:
+		in := r.I[tr.Ingest.Slot]
+		return "ingest_time", tr.Ingest.Name, fmt.Sprintf("event time %s is after its ingest time %s %s: an event cannot be produced before it happened (event_time.ingest_time_field)",
+			row.FormatTime(ts, nil), tr.Ingest.Name, row.FormatTime(in, nil)), false
+	}
+	return "", "", "", true
+}
+
+// The timestamp rules brokenTimeRule reports.
+const (
+	ruleNone = iota
+	ruleMaxFuture
+	ruleMaxPast
+	ruleIngest
+)
+
+// brokenTimeRule returns the first timestamp rule of tr (max_future,
+// max_past, ingest time) a record with event time ts, arriving at
+// processing time now, breaks (ruleNone: none), and the processing time
+// pt it was judged against: the record's recorded arrival time, else (a
+// file source) the time the run started, else now. It is the check
+// alone, for every record; checkTimeRules words a broken rule.
+func brokenTimeRule(tr *plan.TimeRules, rules *routerRules, r *row.Row, m *source.Meta, ts, now int64) (broken int, pt int64) {
+	pt = now
 	switch {
 	case m.Arrival != source.NoArrival:
 		pt = m.Arrival
 	case rules.fileClock:
 		pt = rules.start
 	}
-	if d, over := exceeds(ts, pt, tr.MaxFuture); tr.MaxFuture > 0 && over {
-		return "max_future", et, fmt.Sprintf("event time %s is %s after its processing time %s; event_time.max_future is %s",
-			row.FormatTime(ts, nil), formatMs(d), row.FormatTime(pt, nil), formatMs(uint64(tr.MaxFuture))), false
+	if _, over := exceeds(ts, pt, tr.MaxFuture); tr.MaxFuture > 0 && over {
+		return ruleMaxFuture, pt
 	}
-	if d, over := exceeds(pt, ts, tr.MaxPast); tr.MaxPast > 0 && over {
-		return "max_past", et, fmt.Sprintf("event time %s is %s before its processing time %s; event_time.max_past is %s",
-			row.FormatTime(ts, nil), formatMs(d), row.FormatTime(pt, nil), formatMs(uint64(tr.MaxPast))), false
+	if _, over := exceeds(pt, ts, tr.MaxPast); tr.MaxPast > 0 && over {
+		return ruleMaxPast, pt
 	}
-	if tr.HasIngest && !r.IsNull(tr.Ingest.Index) {
-		if in := r.I[tr.Ingest.Slot]; ts > in {
-			return "ingest_time", tr.Ingest.Name, fmt.Sprintf("event time %s is after its ingest time %s %s: an event cannot be produced before it happened (event_time.ingest_time_field)",
-				row.FormatTime(ts, nil), tr.Ingest.Name, row.FormatTime(in, nil)), false
-		}
+	if tr.HasIngest && !r.IsNull(tr.Ingest.Index) && ts > r.I[tr.Ingest.Slot] {
+		return ruleIngest, pt
 	}
-	return "", "", "", true
+	return ruleNone, pt
 }
 
 // exceeds reports whether a − b > limit (limit ≥ 0), and a − b, without
@@ -226,7 +254,8 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64) error {
 		}
 	}
 	if rt.rules.timeRules {
-		if rule, field, reason, ok := rt.checkTime(r, m, ts, recNow); !ok {
+		if broken, _ := brokenTimeRule(&p.Time, &rt.rules, r, m, ts, recNow); broken != ruleNone {
+			rule, field, reason, _ := rt.checkTime(r, m, ts, recNow)
 			snd.QuarantineSource(step, m, reason, field, rule)
 			return nil
 		}
@@ -299,6 +328,9 @@ func (rt *runtime) tick(now int64) {
 	}
 	if len(rt.ins) > 0 {
 		rt.tickInputs(now)
+	}
+	if !rt.anyEarly {
+		return
 	}
 	var due []int
 	for si, e := range rt.early {
