@@ -361,7 +361,7 @@ func (rt *runtime) beginRound(pl *pipeline) *routerOut {
 		rt.tasks[0].SetOutput(b.logs, &b.cnt)
 		rt.bundle = b
 		if rt.rsnd.Direct() == nil {
-			rt.rsnd.SetDirect(rt.tasks[0].Push())
+			rt.rsnd.PushInto(rt.tasks[0])
 		}
 		rt.rsnd.SetWatermark(rt.wm)
 		return ro

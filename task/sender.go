@@ -52,6 +52,10 @@ type Sender struct {
 	dp     Packet
 	dit    Item  // the item being pushed (reused: a push is not reentrant per sender)
 	err    error // the first error direct returned
+	// into, when set, is the task direct pushes into (Task.Push's
+	// function, PushInto): push calls its node without the function
+	// value.
+	into *Task
 
 	// remote, when set (with direct), takes the items whose key group
 	// another task than self owns (a group run: SetRemote).
@@ -61,7 +65,11 @@ type Sender struct {
 
 // SetDirect puts the sender in push mode: every item goes to f at once
 // (Task.Push's function for a sender outside the task).
-func (s *Sender) SetDirect(f func(node int, p *Packet, it *Item) error) { s.direct = f }
+func (s *Sender) SetDirect(f func(node int, p *Packet, it *Item) error) { s.direct, s.into = f, nil }
+
+// PushInto puts the sender in push mode into task t, which it puts in
+// push mode: SetDirect(t.Push()), with the nodes of t called directly.
+func (s *Sender) PushInto(t *Task) { s.direct, s.into = t.Push(), t }
 
 // SetRemote makes a push-mode sender hand the items whose key group a
 // task other than self owns to f instead of pushing them (a run of a
@@ -94,7 +102,13 @@ func (s *Sender) Err() error { return s.err }
 
 // push hands an item to node n directly (push mode).
 func (s *Sender) push(n int, it *Item) {
-	if err := s.direct(n, &s.dp, it); err != nil && s.err == nil {
+	var err error
+	if t := s.into; t != nil {
+		err = t.nodes[n].item(&s.dp, it)
+	} else {
+		err = s.direct(n, &s.dp, it)
+	}
+	if err != nil && s.err == nil {
 		s.err = err
 	}
 	s.dp.arena = s.dp.arena[:0] // only tails and ids live in it
@@ -293,8 +307,7 @@ func (s *Sender) ToOrder(step uint64, now int64, r *row.Row, m *source.Meta, ts 
 func (s *Sender) ToRoots(step uint64, tail []byte, now int64, r *row.Row, m *source.Meta, ts int64, weight int, id ID, stable bool) {
 	o := origin{meta: m, stable: stable}
 	for _, si := range s.g.Roots {
-		o.loc = s.g.Plan.Stages[si].Loc
-		s.toStage(si, step, tail, now, r, &o, ts, weight, id, stable)
+		s.toStage(si, step, tail, now, r, &o, ts, weight, &id)
 	}
 	if len(s.g.JoinSides[0]) > 0 && weight > 0 {
 		s.toJoins(0, step, tail, now, r, m, ts, stable)
@@ -381,9 +394,10 @@ func derive(r *row.Row, d *plan.Derived) error {
 
 // toStage runs stage si's front for one input and hands it to the stage's
 // node in the task owning its key group. r is read only unless it is the
-// stage's scratch row; stable says whether r and the origin's meta outlive
-// the round.
-func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row, o *origin, ts int64, weight int, id ID, stable bool) {
+// stage's scratch row; o.stable says whether r and the origin's meta
+// outlive the round. o.loc is set to the stage's zone when the input goes
+// to quarantine.
+func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row, o *origin, ts int64, weight int, id *ID) {
 	g := s.g
 	st := g.Plan.Stages[si]
 	c := &s.cnt.Stages[si]
@@ -400,6 +414,7 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 	if st.Filter != nil || len(st.Derived) > 0 {
 		keep, reason, field, bad := evaluate(st, w)
 		if bad {
+			o.loc = st.Loc
 			s.quarantineStage(si, step, o, reason, field, "expression")
 			return
 		}
@@ -416,8 +431,7 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 	}
 	if s.direct != nil {
 		// Consumed at once: nothing needs copying.
-		it := &s.dit
-		*it = Item{Step: step, Now: now, TS: ts, Weight: int8(weight), Row: w, Meta: o.meta, CR: o.cr}
+		it := s.directItem(step, now, ts, weight, w, o.meta, o.cr)
 		if len(tail) > 0 {
 			it.tailOff, it.tailLen = s.dp.bytes(tail), uint32(len(tail))
 		}
@@ -455,7 +469,7 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 		// An upstream row travels alone: the receiver makes the input row
 		// from it again (cheaper than a copy of the wider input row).
 		it.Row = nil
-	case w != r || !stable:
+	case w != r || !o.stable:
 		it.Row = p.copyRow(w)
 	}
 	switch {
@@ -463,7 +477,7 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 		if !p.putCR(&it, o.cr, &s.crEnc) {
 			it.CR = p.copyCR(o.cr)
 		}
-	case stable:
+	case o.stable:
 		it.Meta = o.meta
 	default:
 		it.Meta = p.copyMeta(o.meta)
@@ -473,6 +487,30 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 		it.IDHash, it.Payload, it.HasID = id.Hash, id.Payload, true
 	}
 	*p.items.next() = it
+}
+
+// directItem returns the sender's reused item (push mode) holding step,
+// now, ts, weight, r, m and cr, and nothing else: no tail, id or join
+// side. A pointer that did not change since the previous item is not
+// written again (no write barrier), the other fields are stored one by
+// one: cheaper than writing a whole Item, which a running garbage
+// collector's barriers make a bulk copy.
+func (s *Sender) directItem(step uint64, now, ts int64, weight int, r *row.Row, m *source.Meta, cr *changelog.Row) *Item {
+	it := &s.dit
+	it.Step, it.Now, it.TS, it.Weight = step, now, ts, int8(weight)
+	if it.Row != r {
+		it.Row = r
+	}
+	if it.Meta != m {
+		it.Meta = m
+	}
+	if it.CR != cr {
+		it.CR = cr
+	}
+	// crOff and crLen stay 0: an upstream row is encoded into packets only.
+	it.tailOff, it.tailLen, it.idOff, it.idLen = 0, 0, 0, 0
+	it.IDHash, it.Payload, it.HasID, it.Side = 0, 0, false, 0
+	return it
 }
 
 // selectRow emits record r of select stage si as an insert row.
@@ -586,7 +624,7 @@ func (s *Sender) fromRow(si int, step uint64, tail []byte, now int64, r *row.Row
 		return
 	}
 	ts := r.I[et.Slot] + st.EventTimeShift
-	s.toStage(si, step, tail, now, r, o, ts, weight, ID{}, false)
+	s.toStage(si, step, tail, now, r, o, ts, weight, &ID{})
 }
 
 // Retarget points the sender's outputs at another log and counters (a new

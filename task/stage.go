@@ -111,12 +111,16 @@ func (sn *stageNode) item(nr *nodeRT, p *Packet, it *Item) error {
 	case operator.OnTime:
 		if weight > 0 {
 			c.OnTime++
-			sn.accepted(nr, p, it)
+			if it.Meta != nil && (sn.g.Ledger[sn.si] || sn.g.HasContrib[sn.si]) {
+				sn.accepted(nr, p, it)
+			}
 		}
 	case operator.LateAccepted:
 		if weight > 0 {
 			c.LateAccepted++
-			sn.accepted(nr, p, it)
+			if it.Meta != nil && (sn.g.Ledger[sn.si] || sn.g.HasContrib[sn.si]) {
+				sn.accepted(nr, p, it)
+			}
 		}
 	case operator.RetractMissing:
 		c.RetractMissing++

@@ -211,7 +211,7 @@ func (t *Task) Process(n int, r *Round, in []*Packet, out [][]*Packet) (err erro
 func (t *Task) Push() func(node int, p *Packet, it *Item) error {
 	push := func(node int, p *Packet, it *Item) error { return t.nodes[node].item(p, it) }
 	for _, nr := range t.nodes {
-		nr.snd.direct = push
+		nr.snd.direct, nr.snd.into = push, t
 	}
 	return push
 }
