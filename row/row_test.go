@@ -737,3 +737,36 @@ func TestSchemaClear(t *testing.T) {
 		t.Errorf("wide: lengths I %d S %d D %d null %d, %d null; want 70 0 0 2, 70", len(r.I), len(r.S), len(r.D), len(r.null), r.NullCount())
 	}
 }
+
+// TestAppendValues: AppendValues appends, after what dst holds, each
+// field's value as Get returns it: a null, a decimal, a string, an int, a
+// time and a bool, with every other part of the Value zero.
+func TestAppendValues(t *testing.T) {
+	s := NewSchema()
+	n, _ := s.Add("n", KindInt)
+	d, _ := s.Add("d", KindDecimal)
+	str, _ := s.Add("s", KindString)
+	i, _ := s.Add("i", KindInt)
+	tm, _ := s.Add("t", KindTime)
+	b, _ := s.Add("b", KindBool)
+	r := s.NewRow()
+	_ = r.Set(d, Dec(DecimalFromInt(12)))
+	_ = r.Set(str, Str("abc"))
+	_ = r.Set(i, Int(-4))
+	_ = r.Set(tm, Time(1700))
+	_ = r.Set(b, Bool(true))
+	dst := []Value{Str("kept")}
+	// A stale value in the spare capacity is overwritten whole.
+	dst = append(dst, Str("stale"))[:1]
+	got := r.AppendValues(dst, []Field{n, d, str, i, tm, b, i})
+	want := []Value{Str("kept"), Null, {Kind: KindDecimal, D: DecimalFromInt(12)}, {Kind: KindString, S: "abc"},
+		{Kind: KindInt, I: -4}, {Kind: KindTime, I: 1700}, {Kind: KindBool, I: 1}, {Kind: KindInt, I: -4}}
+	if len(got) != len(want) {
+		t.Fatalf("%d values, want %d", len(got), len(want))
+	}
+	for k := range want {
+		if got[k] != want[k] {
+			t.Errorf("value %d = %#v, want %#v", k, got[k], want[k])
+		}
+	}
+}

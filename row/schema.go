@@ -3,6 +3,7 @@ package row
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 )
 
@@ -101,11 +102,21 @@ func (s *Schema) Clear(r *Row) {
 // grow as needed and fields from index `from` on are set null. Use it when
 // s extends the schema r was shaped for (derived fields).
 func (s *Schema) ExtendFrom(r *Row, from int) {
-	r.I = growKeep(r.I, s.nI)
-	r.D = growKeep(r.D, s.nD)
-	r.S = growKeep(r.S, s.nS)
+	// A slice already long enough is not stored again (a row reused for
+	// one schema: no write barrier per row).
+	if len(r.I) < s.nI {
+		r.I = growKeep(r.I, s.nI)
+	}
+	if len(r.D) < s.nD {
+		r.D = growKeep(r.D, s.nD)
+	}
+	if len(r.S) < s.nS {
+		r.S = growKeep(r.S, s.nS)
+	}
 	words := len(r.null)
-	r.null = growKeep(r.null, (len(s.Fields)+63)/64)
+	if n := (len(s.Fields) + 63) / 64; words < n {
+		r.null = growKeep(r.null, n)
+	}
 	// Words taken back from spare capacity still hold the bits of an
 	// earlier, wider shape: clear them before marking the new fields null.
 	clear(r.null[min(words, len(r.null)):])
@@ -191,6 +202,30 @@ func (r *Row) Get(f Field) Value {
 	default:
 		return Value{Kind: f.Kind, I: r.I[f.Slot]}
 	}
+}
+
+// AppendValues appends fields fs of r to dst as boxed Values (what Get
+// returns for each) and returns the extended slice: one pass over the
+// fields, each value written in place.
+func (r *Row) AppendValues(dst []Value, fs []Field) []Value {
+	n := len(dst)
+	dst = slices.Grow(dst, len(fs))[:n+len(fs)]
+	out := dst[n:]
+	for i := range fs {
+		f := &fs[i]
+		v := &out[i]
+		switch {
+		case r.IsNull(f.Index):
+			*v = Null
+		case f.Kind == KindDecimal:
+			*v = Value{Kind: KindDecimal, D: r.D[f.Slot]}
+		case f.Kind == KindString:
+			*v = Value{Kind: KindString, S: r.S[f.Slot]}
+		default:
+			*v = Value{Kind: f.Kind, I: r.I[f.Slot]}
+		}
+	}
+	return dst
 }
 
 // Set stores v into field f. v must be null or of f's kind; an int value is

@@ -515,17 +515,14 @@ func (s *Sender) directItem(step uint64, now, ts int64, weight int, r *row.Row, 
 
 // selectRow emits record r of select stage si as an insert row.
 func (s *Sender) selectRow(si int, step uint64, now int64, r *row.Row, ts int64) {
-	st := s.g.Plan.Stages[si]
-	s.cnt.Stages[si].OnTime++
-	s.cnt.Stages[si].RowsEmitted++
-	s.cnt.Stages[si].FinalRows++
+	c := &s.cnt.Stages[si]
+	c.OnTime++
+	c.RowsEmitted++
+	c.FinalRows++
 	if !s.g.HasSinks[si] {
 		return
 	}
-	s.selVals = s.selVals[:0]
-	for _, f := range st.Select {
-		s.selVals = append(s.selVals, r.Get(f))
-	}
+	s.selVals = r.AppendValues(s.selVals[:0], s.g.Plan.Stages[si].Select)
 	s.selRow[0] = changelog.Row{Op: changelog.Insert, WindowStart: ts, WindowEnd: ts, Values: s.selVals,
 		Version: 1, IsFinal: true, WatermarkAt: s.wm, UpdatedAt: now}
 	s.log.rows(step, ResultsOf(si), s.selRow[:], s.g.Lineage, s.g.LineageAt)
