@@ -104,7 +104,11 @@ func (s *Sender) Err() error { return s.err }
 func (s *Sender) push(n int, it *Item) {
 	var err error
 	if t := s.into; t != nil {
-		err = t.nodes[n].item(&s.dp, it)
+		if nr := t.nodes[n]; nr.stage != nil && it.crLen == 0 {
+			err = nr.stage.item(nr, &s.dp, it) // nodeRT.item's case for a stage node
+		} else {
+			err = nr.item(&s.dp, it)
+		}
 	} else {
 		err = s.direct(n, &s.dp, it)
 	}
@@ -306,6 +310,11 @@ func (s *Sender) ToOrder(step uint64, now int64, r *row.Row, m *source.Meta, ts 
 // It returns an error only for an aggregate or internal failure.
 func (s *Sender) ToRoots(step uint64, tail []byte, now int64, r *row.Row, m *source.Meta, ts int64, weight int, id ID, stable bool) {
 	o := origin{meta: m, stable: stable}
+	if roots := s.g.Roots; len(roots) == 1 && (len(s.g.JoinSides[0]) == 0 || weight <= 0) {
+		// One stage reads the source, no join: nothing to do after it.
+		s.toStage(roots[0], step, tail, now, r, &o, ts, weight, &id)
+		return
+	}
 	for _, si := range s.g.Roots {
 		s.toStage(si, step, tail, now, r, &o, ts, weight, &id)
 	}
