@@ -290,7 +290,7 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64) error {
 	case rt.g.OrderNode >= 0:
 		snd.ToOrder(step, now, r, m, ts, id)
 	default:
-		snd.ToRoots(step, nil, now, r, m, ts, 1, id, true)
+		snd.ToRoots(step, nil, now, r, m, ts, 1, &id, true)
 	}
 	if wm := rt.tracker.Observe(m.Partition, ts, now); wm > rt.wm {
 		rt.advance(wm)

@@ -105,7 +105,7 @@ func (d *dedupNode) item(nr *nodeRT, p *Packet, it *Item) {
 		nr.snd.ToOrder(it.Step, it.Now, it.Row, it.Meta, it.TS, fid)
 		return
 	}
-	nr.snd.ToRoots(it.Step, nil, it.Now, it.Row, it.Meta, it.TS, 1, fid, true)
+	nr.snd.ToRoots(it.Step, nil, it.Now, it.Row, it.Meta, it.TS, 1, &fid, true)
 }
 
 // advance runs the sweep schedule at watermark wm.

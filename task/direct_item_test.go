@@ -45,8 +45,8 @@ aggregates: {n: count()}
 	r1, r2 := p.SourceSchema.NewRow(), p.SourceSchema.NewRow()
 	m1, m2 := &source.Meta{}, &source.Meta{}
 	s.dit.Side = 1 // as a join item leaves it
-	s.ToRoots(1, []byte("tl"), 10, r1, m1, 100, 1, ID{Text: []byte("ev-1"), Hash: 77, Payload: 5, Has: true}, true)
-	s.ToRoots(2, nil, 20, r2, m2, 200, -1, ID{}, true)
+	s.ToRoots(1, []byte("tl"), 10, r1, m1, 100, 1, &ID{Text: []byte("ev-1"), Hash: 77, Payload: 5, Has: true}, true)
+	s.ToRoots(2, nil, 20, r2, m2, 200, -1, &ID{}, true)
 	if len(items) != 2 {
 		t.Fatalf("%d items, want 2", len(items))
 	}

@@ -72,7 +72,7 @@ func (o *orderNode) item(nr *nodeRT, p *Packet, it *Item) {
 	if ok {
 		cnt.Superseded++
 		o.tail = appendChild(o.tail[:0], nil, 0)
-		nr.snd.ToRoots(it.Step, o.tail, it.Now, &cur.row, &cur.meta, cur.ts, -1, ID{}, false)
+		nr.snd.ToRoots(it.Step, o.tail, it.Now, &cur.row, &cur.meta, cur.ts, -1, &ID{}, false)
 	} else {
 		cur = &version{}
 		o.state[i][string(o.key)] = cur
@@ -87,7 +87,7 @@ func (o *orderNode) item(nr *nodeRT, p *Packet, it *Item) {
 		o.tail = appendChild(o.tail[:0], nil, 1)
 		tail = o.tail
 	}
-	nr.snd.ToRoots(it.Step, tail, it.Now, r, it.Meta, it.TS, 1, id, true)
+	nr.snd.ToRoots(it.Step, tail, it.Now, r, it.Meta, it.TS, 1, &id, true)
 }
 
 // expire forgets entities whose latest version's event time + TTL the

@@ -71,7 +71,7 @@ select: [b, a]
 	var step uint64
 	send := func() {
 		step++
-		s.ToRoots(step, nil, 5, r, m, 1000, 1, ID{}, true)
+		s.ToRoots(step, nil, 5, r, m, 1000, 1, &ID{}, true)
 	}
 	if n := testing.AllocsPerRun(1000, send); n != 0 {
 		t.Errorf("allocs per select record: %v, want 0", n)

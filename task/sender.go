@@ -307,16 +307,17 @@ func (s *Sender) ToOrder(step uint64, now int64, r *row.Row, m *source.Meta, ts 
 // filter, derived fields, then its node or, for a select stage, its row).
 // stable says whether r and m outlive the round (the source batch's) or
 // must be copied (an entity's previous version, which order_by replaces).
-// It returns an error only for an aggregate or internal failure.
-func (s *Sender) ToRoots(step uint64, tail []byte, now int64, r *row.Row, m *source.Meta, ts int64, weight int, id ID, stable bool) {
+// id is the record's event id (read during the call). It returns an
+// error only for an aggregate or internal failure.
+func (s *Sender) ToRoots(step uint64, tail []byte, now int64, r *row.Row, m *source.Meta, ts int64, weight int, id *ID, stable bool) {
 	o := origin{meta: m, stable: stable}
 	if roots := s.g.Roots; len(roots) == 1 && (len(s.g.JoinSides[0]) == 0 || weight <= 0) {
 		// One stage reads the source, no join: nothing to do after it.
-		s.toStage(roots[0], step, tail, now, r, &o, ts, weight, &id)
+		s.toStage(roots[0], step, tail, now, r, &o, ts, weight, id)
 		return
 	}
 	for _, si := range s.g.Roots {
-		s.toStage(si, step, tail, now, r, &o, ts, weight, &id)
+		s.toStage(si, step, tail, now, r, &o, ts, weight, id)
 	}
 	if len(s.g.JoinSides[0]) > 0 && weight > 0 {
 		s.toJoins(0, step, tail, now, r, m, ts, stable)
