@@ -618,20 +618,28 @@ func (s *Sender) FromChangelog(si int, step uint64, tail []byte, now int64, cr *
 // quarantined, counted as an input or a retraction.
 func (s *Sender) fromRow(si int, step uint64, tail []byte, now int64, r *row.Row, weight int, cr *changelog.Row, up *changelog.Desc) {
 	st := s.g.Plan.Stages[si]
-	o := &origin{cr: cr, up: up, loc: st.Loc}
-	et := st.EventTime
+	et := &st.EventTime
 	if r.IsNull(et.Index) {
-		c := &s.cnt.Stages[si]
-		if weight > 0 {
-			c.In++
-		} else {
-			c.Retractions++
-		}
-		s.quarantineStage(si, step, o, "event-time field "+et.Name+" is null", et.Name, "event_time")
+		s.nullEventTime(si, step, weight, cr, up)
 		return
 	}
-	ts := r.I[et.Slot] + st.EventTimeShift
-	s.toStage(si, step, tail, now, r, o, ts, weight, &ID{})
+	o := origin{cr: cr, up: up, loc: st.Loc}
+	s.toStage(si, step, tail, now, r, &o, r.I[et.Slot]+st.EventTimeShift, weight, &ID{})
+}
+
+// nullEventTime counts an input row of stage si whose event time is null
+// (an input or a retraction) and quarantines it.
+func (s *Sender) nullEventTime(si int, step uint64, weight int, cr *changelog.Row, up *changelog.Desc) {
+	st := s.g.Plan.Stages[si]
+	et := st.EventTime
+	c := &s.cnt.Stages[si]
+	if weight > 0 {
+		c.In++
+	} else {
+		c.Retractions++
+	}
+	o := &origin{cr: cr, up: up, loc: st.Loc}
+	s.quarantineStage(si, step, o, "event-time field "+et.Name+" is null", et.Name, "event_time")
 }
 
 // Retarget points the sender's outputs at another log and counters (a new
