@@ -21,8 +21,8 @@ import (
 // q7 ("the bid with the highest price") need; where the reference query
 // returns every row tied on x, arg_max returns one (the smallest y).
 type argExtreme struct {
-	x, y  row.Field
-	max   bool
+	x, y row.Field
+	max  bool
 	// ints says x and y are int or timestamp fields: Add compares their
 	// int64s in the row without boxing them (row.Row.Get) first.
 	ints  bool
