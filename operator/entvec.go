@@ -7,9 +7,11 @@ import "slices"
 const entChunkBits = 12
 
 // chunkVec is a vector held in chunks of 1<<entChunkBits elements (the
-// first grows by append up to that size): adding an element never copies
-// the earlier ones, and a pointer from at stays valid while the vector
-// grows. A slice of q5's ~600,000 auctions in one array grew by a quarter
+// first grows by append up to that size, so that a small vector stays
+// small): once the first chunk is full, adding an element never copies
+// the earlier ones and a pointer from at stays valid while the vector
+// grows. Before, an add may move the first chunk: hold no pointer from at
+// across an add. A slice of q5's ~600,000 auctions in one array grew by a quarter
 // at a time (Go's append for large slices), copying 24 MiB in all and
 // leaving four times its final size as garbage; the garbage, not the
 // state, set the heap's peak.

@@ -47,3 +47,22 @@ func TestEntVec(t *testing.T) {
 		t.Fatal("reset did not keep the chunks' memory")
 	}
 }
+
+// TestChunkVecPointers: a pointer from at into a full first chunk or into
+// a later chunk (allocated whole) still reads and writes the element
+// after many adds; a pointer into the first chunk while it grows need
+// not (chunkVec's comment: it may move).
+func TestChunkVecPointers(t *testing.T) {
+	var v chunkVec[keyEntry]
+	for i := range 4097 {
+		v.add(keyEntry{refs: int32(i)})
+	}
+	p, q := v.at(10), v.at(4096)
+	for i := range 10_000 {
+		v.add(keyEntry{refs: int32(4097 + i)})
+	}
+	p.refs, q.refs = -1, -2
+	if v.at(10).refs != -1 || v.at(4096).refs != -2 || v.at(4097).refs != 4097 || v.at(14096).refs != 14096 {
+		t.Fatalf("pointers from at went stale: %d %d", v.at(10).refs, v.at(4096).refs)
+	}
+}

@@ -58,7 +58,7 @@ type snapConfig struct {
 	lateness int64
 	early    int64
 	mode     Mode
-	keys     int // 0: no key, 1: k, 2: k and g
+	keys     int // 0: no key, 1: k, 2: k and g, 3: g alone (a one-int key)
 	aggs     []aggChoice
 	retract  bool
 	groups   int   // key groups (0: the default)
@@ -80,8 +80,12 @@ func (c snapConfig) build(t interface{ Fatal(...any) }, f snapFields) *Operator 
 		}
 		cols = append(cols, col)
 	}
+	key := []row.Field{f.k, f.g}[:min(c.keys, 2)]
+	if c.keys == 3 {
+		key = []row.Field{f.g}
+	}
 	cfg := Config{AllowedLateness: c.lateness, Mode: c.mode, EarlyEvery: c.early, Aggs: cols,
-		Key: []row.Field{f.k, f.g}[:c.keys], KeyGroups: c.groups, Order: c.order, NoSlicing: c.noSlice}
+		Key: key, KeyGroups: c.groups, Order: c.order, NoSlicing: c.noSlice}
 	switch c.kind {
 	case "session":
 		cfg.Gap = c.gap
@@ -131,6 +135,7 @@ type snapEvent struct {
 	d     string
 	s     string
 	dNull bool
+	gNull bool
 }
 
 var snapDecimals = []string{"19.99", "0.01", "2", "2.0", "2.00", "-5.5", "0.10", "1000000"}
@@ -175,7 +180,11 @@ func drawSnapSteps(t *rapid.T, retract bool) []snapStep {
 func (f snapFields) fill(r *row.Row, e snapEvent) {
 	f.schema.Shape(r)
 	r.Set(f.k, row.Str(e.key))
-	r.Set(f.g, row.Int(e.g))
+	if e.gNull {
+		r.SetNull(f.g.Index)
+	} else {
+		r.Set(f.g, row.Int(e.g))
+	}
 	if e.v != nil {
 		r.Set(f.v, row.Int(*e.v))
 	} else {
