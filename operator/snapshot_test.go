@@ -64,6 +64,10 @@ type snapConfig struct {
 	groups   int   // key groups (0: the default)
 	order    Order // Config.Order
 	noSlice  bool  // Config.NoSlicing
+	// assigner, when set, replaces Fixed{size, slide} (a clone for each
+	// operator); origin is then the first watermark (runChunked).
+	assigner window.Assigner
+	origin   int64
 }
 
 func (c snapConfig) build(t interface{ Fatal(...any) }, f snapFields) *Operator {
@@ -91,6 +95,9 @@ func (c snapConfig) build(t interface{ Fatal(...any) }, f snapFields) *Operator 
 		cfg.Gap = c.gap
 	default:
 		cfg.Assigner = &window.Fixed{Size: c.size, Slide: c.slide}
+		if c.assigner != nil {
+			cfg.Assigner = c.assigner.Clone()
+		}
 	}
 	op, err := New(cfg)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -80,7 +81,7 @@ func runChunked(t fataler, f snapFields, cfg snapConfig, steps []snapStep, group
 	a.SetTransientKeys(true)
 	r := f.schema.NewRow()
 	var live []snapEvent
-	var wm, now int64
+	wm, now := cfg.origin, int64(0)
 	var sch *EarlySchedule
 	if cfg.early > 0 {
 		sch = &EarlySchedule{Every: cfg.early}
@@ -647,5 +648,95 @@ func TestIntKeysMatchStringKeys(t *testing.T) {
 				t.Fatalf("the run did not exercise the key table: %d ids at most, a free list: %v", maxIDs, sawFree)
 			}
 		})
+	}
+}
+
+// TestSlicedCalendarMatchesUnsliced is TestSlicedMatchesUnslicedInChunks
+// for sliding calendar windows (sliced by local days: a slice's records
+// share its windows, processSliced) in zones whose days are not 24 hours:
+// clocks jumping over midnight (America/Sao_Paulo, 2018-11-04), midnight
+// twice (Asia/Amman, 2014-10-31), a day of 23 and one of 25 hours
+// (Europe/London). Event times and watermark steps are in half hours
+// around the transition. (A day skipped whole, Pacific/Apia's 2011-12-30,
+// gives two windows one start: TestCalendarWindowsSharingAStart.)
+func TestSlicedCalendarMatchesUnsliced(t *testing.T) {
+	zones := []struct {
+		name string
+		at   string // a local midnight before the transition
+	}{
+		{"America/Sao_Paulo", "2018-11-02"},
+		{"Asia/Amman", "2014-10-29"},
+		{"Europe/London", "2021-03-27"},
+		{"Europe/London", "2021-10-30"},
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		z := zones[rapid.IntRange(0, len(zones)-1).Draw(t, "zone")]
+		loc, err := time.LoadLocation(z.name)
+		if err != nil {
+			t.Skip(err)
+		}
+		d, err := time.ParseInLocation("2006-01-02", z.at, loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := newSnapFields(t)
+		cfg := drawSnapConfig(t, "sliding")
+		size := rapid.Int64Range(2, 4).Draw(t, "sizeDays")
+		cfg.assigner = &window.Calendar{SizeDays: size, SlideDays: rapid.Int64Range(1, size).Draw(t, "slideDays"), Loc: loc}
+		cfg.origin = d.UnixMilli() - 24*3_600_000
+		const half = 1_800_000
+		cfg.lateness *= half
+		cfg.keys = rapid.SampledFrom([]int{1, 2, 3}).Draw(t, "keys")
+		cfg.order = Order(rapid.IntRange(0, 2).Draw(t, "order"))
+		if o := cfg.build(t, f); !o.Sliced() {
+			t.Skip("not sliced: an aggregate whose result depends on its history")
+		}
+		steps := drawWideSteps(t, cfg.retract)
+		for i := range steps {
+			steps[i].ev.ts = d.UnixMilli() + steps[i].ev.ts*half
+			steps[i].wm *= half
+			steps[i].dtNow *= half
+		}
+		cfg.early *= half
+		groups := rapid.Bool().Draw(t, "groups") && cfg.order != OrderArrival
+		runChunked(t, f, cfg, steps, groups, rapid.IntRange(1, 4).Draw(t, "limit"))
+	})
+}
+
+// TestCalendarWindowsSharingAStart: Pacific/Apia skipped 2011-12-30
+// (UTC−10 to UTC+14), so the 2-day windows starting that day and the next
+// share their start (the local midnight of 12-31, 1325239200000): a
+// record at that instant is in both, [12-31, 01-01) and [12-31, 01-02).
+// The sliced operator emits both rows, each with the record; the unsliced
+// one (panes by window start) folds both into one pane and emits one row
+// counting the record twice. Which answer is right is a design question
+// (sinks identify rows by window start and key, so two rows would
+// collide there too); it predates today's changes.
+func TestCalendarWindowsSharingAStart(t *testing.T) {
+	t.Skip("bug, not fixed: calendar windows over a skipped local day share a start; the unsliced operator counts a record twice in one pane, the sliced one emits two rows with the same (window_start, key)")
+	loc, err := time.LoadLocation("Pacific/Apia")
+	if err != nil {
+		t.Skip(err)
+	}
+	schema, kf, _ := testSchema(t)
+	const ts = 1325239200000
+	want := "insert [1325239200000,1325325600000) key=4:a, vals=2:1, v1 final=true wm=1326103200000 at=0\n" +
+		"insert [1325239200000,1325412000000) key=4:a, vals=2:1, v1 final=true wm=1326103200000 at=0"
+	for _, noSlice := range []bool{false, true} {
+		cnt, _ := aggregate.New(aggregate.Spec{Name: "n", Func: "count"})
+		o, err := New(Config{Assigner: &window.Calendar{SizeDays: 2, SlideDays: 1, Loc: loc}, Mode: Final,
+			Key: []row.Field{kf}, Aggs: []aggregate.Column{cnt}, NoSlicing: noSlice})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := schema.NewRow()
+		r.Set(kf, row.Str("a"))
+		if _, err := o.Process(r, ts, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		o.AdvanceWatermark(ts+10*86_400_000, 0)
+		if got := strings.Join(formatRows(o.Drain()), "\n"); got != want {
+			t.Errorf("sliced %v: rows\n%s\nwant\n%s", o.Sliced(), got, want)
+		}
 	}
 }
