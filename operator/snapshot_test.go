@@ -118,7 +118,7 @@ func drawSnapConfig(t *rapid.T, kind string) snapConfig {
 	c.lateness = rapid.SampledFrom([]int64{0, 5, 15, 1000}).Draw(t, "lateness")
 	c.early = rapid.SampledFrom([]int64{0, 0, 3, 7}).Draw(t, "early")
 	c.mode = Mode(rapid.IntRange(0, 2).Draw(t, "mode"))
-	c.keys = rapid.SampledFrom([]int{1, 1, 2, 0}).Draw(t, "keys")
+	c.keys = rapid.SampledFrom([]int{1, 1, 2, 0, 3}).Draw(t, "keys")
 	c.aggs = rapid.SliceOfNDistinct(rapid.SampledFrom(snapAggs), 1, 5, func(a aggChoice) aggChoice { return a }).Draw(t, "aggs")
 	c.retract = rapid.Bool().Draw(t, "retract")
 	return c

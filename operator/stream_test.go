@@ -306,7 +306,7 @@ func TestStreamedCloseMatchesBatch(t *testing.T) {
 		{25, 10, 15, OrderArrival, false},
 		{40, 10, 15, OrderBirth, true},
 	}
-	epochs := 24
+	epochs := 16
 	if testing.Short() {
 		epochs = 8
 	}
@@ -400,7 +400,11 @@ func TestStreamedCloseMatchesBatch(t *testing.T) {
 					}
 				}
 			}
+			maxSlice := 0
 			advance := func(to int64) {
+				for _, s := range a.sl.list {
+					maxSlice = max(maxSlice, s.ents.len())
+				}
 				wm = to
 				limit := []int{1, 3, 700, 4096, math.MaxInt}[rng.IntN(5)]
 				var rows []changelog.Row
@@ -451,15 +455,20 @@ func TestStreamedCloseMatchesBatch(t *testing.T) {
 				}
 				a.SetTransientKeys(true)
 			}
+			// Slices per slide: 1, or 2 when the size is not a multiple.
+			x := int64(1)
+			if c.size%c.slide != 0 {
+				x = 2
+			}
 			for p := range int64(epochs) {
-				lo := p * 3000 // the key range moves on: earlier keys go idle
+				lo := p * 3000 * x // the key range moves on: earlier keys go idle
 				var batch []rec
-				for range 6000 { // this slide's records
-					batch = append(batch, rec{key: churnKey(lo + rng.Int64N(7000)), ts: p*c.slide + rng.Int64N(c.slide), v: rng.Int64N(100) - 20})
+				for range 6000 * x { // this slide's records
+					batch = append(batch, rec{key: churnKey(lo + rng.Int64N(7000*x)), ts: p*c.slide + rng.Int64N(c.slide), v: rng.Int64N(100) - 20})
 				}
-				for range 2000 { // late into earlier slices, some too late
+				for range 2000 * x { // late into earlier slices, some too late
 					back := 1 + rng.Int64N(3*c.slide)
-					batch = append(batch, rec{key: churnKey(lo - 3000 + rng.Int64N(9000)), ts: p*c.slide - back, v: rng.Int64N(100) - 20})
+					batch = append(batch, rec{key: churnKey(lo - 3000*x + rng.Int64N(9000*x)), ts: p*c.slide - back, v: rng.Int64N(100) - 20})
 				}
 				rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
 				for i, x := range batch {
@@ -496,9 +505,10 @@ func TestStreamedCloseMatchesBatch(t *testing.T) {
 			if st := a.Stats(); st.Entries != 0 || st.OpenWindows != 0 || st.Keys != 0 {
 				t.Fatalf("state left after the end: %+v", st)
 			}
-			if maxIDs <= 2<<entChunkBits || !sawFree {
-				t.Fatalf("the run did not exercise the key table: %d ids at most, a free list: %v", maxIDs, sawFree)
+			if maxIDs <= 2<<entChunkBits || !sawFree || maxSlice <= 1<<entChunkBits {
+				t.Fatalf("the run did not exercise the chunks: %d ids at most, a free list: %v, %d entries in a slice at most", maxIDs, sawFree, maxSlice)
 			}
+			t.Logf("%d ids, %d entries in a slice at most", maxIDs, maxSlice)
 		})
 	}
 }
