@@ -553,7 +553,7 @@ func TestStreamedCloseMatchesBatch(t *testing.T) {
 // passes 4,096 entries. The rows must be the same but for the key's kind,
 // in the same order, and so must the outcomes and the key counts.
 func TestIntKeysMatchStringKeys(t *testing.T) {
-	epochs := int64(24)
+	epochs := int64(14)
 	if testing.Short() {
 		epochs = 8
 	}
