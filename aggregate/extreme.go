@@ -77,11 +77,24 @@ func (c *extreme[T]) Add(s int32, r *row.Row) error {
 	if r.IsNull(c.arg.Index) {
 		return nil
 	}
+	if ci, ok := any(c).(*extreme[int64]); ok {
+		extremeInt(ci, s, r.I[c.arg.Slot])
+		return nil
+	}
 	x := c.get(r)
 	if !c.valid[s] || c.better(x, c.v[s]) {
 		c.v[s], c.valid[s] = c.keep(x), true
 	}
 	return nil
+}
+
+// extremeInt is Add for int and timestamp values (min and max of Nexmark q5's
+// and q7's bids): the comparison inline, not through the column's get,
+// cmp and keep functions (about 100 instructions a row before).
+func extremeInt(c *extreme[int64], s int32, x int64) {
+	if !c.valid[s] || c.max && x > c.v[s] || !c.max && x < c.v[s] {
+		c.v[s], c.valid[s] = x, true
+	}
 }
 func (c *extreme[T]) Retract(int32, *row.Row) error { return ErrNotRetractable }
 func (c *extreme[T]) Merge(dst, src int32) error {
