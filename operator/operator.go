@@ -203,6 +203,11 @@ type Operator struct {
 	vadv  virtualAdvance // a close of a window held in slices, in progress
 
 	keyBuf []byte
+	// keyInt is the current record's key when keyByValue: a sliced
+	// operator's key of one int, bool or time field that is not null, read
+	// from the row, its encoding in keyBuf only once needed (encodeKey).
+	keyInt     uint64
+	keyByValue bool
 	kid    uint32 // the current record's key id (multi-window panes, slices), when kidOK
 	kidOK  bool
 	wins   []window.Window
@@ -306,12 +311,12 @@ func (o *Operator) Watermark() int64 { return o.wm }
 // before any state changes; any other error leaves the state undefined.
 func (o *Operator) Process(r *row.Row, ts int64, weight int, now int64) (Outcome, error) {
 	o.now = now
+	if o.sl.on && o.cfg.Gap <= 0 {
+		return o.processSliced(r, ts, weight) // encodes the key when it needs it
+	}
 	o.keyBuf = AppendKey(o.keyBuf[:0], r, o.cfg.Key)
-	switch {
-	case o.cfg.Gap > 0:
+	if o.cfg.Gap > 0 {
 		return o.processSession(r, ts, weight)
-	case o.sl.on:
-		return o.processSliced(r, ts, weight)
 	}
 	return o.processPanes(r, ts, weight)
 }

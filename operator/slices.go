@@ -435,9 +435,22 @@ func (ss *sliceStore) insert(s *slice) {
 }
 
 // sliceEntry returns the index in s of the current record's key
-// (o.keyBuf).
+// (o.keyInt when keyByValue, else o.keyBuf).
 func (o *Operator) sliceEntry(s *slice) (int32, bool) {
+	if o.keyByValue {
+		i, ok := s.idx.ints.get(o.keyInt)
+		return int32(i), ok
+	}
 	return s.idx.get(o.keys, o.keyBuf)
+}
+
+// encodeKey puts the current record's key encoding in keyBuf when it
+// holds its value only (keyByValue).
+func (o *Operator) encodeKey(r *row.Row) {
+	if o.keyByValue {
+		o.keyBuf = AppendKey(o.keyBuf[:0], r, o.cfg.Key)
+		o.keyByValue = false
+	}
 }
 
 func (o *Operator) processSliced(r *row.Row, ts int64, weight int) (Outcome, error) {
@@ -458,7 +471,14 @@ func (o *Operator) processSliced(r *row.Row, ts int64, weight int) (Outcome, err
 	if len(o.panes.list) == 0 && len(o.slots.chk) == 0 && len(o.wins) > 0 && !o.closed(ss.recEnd) &&
 		(o.cfg.Mode == Final || !o.firedAt(ss.recEnd)) {
 		// No pane and no window closed: every window is virtual (the loop
-		// below with each window's tests decided by the earliest end).
+		// below with each window's tests decided by the earliest end). A
+		// one-int key finds its slice entry by value; its encoding is
+		// made only for a key new to the slice (applySlice).
+		if f := &o.cfg.Key; o.keys.intKey && !r.IsNull((*f)[0].Index) {
+			o.keyInt, o.keyByValue = uint64(r.I[(*f)[0].Slot]), true
+		} else {
+			o.keyBuf, o.keyByValue = AppendKey(o.keyBuf[:0], r, o.cfg.Key), false
+		}
 		ok, err := o.applySlice(r, ts, weight)
 		switch {
 		case err != nil:
@@ -468,6 +488,7 @@ func (o *Operator) processSliced(r *row.Row, ts int64, weight int) (Outcome, err
 		}
 		return o.outcome(len(o.wins), 0, o.firedAt(ss.recEnd), weight), nil
 	}
+	o.keyBuf, o.keyByValue = AppendKey(o.keyBuf[:0], r, o.cfg.Key), false
 	if len(o.slots.chk) > 0 {
 		o.kid, o.kidOK = o.keys.lookup(o.keyBuf)
 		if err := o.checkSliced(r, ts, weight); err != nil {
@@ -575,6 +596,7 @@ func (o *Operator) applySlice(r *row.Row, ts int64, weight int) (bool, error) {
 	switch {
 	case !ok:
 		if !o.kidOK {
+			o.encodeKey(r)
 			o.kid, o.kidOK = o.keys.intern(o.keyBuf), true
 		}
 		ke := o.keys.ent(o.kid)
