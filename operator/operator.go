@@ -208,9 +208,9 @@ type Operator struct {
 	// from the row, its encoding in keyBuf only once needed (encodeKey).
 	keyInt     uint64
 	keyByValue bool
-	kid    uint32 // the current record's key id (multi-window panes, slices), when kidOK
-	kidOK  bool
-	wins   []window.Window
+	kid        uint32 // the current record's key id (multi-window panes, slices), when kidOK
+	kidOK      bool
+	wins       []window.Window
 
 	out      []changelog.Row
 	vals     []row.Value // backing for out[i].Values
