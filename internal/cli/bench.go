@@ -107,7 +107,10 @@ Per run and as the median over the runs:
 the same query on the same generated events with plain maps
 (internal/nexbase for the Nexmark queries, by pipeline and last stage name;
 internal/articlebase for article, reading the same file) and prints the
-ratio of the medians, tidemark / loop.
+ratio of the medians, tidemark / loop, and the median of the rounds'
+ratios: each round runs tidemark, then the loop, so that a shared
+machine's slow and fast spells fall on both (with --cpuprofile the loop's
+runs come after all of tidemark's).
 
 --write-events FILE (article only) writes the events to FILE and exits, so
 that examples/article/pipeline.yaml can run on them (ARTICLE_EVENTS=FILE).
@@ -216,8 +219,11 @@ type benchReport struct {
 		EventsPerCore float64 `json:"events_per_core_s"`
 		EventsPerSec  float64 `json:"events_per_s"`
 	} `json:"ratio,omitempty"`
-	PeakRSSReset bool   `json:"peak_rss_reset_per_run"` // false: each peak RSS is the process's since its start
-	Notes        string `json:"notes"`
+	// RoundRatios are each round's tidemark events/s/core over the
+	// baseline's run right after it (the first parallelism), in run order.
+	RoundRatios  []float64 `json:"round_ratios_events_per_core_s,omitempty"`
+	PeakRSSReset bool      `json:"peak_rss_reset_per_run"` // false: each peak RSS is the process's since its start
+	Notes        string    `json:"notes"`
 }
 
 // baselineFunc runs a hand-written loop once, its rows discarded.
@@ -450,6 +456,28 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 		}
 		series[k].Parallelism = n
 	}
+	// The baseline's runs: one after each round of tidemark's (or all
+	// after them when profiling, which covers tidemark's runs only).
+	bs := benchSeries{}
+	if base != nil {
+		bs.Name = base.name
+	}
+	baseRun := func(i int) error {
+		var st nexbase.Stats
+		r, reset, err := measure(func(*liveHeap) (int64, time.Duration, int64, error) {
+			c0 := processCPU()
+			var err error
+			st, err = base.run(ctx, baseCfg)
+			return st.Events, processCPU() - c0, 0, err
+		})
+		if err != nil {
+			return fmt.Errorf("baseline run %d: %w", i+1, err)
+		}
+		r.Rows = st.Rows
+		rep.PeakRSSReset = rep.PeakRSSReset && reset
+		bs.Runs = append(bs.Runs, r)
+		return nil
+	}
 	for i := 0; i < f.repeat; i++ {
 		for k, n := range f.parallelism {
 			var par int
@@ -499,6 +527,11 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 			series[k].Parallelism = par
 			series[k].Runs = append(series[k].Runs, r)
 		}
+		if base != nil && f.cpuProfile == "" {
+			if err := baseRun(i); err != nil {
+				return err
+			}
+		}
 	}
 	for k, s := range series {
 		s.Name = fmt.Sprintf("tidemark ×%d", s.Parallelism)
@@ -518,28 +551,22 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	rep.Tidemark.Median = medianRun(rep.Tidemark.Runs)
 
 	if base != nil {
-		s := benchSeries{Name: base.name}
-		for i := 0; i < f.repeat; i++ {
-			var st nexbase.Stats
-			r, reset, err := measure(func(*liveHeap) (int64, time.Duration, int64, error) {
-				c0 := processCPU()
-				var err error
-				st, err = base.run(ctx, baseCfg)
-				return st.Events, processCPU() - c0, 0, err
-			})
-			if err != nil {
-				return fmt.Errorf("baseline run %d: %w", i+1, err)
+		if f.cpuProfile != "" {
+			for i := 0; i < f.repeat; i++ {
+				if err := baseRun(i); err != nil {
+					return err
+				}
 			}
-			r.Rows = st.Rows
-			rep.PeakRSSReset = rep.PeakRSSReset && reset
-			s.Runs = append(s.Runs, r)
 		}
-		s.Median = medianRun(s.Runs)
-		rep.Baseline = &s
+		bs.Median = medianRun(bs.Runs)
+		rep.Baseline = &bs
 		rep.Ratio = &struct {
 			EventsPerCore float64 `json:"events_per_core_s"`
 			EventsPerSec  float64 `json:"events_per_s"`
-		}{ratio(rep.Tidemark.Median.EventsPerCore, s.Median.EventsPerCore), ratio(rep.Tidemark.Median.EventsPerSec, s.Median.EventsPerSec)}
+		}{ratio(rep.Tidemark.Median.EventsPerCore, bs.Median.EventsPerCore), ratio(rep.Tidemark.Median.EventsPerSec, bs.Median.EventsPerSec)}
+		for i := range bs.Runs {
+			rep.RoundRatios = append(rep.RoundRatios, ratio(rep.Tidemark.Runs[i].EventsPerCore, bs.Runs[i].EventsPerCore))
+		}
 	}
 	rep.Notes = "state_bytes_end is the engine's estimate at the end of a bounded run, after every window closed (mostly key tables); peak_live_heap_bytes is the largest live heap at a garbage collection during the run, the whole process included (source buffers, the generator's delay wheel)."
 	if !rep.PeakRSSReset {
@@ -552,6 +579,18 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	}
 	writeBenchText(stdout, &rep)
 	return nil
+}
+
+// median returns the median of sorted values v (0 when v is empty).
+func median(v []float64) float64 {
+	n := len(v)
+	switch {
+	case n == 0:
+		return 0
+	case n%2 == 1:
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // stageNames lists the pipeline's stage names (the pipeline's name for a
@@ -758,14 +797,7 @@ func medianRun(runs []BenchRun) BenchRun {
 			v[i] = get(&runs[i])
 		}
 		slices.Sort(v)
-		n := len(v)
-		if n == 0 {
-			return 0
-		}
-		if n%2 == 1 {
-			return v[n/2]
-		}
-		return (v[n/2-1] + v[n/2]) / 2
+		return median(v)
 	}
 	return BenchRun{
 		Events:          int64(med(func(r *BenchRun) float64 { return float64(r.Events) })),
@@ -872,6 +904,11 @@ func writeBenchText(w io.Writer, rep *benchReport) {
 	if rep.Ratio != nil {
 		fmt.Fprintf(w, "\nratio %s / %s (medians): %.2f of its events/s/core, %.2f of its events/s\n",
 			rep.Tidemark.Name, rep.Baseline.Name, rep.Ratio.EventsPerCore, rep.Ratio.EventsPerSec)
+		if rr := rep.RoundRatios; len(rr) > 1 {
+			sorted := slices.Sorted(slices.Values(rr))
+			fmt.Fprintf(w, "ratio per round (each run beside the loop's after it): median %.2f of its events/s/core (%.2f–%.2f)\n",
+				median(sorted), sorted[0], sorted[len(sorted)-1])
+		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "events/s/core: events / process CPU time (user + system, every thread).")

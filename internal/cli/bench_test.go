@@ -38,6 +38,15 @@ func TestBenchJSON(t *testing.T) {
 			if tm.EventsPerSec <= 0 || tm.WallSeconds <= 0 || tm.PeakRSSBytes <= 0 || rep.Ratio == nil || rep.Ratio.EventsPerSec <= 0 {
 				t.Errorf("figures missing: %+v, ratio %+v", tm, rep.Ratio)
 			}
+			// Each round's ratio is its tidemark run over the loop's run.
+			if len(rep.RoundRatios) != 2 {
+				t.Fatalf("round ratios %v, want 2", rep.RoundRatios)
+			}
+			for i, r := range rep.RoundRatios {
+				if want := rep.Tidemark.Runs[i].EventsPerCore / rep.Baseline.Runs[i].EventsPerCore; r != want {
+					t.Errorf("round %d ratio %v, want %v", i+1, r, want)
+				}
+			}
 		})
 	}
 }
