@@ -11,9 +11,9 @@ const entChunkBits = 12
 // small): once the first chunk is full, adding an element never copies
 // the earlier ones and a pointer from at stays valid while the vector
 // grows. Before, an add may move the first chunk: hold no pointer from at
-// across an add. A slice of q5's ~600,000 auctions in one array grew by a quarter
-// at a time (Go's append for large slices), copying 24 MiB in all and
-// leaving four times its final size as garbage; the garbage, not the
+// across an add. A slice of q5's ~600,000 auctions in one array grew by a
+// quarter at a time (Go's append for large slices), copying 24 MiB in all
+// and leaving four times its final size as garbage; the garbage, not the
 // state, set the heap's peak.
 type chunkVec[T any] struct {
 	chunks [][]T

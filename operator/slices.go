@@ -352,16 +352,16 @@ type virtualAdvance struct {
 	pos    int
 	z      int32 // the scratch slot of merged partials, −1 when none
 	// stream says the window's keys are read from its slices as they are
-	// emitted (orders by first arrival: virtualStream), not listed in
-	// sl.keys first; in are the window's slices and heap their cursors
-	// by the arrival number of their next entry (sl.heap).
+	// emitted (orders by first arrival: streamStart), not listed in
+	// sl.keys first; in are the window's slices and heap their cursors, a
+	// min-heap by the arrival number of their next entry (siftDown).
 	stream bool
 	in     []*slice
 	heap   []cursor
 	parts  []streamPart // scratch: one key's entries over in
 }
 
-// streamPart is one entry of the key being emitted by virtualStream.
+// streamPart is one entry of the key being emitted by streamContinue.
 type streamPart struct {
 	seq  uint64
 	slot int32
@@ -474,8 +474,8 @@ func (o *Operator) processSliced(r *row.Row, ts int64, weight int) (Outcome, err
 		// below with each window's tests decided by the earliest end). A
 		// one-int key finds its slice entry by value; its encoding is
 		// made only for a key new to the slice (applySlice).
-		if f := &o.cfg.Key; o.keys.intKey && !r.IsNull((*f)[0].Index) {
-			o.keyInt, o.keyByValue = uint64(r.I[(*f)[0].Slot]), true
+		if o.keys.intKey && !r.IsNull(o.cfg.Key[0].Index) {
+			o.keyInt, o.keyByValue = uint64(r.I[o.cfg.Key[0].Slot]), true
 		} else {
 			o.keyBuf, o.keyByValue = AppendKey(o.keyBuf[:0], r, o.cfg.Key), false
 		}
@@ -752,25 +752,8 @@ func (o *Operator) windowKeys(w window.Window) {
 			h = append(h, cursor{s: s})
 		}
 	}
-	seqAt := func(c cursor) uint64 { return c.s.ents.at(c.pos).seq }
-	down := func(k int) {
-		for {
-			m := k
-			if l := 2*k + 1; l < len(h) && seqAt(h[l]) < seqAt(h[m]) {
-				m = l
-			}
-			if r := 2*k + 2; r < len(h) && seqAt(h[r]) < seqAt(h[m]) {
-				m = r
-			}
-			if m == k {
-				return
-			}
-			h[k], h[m] = h[m], h[k]
-			k = m
-		}
-	}
 	for k := len(h)/2 - 1; k >= 0; k-- {
-		down(k)
+		siftDown(h, k)
 	}
 	for len(h) > 0 {
 		c := &h[0]
@@ -779,7 +762,7 @@ func (o *Operator) windowKeys(w window.Window) {
 			h[0] = h[len(h)-1]
 			h = h[:len(h)-1]
 		}
-		down(0)
+		siftDown(h, 0)
 	}
 	clear(h[:cap(h)])
 	ss.heap = h[:0]
@@ -1080,22 +1063,27 @@ func (o *Operator) virtualStart(w window.Window, limit int) {
 func (o *Operator) virtualContinue(limit int) bool {
 	v, ss := &o.vadv, &o.sl
 	o.ordA, o.ordB = v.w.End, v.w.Start
-	if v.stream {
-		if o.streamContinue(limit) {
-			return true
-		}
-		v.in = nil
-		clear(v.heap[:cap(v.heap)])
-		v.heap = v.heap[:0]
-		if v.z >= 0 {
-			o.slots.release(v.z)
-			v.z = -1
-		}
-		v.active, v.stream = false, false
-		ss.done = v.w
-		o.freeSlices()
-		return false
+	if v.stream && o.streamContinue(limit) || !v.stream && o.listedContinue(limit) {
+		return true
 	}
+	v.in, v.stream = nil, false
+	clear(v.heap[:cap(v.heap)])
+	v.heap = v.heap[:0]
+	if v.z >= 0 {
+		o.slots.release(v.z)
+		v.z = -1
+	}
+	v.active = false
+	ss.done = v.w
+	o.freeSlices()
+	return false
+}
+
+// listedContinue emits the rows of the window virtualStart listed in
+// sl.keys (OrderGroup), as streamContinue does for the others: it returns
+// true when it stopped at limit pending rows.
+func (o *Operator) listedContinue(limit int) bool {
+	v, ss := &o.vadv, &o.sl
 	for v.pos < len(v.order) {
 		if len(o.out) >= limit {
 			return true
@@ -1121,13 +1109,6 @@ func (o *Operator) virtualContinue(limit int) bool {
 		// insert, version 1, final.
 		o.push(changelog.Insert, k.kid, v.w, o.results(slot), 1, true)
 	}
-	if v.z >= 0 {
-		o.slots.release(v.z)
-		v.z = -1
-	}
-	v.active = false
-	ss.done = v.w
-	o.freeSlices()
 	return false
 }
 
@@ -1159,7 +1140,7 @@ func (o *Operator) streamStart(w window.Window, limit int) {
 	}
 	v.heap = h
 	for k := len(h)/2 - 1; k >= 0; k-- {
-		v.down(k)
+		siftDown(h, k)
 	}
 	if len(v.in) > 1 {
 		ss.nextGen(o.keys.ents.len())
@@ -1167,9 +1148,9 @@ func (o *Operator) streamStart(w window.Window, limit int) {
 	o.reserve(min(n, limit))
 }
 
-// down restores the heap order of v.heap below position k.
-func (v *virtualAdvance) down(k int) {
-	h := v.heap
+// siftDown restores the order of h, a min-heap of slice cursors by the
+// arrival number of their next entry, below position k.
+func siftDown(h []cursor, k int) {
 	seqAt := func(c *cursor) uint64 { return c.s.ents.at(c.pos).seq }
 	for {
 		m := k
@@ -1204,7 +1185,7 @@ func (o *Operator) streamContinue(limit int) bool {
 			v.heap[0] = v.heap[len(v.heap)-1]
 			v.heap = v.heap[:len(v.heap)-1]
 		}
-		v.down(0)
+		siftDown(v.heap, 0)
 		if multi {
 			if ss.mark[e.key] == ss.gen {
 				continue // emitted at its first entry
