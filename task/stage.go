@@ -28,6 +28,7 @@ type stageNode struct {
 	ord   []operator.EmitOrder
 	in    *row.Row // the input row made from an upstream row
 	fired int      // rows of the current firing drained so far (tails' index)
+	outs  bool     // the stage has ledger or contributions outputs (Graph.Ledger, HasContrib)
 }
 
 // DefaultFireChunk is Graph.FireChunk's default.
@@ -68,7 +69,8 @@ func newStageNode(g *Graph, si int) (*stageNode, error) {
 	// (Sender.FromChangelog), which take them at once or copy them into
 	// packets: nothing keeps a row's key past the drain.
 	op.SetTransientKeys(!g.HasSinks[si])
-	return &stageNode{g: g, si: si, st: st, op: op, enc: changelog.NewEncoder(st.Loc), in: st.Schema.NewRow()}, nil
+	return &stageNode{g: g, si: si, st: st, op: op, enc: changelog.NewEncoder(st.Loc), in: st.Schema.NewRow(),
+		outs: g.Ledger[si] || g.HasContrib[si]}, nil
 }
 
 func (sn *stageNode) origin(it *Item) origin {
@@ -111,16 +113,12 @@ func (sn *stageNode) item(nr *nodeRT, p *Packet, it *Item) error {
 	case operator.OnTime:
 		if weight > 0 {
 			c.OnTime++
-			if it.Meta != nil && (sn.g.Ledger[sn.si] || sn.g.HasContrib[sn.si]) {
-				sn.accepted(nr, p, it)
-			}
+			sn.accepted(nr, p, it)
 		}
 	case operator.LateAccepted:
 		if weight > 0 {
 			c.LateAccepted++
-			if it.Meta != nil && (sn.g.Ledger[sn.si] || sn.g.HasContrib[sn.si]) {
-				sn.accepted(nr, p, it)
-			}
+			sn.accepted(nr, p, it)
 		}
 	case operator.RetractMissing:
 		c.RetractMissing++
@@ -216,11 +214,16 @@ func (sn *stageNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, no
 }
 
 // accepted hands an accepted source record to the stage's ledger and
-// contributions outputs.
+// contributions outputs, when it has either: small enough to inline, so a
+// stage without them pays no call per record.
 func (sn *stageNode) accepted(nr *nodeRT, p *Packet, it *Item) {
-	if it.Meta == nil {
-		return
+	if sn.outs && it.Meta != nil {
+		sn.toOutputs(nr, p, it)
 	}
+}
+
+// toOutputs is accepted's work.
+func (sn *stageNode) toOutputs(nr *nodeRT, p *Packet, it *Item) {
 	if sn.g.Ledger[sn.si] {
 		sn.ledger(nr, p, it)
 	}
