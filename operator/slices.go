@@ -92,13 +92,18 @@ type entIndex struct {
 	strs map[string]int32
 }
 
-func (x *entIndex) get(k *keyTable, enc []byte) (int32, bool) {
+// get returns the entry index of the key encoded as enc and, for a key
+// held by value, its cell (whose aux is the entry's slot), else nil.
+func (x *entIndex) get(k *keyTable, enc []byte) (int32, *intCell, bool) {
 	if k.intKey && len(enc) == 9 && enc[0] == 1 {
-		i, ok := x.ints.get(binary.BigEndian.Uint64(enc[1:]))
-		return int32(i), ok
+		c := x.ints.find(binary.BigEndian.Uint64(enc[1:]))
+		if c == nil {
+			return 0, nil, false
+		}
+		return int32(c.v - 1), c, true
 	}
 	i, ok := x.strs[string(enc)]
-	return i, ok
+	return i, nil, ok
 }
 
 // getString is get for an encoding held as a string (a key entry's).
@@ -111,9 +116,10 @@ func (x *entIndex) getString(k *keyTable, enc string) (int32, bool) {
 	return i, ok
 }
 
-func (x *entIndex) set(k *keyTable, enc string, i int32) {
+// set records entry i, holding slot, for the key encoded as enc.
+func (x *entIndex) set(k *keyTable, enc string, i, slot int32) {
 	if v, ok := k.intOf(enc); ok {
-		x.ints.set(v, uint32(i))
+		x.ints.setAux(v, uint32(i), slot)
 		return
 	}
 	if x.strs == nil {
@@ -147,10 +153,14 @@ type intIndex struct {
 }
 
 // intCell is one cell of an intIndex: v is the value + 1, 0 when the cell
-// is empty.
+// is empty; aux is a second value kept beside it in the cell's spare bytes
+// (a slice index's: the entry's slot, so that a record reads its partial
+// aggregate's slot with its entry index and the two loads, of the entry
+// and of the aggregate, overlap instead of following one another).
 type intCell struct {
-	k uint64
-	v uint32
+	k   uint64
+	v   uint32
+	aux int32
 }
 
 // intIndexMin is the smallest table, in cells.
@@ -172,44 +182,54 @@ func intHash(k uint64) uint64 {
 }
 
 func (t *intIndex) get(k uint64) (uint32, bool) {
+	if c := t.find(k); c != nil {
+		return c.v - 1, true
+	}
+	return 0, false
+}
+
+// find returns key k's cell, or nil when k is absent. The pointer is valid
+// until the next set or del.
+func (t *intIndex) find(k uint64) *intCell {
 	if t.n == 0 {
-		return 0, false
+		return nil
 	}
 	m := uint64(len(t.cells) - 1)
 	for h := intHash(k) & m; ; h = (h + 1) & m {
 		c := &t.cells[h]
 		if c.v == 0 {
-			return 0, false
+			return nil
 		}
 		if c.k == k {
-			return c.v - 1, true
+			return c
 		}
 	}
 }
 
 // set records v (below math.MaxUint32) as key k's value, replacing k's
-// earlier one.
-func (t *intIndex) set(k uint64, v uint32) {
+// earlier one (and its aux with 0).
+func (t *intIndex) set(k uint64, v uint32) { t.setAux(k, v, 0) }
+
+// setAux is set with aux as the cell's second value.
+func (t *intIndex) setAux(k uint64, v uint32, aux int32) {
 	if 4*(t.n+1) > 3*len(t.cells) {
 		t.grow()
 	}
-	if t.put(k, v+1) {
+	if t.put(intCell{k: k, v: v + 1, aux: aux}) {
 		t.n++
 	}
 }
 
-// put stores v for k in a table with room and reports whether k is new.
-func (t *intIndex) put(k uint64, v uint32) bool {
+// put stores cell c (c.v > 0) in a table with room and reports whether its
+// key is new.
+func (t *intIndex) put(c intCell) bool {
 	m := uint64(len(t.cells) - 1)
-	for h := intHash(k) & m; ; h = (h + 1) & m {
-		c := &t.cells[h]
-		if c.v == 0 {
-			c.k, c.v = k, v
-			return true
-		}
-		if c.k == k {
-			c.v = v
-			return false
+	for h := intHash(c.k) & m; ; h = (h + 1) & m {
+		d := &t.cells[h]
+		if d.v == 0 || d.k == c.k {
+			isNew := d.v == 0
+			*d = c
+			return isNew
 		}
 	}
 }
@@ -252,7 +272,7 @@ func (t *intIndex) grow() {
 	t.cells = make([]intCell, max(intIndexMin, 2*len(old)))
 	for _, c := range old {
 		if c.v != 0 {
-			t.put(c.k, c.v)
+			t.put(c)
 		}
 	}
 }
@@ -435,11 +455,15 @@ func (ss *sliceStore) insert(s *slice) {
 }
 
 // sliceEntry returns the index in s of the current record's key
-// (o.keyInt when keyByValue, else o.keyBuf).
-func (o *Operator) sliceEntry(s *slice) (int32, bool) {
+// (o.keyInt when keyByValue, else o.keyBuf) and, for a key held by value,
+// its index cell (whose aux is the entry's slot), else nil.
+func (o *Operator) sliceEntry(s *slice) (int32, *intCell, bool) {
 	if o.keyByValue {
-		i, ok := s.idx.ints.get(o.keyInt)
-		return int32(i), ok
+		c := s.idx.ints.find(o.keyInt)
+		if c == nil {
+			return 0, nil, false
+		}
+		return int32(c.v - 1), c, true
 	}
 	return s.idx.get(o.keys, o.keyBuf)
 }
@@ -569,9 +593,24 @@ func (o *Operator) applySlice(r *row.Row, ts int64, weight int) (bool, error) {
 	ss := &o.sl
 	w, s := ss.at(ts)
 	var i int32
+	var c *intCell // the key's index cell, when held by value
 	ok := false
 	if s != nil {
-		i, ok = o.sliceEntry(s)
+		i, c, ok = o.sliceEntry(s)
+	}
+	if c != nil && c.aux >= 0 && weight > 0 {
+		// A live entry: its slot is in the cell, so the loads of the entry
+		// (its key group read first) and of the partial aggregate are
+		// issued together.
+		e := s.ents.at(int(i))
+		g, slot := int(e.group), c.aux
+		if err := o.slots.apply(slot, r, 1); err != nil {
+			return false, err
+		}
+		o.markChanged(g)
+		o.boundSlot(slot)
+		e.rows++
+		return true, nil
 	}
 	if weight < 0 {
 		if !ok || s.ents.at(int(i)).slot < 0 {
@@ -586,6 +625,9 @@ func (o *Operator) applySlice(r *row.Row, ts int64, weight int) (bool, error) {
 		if e.rows--; e.rows <= 0 {
 			o.slots.release(e.slot)
 			e.slot, e.rows = -1, 0
+			if c != nil {
+				c.aux = -1
+			}
 			s.live--
 		}
 		return true, nil
@@ -601,13 +643,17 @@ func (o *Operator) applySlice(r *row.Row, ts int64, weight int) (bool, error) {
 		}
 		ke := o.keys.ent(o.kid)
 		i = int32(s.ents.len())
-		s.ents.add(sliceEnt{seq: ss.seq, birth: o.step, key: o.kid, slot: o.slots.alloc(), group: ke.group})
+		slot := o.slots.alloc()
+		s.ents.add(sliceEnt{seq: ss.seq, birth: o.step, key: o.kid, slot: slot, group: ke.group})
 		ss.seq++
-		s.idx.set(o.keys, ke.enc, i)
+		s.idx.set(o.keys, ke.enc, i, slot)
 		s.live++
 		o.keys.ref(o.kid)
 	case s.ents.at(int(i)).slot < 0:
 		s.ents.at(int(i)).slot = o.slots.alloc()
+		if c != nil {
+			c.aux = s.ents.at(int(i)).slot
+		}
 		s.live++
 	}
 	e := s.ents.at(int(i))
@@ -685,7 +731,7 @@ func (o *Operator) checkSliced(r *row.Row, ts int64, weight int) error {
 	if s == nil {
 		return nil
 	}
-	i, ok := o.sliceEntry(s)
+	i, _, ok := o.sliceEntry(s)
 	if !ok || s.ents.at(int(i)).slot < 0 || o.slots.check(s.ents.at(int(i)).slot, r, weight) == nil {
 		return nil
 	}
@@ -706,7 +752,7 @@ func (o *Operator) keyTotal(w window.Window) int32 {
 	i := sort.Search(len(ss.list), func(j int) bool { return ss.list[j].w.Start >= w.Start })
 	for ; i < len(ss.list) && ss.list[i].w.Start < w.End; i++ {
 		s := ss.list[i]
-		x, ok := o.sliceEntry(s)
+		x, _, ok := o.sliceEntry(s)
 		if !ok {
 			continue
 		}
@@ -1305,7 +1351,7 @@ func (o *Operator) installSlices(list []*slice, next uint64, thr int64) {
 		ss.byStart[s.w.Start] = s
 		for i := range s.ents.len() {
 			e := s.ents.at(i)
-			s.idx.set(o.keys, o.keys.ent(e.key).enc, int32(i))
+			s.idx.set(o.keys, o.keys.ent(e.key).enc, int32(i), e.slot)
 			if e.slot >= 0 {
 				o.boundSlot(e.slot)
 			}

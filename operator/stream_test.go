@@ -383,6 +383,14 @@ func TestStreamedCloseMatchesBatch(t *testing.T) {
 					if got := out == OnTime || out == LateAccepted; weight > 0 && got != want {
 						t.Fatalf("record %+v: outcome %d, model accepts: %v", x, out, want)
 					}
+					if err := sliceCellAgrees(o, x.key); err != nil {
+						t.Fatalf("record %+v: %v", x, err)
+					}
+					if seq%997 == 0 {
+						if err := sliceCellsAgree(o); err != nil {
+							t.Fatalf("record %+v: %v", x, err)
+						}
+					}
 				}
 				if weight > 0 && want {
 					live = append(live, x)
@@ -611,6 +619,14 @@ func TestIntKeysMatchStringKeys(t *testing.T) {
 				ob, errb := b.Process(r, e.ts, weight, now)
 				if erra != nil || errb != nil || oa != ob {
 					t.Fatalf("event %+v: outcomes %d, %d, errors %v, %v", e, oa, ob, erra, errb)
+				}
+				if err := sliceCellAgrees(a, e.g); err != nil {
+					t.Fatalf("event %+v: %v", e, err)
+				}
+				if rng.IntN(500) == 0 {
+					if err := sliceCellsAgree(a); err != nil {
+						t.Fatalf("event %+v: %v", e, err)
+					}
 				}
 				compare("process")
 			}
