@@ -245,7 +245,8 @@ type runtime struct {
 	// early holds each stage's early-firing schedule (nil without early
 	// firings): the router fires them for every task at once.
 	early         []*operator.EarlySchedule
-	anyEarly      bool // some stage of early has a schedule
+	anyEarly      bool       // some stage of early has a schedule
+	bounds        timeBounds // the timestamp rules' bounds (timeOK)
 	events        int64
 	redeliver     int64
 	outside       int64 // records outside Options.Range

@@ -203,7 +203,7 @@ func (rt *runtime) routeInputs(ctx context.Context, pl *pipeline) (stopped bool,
 			}
 			in.lastArr = max(in.lastArr, now)
 			if k == 0 {
-				if err := rt.record(r, m, now); err != nil {
+				if err := rt.record(r, m, now, len(rt.src.Partitions())); err != nil {
 					return false, err
 				}
 			} else if err := rt.recordInput(in, r, m, now); err != nil {

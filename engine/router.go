@@ -141,6 +141,54 @@ func brokenTimeRule(tr *plan.TimeRules, rules *routerRules, r *row.Row, m *sourc
 	return ruleNone, pt
 }
 
+// timeBounds is the range of event times that break no timestamp rule
+// of a record judged against processing time pt (brokenTimeRule), when
+// the rules are max_future and max_past only: [lo, hi].
+type timeBounds struct {
+	set    bool // pt, lo and hi hold
+	pt     int64
+	lo, hi int64
+}
+
+// timeOK reports whether a record with event time ts, meta m, arriving
+// at processing time now certainly breaks no timestamp rule: its event
+// time is within the bounds of its processing time (those of the
+// previous record, most often: a batch's records share it). It is false
+// with an ingest-time rule, which reads the record. brokenTimeRule
+// decides when it is false.
+func (rt *runtime) timeOK(m *source.Meta, ts, now int64) bool {
+	pt := now
+	switch {
+	case m.Arrival != source.NoArrival:
+		pt = m.Arrival
+	case rt.rules.fileClock:
+		pt = rt.rules.start
+	}
+	tb := &rt.bounds
+	if !tb.set || tb.pt != pt {
+		rt.setBounds(pt)
+	}
+	return ts >= tb.lo && ts <= tb.hi
+}
+
+// setBounds sets rt.bounds for processing time pt: ts ≤ pt + max_future
+// and ts ≥ pt − max_past (saturated at the int64 bounds, where every ts
+// passes), an empty range with an ingest-time rule.
+func (rt *runtime) setBounds(pt int64) {
+	tr := &rt.plan.Time
+	tb := timeBounds{set: true, pt: pt, lo: math.MinInt64, hi: math.MaxInt64}
+	if tr.MaxFuture > 0 && pt <= math.MaxInt64-tr.MaxFuture {
+		tb.hi = pt + tr.MaxFuture
+	}
+	if tr.MaxPast > 0 && pt >= math.MinInt64+tr.MaxPast {
+		tb.lo = pt - tr.MaxPast
+	}
+	if tr.HasIngest {
+		tb.lo, tb.hi = 1, 0
+	}
+	rt.bounds = tb
+}
+
 // exceeds reports whether a − b > limit (limit ≥ 0), and a − b, without
 // overflowing for any a and b.
 func exceeds(a, b, limit int64) (uint64, bool) {
@@ -183,6 +231,9 @@ func (rt *runtime) routeBatch(b *source.Batch, more bool) error {
 		return nil
 	}
 	clock := changelog.WatermarkNone
+	// The source's partitions change only when it reads (Next): once
+	// per batch.
+	known := len(rt.src.Partitions())
 	for i := range b.Meta {
 		m := &b.Meta[i]
 		now := m.Arrival
@@ -192,7 +243,7 @@ func (rt *runtime) routeBatch(b *source.Batch, more bool) error {
 			}
 			now = clock
 		}
-		if err := rt.record(&b.Rows[i], m, now); err != nil {
+		if err := rt.record(&b.Rows[i], m, now, known); err != nil {
 			return err
 		}
 	}
@@ -200,15 +251,19 @@ func (rt *runtime) routeBatch(b *source.Batch, more bool) error {
 }
 
 // record runs one source record through the router's checks and hands it
-// to the tasks.
-func (rt *runtime) record(r *row.Row, m *source.Meta, now int64) error {
+// to the tasks. known is the number of partitions the source knows
+// (len(Source.Partitions())).
+func (rt *runtime) record(r *row.Row, m *source.Meta, now int64, known int) error {
 	recNow := now // the record's own processing time (the clock of its batch)
 	rt.events++
 	if m.Redelivery {
 		rt.redeliver++
 	}
-	if err := rt.addPartitions(m.Partition, now); err != nil {
-		return err
+	if rt.parts < known || rt.parts <= m.Partition {
+		// addPartitions has partitions to add (its loop's condition).
+		if err := rt.addPartitions(m.Partition, now); err != nil {
+			return err
+		}
 	}
 	rt.tick(now)
 	now = rt.now
@@ -253,7 +308,7 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64) error {
 			return nil
 		}
 	}
-	if rt.rules.timeRules {
+	if rt.rules.timeRules && !rt.timeOK(m, ts, recNow) {
 		if broken, _ := brokenTimeRule(&p.Time, &rt.rules, r, m, ts, recNow); broken != ruleNone {
 			rule, field, reason, _ := rt.checkTime(r, m, ts, recNow)
 			snd.QuarantineSource(step, m, reason, field, rule)
@@ -317,15 +372,22 @@ func (rt *runtime) addPartitions(p int, now int64) error {
 }
 
 // tick advances processing time to now (it never goes back): idle
-// partitions stop holding the watermark, early firings fire.
+// partitions stop holding the watermark, early firings fire. The
+// inputs' and early firings' work is tickMore's, out of the common path.
 func (rt *runtime) tick(now int64) {
 	if now > rt.now {
 		rt.now = now
 	}
-	now = rt.now
-	if wm := rt.tracker.Tick(now); wm > rt.wm {
+	if wm := rt.tracker.Tick(rt.now); wm > rt.wm {
 		rt.advance(wm)
 	}
+	if len(rt.ins) > 0 || rt.anyEarly {
+		rt.tickMore(rt.now)
+	}
+}
+
+// tickMore is tick's work for several inputs and early firings.
+func (rt *runtime) tickMore(now int64) {
 	if len(rt.ins) > 0 {
 		rt.tickInputs(now)
 	}

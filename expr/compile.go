@@ -31,6 +31,9 @@ type node struct {
 	field   row.Field // when isField: the field read
 	isField bool
 
+	test    IntTest // when hasTest: b as a range test (fieldVsInt)
+	hasTest bool
+
 	at int // rune offset of the construct in the source, for messages
 }
 

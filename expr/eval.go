@@ -24,10 +24,12 @@ type Expr struct {
 	s       fn[string]
 	field   row.Field
 	isField bool
+	test    IntTest
+	hasTest bool
 }
 
 func newExpr(src string, n *node) *Expr {
-	e := &Expr{src: src, kind: n.kind, field: n.field, isField: n.isField}
+	e := &Expr{src: src, kind: n.kind, field: n.field, isField: n.isField, test: n.test, hasTest: n.hasTest}
 	switch n.kind {
 	case row.KindBool:
 		e.b, e.i = n.b, n.ints()

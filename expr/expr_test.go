@@ -3,6 +3,7 @@ package expr
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -842,6 +843,72 @@ func TestFieldVsIntLiteral(t *testing.T) {
 			if got, ok, err := compileT(t, s, src).EvalBool(r); ok || got || err != nil {
 				t.Errorf("%s = %v, %v, %v; want null", src, got, ok, err)
 			}
+		}
+	}
+}
+
+// TestIntTest checks the range form of a field-vs-int comparison
+// (Expr.IntTest, IntTest.Holds): its range worked out by hand for each
+// operator, Holds giving what EvalBool gives for a = 7, the null n_int
+// and the fields at the int64 bounds (big = MaxInt64, small = MinInt64),
+// the bounds' empty ranges (< MinInt64, > MaxInt64) included; an
+// expression of another shape has no IntTest.
+func TestIntTest(t *testing.T) {
+	s := testSchema(t)
+	r := testRow(t, s)
+	a, _ := s.Lookup("a")
+	const minS = "(-9223372036854775807 - 1)"
+	for _, tc := range []struct {
+		src    string
+		lo, hi int64
+		not    bool
+	}{
+		{"a == 7", 7, 7, false},
+		{"7 == a", 7, 7, false},
+		{"a != 7", 7, 7, true},
+		{"a < 7", math.MinInt64, 6, false},
+		{"7 > a", math.MinInt64, 6, false},
+		{"a <= 7", math.MinInt64, 7, false},
+		{"a > 7", 8, math.MaxInt64, false},
+		{"7 <= a", 7, math.MaxInt64, false},
+		{"a >= 7", 7, math.MaxInt64, false},
+		{"a > 9223372036854775807", 1, 0, false},
+		{"a < " + minS, 1, 0, false},
+	} {
+		e := compileT(t, s, tc.src)
+		it, ok := e.IntTest()
+		want := IntTest{Index: a.Index, Slot: a.Slot, Lo: tc.lo, Hi: tc.hi, Not: tc.not}
+		if !ok || it != want {
+			t.Errorf("%s: IntTest() = %+v, %v; want %+v", tc.src, it, ok, want)
+		}
+	}
+	for _, op := range []string{"==", "!=", "<", "<=", ">", ">="} {
+		for _, f := range []string{"a", "n_int", "big", "small"} {
+			for _, k := range []string{"6", "7", "8", "0", "9223372036854775807", "9223372036854775806", minS, "(-9223372036854775807)"} {
+				src := f + " " + op + " " + k
+				e := compileT(t, s, src)
+				it, ok := e.IntTest()
+				if !ok {
+					t.Fatalf("%s: no IntTest", src)
+				}
+				v, vok, err := e.EvalBool(r)
+				if hv, hok := it.Holds(r); err != nil || hv != v || hok != vok {
+					t.Errorf("%s: Holds = %v, %v; EvalBool = %v, %v, %v", src, hv, hok, v, vok, err)
+				}
+			}
+		}
+	}
+	// By hand at the bounds: big >= MaxInt64, small <= MinInt64, big > MaxInt64−1.
+	for src, want := range map[string]bool{"big >= 9223372036854775807": true, "big > 9223372036854775807": false,
+		"small <= " + minS: true, "small < " + minS: false, "big > 9223372036854775806": true, "small != " + minS: false} {
+		it, _ := compileT(t, s, src).IntTest()
+		if v, ok := it.Holds(r); !ok || v != want {
+			t.Errorf("%s: Holds = %v, %v; want %v", src, v, ok, want)
+		}
+	}
+	for _, src := range []string{"a + 0 == 7", "a == b", "ok", "qty == 3 && a == 7", "name == 'x'"} {
+		if _, ok := compileT(t, s, src).IntTest(); ok {
+			t.Errorf("%s: has an IntTest", src)
 		}
 	}
 }

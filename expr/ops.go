@@ -350,8 +350,10 @@ func (c *compiler) compare(opName string, l, r *node, at int) (*node, error) {
 		switch {
 		case l.isField && r.lit && !r.val.IsNull():
 			out.b = fieldVsInt(l.field, op, r.val.I)
+			out.test, out.hasTest = intTest(l.field, op, r.val.I), true
 		case r.isField && l.lit && !l.val.IsNull():
 			out.b = fieldVsInt(r.field, mirror(op), l.val.I)
+			out.test, out.hasTest = intTest(r.field, mirror(op), l.val.I), true
 		default:
 			out.b = compareFn(l.i, r.i, cmpInt, op)
 		}
@@ -577,3 +579,57 @@ func or3(l, r fn[bool]) fn[bool] {
 		return false, false, nil
 	}
 }
+
+// IntTest is a comparison of an int or time field with an int literal
+// (ms since the Unix epoch for a time), such as event_type == 2 or
+// 2 < qty, as the closed range [Lo, Hi] the field's value must lie in
+// (Not: must lie outside): == k is [k, k], != k outside it, < k is
+// [MinInt64, k−1], <= k [MinInt64, k], > k [k+1, MaxInt64], >= k
+// [k, MaxInt64]; a range no value lies in (< MinInt64, > MaxInt64) has
+// Lo > Hi. Index and Slot are the field's (row.Field). It lets a caller
+// evaluating one expression per record (a stage filter) run the test
+// without a call: Holds gives exactly what Expr.EvalBool gives.
+type IntTest struct {
+	Index, Slot int
+	Lo, Hi      int64
+	Not         bool
+}
+
+// intTest returns f op k as an IntTest.
+func intTest(f row.Field, op cmpOp, k int64) IntTest {
+	t := IntTest{Index: f.Index, Slot: f.Slot, Lo: k, Hi: k}
+	switch op {
+	case opNe:
+		t.Not = true
+	case opLt:
+		t.Lo, t.Hi = math.MinInt64, k-1
+		if k == math.MinInt64 {
+			t.Lo, t.Hi = 1, 0 // no value is below MinInt64
+		}
+	case opLe:
+		t.Lo = math.MinInt64
+	case opGt:
+		t.Lo, t.Hi = k+1, math.MaxInt64
+		if k == math.MaxInt64 {
+			t.Lo, t.Hi = 1, 0 // no value is above MaxInt64
+		}
+	case opGe:
+		t.Hi = math.MaxInt64
+	}
+	return t
+}
+
+// Holds evaluates the test on r: v is the comparison's result, ok false
+// when the field is null (v false then), as Expr.EvalBool.
+func (t *IntTest) Holds(r *row.Row) (v, ok bool) {
+	if r.IsNull(t.Index) {
+		return false, false
+	}
+	x := r.I[t.Slot]
+	return (t.Lo <= x && x <= t.Hi) != t.Not, true
+}
+
+// IntTest returns e as an IntTest when e is a comparison of an int or
+// time field with an int literal (the literal on either side), and false
+// otherwise.
+func (e *Expr) IntTest() (IntTest, bool) { return e.test, e.hasTest }

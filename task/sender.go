@@ -7,6 +7,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/expr"
 	"github.com/tidemark/tidemark/keygroup"
 	"github.com/tidemark/tidemark/operator"
 	"github.com/tidemark/tidemark/plan"
@@ -35,6 +36,7 @@ type Sender struct {
 	encs    []*changelog.Encoder // per stage, in the stage's zone
 	penc    *changelog.Encoder   // pipeline-level records: stage 0's zone
 	scratch []*row.Row           // per stage: derived fields, changelog inputs
+	fronts  []front              // per stage: its front's shape (toStage)
 	selVals []row.Value          // a select row's values
 	// selRow is the row selectRow hands to the log: a field, not a local,
 	// because a log with a Writer (push mode) passes it through an
@@ -125,9 +127,34 @@ func NewSender(g *Graph, log *Log, cnt *Counters) *Sender {
 	for _, st := range g.Plan.Stages {
 		s.encs = append(s.encs, changelog.NewEncoder(st.Loc))
 		s.scratch = append(s.scratch, st.Schema.NewRow())
+		s.fronts = append(s.fronts, newFront(st))
 	}
 	s.penc = s.encs[0]
 	return s
+}
+
+// front is what toStage needs to know of a stage's front, read once
+// from the plan instead of per input.
+type front struct {
+	// test is the stage's filter as a direct test (hasTest): a
+	// comparison of an int or time field with an int literal, and no
+	// derived fields. evaluate runs the other fronts (eval).
+	test    expr.IntTest
+	hasTest bool
+	eval    bool // a filter that is not test, or derived fields
+	derived bool // derived fields: the input is copied to the scratch row
+	// stateless: a select stage (its row is emitted at once).
+	stateless bool
+}
+
+// newFront returns stage st's front.
+func newFront(st *plan.Stage) front {
+	f := front{derived: len(st.Derived) > 0, stateless: st.Desc.Stateless}
+	if st.Filter != nil && !f.derived {
+		f.test, f.hasTest = st.Filter.IntTest()
+	}
+	f.eval = !f.hasTest && (st.Filter != nil || f.derived)
+	return f
 }
 
 // ID is a record's event id: its text (dedup.key), hash and payload hash.
@@ -410,6 +437,7 @@ func derive(r *row.Row, d *plan.Derived) error {
 func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row, o *origin, ts int64, weight int, id *ID) {
 	g := s.g
 	st := g.Plan.Stages[si]
+	f := &s.fronts[si]
 	c := &s.cnt.Stages[si]
 	if weight > 0 {
 		c.In++
@@ -417,11 +445,19 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 		c.Retractions++
 	}
 	w := r
-	if len(st.Derived) > 0 && r != s.scratch[si] {
+	if f.derived && r != s.scratch[si] {
 		w = s.scratch[si]
 		w.CopyShallow(r)
 	}
-	if st.Filter != nil || len(st.Derived) > 0 {
+	if f.hasTest {
+		// evaluate's filter without the calls (expr.IntTest).
+		if k, ok := f.test.Holds(w); !ok || !k {
+			if weight > 0 {
+				c.Filtered++
+			}
+			return
+		}
+	} else if f.eval {
 		keep, reason, field, bad := evaluate(st, w)
 		if bad {
 			o.loc = st.Loc
@@ -435,7 +471,7 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 			return
 		}
 	}
-	if st.Desc.Stateless {
+	if f.stateless {
 		s.selectRow(si, step, now, w, ts)
 		return
 	}
@@ -458,7 +494,19 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 				return
 			}
 		}
-		s.push(g.StageNode[si], it)
+		n := g.StageNode[si]
+		if t := s.into; t != nil {
+			if nr := t.nodes[n]; nr.stage != nil {
+				// push's case for a stage node (crLen is 0: directItem),
+				// without its call.
+				if err := nr.stage.item(nr, &s.dp, it); err != nil && s.err == nil {
+					s.err = err
+				}
+				s.dp.arena = s.dp.arena[:0]
+				return
+			}
+		}
+		s.push(n, it)
 		return
 	}
 	var owner int

@@ -80,43 +80,70 @@ func (sn *stageNode) origin(it *Item) origin {
 	return origin{meta: it.Meta, loc: sn.st.Loc}
 }
 
-// item applies one input to the windows.
+// item applies one input to the windows. The common input — a record
+// on time — takes the straight path; an upstream row's input row, an
+// operator error and the other outcomes are out of line.
 func (sn *stageNode) item(nr *nodeRT, p *Packet, it *Item) error {
-	c := &nr.t.cnt.Stages[sn.si]
-	weight := int(it.Weight)
 	r := it.Row
 	if r == nil {
-		// An upstream row sent alone: its input row again, as the sender
-		// made it (its filter kept it and its fields evaluated).
-		r = sn.in
-		if sn.g.upstreamIsJoin(sn.si) {
-			joinInputRow(sn.st, r, it.CR)
-		} else {
-			inputRow(sn.st, r, it.CR)
-		}
-		if _, reason, _, bad := evaluate(sn.st, r); bad {
-			return fmt.Errorf("%s: an input row evaluated twice gave an error the first time did not: %s", sn.st.Name, reason)
+		var err error
+		if r, err = sn.upstreamInput(it); err != nil {
+			return err
 		}
 	}
 	sn.op.SetStep(it.Step)
-	out, err := sn.op.Process(r, it.TS, weight, it.Now)
+	out, err := sn.op.Process(r, it.TS, int(it.Weight), it.Now)
 	if err != nil {
-		var rej *operator.RejectError
-		if errors.As(err, &rej) {
-			o := sn.origin(it)
-			quarantineStage(sn.g, nr.log, nr.t.cnt, sn.enc, sn.si, it.Step, &o, rej.Error(), "", "aggregate", &sn.buf)
-			return nil
-		}
-		return fmt.Errorf("%s: %w", sn.st.Name, err)
+		return sn.processErr(nr, it, err)
 	}
+	if out == operator.OnTime && it.Weight > 0 {
+		nr.t.cnt.Stages[sn.si].OnTime++
+		sn.accepted(nr, p, it)
+	} else {
+		sn.outcome(nr, p, it, out)
+	}
+	if sn.op.Pending() > 0 {
+		sn.drain(nr, it.Step, p.Tail(it), false, it.Now)
+	}
+	return nil
+}
+
+// upstreamInput returns the input row of an upstream row sent alone
+// (it.Row nil): its input row again, as the sender made it (its filter
+// kept it and its fields evaluated).
+func (sn *stageNode) upstreamInput(it *Item) (*row.Row, error) {
+	r := sn.in
+	if sn.g.upstreamIsJoin(sn.si) {
+		joinInputRow(sn.st, r, it.CR)
+	} else {
+		inputRow(sn.st, r, it.CR)
+	}
+	if _, reason, _, bad := evaluate(sn.st, r); bad {
+		return nil, fmt.Errorf("%s: an input row evaluated twice gave an error the first time did not: %s", sn.st.Name, reason)
+	}
+	return r, nil
+}
+
+// processErr handles an error of the operator's Process for it: an
+// aggregate's rejection quarantines the input, any other error is
+// returned.
+func (sn *stageNode) processErr(nr *nodeRT, it *Item, err error) error {
+	var rej *operator.RejectError
+	if errors.As(err, &rej) {
+		o := sn.origin(it)
+		quarantineStage(sn.g, nr.log, nr.t.cnt, sn.enc, sn.si, it.Step, &o, rej.Error(), "", "aggregate", &sn.buf)
+		return nil
+	}
+	return fmt.Errorf("%s: %w", sn.st.Name, err)
+}
+
+// outcome counts an input whose outcome out is not an on-time insert
+// (item's straight path) and applies it.
+func (sn *stageNode) outcome(nr *nodeRT, p *Packet, it *Item, out operator.Outcome) {
+	c := &nr.t.cnt.Stages[sn.si]
 	switch out {
-	case operator.OnTime:
-		if weight > 0 {
-			c.OnTime++
-			sn.accepted(nr, p, it)
-		}
 	case operator.LateAccepted:
-		if weight > 0 {
+		if it.Weight > 0 {
 			c.LateAccepted++
 			sn.accepted(nr, p, it)
 		}
@@ -127,10 +154,6 @@ func (sn *stageNode) item(nr *nodeRT, p *Packet, it *Item) error {
 	case operator.TooLate:
 		sn.tooLate(nr, it)
 	}
-	if sn.op.Pending() > 0 {
-		sn.drain(nr, it.Step, p.Tail(it), false, it.Now)
-	}
-	return nil
 }
 
 // marker applies a watermark advance or an early firing.

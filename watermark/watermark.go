@@ -162,6 +162,12 @@ func (t *Tracker) Tick(now int64) int64 {
 	if t.idle <= 0 {
 		return t.current
 	}
+	return t.tick(now)
+}
+
+// tick is Tick's work with an idle timeout, out of line so that Tick
+// (called once per record) inlines.
+func (t *Tracker) tick(now int64) int64 {
 	if now >= t.nextCheck {
 		t.markIdle(now)
 	}
