@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"encoding/binary"
+
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/window"
@@ -127,7 +129,14 @@ func (o *Operator) rowKey(id uint32) []row.Value {
 	start := len(o.keyArena)
 	o.keyArena = o.keyArena[:start+n]
 	v := o.keyArena[start : start+n : start+n]
-	decodeKeyInto(v, o.keys.ent(id).enc, o.keys.fields)
+	enc := o.keys.ent(id).enc
+	if o.keys.intKey && len(enc) == 9 && enc[0] == 1 {
+		// One int, bool or time field, not null: decodeKeyInto's value
+		// without its loop over fields and tags.
+		v[0] = row.Value{Kind: o.keys.fields[0].Kind, I: int64(binary.BigEndian.Uint64([]byte(enc[1:])))}
+		return v
+	}
+	decodeKeyInto(v, enc, o.keys.fields)
 	return v
 }
 

@@ -211,6 +211,13 @@ type Operator struct {
 	kid        uint32 // the current record's key id (multi-window panes, slices), when kidOK
 	kidOK      bool
 	wins       []window.Window
+	// pwin is the slice of processPanes' last record and its windows
+	// (assignPanes), when ok.
+	pwin struct {
+		slice window.Window
+		wins  []window.Window
+		ok    bool
+	}
 
 	out      []changelog.Row
 	vals     []row.Value // backing for out[i].Values

@@ -47,6 +47,18 @@ type paneStore struct {
 	byStart map[int64]*pane
 	last    *pane
 	pool    []*pane
+	// hit is the entry the last record found or created (not multi): a
+	// record of the same pane and key — every row of one upstream firing
+	// a stage keyed by window_start reads — finds it without the map
+	// (find). It is checked, never invalidated: it names the current
+	// key's entry only while p is the record's pane and entry i holds the
+	// record's key, which find verifies (a pane recycled or rebuilt —
+	// closed, restored, key groups moved — fails the check or still
+	// holds the key at i).
+	hit struct {
+		p *pane
+		i int32
+	}
 }
 
 func (ps *paneStore) init() { ps.byStart = map[int64]*pane{} }
@@ -122,7 +134,13 @@ func (o *Operator) find(p *pane) (int32, bool) {
 		}
 		return 0, false
 	}
+	if h := &o.panes.hit; h.p == p && int(h.i) < len(p.ents) && o.keys.ent(p.ents[h.i].key).enc == string(o.keyBuf) {
+		return h.i, true
+	}
 	i, ok := p.idx[string(o.keyBuf)]
+	if ok {
+		o.panes.hit.p, o.panes.hit.i = p, i
+	}
 	return i, ok
 }
 
@@ -141,7 +159,7 @@ func (o *Operator) indexEntries() {
 }
 
 func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, error) {
-	o.wins = o.cfg.Assigner.Assign(ts, o.wins[:0])
+	o.assignPanes(ts)
 	if o.panes.multi {
 		o.kid, o.kidOK = o.keys.lookup(o.keyBuf)
 	}
@@ -173,6 +191,24 @@ func (o *Operator) processPanes(r *row.Row, ts int64, weight int) (Outcome, erro
 		}
 	}
 	return o.outcome(accepted, skipped, late, weight), nil
+}
+
+// assignPanes sets o.wins to the windows of ts. With an assigner that
+// slices (window.Slicer: Assign returns the same windows for every instant
+// of a slice) a record in the slice of the previous one reuses its
+// windows, as processSliced does: the rows of an upstream firing, whose
+// event times are one window's, are assigned once.
+func (o *Operator) assignPanes(ts int64) {
+	pw := &o.pwin
+	if pw.ok && pw.slice.Contains(ts) {
+		o.wins = pw.wins
+		return
+	}
+	pw.wins = o.cfg.Assigner.Assign(ts, pw.wins[:0])
+	o.wins = pw.wins
+	if sl, ok := o.cfg.Assigner.(window.Slicer); ok {
+		pw.slice, pw.ok = sl.SliceOf(ts), true
+	}
 }
 
 // outcome counts a record in time for some windows and too late for
@@ -251,6 +287,7 @@ func (o *Operator) applyPane(p *pane, r *row.Row, weight int) (bool, error) {
 			ke.panes = append(ke.panes, paneRef{start: p.w.Start, idx: i})
 		} else {
 			p.idx[o.keys.ent(kid).enc] = i
+			o.panes.hit.p, o.panes.hit.i = p, i
 		}
 		p.live++
 		o.keys.ref(kid)

@@ -1231,7 +1231,9 @@ func (o *Operator) streamContinue(limit int) bool {
 			v.heap[0] = v.heap[len(v.heap)-1]
 			v.heap = v.heap[:len(v.heap)-1]
 		}
-		siftDown(v.heap, 0)
+		if len(v.heap) > 1 {
+			siftDown(v.heap, 0) // a window of one slice reads it in order
+		}
 		if multi {
 			if ss.mark[e.key] == ss.gen {
 				continue // emitted at its first entry

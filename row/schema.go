@@ -165,8 +165,19 @@ func (r *Row) SetNull(f int) { r.null[f>>6] |= 1 << (uint(f) & 63) }
 // SetValid marks field f not null.
 func (r *Row) SetValid(f int) { r.null[f>>6] &^= 1 << (uint(f) & 63) }
 
+// SetValidWord marks not null the fields 64w … 64w+63 whose bits are set
+// in mask (bit i: field 64w+i), as SetValid does for each of them: a
+// caller that stores several fields sets their bits with one write.
+func (r *Row) SetValidWord(w int, mask uint64) { r.null[w] &^= mask }
+
 // SetAllNull marks the first n fields null.
 func (r *Row) SetAllNull(n int) {
+	if len(r.null) == 1 && n <= 64 {
+		// One word (64 fields or fewer): the loops' result in one store
+		// (a shift by 64 is 0, so n = 64 gives every bit).
+		r.null[0] = 1<<uint(n) - 1
+		return
+	}
 	for i := range r.null {
 		r.null[i] = 0
 	}

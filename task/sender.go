@@ -601,6 +601,62 @@ func inputRow(st *plan.Stage, r *row.Row, cr *changelog.Row) int {
 	sc := st.Schema
 	sc.Clear(r)
 	fs := sc.Fields
+	if len(fs) > 64 {
+		inputRowWide(fs, r, cr)
+	} else {
+		// Every field in the first word of null bits: the stored fields'
+		// bits set at once (SetValidWord), not one SetValid each.
+		r.I[fs[0].Slot], r.I[fs[1].Slot] = cr.WindowStart, cr.WindowEnd
+		valid := bit(&fs[0]) | bit(&fs[1])
+		i := 2
+		for k := range cr.Key {
+			valid |= storeField(r, &fs[i], &cr.Key[k])
+			i++
+		}
+		for k := range cr.Values {
+			valid |= storeField(r, &fs[i], &cr.Values[k])
+			i++
+		}
+		r.I[fs[i].Slot] = int64(cr.Version)
+		r.I[fs[i+1].Slot] = 0
+		if cr.IsFinal {
+			r.I[fs[i+1].Slot] = 1
+		}
+		r.SetValidWord(0, valid|bit(&fs[i])|bit(&fs[i+1]))
+	}
+	if cr.Op.Retracts() {
+		return -1
+	}
+	return 1
+}
+
+// bit is field f's bit in the first word of a row's null bits (f.Index
+// below 64).
+func bit(f *row.Field) uint64 { return 1 << (uint(f.Index) & 63) }
+
+// storeField stores v into f, a field of the first 64, as setField does,
+// and returns f's bit for the caller to mark valid (SetValidWord); a value
+// not of f's kind goes through row.Row.Set, which marks the field itself
+// (0 returned).
+func storeField(r *row.Row, f *row.Field, v *row.Value) uint64 {
+	if v.Kind != f.Kind {
+		_ = r.Set(*f, *v)
+		return 0
+	}
+	switch v.Kind {
+	case row.KindDecimal:
+		r.D[f.Slot] = v.D
+	case row.KindString:
+		r.S[f.Slot] = v.S
+	default:
+		r.I[f.Slot] = v.I
+	}
+	return bit(f)
+}
+
+// inputRowWide is inputRow's storing for a schema of more than 64 fields,
+// field by field.
+func inputRowWide(fs []row.Field, r *row.Row, cr *changelog.Row) {
 	setIntField(r, &fs[0], cr.WindowStart)
 	setIntField(r, &fs[1], cr.WindowEnd)
 	i := 2
@@ -618,10 +674,6 @@ func inputRow(st *plan.Stage, r *row.Row, cr *changelog.Row) int {
 		final = 1
 	}
 	setIntField(r, &fs[i+1], final)
-	if cr.Op.Retracts() {
-		return -1
-	}
-	return 1
 }
 
 // setIntField stores v into f, a field held in Row.I (int, time, bool:
