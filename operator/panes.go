@@ -50,11 +50,12 @@ type paneStore struct {
 	// hit is the entry the last record found or created (not multi): a
 	// record of the same pane and key — every row of one upstream firing
 	// a stage keyed by window_start reads — finds it without the map
-	// (find). It is checked, never invalidated: it names the current
-	// key's entry only while p is the record's pane and entry i holds the
-	// record's key, which find verifies (a pane recycled or rebuilt —
-	// closed, restored, key groups moved — fails the check or still
-	// holds the key at i).
+	// (find). It is checked, never invalidated: find uses i only when
+	// entry i of the record's pane holds the record's key — a pane's keys
+	// are distinct, so that entry is the key's — whatever happened since
+	// (a pane recycled or rebuilt — closed, restored, key groups moved —
+	// fails the check or still holds the key at i); p == the record's
+	// pane only spares the check for another pane.
 	hit struct {
 		p *pane
 		i int32
