@@ -14,7 +14,9 @@ import (
 // (a + 0 …) and against a derived field beside it (evaluate too): for a
 // = 0, 1, 2, 3, null and 7, the filter a > 1 keeps 2, 3 and 7 (three
 // rows, counted In 6, Filtered 3), a != 3 keeps 0, 1, 2 and 7 (four, the
-// null one filtered).
+// null one filtered). The same six records sent again as retractions
+// (weight −1) count as Retractions only: a retraction the filter drops is
+// not Filtered (that counts inserts), however the filter runs.
 func TestFrontFilter(t *testing.T) {
 	vals := []row.Value{row.Int(0), row.Int(1), row.Int(2), row.Int(3), row.Null, row.Int(7)}
 	for _, tc := range []struct {
@@ -75,6 +77,17 @@ func TestFrontFilter(t *testing.T) {
 		}
 		if len(w.last) == 0 || w.last[0].I != tc.last {
 			t.Errorf("%s %s: last row %v; want b = %d", tc.filter, tc.fields, w.last, tc.last)
+		}
+		for i, v := range vals {
+			r := sc.NewRow()
+			_ = r.Set(fa, v)
+			_ = r.Set(fb, row.Int(10*v.I))
+			_ = r.Set(fts, row.Time(1000))
+			s.ToRoots(uint64(len(vals)+i+1), nil, 5, r, m, 1000, -1, &ID{}, true)
+		}
+		if c := cnt.Stages[0]; c.In != 6 || c.Retractions != 6 || c.Filtered != int64(6-tc.rows) || c.Quarantined != 0 {
+			t.Errorf("%s %s: after 6 retractions: In %d, Retractions %d, Filtered %d, Quarantined %d; want 6, 6, %d, 0",
+				tc.filter, tc.fields, c.In, c.Retractions, c.Filtered, c.Quarantined, 6-tc.rows)
 		}
 	}
 }
