@@ -107,6 +107,19 @@ func checkTimeRules(tr *plan.TimeRules, rules *routerRules, et string, r *row.Ro
 	return "", "", "", true
 }
 
+// judgedAt is the processing time a record with meta m arriving at now
+// is judged against by the timestamp rules: its recorded arrival time,
+// else (a file source) the time the run started, else now.
+func (rules *routerRules) judgedAt(m *source.Meta, now int64) int64 {
+	switch {
+	case m.Arrival != source.NoArrival:
+		return m.Arrival
+	case rules.fileClock:
+		return rules.start
+	}
+	return now
+}
+
 // The timestamp rules brokenTimeRule reports.
 const (
 	ruleNone = iota
@@ -122,13 +135,7 @@ const (
 // file source) the time the run started, else now. It is the check
 // alone, for every record; checkTimeRules words a broken rule.
 func brokenTimeRule(tr *plan.TimeRules, rules *routerRules, r *row.Row, m *source.Meta, ts, now int64) (broken int, pt int64) {
-	pt = now
-	switch {
-	case m.Arrival != source.NoArrival:
-		pt = m.Arrival
-	case rules.fileClock:
-		pt = rules.start
-	}
+	pt = rules.judgedAt(m, now)
 	if _, over := exceeds(ts, pt, tr.MaxFuture); tr.MaxFuture > 0 && over {
 		return ruleMaxFuture, pt
 	}
@@ -157,13 +164,7 @@ type timeBounds struct {
 // with an ingest-time rule, which reads the record. brokenTimeRule
 // decides when it is false.
 func (rt *runtime) timeOK(m *source.Meta, ts, now int64) bool {
-	pt := now
-	switch {
-	case m.Arrival != source.NoArrival:
-		pt = m.Arrival
-	case rt.rules.fileClock:
-		pt = rt.rules.start
-	}
+	pt := rt.rules.judgedAt(m, now)
 	tb := &rt.bounds
 	if !tb.set || tb.pt != pt {
 		rt.setBounds(pt)

@@ -1,8 +1,6 @@
 package operator
 
 import (
-	"encoding/binary"
-
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/window"
@@ -130,10 +128,10 @@ func (o *Operator) rowKey(id uint32) []row.Value {
 	o.keyArena = o.keyArena[:start+n]
 	v := o.keyArena[start : start+n : start+n]
 	enc := o.keys.ent(id).enc
-	if o.keys.intKey && len(enc) == 9 && enc[0] == 1 {
+	if x, ok := o.keys.intOf(enc); ok {
 		// One int, bool or time field, not null: decodeKeyInto's value
 		// without its loop over fields and tags.
-		v[0] = row.Value{Kind: o.keys.fields[0].Kind, I: int64(binary.BigEndian.Uint64([]byte(enc[1:])))}
+		v[0] = row.Value{Kind: o.keys.fields[0].Kind, I: int64(x)}
 		return v
 	}
 	decodeKeyInto(v, enc, o.keys.fields)

@@ -639,9 +639,19 @@ func bit(f *row.Field) uint64 { return 1 << (uint(f.Index) & 63) }
 // not of f's kind goes through row.Row.Set, which marks the field itself
 // (0 returned).
 func storeField(r *row.Row, f *row.Field, v *row.Value) uint64 {
+	if !storeSameKind(r, f, v) {
+		return 0
+	}
+	return bit(f)
+}
+
+// storeSameKind stores v into f's slot when v is of f's kind, without
+// marking f valid, and reports whether it did; else it stores v through
+// row.Row.Set (which marks f) and returns false.
+func storeSameKind(r *row.Row, f *row.Field, v *row.Value) bool {
 	if v.Kind != f.Kind {
 		_ = r.Set(*f, *v)
-		return 0
+		return false
 	}
 	switch v.Kind {
 	case row.KindDecimal:
@@ -651,7 +661,7 @@ func storeField(r *row.Row, f *row.Field, v *row.Value) uint64 {
 	default:
 		r.I[f.Slot] = v.I
 	}
-	return bit(f)
+	return true
 }
 
 // inputRowWide is inputRow's storing for a schema of more than 64 fields,
@@ -687,19 +697,9 @@ func setIntField(r *row.Row, f *row.Field, v int64) {
 // f cannot hold, leaves the field null), storing a value of f's own kind
 // without the call.
 func setField(r *row.Row, f *row.Field, v *row.Value) {
-	if v.Kind != f.Kind {
-		_ = r.Set(*f, *v)
-		return
+	if storeSameKind(r, f, v) {
+		r.SetValid(f.Index)
 	}
-	switch v.Kind {
-	case row.KindDecimal:
-		r.D[f.Slot] = v.D
-	case row.KindString:
-		r.S[f.Slot] = v.S
-	default:
-		r.I[f.Slot] = v.I
-	}
-	r.SetValid(f.Index)
 }
 
 // FromChangelog hands a result row cr of stage up (desc) to stage si that
