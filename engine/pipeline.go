@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -15,6 +16,19 @@ import (
 // inflight is the number of rounds the router may be ahead of the writer:
 // batches in use at once (their memory stays valid until written).
 const inflight = 4
+
+// GoroutineLabel is the pprof label key on the goroutines of a run
+// (runtime/pprof): "router" on Run's goroutine while it routes (at one
+// task it runs the task and the writer's part too), "task" on each task's,
+// "writer" on the writer's. A CPU profile's samples carry it, so that a
+// profile tells the serial goroutines' share from the tasks'
+// (tidemark bench's CPU phases).
+const GoroutineLabel = "tidemark"
+
+// labelled runs f with the goroutine label GoroutineLabel=v.
+func labelled(ctx context.Context, v string, f func()) {
+	pprof.Do(ctx, pprof.Labels(GoroutineLabel, v), func(context.Context) { f() })
+}
 
 // roundMsg is the router's round for one task.
 type roundMsg struct {
@@ -226,18 +240,22 @@ func (rt *runtime) run(ctx context.Context) (stopped bool, err error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pl.guard(func() error { return rt.taskLoop(i, pl) })
+			labelled(wctx, "task", func() {
+				pl.guard(func() error { return rt.taskLoop(i, pl) })
+			})
 		}()
 	}
 	if !rt.inline {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pl.guard(func() error { return rt.writerLoop(wctx, pl) })
+			labelled(wctx, "writer", func() {
+				pl.guard(func() error { return rt.writerLoop(wctx, pl) })
+			})
 		}()
 	}
 	var rerr error
-	func() {
+	labelled(ctx, "router", func() {
 		defer func() {
 			if v := recover(); v != nil {
 				pl.pmuP.Lock()
@@ -253,7 +271,7 @@ func (rt *runtime) run(ctx context.Context) (stopped bool, err error) {
 		} else {
 			stopped, rerr = rt.routeAll(ctx, pl)
 		}
-	}()
+	})
 	if rerr != nil && !errors.Is(rerr, errStopped) {
 		pl.fail(rerr)
 	}

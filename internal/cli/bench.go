@@ -44,6 +44,8 @@ type benchFlags struct {
 	format     string
 	cpuProfile string
 	memProfile string
+	// phases: profile each tidemark run and report its CPU by phase.
+	phases bool
 	// parallelism lists the numbers of tasks to measure (0: the
 	// pipeline's default).
 	parallelism []int
@@ -115,8 +117,19 @@ runs come after all of tidemark's).
 --write-events FILE (article only) writes the events to FILE and exits, so
 that examples/article/pipeline.yaml can run on them (ARTICLE_EVENTS=FILE).
 
---cpuprofile profiles the tidemark runs (not the baseline); --memprofile
-writes the allocation profile after them (go tool pprof).`,
+With --phases (the default) each tidemark run is profiled (runtime/pprof,
+100 samples per CPU second) and the report splits its CPU by phase, from
+each sample's stack: read+decode (sources, decoders), front (the router's
+checks, contract, timestamp rules, filters, derived fields, key
+extraction, key-group hash, watermark), operators (dedup, order_by,
+windows, joins in the tasks), exchange (packets, merging, hand-offs
+between goroutines), sinks (logs, encoders, sinks, the writer),
+checkpoints, gc and other; and by goroutine (router, task, writer:
+the engine's pprof labels), with the share on the serial goroutines.
+
+--cpuprofile writes the tidemark runs' profiles, merged (not the
+baseline's); --memprofile writes the allocation profile after them (go
+tool pprof).`,
 		Example: `  tidemark bench q5
   tidemark bench article --parallelism 1,2 --vs-baseline --repeat 5
   tidemark bench article --events 200000 --write-events out/article/orders.jsonl
@@ -135,6 +148,7 @@ writes the allocation profile after them (go tool pprof).`,
 	fl.BoolVar(&f.baseline, "vs-baseline", false, "also run the hand-written Go loop for the query and print the ratio")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the tidemark runs to this file")
+	fl.BoolVar(&f.phases, "phases", true, "profile each tidemark run and report where its CPU went by phase (read+decode, front, operators, exchange, sinks) and by goroutine")
 	fl.StringVar(&f.memProfile, "memprofile", "", "write an allocation profile after the tidemark runs to this file")
 	fl.Uint64Var(&f.seed, "seed", 1, "article: the event generator's seed")
 	fl.StringVar(&f.writeEvents, "write-events", "", "article: write the generated events to this file and exit")
@@ -163,6 +177,9 @@ type BenchRun struct {
 	DBBackendCPU    float64 `json:"db_backend_cpu_s,omitempty"`
 	DBBackgroundCPU float64 `json:"db_background_cpu_s,omitempty"`
 	Checkpoints     int     `json:"checkpoints,omitempty"`
+	// Phases is where the run's CPU went, from its CPU profile (tidemark
+	// runs with --phases; for a median, each figure's median).
+	Phases *benchPhases `json:"cpu_phases,omitempty"`
 }
 
 // benchSeries is the runs of one side (tidemark or the baseline).
@@ -437,15 +454,12 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	rep.Tidemark.Name = "tidemark"
 	rep.PeakRSSReset = true
 
-	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
+	// Each tidemark run is profiled on its own (its phases); the
+	// profiles are merged into --cpuprofile's file at the end.
+	var prof *cpuRecorder
+	if f.phases || f.cpuProfile != "" {
+		prof = &cpuRecorder{}
+		defer prof.stop() // a failed run's
 	}
 	series := make([]*benchSeries, len(f.parallelism))
 	for k, n := range f.parallelism {
@@ -499,7 +513,15 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 					}
 				}
 				var err error
+				if prof != nil {
+					if err := prof.start(); err != nil {
+						return 0, 0, 0, err
+					}
+				}
 				sum, err = engine.Run(ctx, pl, opts)
+				if prof != nil {
+					prof.stop() // parsed after the measured run
+				}
 				if db != nil {
 					dbBack, dbBg = db.Stop(ctx)
 				}
@@ -510,10 +532,16 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 				return sum.EventsRead, sum.CPU, stateBytes(sum), nil
 			})
 			if err != nil {
-				if f.cpuProfile != "" {
-					pprof.StopCPUProfile()
-				}
 				return fmt.Errorf("run %d: %w", i+1, err)
+			}
+			if prof != nil {
+				ph, err := prof.parse()
+				if err != nil {
+					return err
+				}
+				if f.phases {
+					r.Phases = &ph
+				}
 			}
 			r.Rows = *rows
 			if dbDSN != "" {
@@ -541,7 +569,17 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 		}
 	}
 	if f.cpuProfile != "" {
-		pprof.StopCPUProfile()
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := prof.write(pf); err != nil {
+			pf.Close()
+			return err
+		}
+		if err := pf.Close(); err != nil {
+			return err
+		}
 	}
 	if f.memProfile != "" {
 		if err := writeAllocProfile(f.memProfile); err != nil {
@@ -814,6 +852,7 @@ func medianRun(runs []BenchRun) BenchRun {
 		DBBackendCPU:    med(func(r *BenchRun) float64 { return r.DBBackendCPU }),
 		DBBackgroundCPU: med(func(r *BenchRun) float64 { return r.DBBackgroundCPU }),
 		Checkpoints:     int(med(func(r *BenchRun) float64 { return float64(r.Checkpoints) })),
+		Phases:          medianPhases(runs),
 	}
 }
 
@@ -896,6 +935,7 @@ func writeBenchText(w io.Writer, rep *benchReport) {
 		line("median", &s.Median)
 	}
 	tw.Flush()
+	writePhases(w, series)
 	for _, p := range rep.Parallel {
 		t := &rep.Tidemark
 		fmt.Fprintf(w, "\nparallelism %d / %d (medians): %.2f× the events/s, %.2f of its events/s/core\n",

@@ -38,6 +38,9 @@ func TestBenchJSON(t *testing.T) {
 			if tm.EventsPerSec <= 0 || tm.WallSeconds <= 0 || tm.PeakRSSBytes <= 0 || rep.Ratio == nil || rep.Ratio.EventsPerSec <= 0 {
 				t.Errorf("figures missing: %+v, ratio %+v", tm, rep.Ratio)
 			}
+			if tm.Phases == nil || rep.Baseline.Median.Phases != nil {
+				t.Errorf("phases: tidemark %+v, baseline %+v (the loop is not profiled)", tm.Phases, rep.Baseline.Median.Phases)
+			}
 			// Each round's ratio is its tidemark run over the loop's run.
 			if len(rep.RoundRatios) != 2 {
 				t.Fatalf("round ratios %v, want 2", rep.RoundRatios)
@@ -56,7 +59,8 @@ func TestBenchText(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("code %d, stderr %q", code, errOut)
 	}
-	for _, want := range []string{"tidemark bench q11 (examples/nexmark/q11.yaml; stages q11): 20,000 events per run", "events/s/core", "median"} {
+	for _, want := range []string{"tidemark bench q11 (examples/nexmark/q11.yaml; stages q11): 20,000 events per run", "events/s/core", "median",
+		"CPU by phase", "read+decode", "serial (router + writer)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
