@@ -118,6 +118,12 @@ func (t *Task) Globals() Globals {
 		case nr.join != nil:
 			jg := nr.join.op.Globals()
 			g.Ops[nr.join.si].Emitted = jg.Emitted
+			if !t.g.MultiWM {
+				// The source's watermark, which both sides read: a
+				// pipeline whose only keyed stage is a join has no
+				// stage operator to take it from.
+				g.Watermark, g.Now = max(g.Watermark, nr.in[0]), max(g.Now, jg.Now)
+			}
 		}
 	}
 	if t.g.MultiWM && len(t.nodes) > 0 {
@@ -189,15 +195,20 @@ func (t *Task) Restore(sections []Section, g Globals) error {
 			}
 		}
 		nr.snd.SetWatermark(g.Watermark)
-		if t.g.MultiWM {
-			for i := range nr.in {
-				switch {
-				case i < len(g.Inputs):
-					nr.in[i] = g.Inputs[i]
-				case i == 0:
-					nr.in[i] = g.Watermark
-				}
+		// The inputs' watermarks, in every graph: a join node judges
+		// its rows by its sides' (nr.in) also when every watermark is
+		// the source's (a join of two views of the source), and a row
+		// too late by the checkpoint's watermark must stay too late
+		// after the restore.
+		for i := range nr.in {
+			switch {
+			case i < len(g.Inputs):
+				nr.in[i] = g.Inputs[i]
+			case i == 0:
+				nr.in[i] = g.Watermark
 			}
+		}
+		if t.g.MultiWM {
 			nr.wm = t.g.NodeWatermark(ni, nr.in)
 			nr.snd.SetWatermark(nr.wm)
 		}

@@ -63,9 +63,10 @@ type nodeRT struct {
 	join  *joinNode
 	pos   []int     // merge scratch
 	cr    crScratch // the upstream row of the item being taken (Packet.putCR)
-	// in holds each input's watermark as the markers told it, and wm the
-	// node's own (Graph.NodeWatermark), when the graph's watermarks are
-	// not simply the source's (Graph.MultiWM).
+	// in holds each input's watermark as the markers told it (a join
+	// node's in every graph; every node's when the graph's watermarks
+	// are not simply the source's, Graph.MultiWM), and wm the node's own
+	// (Graph.NodeWatermark) under MultiWM.
 	in []int64
 	wm int64
 }
