@@ -18,7 +18,7 @@ import (
 // graph and the tasks.
 func (rt *runtime) open(ctx context.Context) error {
 	p := rt.plan
-	rt.env = Env{Stdout: rt.opts.Stdout, Pipeline: p.Spec.Name}
+	rt.env = Env{Stdout: rt.opts.Stdout, Pipeline: p.Spec.Name, Fault: rt.opts.FaultHook}
 	rt.wm = watermark.None
 	rt.finalWM = watermark.None
 	rt.initRouter()

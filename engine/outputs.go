@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/sink/jsonl"
 	"github.com/tidemark/tidemark/sink/kafka"
+	"github.com/tidemark/tidemark/sink/parquet"
 	"github.com/tidemark/tidemark/sink/postgres"
 	"github.com/tidemark/tidemark/sink/sqlite"
 	"github.com/tidemark/tidemark/sink/stdout"
@@ -44,6 +45,9 @@ type Env struct {
 	// ("<table>@<task>"), and never empties a table (the other tasks of
 	// the group write it too). Empty otherwise.
 	Task string
+	// Fault is Options.FaultHook, for the named points inside a sink's
+	// commit (parquet, iceberg); nil when none.
+	Fault func(point string, id int64)
 }
 
 // fresh reports whether a SQL sink of the run starts its table over
@@ -71,9 +75,9 @@ type Registry struct {
 }
 
 // DefaultRegistry returns the built-in sinks: sqlite, postgres (mode
-// results; the runner opens mode ledger itself), kafka, jsonl and stdout
-// for results; sqlite and postgres (tables of records), kafka, jsonl and
-// stdout for side outputs.
+// results; the runner opens mode ledger itself), kafka, jsonl, parquet
+// and stdout for results; sqlite and postgres (tables of records), kafka,
+// jsonl, parquet and stdout for side outputs.
 func DefaultRegistry() *Registry {
 	return &Registry{
 		Results: map[string]ResultSinkFactory{
@@ -112,6 +116,9 @@ func DefaultRegistry() *Registry {
 			"stdout": func(_ context.Context, _ spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
 				return stdout.New(env.Stdout, d), nil
 			},
+			"parquet": func(_ context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
+				return parquet.NewResults(d, parquetOptions(s, env))
+			},
 		},
 		Records: map[string]RecordSinkFactory{
 			"sqlite": func(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {
@@ -137,7 +144,19 @@ func DefaultRegistry() *Registry {
 			"stdout": func(_ context.Context, _ spec.Sink, env *Env) (sink.Records, error) {
 				return newLineRecords(env.Stdout), nil
 			},
+			"parquet": func(_ context.Context, s spec.Sink, env *Env) (sink.Records, error) {
+				return parquet.NewRecords(parquetOptions(s, env))
+			},
 		},
+	}
+}
+
+// parquetOptions are a parquet sink's options.
+func parquetOptions(s spec.Sink, env *Env) parquet.Options {
+	return parquet.Options{
+		Dir: s.Path, PartitionBy: s.PartitionBy, Compression: s.Compression, RowGroupRows: s.RowGroupRows,
+		RollBytes: s.RollBytes, DecimalScale: s.DecimalScale, ExactlyOnce: env.exactlyOnce(s),
+		PublishOnFlush: env.Checkpoints, Restoring: env.Restoring, Pipeline: env.Pipeline, Sink: s.Path, Fault: env.Fault,
 	}
 }
 

@@ -845,10 +845,19 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 	default:
 		add(key+".delivery", "%q: want exactly_once or at_least_once", s.Delivery)
 	}
+	files := s.Type == "parquet" || s.Type == "iceberg"
 	if s.Type != "kafka" {
-		for _, k := range setKeys("format", s.Format != "", "schema_registry", s.SchemaRegistry != nil, "decimal_scale", s.DecimalScale != nil) {
+		for _, k := range setKeys("format", s.Format != "", "schema_registry", s.SchemaRegistry != nil, "decimal_scale", s.DecimalScale != nil && !files) {
 			add(key+"."+k, "only for kafka sinks")
 		}
+	}
+	if !files {
+		for _, k := range setKeys("partition_by", len(s.PartitionBy) > 0, "compression", s.Compression != "", "row_group_rows", s.RowGroupRows != 0, "roll_bytes", s.RollBytes != 0) {
+			add(key+"."+k, "only for parquet and iceberg sinks")
+		}
+	}
+	if s.Catalog != nil && s.Type != "iceberg" {
+		add(key+".catalog", "only for iceberg sinks")
 	}
 	sql := s.Type == "sqlite" || s.Type == "postgres"
 	if s.Replace && !sql {
@@ -928,9 +937,15 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 		if s.Path == "" {
 			add(key+".path", "required for jsonl")
 		}
+	case "parquet", "iceberg":
+		validateFileSink(key, s, results, add)
 	case "stdout":
 	case "":
-		add(key+".type", "required (sqlite, postgres, jsonl, kafka or stdout)")
+		if results {
+			add(key+".type", "required (sqlite, postgres, jsonl, kafka, parquet, iceberg or stdout)")
+		} else {
+			add(key+".type", "required (sqlite, postgres, jsonl, kafka, parquet or stdout)")
+		}
 	default:
 		// Other types resolve through the engine's registry, which may hold
 		// sinks added by a library user; an unknown type fails when the
@@ -940,6 +955,63 @@ func validateSink(key string, s *Sink, results bool, add func(key, format string
 		}
 	}
 }
+
+// validateFileSink checks the keys of a parquet or iceberg sink.
+func validateFileSink(key string, s *Sink, results bool, add func(key, format string, args ...any)) {
+	if s.Path == "" {
+		add(key+".path", "required for %s: the %s", s.Type, map[string]string{"parquet": "output directory", "iceberg": "warehouse directory"}[s.Type])
+	}
+	if s.DecimalScale != nil && (*s.DecimalScale < 0 || *s.DecimalScale > 19) {
+		add(key+".decimal_scale", "%d: want 0 to 19", *s.DecimalScale)
+	}
+	switch s.Compression {
+	case "", "zstd", "snappy", "none":
+	default:
+		add(key+".compression", "%q: want zstd, snappy or none", s.Compression)
+	}
+	if s.RowGroupRows < 0 {
+		add(key+".row_group_rows", "%d: must be at least 1", s.RowGroupRows)
+	}
+	if s.RollBytes < 0 {
+		add(key+".roll_bytes", "%d: must be at least 1", s.RollBytes)
+	}
+	seen := map[string]bool{}
+	for i, b := range s.PartitionBy {
+		if seen[b] {
+			add(fmt.Sprintf("%s.partition_by[%d]", key, i), "%q twice", b)
+		}
+		seen[b] = true
+		if !results && s.Type == "parquet" && b != "kind" && b != "day" {
+			add(fmt.Sprintf("%s.partition_by[%d]", key, i), "%q: a side output is partitioned by kind or day", b)
+		}
+	}
+	if s.Type == "parquet" {
+		return
+	}
+	if !results {
+		add(key+".type", "iceberg takes result rows; a side output goes to parquet, jsonl, kafka or a table")
+	}
+	if s.Table != "" && !icebergTableRE.MatchString(s.Table) {
+		add(key+".table", "%q: want <table> or <namespace>.<table> (letters, digits, '_')", s.Table)
+	}
+	if c := s.Catalog; c != nil {
+		switch c.Type {
+		case "", "hadoop":
+			if c.URI != "" {
+				add(key+".catalog.uri", "only for catalog type sql")
+			}
+		case "sql":
+			if c.URI == "" {
+				add(key+".catalog.uri", "required for catalog type sql: a postgres:// URL or a SQLite file")
+			}
+		default:
+			add(key+".catalog.type", "%q: want hadoop or sql", c.Type)
+		}
+	}
+}
+
+// icebergTableRE is an iceberg sink's table: <table> or <namespace>.<table>.
+var icebergTableRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*\.)?[A-Za-z_][A-Za-z0-9_]*$`)
 
 // validateRegistry checks a schema_registry mapping.
 func validateRegistry(key string, r *SchemaRegistry, add func(key, format string, args ...any)) {

@@ -645,16 +645,19 @@ type Quarantine struct {
 
 // Sink configures one output.
 type Sink struct {
-	// Type is "sqlite", "postgres", "jsonl" or "stdout". YAML `type`.
-	// Required.
+	// Type is "sqlite", "postgres", "jsonl", "kafka", "parquet",
+	// "iceberg" (result rows only) or "stdout". YAML `type`. Required.
 	Type string `yaml:"type"`
-	// Path of the database (sqlite) or file (jsonl), relative to the
-	// working directory; parent directories are created (a jsonl file is
-	// truncated when the run opens it). YAML `path`. Required for sqlite
-	// and jsonl.
+	// Path of the database (sqlite), file (jsonl), output directory
+	// (parquet) or warehouse directory (iceberg: the table is
+	// PATH/<namespace>/<table>), relative to the working directory;
+	// parent directories are created (a jsonl file is truncated when the
+	// run opens it). YAML `path`. Required for sqlite, jsonl, parquet and
+	// iceberg.
 	Path string `yaml:"path"`
-	// Table for SQL sinks. YAML `table`. Default: the stage name with '-'
-	// replaced by '_'. Unused by other sink types. For postgres it may be
+	// Table for SQL sinks, and an iceberg sink's table as
+	// "<namespace>.<table>" (namespace default). YAML `table`. Default:
+	// the stage name with '-' replaced by '_'. Unused by other sink types. For postgres it may be
 	// schema-qualified ("analytics.revenue_minute"); in ledger mode it is
 	// the aggregate table.
 	Table string `yaml:"table"`
@@ -732,12 +735,55 @@ type Sink struct {
 	// fails the run, naming the row and column. YAML `decimal_scale`.
 	// Default 6; 0 to 19.
 	DecimalScale *int `yaml:"decimal_scale"`
+	// Parquet and Iceberg sinks (docs/connectors/parquet.md,
+	// docs/connectors/iceberg.md).
+
+	// PartitionBy lists the partition terms of a parquet or iceberg sink,
+	// outermost first: "day" or "hour" of the window's start (a select
+	// stage: the event time; parquet: in the stage's timezone, directories
+	// window_day=2011-12-09; iceberg: Iceberg's day and hour transforms,
+	// in UTC), or a group-key column (its value); a parquet side output
+	// takes "kind" or "day". YAML `partition_by`. Default none.
+	PartitionBy []string `yaml:"partition_by"`
+	// Compression is the Parquet codec of a parquet or iceberg sink:
+	// "zstd", "snappy" or "none". YAML `compression`. Default zstd.
+	Compression string `yaml:"compression" enum:"compression|zstd,snappy,none"`
+	// RowGroupRows is the rows per Parquet row group of a parquet or
+	// iceberg sink. YAML `row_group_rows`. Default 131072.
+	RowGroupRows int64 `yaml:"row_group_rows" zero:"must be at least 1|131072"`
+	// RollBytes closes a parquet or iceberg sink's file when it reaches
+	// this many bytes and starts the next; files are also closed at every
+	// checkpoint. YAML `roll_bytes`. Default 134217728 (128 MiB).
+	RollBytes int64 `yaml:"roll_bytes" zero:"must be at least 1|134217728"`
+	// Catalog is where an iceberg sink's table is registered. YAML
+	// `catalog`. Default {type: hadoop}: the table's metadata files in
+	// its directory under Path.
+	Catalog *IcebergCatalog `yaml:"catalog"`
+
 	// Delivery is "exactly_once" (the default with checkpoints: output is
 	// published when its checkpoint completes) or "at_least_once" (output
 	// is written as it comes; after a restore some of it is written
 	// again). A sink that cannot take part in checkpoints (stdout) needs
 	// at_least_once in a pipeline with checkpoints. YAML `delivery`.
 	Delivery string `yaml:"delivery"`
+}
+
+// IcebergCatalog is the catalog of an iceberg sink's table
+// (docs/connectors/iceberg.md).
+type IcebergCatalog struct {
+	// Type is "hadoop" (the table's metadata files under the warehouse
+	// directory, Path, the current one named by version-hint.text) or
+	// "sql" (Iceberg's JDBC catalog: a table iceberg_tables in a SQLite
+	// file or a PostgreSQL database holding each table's metadata
+	// location, swapped atomically). YAML `type`. Default hadoop.
+	Type string `yaml:"type" enum:"catalog type|hadoop,sql"`
+	// URI is a sql catalog's database: a postgres:// or postgresql:// URL,
+	// else the path of a SQLite file (created if absent). YAML `uri`.
+	// Required for sql.
+	URI string `yaml:"uri"`
+	// Name is the catalog's name in the iceberg_tables rows (a sql
+	// catalog's catalog_name). YAML `name`. Default tidemark.
+	Name string `yaml:"name"`
 }
 
 // SchemaRegistry locates a Confluent-compatible Schema Registry.
