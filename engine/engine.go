@@ -45,6 +45,7 @@ import (
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/state"
 	"github.com/tidemark/tidemark/task"
 	"github.com/tidemark/tidemark/watermark"
 )
@@ -180,6 +181,12 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 	}
 	if opts.LiveEvery <= 0 {
 		opts.LiveEvery = time.Second
+	}
+	if p.Spec.State.Backend == state.BackendDisk {
+		// The stores, their hot tiers and checkpoints exist beneath the
+		// core (state/disk), but no operator keeps its state there yet:
+		// refused rather than run in memory under the name disk.
+		return nil, &ConfigError{Err: fmt.Errorf("state.backend: disk is not available in this build yet (docs/state.md, \"Status\"): use memory")}
 	}
 	if sp := p.Spec.Source; sp.Type == "kafka" && sp.Assignment == "group" {
 		return runGroup(ctx, p, opts)

@@ -46,7 +46,7 @@ import (
 // as [*]) whose change a restore accepts; a key under one of them is
 // accepted too, except the sinkRefused ones.
 var compatibleKeys = []string{
-	"Checkpoint", "Parallelism", "SLO",
+	"Checkpoint", "Parallelism", "SLO", "State.Memory", "State.Dir",
 	"EventTime.OutOfOrderness", "EventTime.IdleTimeout", "EventTime.IdleAdvance",
 	"EventTime.MaxFuture", "EventTime.MaxPast",
 	"AllowedLateness", "Stages[*].AllowedLateness",
@@ -67,6 +67,7 @@ var sinkRefused = map[string]string{
 // refused.
 var refusedWhy = []struct{ prefix, why string }{
 	{"Source", "the checkpoint's source position belongs to the old source"},
+	{"State.Backend", "the checkpoint holds the state as the old backend keeps it (sections of the memory backend's structures, or the disk backend's SST files), and a restore does not convert one into the other (finish or stop the run under the old backend, or recompute from the start with a new checkpoint.dir)"},
 	{"EventTime.IngestTimeField", "the source would decode other fields than the checkpoint counted"},
 	{"EventTime", "the windows hold events placed by the old event time"},
 	{"Stages[*].EventTime", "the windows hold events placed by the old event time"},
@@ -224,6 +225,12 @@ func flatSpecs(old, cur []byte) (fa, fb map[string]string, ok bool) {
 	fa, fb = map[string]string{}, map[string]string{}
 	flatten("", a, fa)
 	flatten("", b, fb)
+	// A spec from before state.backend existed ran the memory backend.
+	for _, m := range []map[string]string{fa, fb} {
+		if _, ok := m["State.Backend"]; !ok {
+			m["State.Backend"] = `"memory"`
+		}
+	}
 	return fa, fb, true
 }
 

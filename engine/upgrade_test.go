@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -131,6 +132,8 @@ func TestSpecChangesRefused(t *testing.T) {
 			`stages[1].sinks[0].delivery (unset → "at_least_once") changed: exactly-once and at-least-once sinks keep different state in the checkpoint`},
 		{"source path", replace("path: in.jsonl", "path: other.jsonl"),
 			`source.path ("in.jsonl" → "other.jsonl") changed: the checkpoint's source position belongs to the old source`},
+		{"state backend", replace("checkpoint: {dir: out/ck}", "checkpoint: {dir: out/ck}\nstate: {backend: disk}"),
+			`state.backend ("memory" → "disk") changed: the checkpoint holds the state as the old backend keeps it`},
 		{"a stage renamed", replace("name: per_minute", "name: minutes"),
 			`stages[1].name ("per_minute" → "minutes") changed: the state belongs to the old stages`},
 	} {
@@ -181,5 +184,32 @@ func TestClosedHorizons(t *testing.T) {
 	closedHorizons(old, &g)
 	if g.Ops[0].ClosedThrough != 5 {
 		t.Fatal("a stored horizon was replaced")
+	}
+}
+
+// TestSpecBeforeStateBackend: a checkpoint's spec from before the state
+// keys existed ran the memory backend: it restores under memory, and is
+// refused under disk.
+func TestSpecBeforeStateBackend(t *testing.T) {
+	cur := upgradeSpec(t, nil)
+	var m map[string]any
+	if err := json.Unmarshal(cur, &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["State"]; !ok {
+		t.Fatal("the spec has no State")
+	}
+	delete(m, "State")
+	old, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := specChanges(old, cur); len(got) > 0 {
+		t.Fatalf("refused: %q", got)
+	}
+	disk := upgradeSpec(t, replace("checkpoint: {dir: out/ck}", "checkpoint: {dir: out/ck}\nstate: {backend: disk, memory: 64MiB}"))
+	got := strings.Join(specChanges(old, disk), "\n")
+	if !strings.Contains(got, `state.backend ("memory" → "disk") changed`) || strings.Contains(got, "state.memory") {
+		t.Fatalf("refusals under disk:\n%s", got)
 	}
 }

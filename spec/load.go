@@ -112,6 +112,12 @@ func ExpandEnv(data []byte, lookup func(string) (string, bool)) ([]byte, error) 
 
 // Defaults fills in the documented defaults of unset keys.
 func (p *Pipeline) Defaults() {
+	if p.State.Backend == "" {
+		p.State.Backend = "memory"
+	}
+	if p.State.Backend == "disk" && p.State.Memory == 0 {
+		p.State.Memory = DefaultStateMemory
+	}
 	if c := p.Checkpoint; c != nil {
 		if c.Interval == 0 {
 			c.Interval = Duration(10 * time.Second)
@@ -364,6 +370,7 @@ func (p *Pipeline) Validate() error {
 			add("checkpoint.retain", "must be at least 1")
 		}
 	}
+	validateState(&p.State, add)
 	if r := p.Reference; r != nil {
 		switch {
 		case r.Path == "" && r.Topic == "":
@@ -1293,5 +1300,24 @@ func validateGroup(p *Pipeline, add func(key, format string, args ...any)) {
 		if st.Contributions != nil {
 			check(prefix+"contributions.sink", st.Contributions.Sink)
 		}
+	}
+}
+
+// validateState checks the state keys.
+func validateState(s *State, add func(key, format string, args ...any)) {
+	switch s.Backend {
+	case "", "memory":
+		if s.Memory != 0 {
+			add("state.memory", "only with state.backend: disk (the memory backend keeps its state in the Go heap, unbounded)")
+		}
+		if s.Dir != "" {
+			add("state.dir", "only with state.backend: disk")
+		}
+	case "disk":
+		if s.Memory != 0 && s.Memory < MinStateMemory {
+			add("state.memory", "%s is below the least budget, %s", s.Memory, MinStateMemory)
+		}
+	default:
+		add("state.backend", "%q: want memory or disk", s.Backend)
 	}
 }

@@ -107,6 +107,10 @@ type Pipeline struct {
 	// exactly-once sinks. YAML `checkpoint`. Optional: without it a run
 	// recomputes from the start of its input and replaces its outputs.
 	Checkpoint *Checkpoint `yaml:"checkpoint"`
+	// State chooses where the keyed state lives and how much memory it
+	// may take (docs/state.md). YAML `state`. Optional: every key has a
+	// default.
+	State State `yaml:"state"`
 	// SLO states service-level objectives, evaluated during the run,
 	// exported as metrics and shown on the status page; `run
 	// --fail-on-slo` fails a run that missed one (docs/slo.md). YAML
@@ -140,6 +144,34 @@ type Checkpoint struct {
 	// explicit `retain: 0` in YAML is refused; in Go 0 means the default.
 	Retain int `yaml:"retain,omitempty" zero:"must be at least 1|3"`
 }
+
+// State configures the keyed-state backend (docs/state.md).
+type State struct {
+	// Backend is where the tasks keep their keyed state: "memory" (the Go
+	// heap; fastest while it fits) or "disk" (an embedded LSM store per
+	// task on local disk, under a hot tier in memory: state larger than
+	// memory). YAML `backend`. Default "memory"; `tidemark run
+	// --state-backend` overrides it. A checkpoint restores only under the
+	// backend that wrote it (a change is refused, naming it).
+	Backend string `yaml:"backend"`
+	// Memory is the disk backend's memory budget in bytes, written with a
+	// unit ("512MiB", "2GiB"): pebble's block cache, its memtables and the
+	// operators' hot tiers together (docs/state.md, "Memory"). YAML
+	// `memory`. Default 1GiB; at least 16MiB; `tidemark run --memory`
+	// overrides it. Only with backend disk.
+	Memory Bytes `yaml:"memory" json:",omitempty"`
+	// Dir is the directory of the disk backend's stores (one
+	// subdirectory per task), on a local disk. YAML `dir`. Default: DIR/state
+	// under checkpoint.dir, or without checkpoints a temporary directory
+	// removed when the run ends. Only with backend disk.
+	Dir string `yaml:"dir" json:",omitempty"`
+}
+
+// DefaultStateMemory is state.memory's default, 1 GiB.
+const DefaultStateMemory = Bytes(1 << 30)
+
+// MinStateMemory is the least state.memory, 16 MiB.
+const MinStateMemory = Bytes(16 << 20)
 
 // Stage is one windowed aggregation: filter → derived fields → key → window
 // → aggregates → emit, reading the source or another stage's changelog.

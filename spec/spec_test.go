@@ -103,6 +103,7 @@ func TestParseDefaults(t *testing.T) {
 		Aggregates: NamedExprs{{Name: "n", Expr: "count()"}},
 		Emit:       Emit{Mode: "update"},
 		Late:       Late{Policy: "drop"},
+		State:      State{Backend: "memory"},
 	}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", *p, *want)

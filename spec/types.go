@@ -61,6 +61,94 @@ func (d *Duration) UnmarshalYAML(node ast.Node) error {
 	return NodeError(node, fmt.Sprintf("duration must be a Go duration string such as \"90s\" or \"3m\", got %s", got))
 }
 
+// Bytes is a size in bytes written in YAML with a unit: "64MiB", "2GiB"
+// (KiB, MiB, GiB, TiB: powers of 1024; kB, MB, GB, TB: powers of 1000; B).
+// A bare number is rejected so that units are never guessed.
+type Bytes int64
+
+// byteUnits are Bytes' units, longest first.
+var byteUnits = []struct {
+	unit string
+	mult int64
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+
+// ParseBytes parses a size with its unit (Bytes' syntax).
+func ParseBytes(s string) (Bytes, error) {
+	t := strings.TrimSpace(s)
+	for _, u := range byteUnits {
+		num, ok := strings.CutSuffix(t, u.unit)
+		if !ok {
+			continue
+		}
+		num = strings.TrimSpace(num)
+		n, err := strconv.ParseFloat(num, 64)
+		if err != nil || num == "" || n < 0 || n*float64(u.mult) > 1<<62 {
+			break
+		}
+		return Bytes(n * float64(u.mult)), nil
+	}
+	return 0, fmt.Errorf("size %q: want a number and a unit, such as \"512MiB\" or \"2GiB\"", s)
+}
+
+// String formats the size in the largest power-of-1024 unit that divides
+// it ("1GiB", "1536MiB", "100B").
+func (b Bytes) String() string {
+	for _, u := range []struct {
+		unit string
+		mult int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if b != 0 && int64(b)%u.mult == 0 {
+			return strconv.FormatInt(int64(b)/u.mult, 10) + u.unit
+		}
+	}
+	return strconv.FormatInt(int64(b), 10) + "B"
+}
+
+// UnmarshalYAML implements yaml.NodeUnmarshaler: errors carry the line and
+// column of the value.
+func (b *Bytes) UnmarshalYAML(node ast.Node) error {
+	node = UnwrapNode(node)
+	switch n := node.(type) {
+	case *ast.NullNode:
+		*b = 0
+		return nil
+	case *ast.StringNode:
+		v, err := ParseBytes(n.Value)
+		if err != nil {
+			return NodeError(node, err.Error())
+		}
+		*b = v
+		return nil
+	}
+	got := "a " + node.Type().String()
+	if t := node.GetToken(); t != nil {
+		got = t.Value
+	}
+	if _, ok := node.(*ast.IntegerNode); ok {
+		got += " (a bare number has no unit)"
+	}
+	return NodeError(node, fmt.Sprintf("size must be a number with a unit such as \"512MiB\" or \"2GiB\", got %s", got))
+}
+
+// MarshalYAML writes the size as its String.
+func (b Bytes) MarshalYAML() (any, error) { return b.String(), nil }
+
+// MarshalJSON writes the size as its String, so a checkpoint's spec reads
+// as the YAML did.
+func (b Bytes) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(b.String())), nil }
+
+// UnmarshalJSON reads MarshalJSON's string.
+func (b *Bytes) UnmarshalJSON(data []byte) error {
+	s, err := strconv.Unquote(string(data))
+	if err != nil {
+		return fmt.Errorf("size: %w", err)
+	}
+	v, err := ParseBytes(s)
+	*b = v
+	return err
+}
+
 // UnwrapNode returns the node under YAML anchors and tags.
 func UnwrapNode(node ast.Node) ast.Node {
 	for {

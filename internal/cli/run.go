@@ -22,6 +22,7 @@ import (
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/slo"
 	"github.com/tidemark/tidemark/source/file"
+	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/status"
 )
 
@@ -33,6 +34,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var cpuProfile, contractPath, metricsAddr string
 	var hotKeys int
 	var failOnSLO bool
+	var stateBackend, memory string
 	cmd := &cobra.Command{
 		Use:   "run PIPELINE.yaml",
 		Short: "Run a pipeline until its bounded input is exhausted (or until interrupted)",
@@ -48,7 +50,7 @@ error, an aggregate overflow, interrupted), 2 for a usage or pipeline
 configuration error (nothing was read or written).`,
 		Args: usage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, pl, err := compilePipeline(args[0], contractPath, nil)
+			p, pl, err := compilePipeline(args[0], contractPath, stateFlags(stateBackend, memory))
 			if err != nil {
 				return err
 			}
@@ -211,6 +213,8 @@ configuration error (nothing was read or written).`,
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	cmd.Flags().StringVar(&instanceID, "instance-id", "", "with source.assignment group: this instance's name in the consumer group (static membership: a restart with the same id takes its partitions back without a rebalance) and in its transactional id; default a random name")
 	cmd.Flags().IntVar(&parallelism, "parallelism", 0, "tasks to run the pipeline as (0: the pipeline's parallelism key, else one per CPU); each owns a range of the key groups")
+	cmd.Flags().StringVar(&stateBackend, "state-backend", "", "where the keyed state lives: memory or disk (overrides the pipeline's state.backend; docs/state.md)")
+	cmd.Flags().StringVar(&memory, "memory", "", "the disk backend's memory budget, with a unit (e.g. 2GiB; overrides state.memory)")
 	cmd.Flags().IntVar(&batchSize, "batch-size", 1024, "records read per source call; checkpoints are taken between batches")
 	cmd.Flags().StringVar(&contractPath, "contract", "", "data contract (YAML) to follow; overrides the pipeline's contract key")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0 picks one); default off")
@@ -246,4 +250,40 @@ func faultHook(v string) (func(string, int64), error) {
 			select {} // the signal is on its way
 		}
 	}, nil
+}
+
+// stateFlags applies run's --state-backend and --memory to the pipeline
+// (nil when neither is given), checked as the pipeline's own keys are.
+func stateFlags(backend, memory string) func(*spec.Pipeline) error {
+	if backend == "" && memory == "" {
+		return nil
+	}
+	return func(p *spec.Pipeline) error {
+		if backend != "" {
+			if backend != "memory" && backend != "disk" {
+				return fmt.Errorf("--state-backend %q: want memory or disk", backend)
+			}
+			if backend != p.State.Backend {
+				p.State.Backend, p.State.Memory = backend, 0
+				if backend == "memory" {
+					p.State.Dir = ""
+				}
+			}
+		}
+		if memory != "" {
+			if p.State.Backend != "disk" {
+				return fmt.Errorf("--memory %s: only with the disk backend (state.backend: disk, or --state-backend disk)", memory)
+			}
+			m, err := spec.ParseBytes(memory)
+			if err != nil {
+				return fmt.Errorf("--memory: %w", err)
+			}
+			p.State.Memory = m
+		}
+		p.Defaults()
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("--state-backend/--memory: %w", err)
+		}
+		return nil
+	}
 }

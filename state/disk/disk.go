@@ -1,0 +1,361 @@
+// Package disk is the disk state backend (state.backend: disk;
+// docs/state.md): a task's keyed state in an embedded LSM store on local
+// disk, github.com/cockroachdb/pebble/v2 (pure Go, RocksDB-format SST
+// files). It implements state.Store, the interface the core's operators
+// use beneath their hot tier, and adds what the runner needs around it:
+// opening a store under a memory budget, snapshots of its files for
+// incremental checkpoints, and restores from them.
+//
+// One store per task: a task's state is checkpointed, restored and moved
+// between instances as a whole (a group run's tasks move on a rebalance),
+// so its files must hold nothing of another task's. The block cache is
+// shared by the stores of a process (Budget).
+//
+// Pebble's write-ahead log is off: a store's durability is the
+// checkpoint's. What a task wrote after the last checkpoint is discarded
+// by the restore from that checkpoint anyway (the source replays it), so a
+// log would only cost a write of every change and, on a restart, a replay
+// of changes the restore throws away.
+package disk
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/tidemark/tidemark/state"
+)
+
+// Error is a failure of a store operation: the store (its directory), the
+// operation and the cause, e.g. "state store out/state/task-0: commit of
+// 4096 writes: no space left on device".
+type Error struct {
+	Store string // the store's directory
+	Op    string // what failed: "open", "commit of N writes", "lookup", …
+	Err   error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("state store %s: %s: %v", e.Store, e.Op, e.Err) }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Options configure a store. Zero fields take the defaults in their docs.
+type Options struct {
+	// Dir is the store's directory, created if absent. Required.
+	Dir string
+	// FS is the file system (tests inject vfs.NewMem or errorfs). Default
+	// vfs.Default, the operating system's.
+	FS vfs.FS
+	// Cache is the block cache, shared by the stores of a process (see
+	// Budget); the store takes a reference and releases it on Close.
+	// Default: a cache of its own of CacheSize bytes.
+	Cache *pebble.Cache
+	// CacheSize is the size of the store's own cache in bytes when Cache
+	// is nil. Default 8 MiB.
+	CacheSize int64
+	// MemTableSize is the size of one memtable in bytes; a store holds at
+	// most two (one being flushed). Default 4 MiB.
+	MemTableSize uint64
+	// Logf receives pebble's informational messages (default: dropped;
+	// errors reach the caller as errors).
+	Logf func(format string, args ...any)
+	// ReadOnly opens an existing store for reading (a snapshot's files).
+	ReadOnly bool
+	// Unverified opens a store whose files are not all present — a
+	// restore that copied only the files overlapping its key groups
+	// (docs/state.md, "Restore") — with pebble's consistency check, table
+	// statistics and automatic compactions off, so that nothing reads a
+	// missing file before the caller excises the spans it does not own.
+	Unverified bool
+}
+
+// Store is a pebble database holding one task's keyed state. Not safe for
+// concurrent use but for Stats, which the runner may call between rounds.
+type Store struct {
+	dir   string
+	fs    vfs.FS
+	db    *pebble.DB
+	cache *pebble.Cache
+	iterO pebble.IterOptions
+	// broken holds the first error of pebble's background work (a flush
+	// or compaction that failed: ENOSPC, EIO), which pebble retries
+	// forever; once set, every operation fails with it.
+	broken atomic.Pointer[error]
+	bgErr  chan struct{} // closed when broken is set
+}
+
+var _ state.Store = (*Store)(nil)
+
+// Open opens (or creates) the store in o.Dir. Errors name the directory.
+func Open(o Options) (*Store, error) {
+	if o.Dir == "" {
+		return nil, errors.New("state store: no directory")
+	}
+	s := &Store{dir: o.Dir, fs: o.FS, bgErr: make(chan struct{})}
+	if s.fs == nil {
+		s.fs = vfs.Default
+	}
+	cache := o.Cache
+	if cache == nil {
+		size := o.CacheSize
+		if size <= 0 {
+			size = 8 << 20
+		}
+		cache = pebble.NewCache(size)
+	} else {
+		cache.Ref()
+	}
+	s.cache = cache
+	mt := o.MemTableSize
+	if mt == 0 {
+		mt = 4 << 20
+	}
+	po := &pebble.Options{
+		FS:                          s.fs,
+		Cache:                       cache,
+		MemTableSize:                mt,
+		MemTableStopWritesThreshold: 2,
+		DisableWAL:                  true,
+		FormatMajorVersion:          pebble.FormatNewest,
+		MaxManifestFileSize:         1 << 20,
+		ReadOnly:                    o.ReadOnly,
+		Logger:                      quiet{o.Logf},
+		EventListener: &pebble.EventListener{BackgroundError: func(err error) {
+			if s.broken.CompareAndSwap(nil, &err) {
+				close(s.bgErr)
+			}
+		}},
+	}
+	if o.Unverified {
+		po.DisableConsistencyCheck = true
+		po.DisableTableStats = true
+		po.DisableAutomaticCompactions = true
+	}
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		po.Levels[i].FilterType = pebble.TableFilter
+	}
+	po.EnsureDefaults()
+	db, err := pebble.Open(o.Dir, po)
+	if err != nil {
+		cache.Unref()
+		return nil, &Error{Store: o.Dir, Op: "open", Err: err}
+	}
+	s.db = db
+	return s, nil
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// fail wraps err as the store's Error for op (nil stays nil).
+func (s *Store) fail(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Store: s.dir, Op: op, Err: err}
+}
+
+// Err returns the first error of the store's background work (a flush
+// or a compaction), or nil.
+func (s *Store) Err() error {
+	if p := s.broken.Load(); p != nil {
+		return s.fail("background flush or compaction", *p)
+	}
+	return nil
+}
+
+// closeWait is how long Close waits for a store whose background work
+// failed: pebble's Close waits for the failing flush, which it retries
+// until it succeeds (the disk has room again).
+const closeWait = 5 * time.Second
+
+// Close closes the database and releases its cache reference. A store
+// whose background work failed (Err) gets closeWait to finish; after
+// that it is abandoned (its goroutines end with the process, which is
+// stopping with the error) and its directory is discarded by the restore
+// from the last checkpoint.
+func (s *Store) Close() error {
+	if s.db == nil {
+		return nil
+	}
+	if err := s.Err(); err != nil {
+		db := s.db
+		s.db = nil
+		done := make(chan struct{})
+		go func() { db.Close(); close(done) }()
+		select {
+		case <-done:
+			s.cache.Unref()
+		case <-time.After(closeWait):
+		}
+		return err
+	}
+	err := s.db.Close()
+	s.db = nil
+	s.cache.Unref()
+	return s.fail("close", err)
+}
+
+// batch is a pebble batch behind state.Batch.
+type batch struct{ b *pebble.Batch }
+
+func (b *batch) Set(key, value []byte)         { _ = b.b.Set(key, value, nil) }
+func (b *batch) Delete(key []byte)             { _ = b.b.Delete(key, nil) }
+func (b *batch) DeleteRange(start, end []byte) { _ = b.b.DeleteRange(start, end, nil) }
+func (b *batch) Len() int                      { return b.b.Len() }
+func (b *batch) Count() int                    { return int(b.b.Count()) }
+
+// NewBatch returns an empty batch.
+func (s *Store) NewBatch() state.Batch { return &batch{b: s.db.NewBatch()} }
+
+// Commit applies b (a batch of this store's NewBatch) without a sync and
+// resets it.
+func (s *Store) Commit(sb state.Batch) error {
+	b, ok := sb.(*batch)
+	if !ok {
+		return s.fail("commit", fmt.Errorf("a batch of another store (%T)", sb))
+	}
+	if b.b.Empty() {
+		return nil
+	}
+	if err := s.Err(); err != nil {
+		b.b.Reset()
+		return err
+	}
+	n := b.b.Count()
+	err := s.db.Apply(b.b, pebble.NoSync)
+	b.b.Reset()
+	return s.fail(fmt.Sprintf("commit of %d writes", n), err)
+}
+
+// Lookup finds the sorted keys with one iterator, each by a prefix seek
+// (the bloom filters of the files skip those that cannot hold it).
+func (s *Store) Lookup(keys [][]byte, found func(i int, value []byte)) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	it, err := s.db.NewIter(&s.iterO)
+	if err != nil {
+		return s.fail("lookup", err)
+	}
+	for i, k := range keys {
+		if it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k) {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				it.Close()
+				return s.fail("lookup", err)
+			}
+			found(i, v)
+		}
+	}
+	err = it.Error()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return s.fail("lookup", err)
+}
+
+// Scan iterates [lo, hi).
+func (s *Store) Scan(lo, hi []byte, fn func(key, value []byte) bool) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return s.fail("scan", err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return s.fail("scan", err)
+		}
+		if !fn(it.Key(), v) {
+			break
+		}
+	}
+	err = it.Error()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return s.fail("scan", err)
+}
+
+// Flush writes the memtables to SST files. A flush that fails (pebble
+// retries it in the background) returns the failure instead of waiting.
+func (s *Store) Flush() error { return s.flush("flush") }
+
+func (s *Store) flush(op string) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	done, err := s.db.AsyncFlush()
+	if err != nil {
+		return s.fail(op, err)
+	}
+	select {
+	case <-done:
+		return s.Err()
+	case <-s.bgErr:
+		return s.fail(op, *s.broken.Load())
+	}
+}
+
+// Stats are a store's sizes and activity, for the status page and the
+// metrics (docs/metrics.md).
+type Stats struct {
+	// DiskBytes is the size of its live SST files; MemTableBytes of its
+	// memtables; CacheBytes the shared block cache's use (the same for
+	// every store of a process).
+	DiskBytes, MemTableBytes, CacheBytes int64
+	// CacheHits and CacheMisses count block cache lookups.
+	CacheHits, CacheMisses int64
+	// Flushes and Compactions count memtable flushes and compactions;
+	// FlushTime and CompactionTime their durations in ms (FlushTime: time
+	// spent writing flushed files).
+	Flushes, Compactions int64
+	Files                int64
+}
+
+// Stats returns the store's stats.
+func (s *Store) Stats() Stats {
+	m := s.db.Metrics()
+	st := Stats{
+		DiskBytes:     int64(m.DiskSpaceUsage()),
+		MemTableBytes: int64(m.MemTable.Size),
+		CacheBytes:    m.BlockCache.Size,
+		CacheHits:     m.BlockCache.Hits,
+		CacheMisses:   m.BlockCache.Misses,
+		Flushes:       m.Flush.Count,
+		Compactions:   m.Compact.Count,
+	}
+	for i := range m.Levels {
+		st.Files += m.Levels[i].TablesCount
+	}
+	return st
+}
+
+// quiet is pebble's Logger: informational lines to Logf (or nowhere);
+// Fatalf panics, as pebble's default does (an invariant broken inside
+// pebble, not an IO error: those are returned).
+type quiet struct{ logf func(string, ...any) }
+
+func (q quiet) Infof(format string, args ...any) {
+	if q.logf != nil {
+		q.logf(format, args...)
+	}
+}
+
+func (q quiet) Errorf(format string, args ...any) { q.Infof(format, args...) }
+
+func (q quiet) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+
+var _ io.Closer = (*Store)(nil)
+
+var ctxBackground = context.Background()
