@@ -113,8 +113,8 @@ type partSource struct {
 	json  func(dst []byte, m *source.Meta) []byte
 }
 
-func (p *partSource) Next(context.Context, *source.Batch, int) error {
-	return errors.New("internal: a group task's source is fed, not read")
+func (p *partSource) Next(context.Context, *source.Batch, int) (source.Status, error) {
+	return source.More, errors.New("internal: a group task's source is fed, not read")
 }
 func (p *partSource) Partitions() []string                        { return p.names }
 func (p *partSource) EventJSON(dst []byte, m *source.Meta) []byte { return p.json(dst, m) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/tidemark/tidemark/changelog"
@@ -74,7 +73,7 @@ type inputRT struct {
 	cur     *source.Batch
 	pos     int
 	before  []byte // the source's position before cur was read
-	eof     bool   // Next returned io.EOF: cur is the last batch
+	eof     bool   // Next said source.End: cur is the last batch
 	done    bool   // every record routed; watermark +∞
 	empty   bool   // the last read returned nothing (a log with nothing new)
 	skip    int    // after a restore: records of the next batches routed before
@@ -261,7 +260,7 @@ func (rt *runtime) refill(ctx context.Context, pl *pipeline, ro *routerOut, in *
 		if res, ok := in.src.(source.Resumable); ok && rt.ck != nil && !isPartial(in) {
 			in.before = res.Position()
 		}
-		rerr := in.src.Next(ctx, b, rt.opts.BatchSize)
+		st, rerr := in.src.Next(ctx, b, rt.opts.BatchSize)
 		in.cur, in.pos = b, 0
 		if in.idx == 0 {
 			if err := rt.checkFirstBatch(b); err != nil {
@@ -276,7 +275,7 @@ func (rt *runtime) refill(ctx context.Context, pl *pipeline, ro *routerOut, in *
 			}
 		}
 		switch {
-		case errors.Is(rerr, io.EOF):
+		case rerr == nil && st == source.End: // the input's own end, never an error's
 			in.eof = true
 		case rerr != nil && ctx.Err() != nil && errors.Is(rerr, ctx.Err()):
 			b.Reset()

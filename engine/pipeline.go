@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"runtime/pprof"
 	"sync"
 	"time"
@@ -309,13 +308,17 @@ func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, er
 		ro.batch = b
 		b.Reset()
 		var rerr error
+		st := source.More
 		if ctx.Err() != nil {
 			rerr = ctx.Err()
 		} else {
-			rerr = rt.src.Next(ctx, b, rt.opts.BatchSize)
+			st, rerr = rt.src.Next(ctx, b, rt.opts.BatchSize)
 		}
-		eof := errors.Is(rerr, io.EOF)
-		if rerr != nil && !eof {
+		// Only the source's own End ends the input: an error, whatever it
+		// wraps (a registry's closed connection wraps io.EOF), is a
+		// failure, and its Status is not read.
+		eof := rerr == nil && st == source.End
+		if rerr != nil {
 			if ctx.Err() != nil && errors.Is(rerr, ctx.Err()) {
 				// A graceful stop (SIGINT, SIGTERM): the last round holds
 				// what was read; with checkpoints it ends in a final one so
@@ -326,7 +329,7 @@ func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, er
 			}
 			return false, fmt.Errorf("source: %w", rerr)
 		}
-		if err := rt.routeBatch(b, rerr == nil); err != nil {
+		if err := rt.routeBatch(b, !eof); err != nil {
 			return false, err
 		}
 		if eof {

@@ -6,7 +6,6 @@ import (
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -138,7 +137,7 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 	if strings.HasSuffix(strings.ToLower(r.Path), ".csv") {
 		cr := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
 		head, err := cr.Read()
-		if errors.Is(err, io.EOF) {
+		if err == io.EOF { // encoding/csv's own end of the (in-memory) file
 			return nil, fmt.Errorf("%s: empty file: a CSV reference needs a header line", r.Path)
 		}
 		if err != nil {
@@ -160,7 +159,7 @@ func (rt *runtime) loadReference(r *spec.Reference) (*reference, error) {
 		for line := 2; ; line++ {
 			rec, err := cr.Read()
 			if err != nil {
-				if errors.Is(err, io.EOF) {
+				if err == io.EOF { // the file's end, never a wrapped one
 					break
 				}
 				return nil, fmt.Errorf("%s:%d: %w", r.Path, line, err)

@@ -147,18 +147,45 @@ func (b *Batch) Append() (*row.Row, *Meta) {
 	return &b.Rows[n], &b.Meta[n]
 }
 
+// Status is what a call to Source.Next says about the input after the
+// records it appended.
+type Status uint8
+
+const (
+	// More: the input goes on (records may follow; an unbounded source
+	// always says More).
+	More Status = iota
+	// End: the records appended are the input's last. A source says End
+	// only for its own end (docs/checkpoints.md, "What ends an input"),
+	// never because a read failed, and keeps saying it on later calls.
+	End
+)
+
+// String returns "more" or "end".
+func (s Status) String() string {
+	if s == End {
+		return "end"
+	}
+	return "more"
+}
+
 // Source produces records.
 //
 // Next, Partitions, Close and the Resumable methods are called from one
 // goroutine at a time (the runner's). EventJSON may be called from any
 // number of other goroutines at the same time, concurrently with Next.
 type Source interface {
-	// Next appends up to max records to b. It returns io.EOF (possibly
-	// with records in b) when a bounded source is exhausted. The records'
-	// rows, their strings and Meta.Raw live in b (its rows and its Arena)
-	// and stay valid until b is Reset: later calls to Next, with other
-	// batches, do not touch them.
-	Next(ctx context.Context, b *Batch, max int) error
+	// Next appends up to max records to b. It returns End (with a nil
+	// error, possibly with records in b) when a bounded source has given
+	// its last record, More otherwise. End is the source's own statement
+	// about its input — the files read to their end, the end offsets of
+	// a bounded read reached, a generator's count given — and nothing
+	// else ends an input: an error, whatever it wraps (io.EOF from a
+	// closed connection, for one), is a failure, and its Status is
+	// meaningless. The records' rows, their strings and Meta.Raw live in
+	// b (its rows and its Arena) and stay valid until b is Reset: later
+	// calls to Next, with other batches, do not touch them.
+	Next(ctx context.Context, b *Batch, max int) (Status, error)
 	// Partitions returns the names of the partitions seen so far; indexes
 	// are stable and the list only grows.
 	Partitions() []string

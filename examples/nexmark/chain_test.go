@@ -2,9 +2,7 @@ package nexmarkq_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -90,8 +88,8 @@ func chainBids(t *testing.T, events, rate int64, seed uint64) []chainBid {
 	var b source.Batch
 	for {
 		b.Reset()
-		err := src.Next(context.Background(), &b, 1000)
-		if err != nil && !errors.Is(err, io.EOF) {
+		st, err := src.Next(context.Background(), &b, 1000)
+		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range b.Rows {
@@ -100,7 +98,7 @@ func chainBids(t *testing.T, events, rate int64, seed uint64) []chainBid {
 				out = append(out, chainBid{t: r.Get(dt).I, auction: r.Get(au).I, price: r.Get(pr).I, channel: strings.Clone(r.Get(ch).S)})
 			}
 		}
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			break
 		}
 	}

@@ -2,8 +2,6 @@ package nexmarkq_test
 
 import (
 	"context"
-	"errors"
-	"io"
 	"math/big"
 	"os"
 	"strconv"
@@ -58,8 +56,8 @@ func generateFull(t *testing.T, events, rate int64, seed uint64) []fullEvent {
 	var b source.Batch
 	for {
 		b.Reset()
-		err := src.Next(context.Background(), &b, 1000)
-		if err != nil && !errors.Is(err, io.EOF) {
+		st, err := src.Next(context.Background(), &b, 1000)
+		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range b.Rows {
@@ -78,7 +76,7 @@ func generateFull(t *testing.T, events, rate int64, seed uint64) []fullEvent {
 			}
 			out = append(out, e)
 		}
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			break
 		}
 	}

@@ -2,9 +2,7 @@ package nexmarkq_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"os"
 	"slices"
@@ -65,8 +63,8 @@ func generate(t *testing.T, events, rate int64, seed uint64) []event {
 	var b source.Batch
 	for {
 		b.Reset()
-		err := src.Next(context.Background(), &b, 1000)
-		if err != nil && !errors.Is(err, io.EOF) {
+		st, err := src.Next(context.Background(), &b, 1000)
+		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range b.Rows {
@@ -78,7 +76,7 @@ func generate(t *testing.T, events, rate int64, seed uint64) []event {
 			}
 			out = append(out, e)
 		}
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			break
 		}
 	}

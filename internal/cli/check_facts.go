@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"time"
@@ -101,12 +100,12 @@ func countVersionsSince(ctx context.Context, pl *plan.Plan, reg *confluent.Regis
 	var b source.Batch
 	for {
 		b.Reset()
-		err := src.Next(ctx, &b, 4096)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+		st, err := src.Next(ctx, &b, 4096)
 		if err != nil {
 			return nil, fmt.Errorf("reading the source topics since %s: %w", since.Format(time.DateOnly), err)
+		}
+		if st == source.End {
+			break
 		}
 	}
 	out := map[string]map[int]int64{}

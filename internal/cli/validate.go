@@ -477,7 +477,7 @@ func (v *validator) open(path, dataFormat string) (*file.Source, error) {
 
 // recordSource is what validate reads: a file source or a Kafka source.
 type recordSource interface {
-	Next(ctx context.Context, b *source.Batch, max int) error
+	Next(ctx context.Context, b *source.Batch, max int) (source.Status, error)
 	EventJSON(dst []byte, m *source.Meta) []byte
 }
 
@@ -486,15 +486,15 @@ func (v *validator) read(ctx context.Context, src recordSource) error {
 	var b source.Batch
 	for {
 		b.Reset()
-		err := src.Next(ctx, &b, 1024)
+		st, err := src.Next(ctx, &b, 1024)
+		if err != nil {
+			return err
+		}
 		for i := range b.Meta {
 			v.record(src, &b.Rows[i], &b.Meta[i])
 		}
-		if err == io.EOF {
+		if st == source.End {
 			return nil
-		}
-		if err != nil {
-			return err
 		}
 	}
 }

@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
@@ -118,7 +116,7 @@ func (v *validator) readTopics(ctx context.Context, o validateOptions) error {
 		return &exitError{code: 1, err: fmt.Errorf("validate: %w", err)}
 	}
 	defer src.Close()
-	if err := v.read(ctx, src); err != nil && !errors.Is(err, io.EOF) {
+	if err := v.read(ctx, src); err != nil {
 		return err
 	}
 	if v.versionCount != nil {

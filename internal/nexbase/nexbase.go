@@ -22,9 +22,7 @@ package nexbase
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/tidemark/tidemark/format"
@@ -128,12 +126,11 @@ func (r *reader) next(ctx context.Context) ([]row.Row, error) {
 		return nil, nil
 	}
 	r.b.Reset()
-	err := r.src.Next(ctx, &r.b, 1024)
-	if errors.Is(err, io.EOF) {
-		r.done = true
-	} else if err != nil {
+	st, err := r.src.Next(ctx, &r.b, 1024)
+	if err != nil {
 		return nil, err
 	}
+	r.done = st == source.End
 	r.events += int64(len(r.b.Rows))
 	return r.b.Rows, nil
 }

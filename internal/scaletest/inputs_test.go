@@ -264,9 +264,8 @@ func nexmarkInput(t *testing.T, b *broker, dir string, n int) *input {
 	bids := 0
 	for bids < n {
 		batch.Reset()
-		if err := src.Next(context.Background(), &batch, 256); err == io.EOF {
-			break
-		} else if err != nil {
+		st, err := src.Next(context.Background(), &batch, 256)
+		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range batch.Meta {
@@ -292,6 +291,9 @@ func nexmarkInput(t *testing.T, b *broker, dir string, n int) *input {
 			}
 			fmt.Fprintf(&raw, `{"event_id":"b%d","auction":%d,"bidder":%d,"price":%d,"channel":%q,"date_time":%s}`+"\n",
 				batch.Meta[i].Pos.Offset, ev.Bid.Auction, ev.Bid.Bidder, ev.Bid.Price, ev.Bid.Channel, dt)
+		}
+		if st == source.End {
+			break
 		}
 	}
 	in := &input{name: "bids", partitions: 4, model: nexmarkModel{}, pipeline: nexmarkPipeline,

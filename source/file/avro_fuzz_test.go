@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -57,7 +56,7 @@ func FuzzAvroFile(f *testing.F) {
 		var line, off int64
 		for range 100000 {
 			b.Reset()
-			err := s.Next(context.Background(), &b, 5)
+			st, err := s.Next(context.Background(), &b, 5)
 			for i := range b.Meta {
 				m := &b.Meta[i]
 				if m.Pos.Line != line+1 || m.Pos.Offset < off || m.Pos.Offset >= int64(len(data)) {
@@ -68,7 +67,7 @@ func FuzzAvroFile(f *testing.F) {
 					t.Fatalf("EventJSON of % x is not JSON: %q", m.Raw, js)
 				}
 			}
-			if errors.Is(err, io.EOF) {
+			if st == source.End {
 				return
 			}
 			if err != nil {

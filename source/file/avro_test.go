@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -107,7 +106,7 @@ func readAvro(t testing.TB, s *Source, max int) (rows []string, pos []string, er
 	var b source.Batch
 	for {
 		b.Reset()
-		err := s.Next(context.Background(), &b, max)
+		st, err := s.Next(context.Background(), &b, max)
 		for i := range b.Meta {
 			r := &b.Rows[i]
 			var parts []string
@@ -121,7 +120,7 @@ func readAvro(t testing.TB, s *Source, max int) (rows []string, pos []string, er
 			rows = append(rows, strings.Join(parts, " "))
 			pos = append(pos, fmt.Sprintf("%s:%d@%d", filepath.Base(m.Pos.Source), m.Pos.Line, m.Pos.Offset))
 		}
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			return rows, pos, nil
 		}
 		if err != nil {
@@ -193,7 +192,7 @@ func TestAvroFileResume(t *testing.T) {
 		var bt source.Batch
 		for got := 0; got < k; {
 			bt.Reset()
-			if err := s.Next(context.Background(), &bt, k-got); err != nil {
+			if _, err := s.Next(context.Background(), &bt, k-got); err != nil {
 				t.Fatal(err)
 			}
 			got += len(bt.Meta)
@@ -367,7 +366,7 @@ func TestAvroFileFieldErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b source.Batch
-	if err := s.Next(context.Background(), &b, 10); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := s.Next(context.Background(), &b, 10); err != nil {
 		t.Fatal(err)
 	}
 	if len(b.Meta) != 6 {

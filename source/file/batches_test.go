@@ -66,7 +66,7 @@ func TestBatchesStayValid(t *testing.T) {
 			s := open()
 			var b [3]source.Batch
 			ctx := context.Background()
-			if err := s.Next(ctx, &b[0], 60); err != nil {
+			if _, err := s.Next(ctx, &b[0], 60); err != nil {
 				t.Fatal(err)
 			}
 			first := renderBatch(s, &b[0], dir)
@@ -90,7 +90,7 @@ func TestBatchesStayValid(t *testing.T) {
 				}
 			}()
 			for i := 1; i < 3; i++ {
-				if err := s.Next(ctx, &b[i], 60); err != nil {
+				if _, err := s.Next(ctx, &b[i], 60); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -2,8 +2,6 @@ package file
 
 import (
 	"context"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,7 +74,7 @@ func TestBadInputCorpus(t *testing.T) {
 			var b source.Batch
 			for {
 				b.Reset()
-				err := s.Next(context.Background(), &b, 2)
+				st, err := s.Next(context.Background(), &b, 2)
 				for i := range b.Meta {
 					m := &b.Meta[i]
 					lines = append(lines, m.Pos.Line)
@@ -89,7 +87,7 @@ func TestBadInputCorpus(t *testing.T) {
 						t.Errorf("line %d: raw %q is not a part of the file", m.Pos.Line, m.Raw)
 					}
 				}
-				if errors.Is(err, io.EOF) {
+				if st == source.End {
 					break
 				}
 				if err != nil {

@@ -163,11 +163,11 @@ func TestEventJSONConcurrent(t *testing.T) {
 		var b source.Batch
 		for {
 			b.Reset()
-			err := s.Next(context.Background(), &b, 1000)
+			st, err := s.Next(context.Background(), &b, 1000)
 			for i := range b.Meta {
 				want = append(want, string(s.EventJSON(nil, &b.Meta[i])))
 			}
-			if err != nil {
+			if err != nil || st == source.End {
 				break
 			}
 		}
@@ -198,7 +198,7 @@ func TestEventJSONConcurrent(t *testing.T) {
 	}
 	for {
 		b := new(source.Batch)
-		err := s.Next(context.Background(), b, 8) // new files open while others read
+		st, err := s.Next(context.Background(), b, 8) // new files open while others read
 		mu.Lock()
 		batches = append(batches, b)
 		k := len(batches) - 1
@@ -206,7 +206,7 @@ func TestEventJSONConcurrent(t *testing.T) {
 		for _, w := range work { // every goroutine reads every batch
 			w <- k
 		}
-		if err != nil {
+		if err != nil || st == source.End {
 			break
 		}
 	}

@@ -3,9 +3,7 @@ package file
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -58,14 +56,14 @@ func readAll(b *testing.B, cfg Config) int {
 	n := 0
 	for {
 		batch.Reset()
-		err := s.Next(context.Background(), &batch, 1024)
+		st, err := s.Next(context.Background(), &batch, 1024)
 		for i := range batch.Meta {
 			if batch.Meta[i].Err != nil {
 				b.Fatal(batch.Meta[i].Err)
 			}
 		}
 		n += batch.Len()
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			return n
 		}
 		if err != nil {

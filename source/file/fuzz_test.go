@@ -3,8 +3,6 @@ package file
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -46,7 +44,7 @@ func FuzzSource(f *testing.F) {
 			var line, off int64
 			for range 10000 {
 				b.Reset()
-				err := s.Next(context.Background(), &b, 3)
+				st, err := s.Next(context.Background(), &b, 3)
 				for i := range b.Meta {
 					m := &b.Meta[i]
 					if m.Pos.Line <= line || m.Pos.Offset < off || m.Pos.Offset > int64(len(data)) {
@@ -60,7 +58,7 @@ func FuzzSource(f *testing.F) {
 						t.Fatalf("%s: EventJSON of %q is not JSON: %q", name, m.Raw, js)
 					}
 				}
-				if errors.Is(err, io.EOF) {
+				if st == source.End {
 					break
 				}
 				if err != nil {

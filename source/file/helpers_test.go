@@ -2,9 +2,7 @@ package file
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,14 +84,14 @@ func drain(t testing.TB, s *Source, max int, dir string) []rec {
 			t.Fatal("source does not end")
 		}
 		b.Reset()
-		err := s.Next(context.Background(), &b, max)
+		st, err := s.Next(context.Background(), &b, max)
 		if b.Len() > max {
 			t.Fatalf("batch of %d records, max %d", b.Len(), max)
 		}
 		for j := range b.Meta {
 			out = append(out, rec{Row: render(s.schema, &b.Rows[j]), Meta: renderMeta(&b.Meta[j], dir)})
 		}
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			break
 		}
 		if err != nil {
@@ -101,7 +99,7 @@ func drain(t testing.TB, s *Source, max int, dir string) []rec {
 		}
 	}
 	var b2 source.Batch
-	if err := s.Next(context.Background(), &b2, max); !errors.Is(err, io.EOF) || b2.Len() != 0 {
+	if st, err := s.Next(context.Background(), &b2, max); err != nil || st != source.End || b2.Len() != 0 {
 		t.Fatalf("Next after EOF: %v, %d records", err, b2.Len())
 	}
 	return out

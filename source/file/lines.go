@@ -2,7 +2,6 @@ package file
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 )
@@ -95,7 +94,7 @@ func (l *lineReader) fill(n int) error {
 		k, err := l.rd.Read(l.buf[l.w:])
 		l.w += k
 		switch {
-		case errors.Is(err, io.EOF):
+		case err == io.EOF: // the file's end (io.Reader's own io.EOF, never a wrapped one)
 			l.eof = true
 		case err != nil:
 			return fmt.Errorf("%s: %w", l.path, err)

@@ -76,7 +76,7 @@ func TestBigBatch(t *testing.T) {
 	var batch source.Batch
 	for round := range 2 {
 		batch.Reset()
-		if err := s.Next(context.Background(), &batch, n/2); err != nil {
+		if _, err := s.Next(context.Background(), &batch, n/2); err != nil {
 			t.Fatal(err)
 		}
 		for i := range batch.Meta {
@@ -99,7 +99,7 @@ func TestCloseStopsNext(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b source.Batch
-	if err := s.Next(context.Background(), &b, 1); err != nil || b.Len() != 1 {
+	if _, err := s.Next(context.Background(), &b, 1); err != nil || b.Len() != 1 {
 		t.Fatalf("Next: %v, %d records", err, b.Len())
 	}
 	if err := s.Close(); err != nil {
@@ -108,14 +108,14 @@ func TestCloseStopsNext(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if err := s.Next(context.Background(), &b, 1); err != ErrClosed {
+	if _, err := s.Next(context.Background(), &b, 1); err != ErrClosed {
 		t.Fatalf("Next after Close: %v, want ErrClosed", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s2, _ := New(Config{Spec: spec.Source{Path: dir + "/a.jsonl"}, Fields: testFields(t, "s:string")})
 	defer s2.Close()
-	if err := s2.Next(ctx, &b, 1); err != context.Canceled {
+	if _, err := s2.Next(ctx, &b, 1); err != context.Canceled {
 		t.Fatalf("Next with a cancelled context: %v", err)
 	}
 }

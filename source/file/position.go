@@ -2,10 +2,8 @@ package file
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"math"
 	"os"
 
@@ -214,12 +212,12 @@ func (s *Source) seekByCount(ctx context.Context, want int64, d *state.Decoder) 
 	var b source.Batch
 	for s.delivered < want {
 		b.Reset()
-		err := s.Next(ctx, &b, int(min(want-s.delivered, 1024)))
-		if errors.Is(err, io.EOF) && s.delivered < want {
-			return fmt.Errorf("file source: the checkpoint is at record %d, the input holds %d: it changed since", want, s.delivered)
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
+		st, err := s.Next(ctx, &b, int(min(want-s.delivered, 1024)))
+		if err != nil {
 			return err
+		}
+		if st == source.End && s.delivered < want {
+			return fmt.Errorf("file source: the checkpoint is at record %d, the input holds %d: it changed since", want, s.delivered)
 		}
 	}
 	return nil

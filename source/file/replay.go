@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
-	"io"
 	"unsafe"
 
 	"github.com/tidemark/tidemark/format"
@@ -143,7 +142,7 @@ func replayOptionError(err error) error {
 // order: it reads records until the earliest held delivery is due (its
 // arrival is at most the horizon), and drains what is held at the end of
 // input.
-func (rp *replayer) next(s *Source, b *source.Batch, max int) error {
+func (rp *replayer) next(s *Source, b *source.Batch, max int) (source.Status, error) {
 	start := b.Len()
 	for b.Len()-start < max {
 		if rp.q.Due() {
@@ -151,26 +150,26 @@ func (rp *replayer) next(s *Source, b *source.Batch, max int) error {
 			continue
 		}
 		if rp.inputDone {
-			return io.EOF
+			return source.End, nil
 		}
 		rp.arena.Reset()
 		rp.schema.Shape(&rp.scratch)
 		rp.scratchMeta = source.Meta{Arrival: source.NoArrival}
-		err := s.read(&rp.scratch, &rp.scratchMeta, &rp.arena, false) // hold copies Raw
-		if err == io.EOF {
+		end, err := s.read(&rp.scratch, &rp.scratchMeta, &rp.arena, false) // hold copies Raw
+		if err != nil {
+			return source.More, err
+		}
+		if end {
 			rp.inputDone = true
 			rp.q.Close()
 			continue
 		}
-		if err != nil {
-			return err
-		}
 		rp.add(s, &rp.scratch, &rp.scratchMeta)
 	}
 	if rp.inputDone && rp.q.Len() == 0 {
-		return io.EOF
+		return source.End, nil
 	}
-	return nil
+	return source.More, nil
 }
 
 // add takes one record just read: the scheduler decides its partition,

@@ -2,8 +2,6 @@ package file
 
 import (
 	"context"
-	"errors"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -38,11 +36,11 @@ func eventJSONs(t *testing.T, s *Source) []string {
 	var b source.Batch
 	for {
 		b.Reset()
-		err := s.Next(context.Background(), &b, 2)
+		st, err := s.Next(context.Background(), &b, 2)
 		for i := range b.Meta {
 			out = append(out, string(s.EventJSON(nil, &b.Meta[i])))
 		}
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			return out
 		}
 		if err != nil {

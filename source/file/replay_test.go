@@ -2,9 +2,7 @@ package file
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -137,7 +135,7 @@ func TestReplayProperties(t *testing.T) {
 	var b source.Batch
 	for {
 		b.Reset()
-		err := s.Next(context.Background(), &b, 64)
+		st, err := s.Next(context.Background(), &b, 64)
 		maxHeld = max(maxHeld, s.rp.q.Len())
 		for i := range b.Meta {
 			r, m := &b.Rows[i], &b.Meta[i]
@@ -182,7 +180,7 @@ func TestReplayProperties(t *testing.T) {
 				}
 			}
 		}
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			break
 		}
 		if err != nil {

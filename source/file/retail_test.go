@@ -3,9 +3,7 @@ package file
 import (
 	"context"
 	"encoding/csv"
-	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -137,7 +135,7 @@ func TestOnlineRetail(t *testing.T) {
 	var b source.Batch
 	for {
 		b.Reset()
-		err := s.Next(context.Background(), &b, 4096)
+		st, err := s.Next(context.Background(), &b, 4096)
 		for i := range b.Meta {
 			r, m := &b.Rows[i], &b.Meta[i]
 			n++
@@ -166,7 +164,7 @@ func TestOnlineRetail(t *testing.T) {
 			}
 			prevTime, last = ts, ts
 		}
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			break
 		}
 		if err != nil {
@@ -211,7 +209,7 @@ func TestOnlineRetailReplay(t *testing.T) {
 	var b source.Batch
 	for {
 		b.Reset()
-		err := s.Next(context.Background(), &b, 4096)
+		st, err := s.Next(context.Background(), &b, 4096)
 		maxHeld = max(maxHeld, s.rp.q.Len())
 		for i := range b.Meta {
 			m := &b.Meta[i]
@@ -225,7 +223,7 @@ func TestOnlineRetailReplay(t *testing.T) {
 				n++
 			}
 		}
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			break
 		}
 		if err != nil {

@@ -81,11 +81,11 @@ func drainN(t *testing.T, s *Source, n int, dir string) []rec {
 	var out []rec
 	for len(out) < n {
 		var b sourceBatch
-		err := s.Next(context.Background(), &b.Batch, min(5, n-len(out)))
+		st, err := s.Next(context.Background(), &b.Batch, min(5, n-len(out)))
 		for j := range b.Meta {
 			out = append(out, rec{Row: render(s.schema, &b.Rows[j]), Meta: renderMeta(&b.Meta[j], dir)})
 		}
-		if err != nil {
+		if err != nil || st == source.End {
 			break
 		}
 	}
@@ -425,7 +425,7 @@ func TestSeekNearTheEndOfABigFile(t *testing.T) {
 	var batch source.Batch
 	for n := 0; n < lines-1000; {
 		batch.Reset()
-		if err := a.Next(context.Background(), &batch, min(1024, lines-1000-n)); err != nil {
+		if _, err := a.Next(context.Background(), &batch, min(1024, lines-1000-n)); err != nil {
 			t.Fatal(err)
 		}
 		n += batch.Len()

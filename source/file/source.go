@@ -215,24 +215,24 @@ func (s *Source) Partitions() []string {
 	return s.d.partNames()
 }
 
-// Next appends up to max records (at least one) to b. It returns io.EOF,
-// possibly with records, once every file has been read (and, with replay,
-// every held record delivered), and ErrClosed after Close. Other errors
-// (a file that cannot be read) are fatal. Rows, their strings and
-// Meta.Raw live in b and stay valid until b is Reset.
-func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
+// Next appends up to max records (at least one) to b. It returns
+// source.End, possibly with records, once every file has been read to
+// its end (and, with replay, every held record delivered), and ErrClosed
+// after Close. Other errors (a file that cannot be read) are fatal. Rows,
+// their strings and Meta.Raw live in b and stay valid until b is Reset.
+func (s *Source) Next(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
 	n := len(b.Meta)
-	err := s.nextBatch(ctx, b, max)
+	st, err := s.nextBatch(ctx, b, max)
 	s.delivered += int64(len(b.Meta) - n)
-	return err
+	return st, err
 }
 
-func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) error {
+func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
 	if s.shut {
-		return ErrClosed
+		return source.More, ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return source.More, err
 	}
 	if max < 1 {
 		max = 1
@@ -241,19 +241,21 @@ func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) error 
 		return s.rp.next(s, b, max)
 	}
 	if s.eof {
-		return io.EOF
+		return source.End, nil
 	}
 	var bytes int
 	a := b.Arena()
 	for range max {
 		r, m := b.Next(s.schema)
-		if err := s.read(r, m, a, true); err != nil {
+		end, err := s.read(r, m, a, true)
+		if end || err != nil {
 			b.Rows = b.Rows[:len(b.Rows)-1]
 			b.Meta = b.Meta[:len(b.Meta)-1]
-			if err == io.EOF {
-				s.eof = true
+			if err != nil {
+				return source.More, err
 			}
-			return err
+			s.eof = true
+			return source.End, nil
 		}
 		s.d.assign(r, m)
 		// A batch holds its records' raw bytes: cut it short after
@@ -262,7 +264,7 @@ func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) error 
 			break
 		}
 	}
-	return nil
+	return source.More, nil
 }
 
 // MaxBatchBytes bounds the raw bytes of one batch (16 MiB): Next returns
@@ -273,15 +275,18 @@ const MaxBatchBytes = 16 << 20
 // all null) and m, its strings into a, and numbers it (ordinal). With
 // keepRaw, m.Raw is copied into a too; otherwise it points into the
 // reader's buffer until the next call (the replay copies it itself). It
-// returns io.EOF after the last record of the last file.
-func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena, keepRaw bool) error {
+// returns end after the last record of the last file: a file's reader
+// says its file ended by returning io.EOF itself (io.Reader's
+// convention, compared by identity: a read error that wraps io.EOF is a
+// failure, never an end).
+func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena, keepRaw bool) (end bool, err error) {
 	for {
 		if s.cur == nil {
 			if s.next == len(s.files) {
-				return io.EOF
+				return true, nil
 			}
 			if err := s.open(s.files[s.next], readerAt{}); err != nil {
-				return err
+				return false, err
 			}
 			s.next++
 			s.d.newFile()
@@ -292,18 +297,18 @@ func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena, keepRaw bool)
 			cerr := s.cur.close()
 			s.cur = nil
 			if cerr != nil {
-				return cerr
+				return false, cerr
 			}
 			continue
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		if keepRaw {
 			m.Raw = a.Bytes(m.Raw)
 		}
 		s.d.number(r, m)
-		return nil
+		return false, nil
 	}
 }
 

@@ -193,7 +193,7 @@ func TestAvroRegistryDownStopsTheRun(t *testing.T) {
 	var b source.Batch
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := s.Next(context.Background(), &b, 10)
+		_, err := s.Next(context.Background(), &b, 10)
 		if err != nil {
 			if !strings.Contains(err.Error(), "topic orders partition 0 offset 0") || b.Len() != 0 {
 				t.Fatalf("Next: %v with %d records", err, b.Len())

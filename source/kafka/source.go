@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"sync"
@@ -91,7 +90,7 @@ type Config struct {
 	// StopAtEnd makes the source bounded: when it opens it lists the end
 	// offset of every partition (the last stable offset under
 	// read_committed, else the high watermark), delivers the records
-	// before them and then returns io.EOF. Partitions created later are
+	// before them and then says source.End. Partitions created later are
 	// not read. A resumed run (Seek) lists the ends when it opens. Default
 	// false: unbounded.
 	StopAtEnd bool
@@ -309,27 +308,29 @@ func New(cfg Config) (*Source, error) {
 func (s *Source) Partitions() []string { return s.names }
 
 // Next appends up to max records to b, waiting at most PollTimeoutMs for
-// some; it returns nil with no record when none came. It returns io.EOF
-// (possibly with records) only with StopAtEnd, once every partition is
-// read up to its end offset. Errors: ctx's error, ErrClosed, a
+// some; it returns More with no record when none came. It returns
+// source.End (possibly with records) only with StopAtEnd, once every
+// partition is read up to its end offset: the offsets, never an error,
+// say the input ended (a registry or fetch failure wrapping io.EOF is a
+// failure). Errors: ctx's error, ErrClosed, a
 // topic missing when the source opens, a starting offset that cannot be
 // listed, and a fetch error franz-go does not retry (authorization, a
 // deleted topic). A record whose value does not decode is not an error:
 // it carries Meta.Err.
-func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
+func (s *Source) Next(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
 	if s.closed {
-		return ErrClosed
+		return source.More, ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return source.More, err
 	}
 	if !s.opened {
 		if err := s.open(ctx, nil); err != nil {
-			return err
+			return source.More, err
 		}
 	}
 	if s.atEnd() {
-		return io.EOF
+		return source.End, nil
 	}
 	if now := s.clock(); !now.Before(s.discoverAt) {
 		s.discoverAt = now.Add(s.every)
@@ -345,10 +346,10 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
 	fs := s.cl.PollRecords(pctx, max)
 	cancel()
 	if err := ctx.Err(); err != nil {
-		return err
+		return source.More, err
 	}
 	if err := s.fetchErrors(fs); err != nil {
-		return err
+		return source.More, err
 	}
 	n := len(b.Meta)
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
@@ -370,12 +371,12 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
 		// The records after the one the registry could not judge were
 		// fetched but not delivered: the run must stop, and resume from
 		// its checkpoint, rather than skip them.
-		return s.fatal
+		return source.More, s.fatal
 	}
 	if s.atEnd() {
-		return io.EOF
+		return source.End, nil
 	}
-	return nil
+	return source.More, nil
 }
 
 // atEnd reports whether a StopAtEnd source has read every partition up to

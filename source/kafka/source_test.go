@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -132,7 +131,7 @@ func read(t *testing.T, s *Source, n, max int) []got {
 			t.Fatalf("read %d records of %d: %v", len(out), n, out)
 		}
 		b.Reset()
-		if err := s.Next(context.Background(), &b, min(max, n-len(out))); err != nil {
+		if _, err := s.Next(context.Background(), &b, min(max, n-len(out))); err != nil {
 			t.Fatal(err)
 		}
 		for i := range b.Meta {
@@ -199,7 +198,7 @@ func TestEmptyPollReturnsAfterTimeout(t *testing.T) {
 	var b source.Batch
 	for range 3 {
 		start := time.Now()
-		if err := s.Next(context.Background(), &b, 10); err != nil {
+		if _, err := s.Next(context.Background(), &b, 10); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(start); b.Len() != 0 || d > 3*time.Second {
@@ -214,11 +213,11 @@ func TestEmptyPollReturnsAfterTimeout(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := s.Next(ctx, &b, 10); !errors.Is(err, context.Canceled) {
+	if _, err := s.Next(ctx, &b, 10); !errors.Is(err, context.Canceled) {
 		t.Errorf("Next with a cancelled context: %v", err)
 	}
 	s.Close()
-	if err := s.Next(context.Background(), &b, 10); !errors.Is(err, ErrClosed) {
+	if _, err := s.Next(context.Background(), &b, 10); !errors.Is(err, ErrClosed) {
 		t.Errorf("Next after Close: %v", err)
 	}
 }
@@ -301,7 +300,7 @@ func TestPositionAndSeek(t *testing.T) {
 	}
 	// Nothing more: an empty batch.
 	var b source.Batch
-	if err := s2.Next(context.Background(), &b, 10); err != nil || b.Len() != 0 {
+	if _, err := s2.Next(context.Background(), &b, 10); err != nil || b.Len() != 0 {
 		t.Errorf("Next at the end: %d records, %v", b.Len(), err)
 	}
 	if l := s2.Lag(); !slices.Equal(l, []int64{0, 0, 0, 0}) {
@@ -343,7 +342,7 @@ func TestSeekErrors(t *testing.T) {
 	// A topic that does not exist.
 	s = newSource(t, Config{Brokers: brokers, Topics: []string{"nope"}})
 	var b source.Batch
-	if err := s.Next(context.Background(), &b, 1); err == nil || !strings.Contains(err.Error(), `topic "nope" does not exist`) {
+	if _, err := s.Next(context.Background(), &b, 1); err == nil || !strings.Contains(err.Error(), `topic "nope" does not exist`) {
 		t.Errorf("missing topic: %v", err)
 	}
 }
@@ -443,7 +442,7 @@ func TestTransactionalInputAndLag(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for s.parts[0].next != 10 && time.Now().Before(deadline) {
 		b.Reset()
-		if err := s.Next(ctx, &b, 10); err != nil || b.Len() != 0 {
+		if _, err := s.Next(ctx, &b, 10); err != nil || b.Len() != 0 {
 			t.Fatalf("Next: %d records (%v), want none", b.Len(), err)
 		}
 	}
@@ -470,7 +469,7 @@ func TestStartLatestAndTimestamp(t *testing.T) {
 	}
 	latest := newSource(t, Config{Brokers: brokers, Topics: []string{"st"}, Start: StartLatest})
 	var b source.Batch
-	if err := latest.Next(context.Background(), &b, 10); err != nil || b.Len() != 0 {
+	if _, err := latest.Next(context.Background(), &b, 10); err != nil || b.Len() != 0 {
 		t.Fatalf("latest: %d records (%v) before any new one", b.Len(), err)
 	}
 	produce(t, cl, &kgo.Record{Topic: "st", Value: []byte(`{"id":"4"}`), Timestamp: time.UnixMilli(4000)})
@@ -492,7 +491,7 @@ func TestGroupOffsetsForLagMonitoring(t *testing.T) {
 	read(t, s, 3, 10)
 	s.Position() // a checkpoint
 	var b source.Batch
-	if err := s.Next(context.Background(), &b, 10); err != nil { // commits
+	if _, err := s.Next(context.Background(), &b, 10); err != nil { // commits
 		t.Fatal(err)
 	}
 	if err := s.Stats().CommitErr; err != nil {
@@ -563,10 +562,10 @@ func TestStopAtEnd(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if time.Now().After(deadline) {
-			t.Fatalf("no io.EOF; read %v", out)
+			t.Fatalf("no source.End; read %v", out)
 		}
 		b.Reset()
-		err := s.Next(context.Background(), &b, 10)
+		st, err := s.Next(context.Background(), &b, 10)
 		for i := range b.Meta {
 			out = append(out, render(s, &b, i).pos)
 			if len(out) == 1 {
@@ -574,7 +573,7 @@ func TestStopAtEnd(t *testing.T) {
 				produce(t, cl, rec("orders", 1, `{"id":"d","amount":4,"ts":"2026-09-01T10:00:03Z"}`))
 			}
 		}
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			break
 		}
 		if err != nil {
@@ -586,8 +585,8 @@ func TestStopAtEnd(t *testing.T) {
 		t.Errorf("read %v, want %v", out, want)
 	}
 	b.Reset()
-	if err := s.Next(context.Background(), &b, 10); !errors.Is(err, io.EOF) || b.Len() != 0 {
-		t.Errorf("after the end: %d records, err %v; want 0, io.EOF", b.Len(), err)
+	if st, err := s.Next(context.Background(), &b, 10); err != nil || st != source.End || b.Len() != 0 {
+		t.Errorf("after the end: %d records, err %v; want 0, source.End", b.Len(), err)
 	}
 }
 
@@ -646,7 +645,7 @@ func TestBatchesStayValid(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%d records", b.Len())
 			}
-			if err := s.Next(context.Background(), b, 30-b.Len()); err != nil {
+			if _, err := s.Next(context.Background(), b, 30-b.Len()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -745,11 +744,11 @@ func TestPositionAt(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
 			b.Reset()
-			err := s.Next(context.Background(), &b, 7)
+			st, err := s.Next(context.Background(), &b, 7)
 			for i := range b.Meta {
 				out = append(out, string(b.Meta[i].Raw))
 			}
-			if errors.Is(err, io.EOF) {
+			if st == source.End {
 				return out
 			}
 			if err != nil {
@@ -765,8 +764,8 @@ func TestPositionAt(t *testing.T) {
 	var b source.Batch
 	for k := 0; ; k++ {
 		b.Reset()
-		err := s.Next(context.Background(), &b, 7)
-		if err != nil && !errors.Is(err, io.EOF) {
+		st, err := s.Next(context.Background(), &b, 7)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if b.Len() > 0 && b.Meta[0].Partition != b.Meta[b.Len()-1].Partition {
@@ -799,7 +798,7 @@ func TestPositionAt(t *testing.T) {
 		for i := range b.Meta {
 			before = append(before, string(b.Meta[i].Raw))
 		}
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			break
 		}
 	}

@@ -34,14 +34,14 @@ func TestBatchesStayValid(t *testing.T) {
 	names := []string{"event_type", "person.name", "person.email_address", "auction.item_name", "auction.description", "bid.channel", "bid.url", "bid.extra", "date_time"}
 	one, s := newSource(t, cfg, names...)
 	var whole source.Batch
-	if err := one.Next(context.Background(), &whole, 600); err != nil {
+	if _, err := one.Next(context.Background(), &whole, 600); err != nil {
 		t.Fatal(err)
 	}
 	all := renderBatch(one, s, &whole)
 
 	src, _ := newSource(t, cfg, names...)
 	var b [3]source.Batch
-	if err := src.Next(context.Background(), &b[0], 200); err != nil {
+	if _, err := src.Next(context.Background(), &b[0], 200); err != nil {
 		t.Fatal(err)
 	}
 	first := renderBatch(src, s, &b[0])
@@ -67,7 +67,7 @@ func TestBatchesStayValid(t *testing.T) {
 		}()
 	}
 	for i := 1; i < 3; i++ {
-		if err := src.Next(context.Background(), &b[i], 200); err != nil {
+		if _, err := src.Next(context.Background(), &b[i], 200); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -29,7 +29,7 @@ func benchNext(b *testing.B, cfg Config, names ...string) {
 	}
 	for range 100 {
 		batch.Reset()
-		if err := src.Next(ctx, &batch, 1024); err != nil {
+		if _, err := src.Next(ctx, &batch, 1024); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -37,7 +37,7 @@ func benchNext(b *testing.B, cfg Config, names ...string) {
 	b.ResetTimer()
 	for done := 0; done < b.N; {
 		batch.Reset()
-		if err := src.Next(ctx, &batch, min(1024, b.N-done)); err != nil {
+		if _, err := src.Next(ctx, &batch, min(1024, b.N-done)); err != nil {
 			b.Fatal(err)
 		}
 		done += batch.Len()

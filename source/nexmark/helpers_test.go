@@ -2,8 +2,6 @@ package nexmark
 
 import (
 	"context"
-	"errors"
-	"io"
 	"testing"
 
 	"github.com/tidemark/tidemark/format"
@@ -43,8 +41,8 @@ func read(t testing.TB, src *Source, s *row.Schema, n, batch int) ([]rec, bool) 
 		if n >= 0 {
 			max = min(batch, n-len(out))
 		}
-		err := src.Next(context.Background(), &b, max)
-		if err != nil && !errors.Is(err, io.EOF) {
+		st, err := src.Next(context.Background(), &b, max)
+		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range b.Rows {
@@ -62,7 +60,7 @@ func read(t testing.TB, src *Source, s *row.Schema, n, batch int) ([]rec, bool) 
 			}
 			out = append(out, r)
 		}
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			return out, true
 		}
 	}
@@ -96,7 +94,7 @@ func skip(t testing.TB, src *Source, n int) {
 	var b source.Batch
 	for n > 0 {
 		b.Reset()
-		if err := src.Next(context.Background(), &b, min(n, 8192)); err != nil {
+		if _, err := src.Next(context.Background(), &b, min(n, 8192)); err != nil {
 			t.Fatal(err)
 		}
 		n -= b.Len()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"sync"
 
@@ -200,18 +199,19 @@ func (s *Source) Partitions() []string { return partitions }
 var partitions = []string{"0"}
 
 // Next appends up to max events (at least one) to b, in delivery order.
-// It returns io.EOF, possibly with events, when a bounded stream ends,
+// It returns source.End, possibly with events, once a bounded stream has
+// given its count of events,
 // and ErrClosed after Close. Strings are in b's arena: they stay valid
 // until b is Reset.
 // Meta.Pos is {Source: "nexmark", Offset: event id}; Meta.Arrival is the
 // delivery time (the event time, plus the delay of a delayed event);
 // Meta.Raw is nil (EventJSON rebuilds the event from its id).
-func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
+func (s *Source) Next(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
 	if s.shut {
-		return ErrClosed
+		return source.More, ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return source.More, err
 	}
 	if max < 1 {
 		max = 1
@@ -220,7 +220,7 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
 	for range max {
 		id, t, at, ok := s.o.next()
 		if !ok {
-			return io.EOF
+			return source.End, nil
 		}
 		r, m := b.Next(s.schema)
 		s.g.fill(r, id, t)
@@ -230,9 +230,9 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
 		s.last = id
 	}
 	if s.o.gen >= s.o.n && s.o.held == 0 {
-		return io.EOF
+		return source.End, nil
 	}
-	return nil
+	return source.More, nil
 }
 
 // Position implements source.Resumable: the number of events delivered

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -215,7 +214,7 @@ func TestEventJSON(t *testing.T) {
 	types := map[int64]bool{}
 	for {
 		b.Reset()
-		err := src.Next(context.Background(), &b, 500)
+		st, err := src.Next(context.Background(), &b, 500)
 		for i := range b.Rows {
 			buf = src.EventJSON(buf[:0], &b.Meta[i])
 			if !json.Valid(buf) {
@@ -233,7 +232,7 @@ func TestEventJSON(t *testing.T) {
 			types[b.Rows[i].I[0]] = true
 		}
 		a.Reset()
-		if errors.Is(err, io.EOF) {
+		if st == source.End {
 			break
 		}
 		if err != nil {
@@ -332,20 +331,20 @@ func TestFields(t *testing.T) {
 	}
 }
 
-// TestEOFAndClose: a bounded stream ends with io.EOF (with its last
+// TestEOFAndClose: a bounded stream ends with source.End (with its last
 // events), and stays ended; Next fails after Close.
 func TestEOFAndClose(t *testing.T) {
 	src, _ := newSource(t, Config{Events: 10, Delay: noDelay}, "date_time")
 	var b source.Batch
-	if err := src.Next(context.Background(), &b, 10); !errors.Is(err, io.EOF) || b.Len() != 10 {
+	if st, err := src.Next(context.Background(), &b, 10); err != nil || st != source.End || b.Len() != 10 {
 		t.Fatalf("Next: %v with %d events", err, b.Len())
 	}
 	b.Reset()
-	if err := src.Next(context.Background(), &b, 10); !errors.Is(err, io.EOF) || b.Len() != 0 {
+	if st, err := src.Next(context.Background(), &b, 10); err != nil || st != source.End || b.Len() != 0 {
 		t.Fatalf("Next after the end: %v with %d events", err, b.Len())
 	}
 	src.Close()
-	if err := src.Next(context.Background(), &b, 10); !errors.Is(err, ErrClosed) {
+	if _, err := src.Next(context.Background(), &b, 10); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Next after Close: %v", err)
 	}
 	if got := src.Partitions(); len(got) != 1 || got[0] != "0" {
@@ -354,7 +353,7 @@ func TestEOFAndClose(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	src, _ = newSource(t, Config{Events: 10}, "date_time")
-	if err := src.Next(ctx, &b, 10); !errors.Is(err, context.Canceled) {
+	if _, err := src.Next(ctx, &b, 10); !errors.Is(err, context.Canceled) {
 		t.Errorf("Next with a cancelled context: %v", err)
 	}
 }
