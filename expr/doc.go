@@ -86,7 +86,22 @@
 //	round(x, n)                 int or decimal → decimal rounded half away from
 //	                            zero to n (constant 0..19, default 0) digits,
 //	                            written with exactly n digits (round(5, 2) is 5.00)
-//	hour(t) minute(t)           timestamp → hour 0..23 / minute 0..59 in UTC
+//	hour(t) minute(t) second(t) timestamp → hour 0..23 / minute, second 0..59 in UTC
+//	year(t) month(t) day(t)     timestamp → year / month 1..12 / day 1..31 in UTC
+//	char_length(s)              length in characters (runes) → int
+//	substr(s, pos[, n])         SQL's SUBSTRING: characters from pos (1-based), n of them
+//	regexp_extract(s, re, i)    group i of the first match of the constant pattern
+//	                            (Go RE2); null without a match or when i took no part
+//	split_index(s, sep, i)      the i-th (0-based) piece of s split at the constant
+//	                            separator; null when there is none
+//	date_format(t, pattern)     a timestamp in UTC as a Java SimpleDateFormat pattern
+//	                            (yyyy-MM-dd HH:mm:ss.SSS; JavaLayout) → string
+//	count_char(s, c)            occurrences of the one-character constant c; 0 for null s
+//	timestamp_add(t, ms)        the timestamp ms later → timestamp
+//	add_months(t, n)            n calendar months later in UTC, the day clamped → timestamp
+//
+// The functions from second to add_months are those SQL scripts need
+// (sql/planner translates Flink's DATE_FORMAT, SPLIT_INDEX, … into them).
 //
 // Aggregate names (sum, count, ...) are compile errors here: they belong
 // under a stage's aggregates. Every other construct — closures and

@@ -466,7 +466,7 @@ var compileErrCases = []struct{ src, msg string }{
 	{`event_type matches name`, `operator matches needs a constant string pattern on the right`},
 	{`event_type matches "("`, `bad pattern for matches: error parsing regexp`},
 	{`qty contains "a"`, `operator contains needs strings, not int and string`},
-	{`foo(qty)`, `unknown function foo() (functions: abs, decimal, hour, int, len, lower, minute, round, string, trim, upper) at column 1`},
+	{`foo(qty)`, `unknown function foo() (functions: abs, add_months, char_length, count_char, date_format, day, decimal, hour, int, len, lower, minute, month, regexp_extract, round, second, split_index, string, substr, timestamp_add, trim, upper, year) at column 1`},
 	{`sum(amount)`, `sum() is an aggregate function; use it under aggregates, not in a filter or field at column 1`},
 	{`count_distinct(name)`, `count_distinct() is an aggregate function`},
 	{`lower(qty)`, `lower() needs string, not int at column 7`},

@@ -15,7 +15,7 @@ import (
 
 // funcSpec compiles one function call from its compiled arguments.
 type funcSpec struct {
-	arity   int // number of arguments; -1 for round (1 or 2)
+	arity   int // number of arguments; −n for n−1 or n (round: −2, substr: −3)
 	compile func(c *compiler, args []*node, at int) (*node, error)
 }
 
@@ -32,7 +32,7 @@ func init() {
 		"int":     {1, intFunc},
 		"decimal": {1, decimalFunc},
 		"abs":     {1, absFunc},
-		"round":   {-1, roundFunc},
+		"round":   {-2, roundFunc},
 		"hour":    {1, timePart("hour", 3_600_000, 24)},
 		"minute":  {1, timePart("minute", 60_000, 60)},
 	}
@@ -67,11 +67,12 @@ func (c *compiler) call(name string, argNodes []ast.Node, at int) (*node, error)
 		}
 		return nil, c.errAt(at, "unknown function %s() (functions: %s)", name, funcNames())
 	}
+	// arity −n takes n−1 or n arguments (round: 1 or 2; substr: 2 or 3).
 	switch {
 	case spec.arity >= 0 && len(argNodes) != spec.arity:
 		return nil, c.errAt(at, "%s() takes %d argument(s), got %d", name, spec.arity, len(argNodes))
-	case spec.arity < 0 && (len(argNodes) < 1 || len(argNodes) > 2):
-		return nil, c.errAt(at, "%s() takes 1 or 2 arguments, got %d", name, len(argNodes))
+	case spec.arity < 0 && (len(argNodes) < -spec.arity-1 || len(argNodes) > -spec.arity):
+		return nil, c.errAt(at, "%s() takes %d or %d arguments, got %d", name, -spec.arity-1, -spec.arity, len(argNodes))
 	}
 	args := make([]*node, len(argNodes))
 	konst := true

@@ -558,10 +558,10 @@ func (r *groupRestorer) section(d *state.Decoder) {
 			return
 		}
 		last = w
-		p := r.panes[w.Start]
+		p := r.panes[w.End]
 		if p == nil {
 			p = &pane{w: w, fired: fired, idx: map[string]int32{}}
-			r.panes[w.Start] = p
+			r.panes[w.End] = p
 		} else if p.w != w || p.fired != fired {
 			d.Fail("key group %d: pane %s (fired %v) differs from another key group's pane %s (fired %v)", g, w, fired, p.w, p.fired)
 			return
@@ -784,7 +784,7 @@ func (r *groupRestorer) install(g Globals) {
 	o.emitted, o.partial, o.skippedWindows = g.Emitted, g.PartlyTooLate, g.SkippedWindows
 	for _, p := range r.panes {
 		o.panes.list = append(o.panes.list, p)
-		o.panes.byStart[p.w.Start] = p
+		o.panes.byEnd[p.w.End] = p
 		for i := range p.ents {
 			k.ent(p.ents[i].key).refs++
 		}

@@ -165,10 +165,11 @@ func (e *keyEntry) open() []*session {
 // (closedHeld; false without keyExtra).
 func (e *keyEntry) held() bool { return e.keyExtra != nil && e.closedHeld }
 
-// paneRef locates a key's entry in the pane starting at start.
+// paneRef locates a key's entry in the pane ending at end (a pane's end
+// names it: windows of one start may differ in end, cumulate windows).
 type paneRef struct {
-	start int64
-	idx   int32
+	end int64
+	idx int32
 }
 
 // keyTable interns group keys to dense ids. A key no window holds is idle:
@@ -507,12 +508,12 @@ func (o *Operator) TopKeys(n int) []KeyState {
 	return top
 }
 
-// dropPane removes key id's reference to the pane starting at start (a
+// dropPane removes key id's reference to the pane ending at end (a
 // closing pane; usually the key's oldest).
-func (k *keyTable) dropPane(id uint32, start int64) {
+func (k *keyTable) dropPane(id uint32, end int64) {
 	e := k.ent(id)
 	for i, r := range e.panes {
-		if r.start == start {
+		if r.end == end {
 			e.panes = append(e.panes[:i], e.panes[i+1:]...)
 			return
 		}

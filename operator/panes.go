@@ -41,12 +41,12 @@ func (p *pane) hold(g int) { p.mat[g>>6] |= 1 << (uint(g) & 63) }
 
 // paneStore holds the open panes in order of (end, start).
 type paneStore struct {
-	multi   bool // sliding windows: keys find their entries through keyEntry.panes, not idx
-	words   int  // sliced operators: words of a pane's key-group bits (pane.mat); 0 otherwise
-	list    []*pane
-	byStart map[int64]*pane
-	last    *pane
-	pool    []*pane
+	multi bool // sliding windows: keys find their entries through keyEntry.panes, not idx
+	words int  // sliced operators: words of a pane's key-group bits (pane.mat); 0 otherwise
+	list  []*pane
+	byEnd map[int64]*pane
+	last  *pane
+	pool  []*pane
 	// hit is the entry the last record found or created (not multi): a
 	// record of the same pane and key — every row of one upstream firing
 	// a stage keyed by window_start reads — finds it without the map
@@ -62,13 +62,13 @@ type paneStore struct {
 	}
 }
 
-func (ps *paneStore) init() { ps.byStart = map[int64]*pane{} }
+func (ps *paneStore) init() { ps.byEnd = map[int64]*pane{} }
 
 func (ps *paneStore) get(w window.Window) *pane {
 	if p := ps.last; p != nil && p.w == w {
 		return p
 	}
-	p := ps.byStart[w.Start]
+	p := ps.byEnd[w.End]
 	if p != nil {
 		ps.last = p
 	}
@@ -89,7 +89,7 @@ func (ps *paneStore) create(w window.Window, fired bool) *pane {
 		clear(p.mat)
 		p.seqs = p.seqs[:0]
 	}
-	ps.byStart[w.Start] = p
+	ps.byEnd[w.End] = p
 	// Insert in (end, start) order; new panes usually go last.
 	i := len(ps.list)
 	if i > 0 && less(w, ps.list[i-1].w) {
@@ -111,7 +111,7 @@ func less(a, b window.Window) bool {
 
 // recycle returns a closed pane's memory to the pool.
 func (ps *paneStore) recycle(p *pane) {
-	delete(ps.byStart, p.w.Start)
+	delete(ps.byEnd, p.w.End)
 	if ps.last == p {
 		ps.last = nil
 	}
@@ -129,7 +129,7 @@ func (o *Operator) find(p *pane) (int32, bool) {
 			return 0, false
 		}
 		for _, r := range o.keys.ent(o.kid).panes {
-			if r.start == p.w.Start {
+			if r.end == p.w.End {
 				return r.idx, true
 			}
 		}
@@ -153,7 +153,7 @@ func (o *Operator) indexEntries() {
 	for _, p := range o.panes.list {
 		for j := range p.ents {
 			ke := o.keys.ent(p.ents[j].key)
-			ke.panes = append(ke.panes, paneRef{start: p.w.Start, idx: int32(j)})
+			ke.panes = append(ke.panes, paneRef{end: p.w.End, idx: int32(j)})
 		}
 		clear(p.idx) // restore fills idx; multi-window panes use the keys' references
 	}
@@ -285,7 +285,7 @@ func (o *Operator) applyPane(p *pane, r *row.Row, weight int) (bool, error) {
 				// for a pane not yet closed: usually no regrowth.
 				ke.panes = make([]paneRef, 0, o.cfg.Assigner.MaxWindows()+1)
 			}
-			ke.panes = append(ke.panes, paneRef{start: p.w.Start, idx: i})
+			ke.panes = append(ke.panes, paneRef{end: p.w.End, idx: i})
 		} else {
 			p.idx[o.keys.ent(kid).enc] = i
 			o.panes.hit.p, o.panes.hit.i = p, i
@@ -450,7 +450,7 @@ func (o *Operator) paneContinue(limit int) bool {
 				o.slots.release(e.slot)
 			}
 			if o.panes.multi {
-				o.keys.dropPane(e.key, p.w.Start)
+				o.keys.dropPane(e.key, p.w.End)
 			}
 			o.markChanged(int(e.group))
 			o.keys.unref(e.key)

@@ -598,7 +598,7 @@ func (r *restorer) paneList() {
 		return
 	}
 	r.panes = make([]*pane, 0, n)
-	byStart := make(map[int64]bool, n)
+	byEnd := make(map[int64]bool, n)
 	for i := 0; i < n; i++ {
 		start := d.Int()
 		w := window.Window{Start: start, End: start + d.Int()}
@@ -611,11 +611,11 @@ func (r *restorer) paneList() {
 			d.Fail("pane %s out of order", w)
 			return
 		}
-		if byStart[w.Start] {
-			d.Fail("two panes start at %d", w.Start)
+		if byEnd[w.End] {
+			d.Fail("two panes end at %d", w.End)
 			return
 		}
-		byStart[w.Start] = true
+		byEnd[w.End] = true
 		p := &pane{w: w, fired: fired, idx: make(map[string]int32, m), ents: make([]inst, m)}
 		for j := range p.ents {
 			in := &p.ents[j]
@@ -883,7 +883,7 @@ func (r *restorer) install() {
 	o.panes.init()
 	o.panes.list = r.panes
 	for _, p := range r.panes {
-		o.panes.byStart[p.w.Start] = p
+		o.panes.byEnd[p.w.End] = p
 	}
 	o.sess = sessionStore{keys: k, seq: r.seq, live: len(r.sessions)}
 	if o.sl.on {

@@ -379,7 +379,7 @@ func sameDerived(t fataler, a, b *Operator) {
 	}
 	for i, p := range a.panes.list {
 		q := b.panes.list[i]
-		if p.live != q.live || len(p.idx) != len(q.idx) || b.panes.byStart[q.w.Start] != q {
+		if p.live != q.live || len(p.idx) != len(q.idx) || b.panes.byEnd[q.w.End] != q {
 			t.Fatalf("pane %s differs: live %d/%d idx %d/%d", p.w, p.live, q.live, len(p.idx), len(q.idx))
 		}
 		for k, i := range p.idx {
@@ -458,7 +458,12 @@ func sameSlices(t fataler, a, b *Operator) {
 				panes = ke.panes
 			}
 			for _, r := range panes {
-				s := o.sl.byStart[r.start]
+				var s *slice
+				for _, x := range o.sl.list {
+					if x.w.End == r.end {
+						s = x
+					}
+				}
 				if s == nil || s.ents.at(int(r.idx)).key != uint32(id) {
 					t.Fatalf("key %q: reference %+v to no entry of its own", ke.enc, r)
 				}

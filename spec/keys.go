@@ -28,7 +28,7 @@ import (
 //     (package suggest);
 //   - a value outside the fixed set of a field tagged
 //     `enum:"<noun>|<a>,<b>,…"`: `window.type: unknown window type
-//     "tumbing" (want tumbling, sliding or session; did you mean
+//     "tumbing" (want tumbling, sliding, session, cumulate or global; did you mean
 //     tumbling?)`;
 //   - an explicit zero for a field tagged `zero:"<rule>|<default>"`, whose
 //     zero value stands for an absent key (the default): `checkpoint.interval:

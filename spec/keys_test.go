@@ -76,11 +76,11 @@ func TestEnumValues(t *testing.T) {
 		name, src, want string
 	}{
 		{"window type", pipe("window: {type: tumbing, size: 1m}"),
-			`x.yaml: [4:16] window.type: unknown window type "tumbing" (want tumbling, sliding or session; did you mean tumbling?)`},
+			`x.yaml: [4:16] window.type: unknown window type "tumbing" (want tumbling, sliding, session, cumulate or global; did you mean tumbling?)`},
 		{"window type far off", pipe("window: {type: hopping, size: 1m}"),
-			`x.yaml: [4:16] window.type: unknown window type "hopping" (want tumbling, sliding or session)`},
+			`x.yaml: [4:16] window.type: unknown window type "hopping" (want tumbling, sliding, session, cumulate or global)`},
 		{"window type of a stage", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\nstages:\n  - name: a\n    window:\n      type: Session\n",
-			`x.yaml: [7:13] stages[0].window.type: unknown window type "Session" (want tumbling, sliding or session; did you mean session?)`},
+			`x.yaml: [7:13] stages[0].window.type: unknown window type "Session" (want tumbling, sliding, session, cumulate or global; did you mean session?)`},
 		{"source type", pipe("source: {type: pulsar}"),
 			`x.yaml: [2:16] source.type: unknown source type "pulsar" (want file, kafka or nexmark)`},
 		{"event_time format", pipe("event_time: {field: ts, format: epoch_sec}"),
@@ -92,7 +92,7 @@ func TestEnumValues(t *testing.T) {
 		{"late policy", pipe("late: {policy: side-output}"),
 			`x.yaml: [6:16] late.policy: unknown policy "side-output" (want drop or side_output; did you mean side_output?)`},
 		{"through an alias", "name: &n p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\nwindow: {type: *n, size: 1m}\n",
-			`x.yaml: [1:10] window.type: unknown window type "p" (want tumbling, sliding or session)`},
+			`x.yaml: [1:10] window.type: unknown window type "p" (want tumbling, sliding, session, cumulate or global)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("x.yaml", []byte(tc.src))
@@ -110,7 +110,7 @@ func TestEnumValues(t *testing.T) {
 		}
 	}
 	_, err := Parse("x.yaml", []byte(pipe("window: {type: }")))
-	if want := "x.yaml: window.type: required (tumbling, sliding or session)"; firstLine(err) != want {
+	if want := "x.yaml: window.type: required (tumbling, sliding, session, cumulate or global)"; firstLine(err) != want {
 		t.Errorf("window.type null: %v, want %s", err, want)
 	}
 }
@@ -127,7 +127,7 @@ func TestValidateEnumsGoOnly(t *testing.T) {
 	want := strings.Join([]string{
 		`source.type: unknown source type "pulsar" (want file, kafka or nexmark)`,
 		`event_time.format: unknown format "iso" (want rfc3339, epoch_ms, epoch_s or layout)`,
-		`window.type: unknown window type "hopping" (want tumbling, sliding or session)`,
+		`window.type: unknown window type "hopping" (want tumbling, sliding, session, cumulate or global)`,
 		`emit.mode: unknown mode "upsert" (want final, update or retract)`,
 		`late.policy: unknown policy "keep" (want drop or side_output)`,
 	}, "\n")

@@ -714,13 +714,33 @@ func validateStage(prefix string, s *Stage, add func(key, format string, args ..
 	day := 24 * time.Hour
 	switch w.Type {
 	case "":
-		add(prefix+"window.type", "required (tumbling, sliding or session)")
+		add(prefix+"window.type", "required (tumbling, sliding, session, cumulate or global)")
 	case "tumbling":
 		if w.Size <= 0 {
 			add(prefix+"window.size", "required and positive for tumbling windows")
 		}
+		if w.Slide != 0 || w.Gap != 0 || w.Step != 0 {
+			add(prefix+"window", "slide, step and gap are not used by tumbling windows")
+		}
+	case "cumulate":
+		switch {
+		case w.Size <= 0 || w.Step <= 0:
+			add(prefix+"window", "size and step are required and positive for cumulate windows")
+		case w.Step > w.Size:
+			add(prefix+"window.step", "%s is longer than size %s", w.Step, w.Size)
+		case w.Size%w.Step != 0:
+			add(prefix+"window.size", "%s is not a multiple of step %s: a cumulate window grows by whole steps to its size", w.Size, w.Step)
+		case w.Size/w.Step > 1000:
+			add(prefix+"window.step", "size/step is %d windows per event; at most 1000", w.Size/w.Step)
+		case w.Size.D()%day == 0 && w.Size > 0:
+			add(prefix+"window.size", "cumulate windows of whole days are not supported (their steps would not follow local midnights)")
+		}
 		if w.Slide != 0 || w.Gap != 0 {
-			add(prefix+"window", "slide and gap are not used by tumbling windows")
+			add(prefix+"window", "slide and gap are not used by cumulate windows")
+		}
+	case "global":
+		if w.Size != 0 || w.Slide != 0 || w.Gap != 0 || w.Step != 0 || w.Offset != 0 {
+			add(prefix+"window", "size, slide, step, gap and offset are not used by the global window")
 		}
 	case "sliding":
 		if w.Size <= 0 || w.Slide <= 0 {
@@ -730,20 +750,20 @@ func validateStage(prefix string, s *Stage, add func(key, format string, args ..
 		} else if n := (w.Size + w.Slide - 1) / w.Slide; n > 1000 {
 			add(prefix+"window.slide", "size/slide is up to %d windows per event; at most 1000", n)
 		}
-		if w.Gap != 0 {
-			add(prefix+"window.gap", "not used by sliding windows")
+		if w.Gap != 0 || w.Step != 0 {
+			add(prefix+"window", "gap and step are not used by sliding windows")
 		}
 	case "session":
 		if w.Gap <= 0 {
 			add(prefix+"window.gap", "required and positive for session windows")
 		}
-		if w.Size != 0 || w.Slide != 0 || w.Offset != 0 {
-			add(prefix+"window", "size, slide and offset are not used by session windows")
+		if w.Size != 0 || w.Slide != 0 || w.Offset != 0 || w.Step != 0 {
+			add(prefix+"window", "size, slide, step and offset are not used by session windows")
 		}
 	default:
-		add(prefix+"window.type", "unknown window type %q (want tumbling, sliding or session)", w.Type)
+		add(prefix+"window.type", "unknown window type %q (want tumbling, sliding, session, cumulate or global)", w.Type)
 	}
-	if w.Size > 0 && w.Size.D()%time.Millisecond != 0 || w.Slide.D()%time.Millisecond != 0 || w.Gap.D()%time.Millisecond != 0 {
+	if w.Size > 0 && w.Size.D()%time.Millisecond != 0 || w.Slide.D()%time.Millisecond != 0 || w.Gap.D()%time.Millisecond != 0 || w.Step.D()%time.Millisecond != 0 {
 		add(prefix+"window", "sizes are in whole milliseconds")
 	}
 	if w.Offset < 0 {

@@ -557,9 +557,15 @@ type EventTime struct {
 
 // Window configures the window assigner.
 type Window struct {
-	// Type is "tumbling", "sliding" or "session". YAML `type`. Required.
-	Type string `yaml:"type" enum:"window type|tumbling,sliding,session"`
-	// Size of tumbling and sliding windows. YAML `size`.
+	// Type is "tumbling", "sliding", "session", "cumulate" (windows of a
+	// fixed start growing by step up to size: Flink's CUMULATE) or
+	// "global" (one window per key over all event time, from
+	// 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, that fires when the
+	// input ends — the watermark at +∞ — or at early firings: the
+	// windowless GROUP BY of SQL). YAML `type`. Required.
+	Type string `yaml:"type" enum:"window type|tumbling,sliding,session,cumulate,global"`
+	// Size of tumbling and sliding windows, and the largest size of
+	// cumulate windows (a multiple of step). YAML `size`.
 	Size Duration `yaml:"size"`
 	// Slide of sliding windows: a window starts every slide (plus offset),
 	// and an event belongs to every window that contains it, ⌈size/slide⌉
@@ -569,6 +575,11 @@ type Window struct {
 	// Gap of session windows: a session ends after this much event time
 	// without an event for its key. YAML `gap`.
 	Gap Duration `yaml:"gap"`
+	// Step of cumulate windows: every size-long period (from the epoch
+	// plus offset) holds the windows [s, s+step), [s, s+2·step), …,
+	// [s, s+size), and an event belongs to those that end after it (Flink's
+	// CUMULATE(…, step, size)). YAML `step`.
+	Step Duration `yaml:"step"`
 	// Offset shifts fixed-length windows from the Unix epoch (Flink's
 	// window offset), taken modulo the slide (the size for tumbling
 	// windows). Not with session windows or whole-day sizes. YAML

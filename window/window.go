@@ -23,12 +23,15 @@
 //     instant whose local date is day n or later: at the transition when
 //     clocks skip midnight, at the first occurrence when midnight repeats.
 //     Day windows tile the time line without gaps or overlaps.
+//   - Cumulate (size, step; cumulate.go): windows of one start growing by
+//     step up to size (Flink's CUMULATE). Global: one window over all
+//     event time, closed when the input ends.
 //   - Session (gap): per key, an event opens [t, t+gap); overlapping or
 //     touching sessions merge (Flink's TimeWindow.intersects). Merging lives
 //     in the window operator, which owns per-key state; this package gives
 //     the proto-window.
 //
-// Slices (Slicer): the fixed-length and calendar assigners also cut the
+// Slices (Slicer): the fixed-length, calendar and cumulate assigners also cut the
 // time line at every window boundary — each window start and each window
 // end — into slices. A window is a run of consecutive slices, and the
 // windows containing any instant of a slice are those containing the whole
@@ -119,16 +122,26 @@ func maxSlices(size, slide int64) int {
 // day is 24 hours in ms.
 const day = int64(24 * time.Hour / time.Millisecond)
 
-// New returns the assigner for a tumbling or sliding window spec. Sizes
-// that are whole days (with a slide of whole days) give calendar windows in
-// the spec's timezone. It returns an error for session windows (use Gap),
-// non-positive sizes, a slide longer than the size, or an unknown zone.
+// New returns the assigner for a tumbling, sliding, cumulate or global
+// window spec. Tumbling and sliding sizes that are whole days (with a
+// slide of whole days) give calendar windows in the spec's timezone. It
+// returns an error for session windows (use Gap), non-positive sizes, a
+// slide longer than the size, a cumulate size that is not a multiple of
+// its step, or an unknown zone.
 func New(w spec.Window) (Assigner, error) {
 	size, slide := w.Size.Ms(), w.Size.Ms()
 	switch w.Type {
 	case "tumbling":
 	case "sliding":
 		slide = w.Slide.Ms()
+	case "cumulate":
+		step := w.Step.Ms()
+		if size <= 0 || step <= 0 || size%step != 0 {
+			return nil, fmt.Errorf("cumulate window size %dms and step %dms must be positive, the size a multiple of the step", size, step)
+		}
+		return &Cumulate{Size: size, Step: step, Offset: w.Offset.Ms() % size}, nil
+	case "global":
+		return Global{}, nil
 	default:
 		return nil, fmt.Errorf("window type %q has no fixed assigner", w.Type)
 	}
