@@ -506,6 +506,8 @@ type TableArg struct {
 	At    Pos
 	Name  *Name
 	Query Query
+	// PartitionBy is SESSION's TABLE t PARTITION BY cols.
+	PartitionBy []Expr
 }
 
 // Descriptor is DESCRIPTOR(col, …).

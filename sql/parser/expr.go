@@ -300,13 +300,23 @@ func (p *parser) primary() Expr {
 		return &SubqueryExpr{At: t.Pos, Query: q, Exists: true}
 	case "TABLE":
 		p.next()
+		ta := &TableArg{At: t.Pos}
 		if p.atOp("(") {
 			p.next()
-			q := p.query()
+			ta.Query = p.query()
 			p.expectOp(")", "after the TABLE subquery")
-			return &TableArg{At: t.Pos, Query: q}
+		} else {
+			ta.Name = p.name("a table name")
 		}
-		return &TableArg{At: t.Pos, Name: p.name("a table name")}
+		if p.acceptKw("PARTITION", "BY") {
+			for {
+				ta.PartitionBy = append(ta.PartitionBy, p.concat())
+				if !p.acceptOp(",") {
+					break
+				}
+			}
+		}
+		return ta
 	case "DESCRIPTOR":
 		if isOpTok(p.peekN(1), "(") {
 			p.next()

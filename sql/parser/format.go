@@ -678,6 +678,15 @@ func (f *formatter) expr(e Expr) {
 		} else {
 			f.name(e.Name)
 		}
+		if len(e.PartitionBy) > 0 {
+			f.w(" PARTITION BY ")
+			for i, x := range e.PartitionBy {
+				if i > 0 {
+					f.w(", ")
+				}
+				f.expr(x)
+			}
+		}
 	case *Descriptor:
 		f.w("DESCRIPTOR")
 		f.idents(e.Columns)
