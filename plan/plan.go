@@ -269,6 +269,8 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 		// state events into an upsert stream (a newer version retracts the
 		// entity's previous row).
 		retracting := p.OrderBy != nil
+		retracts := "with order_by a newer version of an entity retracts its previous row"
+		fix := "read the source without order_by, or with a windowed stage"
 		if in == -1 {
 			inSchema = src
 		} else {
@@ -286,6 +288,9 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 					etName = "event_time"
 				}
 				retracting = joinRetracts(up.Join)
+				uj := p.Stages[in]
+				retracts = fmt.Sprintf("input %s (join type %s, kind %s, emit mode %s) takes back rows it emitted (update_before, delete)", up.Name, uj.Join.Type, uj.Join.Kind, uj.Emit.Mode)
+				fix = fmt.Sprintf("set %s's emit.mode to final, or read %s with a windowed stage", up.Name, up.Name)
 				goto compile
 			}
 			if up.Desc.Stateless {
@@ -303,6 +308,8 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 				shift = -1
 			}
 			retracting = up.Desc.EmitMode != "final"
+			retracts = fmt.Sprintf("input %s (emit mode %s) takes back rows it emitted (update_before)", up.Name, up.Desc.EmitMode)
+			fix = fmt.Sprintf("set %s's emit.mode to final, or read %s with a windowed stage", up.Name, up.Name)
 			if up.Desc.EmitMode == "update" {
 				errs = append(errs, fmt.Errorf("%s: input %s emits mode update (an upsert stream without update_before); a stage reading it needs emit.mode retract or final upstream", st.Name, up.Name))
 				pl.Stages = append(pl.Stages, nil)
@@ -318,6 +325,11 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 					undeclared[f.Name] = true
 				}
 			}
+		}
+		if retracting && len(st.Select) > 0 {
+			errs = append(errs, fmt.Errorf("%s: select: %s; a select stage's rows have no key to take back: %s", st.Name, retracts, fix))
+			pl.Stages = append(pl.Stages, nil)
+			continue
 		}
 		s, err := compileStage(st, parsed[i], in, inSchema, etName, shift, retracting, undeclared)
 		if err != nil {
@@ -807,9 +819,6 @@ func closeFields(name string, s *row.Schema) string {
 // compileSelect finishes a select stage: its output columns are the
 // selected fields; there is no operator.
 func compileSelect(st spec.Stage, s *Stage, schema *row.Schema, errs []error) (*Stage, error) {
-	if s.Retracting {
-		errs = append(errs, errors.New("select: a select stage emits each record once and cannot take a row back (not with order_by)"))
-	}
 	var cols []changelog.Column
 	for _, n := range st.Select {
 		f, ok := schema.Lookup(n)

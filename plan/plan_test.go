@@ -53,6 +53,14 @@ func TestCompileErrors(t *testing.T) {
 				`sinks[0].mode: ledger keeps additive aggregates, sum(x) and count(); m is count(x)`}},
 		{"ledger downstream", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\ndedup: {key: id, ttl: 1h}\nstages:\n  - {name: a, window: {type: tumbling, size: 1m}, aggregates: {n: count()}, emit: {mode: retract}}\n  - {name: b, window: {type: tumbling, size: 1m}, aggregates: {m: sum(n)}, sinks: [{type: postgres, dsn: x, mode: ledger}]}\n",
 			[]string{`b: sinks[0].mode: ledger reads source events; this stage reads another stage's changelog`}},
+		{"select over order_by", "name: p\nsource: {type: file, path: e.jsonl, schema: {v: int}}\nevent_time: {field: ts}\norder_by: {key: id, version: v}\nselect: [id, v]\n",
+			[]string{`p: select: with order_by a newer version of an entity retracts its previous row; a select stage's rows have no key to take back: read the source without order_by, or with a windowed stage`}},
+		{"select over a retract stage", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\nstages:\n  - {name: a, key: [k], window: {type: tumbling, size: 1m}, aggregates: {n: count()}, emit: {mode: retract}}\n  - {name: b, input: a, select: [k, n]}\n",
+			[]string{`b: select: input a (emit mode retract) takes back rows it emitted (update_before); a select stage's rows have no key to take back: set a's emit.mode to final, or read a with a windowed stage`}},
+		{"select over a left join", joinHead + "  - {name: j, join: {type: interval, kind: left, left: {as: L}, right: {input: r, as: R}, on: ['L.k = R.k'], between: {upper: 1m}, select: {a: L.id, b: R.id}}, emit: {mode: retract}}\n  - {name: s, input: j, select: [a, b]}\n",
+			[]string{`s: select: input j (join type interval, kind left, emit mode retract) takes back rows it emitted (update_before, delete); a select stage's rows have no key to take back: set j's emit.mode to final, or read j with a windowed stage`}},
+		{"select over a temporal join", joinHead + "  - {name: j, join: {type: temporal, left: {as: L}, right: {input: r, as: R}, on: ['L.k = R.k'], select: {a: L.id, b: R.id}}, emit: {mode: update}}\n  - {name: s, input: j, select: [a, b]}\n",
+			[]string{`s: select: input j (join type temporal, kind inner, emit mode update) takes back rows it emitted (update_before, delete)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Compile(parse(t, tc.yaml), nil)
@@ -69,6 +77,30 @@ func TestCompileErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// joinHead is a pipeline with an input r beside the source, before its
+// stages.
+const joinHead = "name: p\nsource: {type: file, path: e.jsonl, schema: {id: int}}\nevent_time: {field: ts}\ninputs:\n  - {name: r, source: {type: file, path: r.jsonl, schema: {id: int}}, event_time: {field: ts}}\nstages:\n"
+
+// TestSelectOverJoin: a select stage reads a join that never takes a row
+// back (an inner interval join in mode update, any join in mode final);
+// one that does is refused (TestCompileErrors).
+func TestSelectOverJoin(t *testing.T) {
+	for _, j := range []string{
+		"{type: interval, left: {as: L}, right: {input: r, as: R}, on: ['L.k = R.k'], between: {upper: 1m}, select: {a: L.id, b: R.id}}, emit: {mode: update}",
+		"{type: interval, kind: full, left: {as: L}, right: {input: r, as: R}, on: ['L.k = R.k'], between: {upper: 1m}, select: {a: L.id, b: R.id}}, emit: {mode: final}",
+		"{type: temporal, kind: left, left: {as: L}, right: {input: r, as: R}, on: ['L.k = R.k'], select: {a: L.id, b: R.id}}, emit: {mode: final}",
+	} {
+		p, err := Compile(parse(t, joinHead+"  - {name: j, join: "+j+"}\n  - {name: s, input: j, select: [a, b]}\n"), nil)
+		if err != nil {
+			t.Errorf("%s: %v", j, err)
+			continue
+		}
+		if st := p.Stages[1]; !st.Desc.Stateless || st.Retracting {
+			t.Errorf("%s: the select stage is stateless %v, retracting %v", j, st.Desc.Stateless, st.Retracting)
+		}
 	}
 }
 

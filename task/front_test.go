@@ -16,7 +16,8 @@ import (
 // rows, counted In 6, Filtered 3), a != 3 keeps 0, 1, 2 and 7 (four, the
 // null one filtered). The same six records sent again as retractions
 // (weight −1) count as Retractions only: a retraction the filter drops is
-// not Filtered (that counts inserts), however the filter runs.
+// not Filtered (that counts inserts), however the filter runs, and one it
+// keeps is emitted as a delete of its row.
 func TestFrontFilter(t *testing.T) {
 	vals := []row.Value{row.Int(0), row.Int(1), row.Int(2), row.Int(3), row.Null, row.Int(7)}
 	for _, tc := range []struct {
@@ -85,9 +86,16 @@ func TestFrontFilter(t *testing.T) {
 			_ = r.Set(fts, row.Time(1000))
 			s.ToRoots(uint64(len(vals)+i+1), nil, 5, r, m, 1000, -1, &ID{}, true)
 		}
-		if c := cnt.Stages[0]; c.In != 6 || c.Retractions != 6 || c.Filtered != int64(6-tc.rows) || c.Quarantined != 0 {
-			t.Errorf("%s %s: after 6 retractions: In %d, Retractions %d, Filtered %d, Quarantined %d; want 6, 6, %d, 0",
-				tc.filter, tc.fields, c.In, c.Retractions, c.Filtered, c.Quarantined, 6-tc.rows)
+		if c := cnt.Stages[0]; c.In != 6 || c.Retractions != 6 || c.Filtered != int64(6-tc.rows) || c.Quarantined != 0 ||
+			c.OnTime != int64(tc.rows) || c.RowsEmitted != int64(2*tc.rows) || c.FinalRows != int64(tc.rows) {
+			t.Errorf("%s %s: after 6 retractions: In %d, Retractions %d, Filtered %d, Quarantined %d, OnTime %d, RowsEmitted %d, FinalRows %d; want 6, 6, %d, 0, %d, %d, %d",
+				tc.filter, tc.fields, c.In, c.Retractions, c.Filtered, c.Quarantined, c.OnTime, c.RowsEmitted, c.FinalRows, 6-tc.rows, tc.rows, 2*tc.rows, tc.rows)
+		}
+		// A retraction the filter keeps retracts the row its insert
+		// emitted: a delete of the same values, never a second insert.
+		if w.rows != 2*tc.rows || w.deletes != tc.rows || len(w.last) == 0 || w.last[0].I != tc.last {
+			t.Errorf("%s %s: after 6 retractions: %d rows, %d deletes, last %v; want %d rows, %d deletes, last b = %d",
+				tc.filter, tc.fields, w.rows, w.deletes, w.last, 2*tc.rows, tc.rows, tc.last)
 		}
 	}
 }

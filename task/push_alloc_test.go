@@ -13,12 +13,18 @@ import (
 // countWriter counts the rows a log with a Writer hands on, keeping the
 // last row's values.
 type countWriter struct {
-	rows int
-	last []row.Value
+	rows    int
+	deletes int // rows with op delete
+	last    []row.Value
 }
 
 func (w *countWriter) WriteRows(_ Output, rows []changelog.Row) error {
 	w.rows += len(rows)
+	for i := range rows {
+		if rows[i].Op == changelog.Delete {
+			w.deletes++
+		}
+	}
 	w.last = append(w.last[:0], rows[len(rows)-1].Values...)
 	return nil
 }

@@ -472,7 +472,7 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 		}
 	}
 	if f.stateless {
-		s.selectRow(si, step, now, w, ts)
+		s.selectRow(si, step, now, w, ts, weight, o.cr)
 		return
 	}
 	if s.direct != nil {
@@ -571,18 +571,37 @@ func (s *Sender) directItem(step uint64, now, ts int64, weight int, r *row.Row, 
 	return it
 }
 
-// selectRow emits record r of select stage si as an insert row.
-func (s *Sender) selectRow(si int, step uint64, now int64, r *row.Row, ts int64) {
+// selectRow emits record r of select stage si with weight ±1 as a row:
+// an insert, or a retraction of the row an earlier insert emitted — a
+// delete (weight −1), or the upstream row's own op when it is an
+// update_before or update_after (cr, the upstream row; nil for a source
+// record). A retraction is counted in Retractions (toStage), not OnTime,
+// and its row is not final (a delete, as the operator's).
+func (s *Sender) selectRow(si int, step uint64, now int64, r *row.Row, ts int64, weight int, cr *changelog.Row) {
 	c := &s.cnt.Stages[si]
-	c.OnTime++
+	op, final := changelog.Insert, true
+	switch {
+	case weight < 0:
+		op, final = changelog.Delete, false
+		if cr != nil && cr.Op == changelog.UpdateBefore {
+			op = changelog.UpdateBefore
+		}
+	case cr != nil && cr.Op == changelog.UpdateAfter:
+		op = changelog.UpdateAfter
+	}
+	if weight > 0 {
+		c.OnTime++
+	}
 	c.RowsEmitted++
-	c.FinalRows++
+	if final {
+		c.FinalRows++
+	}
 	if !s.g.HasSinks[si] {
 		return
 	}
 	s.selVals = r.AppendValues(s.selVals[:0], s.g.Plan.Stages[si].Select)
-	s.selRow[0] = changelog.Row{Op: changelog.Insert, WindowStart: ts, WindowEnd: ts, Values: s.selVals,
-		Version: 1, IsFinal: true, WatermarkAt: s.wm, UpdatedAt: now}
+	s.selRow[0] = changelog.Row{Op: op, WindowStart: ts, WindowEnd: ts, Values: s.selVals,
+		Version: 1, IsFinal: final, WatermarkAt: s.wm, UpdatedAt: now}
 	s.log.rows(step, ResultsOf(si), s.selRow[:], s.g.Lineage, s.g.LineageAt)
 }
 
