@@ -211,8 +211,11 @@ func (ck *checker) keyFieldUndeclared() {
 }
 
 // joinKeyUndeclared is TM112: an equality key of a join stage
-// (join.on) whose field neither side's schema declares. An undeclared
-// field is read as text, so the key compares the values' text: the JSON
+// (join.on) whose field neither side's schema declares. A misspelt name
+// reads as null in every record (the run stops at its first batch when a
+// key is null in every record a side keeps: engine/keycheck.go, as for a
+// stage's key, TM109). An undeclared field is read as text, so the key
+// compares the values' text: the JSON
 // numbers 1 and 1.0 (or 10 and 1e1, or "7" and 7.0) do not match, and the
 // rows stay unjoined without an error. Flink SQL requires the key's two
 // sides to have comparable declared types; tidemark refuses two declared
@@ -237,9 +240,9 @@ func (ck *checker) joinKeyUndeclared() {
 				continue
 			}
 			ck.add(ruleJoinKeyUndeclared, Warning, fmt.Sprintf("%sjoin.on[%d]", ck.prefix(i), k),
-				fmt.Sprintf("the join key %s.%s = %s.%s is declared in no schema, so both sides are read as text and compared by their text: the numbers 1 and 1.0 (or 10 and 1e1) do not match, and such rows stay unjoined without an error",
+				fmt.Sprintf("the join key %s.%s = %s.%s is declared in no schema (no contract, and source.schema lists only some fields): a misspelt name reads as null in every record (the run stops at the first batch where it is null in all the side keeps), and both sides are read as text and compared by their text: the numbers 1 and 1.0 (or 10 and 1e1) do not match, and such rows stay unjoined without an error",
 					l.Alias, l.Key[k].Name, r.Alias, r.Key[k].Name),
-				fmt.Sprintf("declare %s in the source.schema of %s and of %s (int, decimal or string: string keeps comparing text, on purpose), or in the contract",
+				fmt.Sprintf("declare %s in the source.schema of %s and of %s (int, decimal or string: string keeps comparing text, on purpose), or in the contract; with source.schema_complete: true a misspelt key is refused before the run, naming the fields close to it",
 					l.Key[k].Name, l.Name, r.Name))
 		}
 	}

@@ -265,7 +265,7 @@ type runtime struct {
 	groupMarker func(task.Marker)
 	// keyWatch and keyChecked: engine/keycheck.go.
 	keyWatch         []keyWatch
-	keyChecked       bool
+	keyChecked       []bool // per input
 	ref              *reference
 	ins              []*inputRT // a run with several inputs: every input, the source first (inputs.go)
 	cur              *routerOut // the round being routed

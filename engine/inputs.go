@@ -262,10 +262,8 @@ func (rt *runtime) refill(ctx context.Context, pl *pipeline, ro *routerOut, in *
 		}
 		st, rerr := in.src.Next(ctx, b, rt.opts.BatchSize)
 		in.cur, in.pos = b, 0
-		if in.idx == 0 {
-			if err := rt.checkFirstBatch(b); err != nil {
-				return false, err
-			}
+		if err := rt.checkFirstBatch(b, in.idx, in.src); err != nil {
+			return false, err
 		}
 		in.clock = changelog.WatermarkNone
 		for i := range b.Meta {

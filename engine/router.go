@@ -218,7 +218,7 @@ func (rt *runtime) nextStep() uint64 {
 // routeBatch routes the records of b; more is false at the end of a
 // bounded input.
 func (rt *runtime) routeBatch(b *source.Batch, more bool) error {
-	if err := rt.checkFirstBatch(b); err != nil {
+	if err := rt.checkFirstBatch(b, 0, rt.src); err != nil {
 		return err
 	}
 	if b.Len() == 0 && more {

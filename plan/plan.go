@@ -249,7 +249,7 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 			s, err := pl.compileJoin(st)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", st.Name, err))
-				s = &Stage{Name: st.Name, Input: InputJoin}
+				s = nil // the stages reading it are not checked against it
 			}
 			pl.Stages = append(pl.Stages, s)
 			continue

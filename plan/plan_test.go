@@ -53,6 +53,8 @@ func TestCompileErrors(t *testing.T) {
 				`sinks[0].mode: ledger keeps additive aggregates, sum(x) and count(); m is count(x)`}},
 		{"ledger downstream", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\ndedup: {key: id, ttl: 1h}\nstages:\n  - {name: a, window: {type: tumbling, size: 1m}, aggregates: {n: count()}, emit: {mode: retract}}\n  - {name: b, window: {type: tumbling, size: 1m}, aggregates: {m: sum(n)}, sinks: [{type: postgres, dsn: x, mode: ledger}]}\n",
 			[]string{`b: sinks[0].mode: ledger reads source events; this stage reads another stage's changelog`}},
+		{"a stage reading a join that failed to compile", joinHead + "  - {name: j, join: {type: interval, left: {as: L}, right: {input: r, as: R}, on: ['L.id = R.k'], between: {upper: 1m}, select: {a: L.id, b: R.id}}}\n  - {name: s, input: j, key: [a], window: {type: tumbling, size: 1m}, aggregates: {n: count(), x: sum(b)}}\n",
+			[]string{`j: join.on[0]: L.id is int and R.k is string: the fields of an equality key must have the same type (declare them alike in source.schema)`}},
 		{"select over order_by", "name: p\nsource: {type: file, path: e.jsonl, schema: {v: int}}\nevent_time: {field: ts}\norder_by: {key: id, version: v}\nselect: [id, v]\n",
 			[]string{`p: select: with order_by a newer version of an entity retracts its previous row; a select stage's rows have no key to take back: read the source without order_by, or with a windowed stage`}},
 		{"select over a retract stage", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\nstages:\n  - {name: a, key: [k], window: {type: tumbling, size: 1m}, aggregates: {n: count()}, emit: {mode: retract}}\n  - {name: b, input: a, select: [k, n]}\n",
