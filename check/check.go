@@ -116,6 +116,8 @@ var (
 	ruleProvisionalRows    = Rule{"TM402", "provisional-rows", "sink", "an upsert table that holds provisional rows (is_final = false)"}
 	ruleSharedOutput       = Rule{"TM403", "shared-output", "sink", "two outputs write the same file or table"}
 	ruleOutputOverlap      = Rule{"TM404", "output-overlaps-input", "sink", "an output that is an input, or another output, through a link or another spelling of its path"}
+	ruleSmallFiles         = Rule{"TM405", "small-files", "sink", "a parquet or iceberg sink whose partitions and checkpoint interval make many small files"}
+	ruleUpdateIdentity     = Rule{"TM406", "update-rows-need-identity", "sink", "update or retract rows in append-only Parquet files: the reader must apply the row identity"}
 )
 
 // Rules returns every rule, in the order they run.
@@ -125,7 +127,7 @@ func Rules() []Rule {
 		ruleQuarantine, ruleConflicts, ruleOrdering, ruleKeyFieldUndeclared, ruleRegistryCompat, ruleDeprecatedProduced, ruleJoinKeyUndeclared,
 		ruleProcessingTime, ruleLatenessBelowDelay, ruleDropMoney, ruleIdleTimeout, ruleCalendarZone, ruleStageLateness, ruleJoinInputStall,
 		ruleDedupTTL, ruleCheckpointSettings, ruleJoinStateBound,
-		ruleAppendSink, ruleProvisionalRows, ruleSharedOutput, ruleOutputOverlap,
+		ruleAppendSink, ruleProvisionalRows, ruleSharedOutput, ruleOutputOverlap, ruleSmallFiles, ruleUpdateIdentity,
 	}
 }
 
@@ -161,7 +163,7 @@ func RunWith(p *spec.Pipeline, c *contract.Contract, now time.Time, facts *Facts
 		ck.quarantine, ck.conflicts, ck.ordering, ck.keyFieldUndeclared, ck.registryCompat, ck.deprecatedProduced, ck.joinKeyUndeclared,
 		ck.processingTime, ck.latenessBelowDelay, ck.dropMoney, ck.idleTimeout, ck.calendarZone, ck.stageLateness, ck.joinInputStall,
 		ck.dedupTTL, ck.checkpointSettings, ck.joinStateBound,
-		ck.appendSink, ck.provisionalRows, ck.sharedOutput, ck.outputOverlap,
+		ck.appendSink, ck.provisionalRows, ck.sharedOutput, ck.outputOverlap, ck.smallFiles, ck.updateIdentity,
 	} {
 		f()
 	}

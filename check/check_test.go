@@ -158,6 +158,12 @@ var ruleCases = []struct {
 
 	{"shared-output/fail.yaml", []string{"error TM403 stages[1].sinks[0].table", "error TM403 stages[1].late.sink.path"}},
 	{"shared-output/pass.yaml", nil},
+
+	{"small-files/fail.yaml", []string{"warning TM405 sinks[0].partition_by", "warning TM405 sinks[1].partition_by"}},
+	{"small-files/pass.yaml", nil},
+
+	{"update-rows-need-identity/fail.yaml", []string{"warning TM406 sinks[0]"}},
+	{"update-rows-need-identity/pass.yaml", nil},
 }
 
 // TestRules: each example yields exactly the findings listed for its rule.

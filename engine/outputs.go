@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/results"
 	"github.com/tidemark/tidemark/sink"
+	"github.com/tidemark/tidemark/sink/iceberg"
 	"github.com/tidemark/tidemark/sink/jsonl"
 	"github.com/tidemark/tidemark/sink/kafka"
 	"github.com/tidemark/tidemark/sink/parquet"
@@ -77,7 +78,7 @@ type Registry struct {
 // DefaultRegistry returns the built-in sinks: sqlite, postgres (mode
 // results; the runner opens mode ledger itself), kafka, jsonl, parquet
 // and stdout for results; sqlite and postgres (tables of records), kafka,
-// jsonl, parquet and stdout for side outputs.
+// jsonl, parquet and stdout for side outputs; iceberg for results.
 func DefaultRegistry() *Registry {
 	return &Registry{
 		Results: map[string]ResultSinkFactory{
@@ -119,6 +120,9 @@ func DefaultRegistry() *Registry {
 			"parquet": func(_ context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
 				return parquet.NewResults(d, parquetOptions(s, env))
 			},
+			"iceberg": func(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
+				return iceberg.NewResults(ctx, d, icebergOptions(s, env))
+			},
 		},
 		Records: map[string]RecordSinkFactory{
 			"sqlite": func(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {
@@ -158,6 +162,24 @@ func parquetOptions(s spec.Sink, env *Env) parquet.Options {
 		RollBytes: s.RollBytes, DecimalScale: s.DecimalScale, ExactlyOnce: env.exactlyOnce(s),
 		PublishOnFlush: env.Checkpoints, Restoring: env.Restoring, Pipeline: env.Pipeline, Sink: s.Path, Fault: env.Fault,
 	}
+}
+
+// icebergOptions are an iceberg sink's options: table "ns.name" (default
+// namespace "default"; the name defaults to the stage's, spec.Defaults).
+func icebergOptions(s spec.Sink, env *Env) iceberg.Options {
+	ns, table, ok := strings.Cut(s.Table, ".")
+	if !ok {
+		ns, table = "", s.Table
+	}
+	o := iceberg.Options{
+		Warehouse: s.Path, Namespace: ns, Table: table, PartitionBy: s.PartitionBy, Compression: s.Compression,
+		RowGroupRows: s.RowGroupRows, RollBytes: s.RollBytes, DecimalScale: s.DecimalScale, ExactlyOnce: env.exactlyOnce(s),
+		PublishOnFlush: env.Checkpoints, Restoring: env.Restoring, Pipeline: env.Pipeline, Sink: s.Table, Fault: env.Fault,
+	}
+	if c := s.Catalog; c != nil {
+		o.Catalog, o.CatalogURI, o.CatalogName = c.Type, c.URI, c.Name
+	}
+	return o
 }
 
 // isLive reports whether table is the live version of the versioning
