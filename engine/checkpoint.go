@@ -121,7 +121,11 @@ func (rt *runtime) routerState() *routerState {
 	s := &routerState{now: rt.now, wm: rt.wm, parts: rt.parts, events: rt.events, redel: rt.redeliver, outside: rt.outside,
 		step: rt.step, present: slices.Clone(rt.present)}
 	if res, ok := rt.src.(source.Resumable); ok && len(rt.ins) == 0 {
-		s.position = res.Position()
+		if rt.split != nil {
+			s.position = rt.srcPos // the source has claimed further
+		} else {
+			s.position = res.Position()
+		}
 	}
 	if len(rt.ins) > 0 {
 		s.inputs = rt.inputStates()

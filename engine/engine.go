@@ -260,6 +260,13 @@ type runtime struct {
 	resumedEvents int64 // records read before the restored checkpoint
 	present       []bool
 	absent        int
+	// split is the source when its batches are decoded on decoder
+	// goroutines (decoders.go); srcKnown and srcPos are then what the
+	// source knew after the claim of the batch being routed: its
+	// partitions (len(Partitions())) and, with checkpoints, its position.
+	split    source.Splitter
+	srcKnown int
+	srcPos   []byte
 	// groupMarker takes the router's markers in a group run's source task
 	// (grouptask.go).
 	groupMarker func(task.Marker)

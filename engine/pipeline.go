@@ -178,6 +178,12 @@ func (rt *runtime) newPipeline() *pipeline {
 		batches += 2*len(rt.ins) + 1
 		pl.batchFree = make(chan *source.Batch, batches)
 	}
+	// A source decoded by decoder goroutines has up to decodeDepth
+	// batches claimed ahead of the router (decoders.go).
+	if rt.split = rt.splitter(); rt.split != nil {
+		batches += rt.decodeDepth()
+		pl.batchFree = make(chan *source.Batch, batches)
+	}
 	for range batches {
 		pl.batchFree <- &source.Batch{}
 	}
@@ -297,22 +303,67 @@ func (rt *runtime) run(ctx context.Context) (stopped bool, err error) {
 func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, err error) {
 	rt.nextProgress = rt.opts.ProgressEvery
 	rt.progressStart = time.Now()
+	var dec *decoders
+	if rt.split != nil {
+		if res, ok := rt.src.(source.Resumable); ok && rt.ck != nil {
+			rt.srcPos = res.Position() // before the first batch (after a restore's Seek)
+		}
+		rt.srcKnown = len(rt.src.Partitions())
+		dec = rt.newDecoders(rt.split, pl, rt.par, rt.decodeDepth())
+		defer dec.stop()
+	}
 	for {
 		var b *source.Batch
-		select {
-		case b = <-pl.batchFree:
-		case <-pl.done:
-			return false, errStopped
+		var rerr error
+		st := source.More
+		if dec != nil {
+			c, err := dec.next(ctx, pl, rt.opts.BatchSize)
+			if err != nil {
+				return false, err
+			}
+			if c == nil {
+				// Cancelled before the next claim: an empty last round.
+				select {
+				case b = <-pl.batchFree:
+				case <-pl.done:
+					return false, errStopped
+				}
+				b.Reset()
+				rerr = ctx.Err()
+			} else {
+				b, st, rerr = c.b, c.st, c.err
+				rt.srcKnown = c.known
+				if c.pos != nil {
+					rt.srcPos = c.pos
+				}
+				dec.release(c)
+			}
+		} else {
+			select {
+			case b = <-pl.batchFree:
+			case <-pl.done:
+				return false, errStopped
+			}
+		}
+		if dec != nil {
+			// With decoders the router holds more batches than rounds: it
+			// waits for a round's buffers here, not for a batch.
+			select {
+			case ro := <-pl.roundFree:
+				pl.roundFree <- ro
+			case <-pl.done:
+				return false, errStopped
+			}
 		}
 		ro := rt.beginRound(pl)
 		ro.batch = b
-		b.Reset()
-		var rerr error
-		st := source.More
-		if ctx.Err() != nil {
-			rerr = ctx.Err()
-		} else {
-			st, rerr = rt.src.Next(ctx, b, rt.opts.BatchSize)
+		if dec == nil {
+			b.Reset()
+			if ctx.Err() != nil {
+				rerr = ctx.Err()
+			} else {
+				st, rerr = rt.src.Next(ctx, b, rt.opts.BatchSize)
+			}
 		}
 		// Only the source's own End ends the input: an error, whatever it
 		// wraps (a registry's closed connection wraps io.EOF), is a
@@ -350,6 +401,22 @@ func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, er
 		}
 	}
 }
+
+// splitter returns the source when its batches are to be decoded on
+// decoder goroutines: a source.Splitter that splits, read by a run of
+// several tasks with one input (one task runs on one goroutine: a
+// decoder beside it would cost more hand-offs than it saves).
+func (rt *runtime) splitter() source.Splitter {
+	sp, ok := rt.src.(source.Splitter)
+	if !ok || !sp.Splits() || rt.par < 2 || len(rt.ins) > 0 || rt.groupMarker != nil {
+		return nil
+	}
+	return sp
+}
+
+// decodeDepth is the most batches claimed ahead of the router: two per
+// decoder, so that each has the next batch while the router routes one.
+func (rt *runtime) decodeDepth() int { return 2 * rt.par }
 
 // beginRound takes a round's buffers and points the router's sender at
 // fresh packets for every entry node of every task.

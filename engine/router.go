@@ -234,7 +234,7 @@ func (rt *runtime) routeBatch(b *source.Batch, more bool) error {
 	clock := changelog.WatermarkNone
 	// The source's partitions change only when it reads (Next): once
 	// per batch.
-	known := len(rt.src.Partitions())
+	known := rt.sourceParts()
 	for i := range b.Meta {
 		m := &b.Meta[i]
 		now := m.Arrival
@@ -358,7 +358,7 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64, known int) erro
 // partition p), at processing time now.
 func (rt *runtime) addPartitions(p int, now int64) error {
 	now = max(now, rt.now)
-	for rt.parts < len(rt.src.Partitions()) || rt.parts <= p {
+	for rt.parts < rt.sourceParts() || rt.parts <= p {
 		if rt.parts == MaxPartitions {
 			return fmt.Errorf("source: more than %d partitions: a partition (partition_field) stands for a log partition, a few dozen values each keeping a watermark, not an entity such as a customer (use it as a key instead)", MaxPartitions)
 		}
@@ -370,6 +370,16 @@ func (rt *runtime) addPartitions(p int, now int64) error {
 		rt.parts++
 	}
 	return nil
+}
+
+// sourceParts is the number of partitions the source knows after the
+// batch being routed: len(Partitions()), or with decoders what it was
+// right after the batch's claim (the source has claimed further since).
+func (rt *runtime) sourceParts() int {
+	if rt.split != nil {
+		return rt.srcKnown
+	}
+	return len(rt.src.Partitions())
 }
 
 // tick advances processing time to now (it never goes back): idle

@@ -202,3 +202,34 @@ type Source interface {
 	// Close releases the source's resources.
 	Close() error
 }
+
+// Splitter is implemented by sources whose records can be decoded apart
+// from reading them, so that a runner decodes several batches at once on
+// other goroutines while it reads the next ones (the engine's decoders,
+// docs/parallelism.md). For every batch, Claim then Decode leave it as
+// Next would have, and the source's Position, Partitions and Progress
+// after Claim are those after Next: whatever depends on the records
+// before (the order of delivery, positions, partitions found in the
+// data) is Claim's, and Decode only makes each record's row from what
+// Claim left in its meta.
+type Splitter interface {
+	Source
+	// Splits reports whether this source, as configured, splits its
+	// reads: false when a record's meta depends on the decoded rows of
+	// the records before it (a file's partition_field, ordinal,
+	// arrival_time_field or replay), and Claim and Decode must not be
+	// used.
+	Splits() bool
+	// Claim appends up to max records to b, as Next does but with their
+	// rows left for Decode (unshaped: Batch.Append), and returns what
+	// Next would (End after the input's last record). Each record's meta is complete (partition, arrival
+	// time, position, raw bytes) but for Meta.Err of a record Decode
+	// cannot decode. Claim is called from the goroutine that calls the
+	// other methods, never interleaved with Next on one source.
+	Claim(ctx context.Context, b *Batch, max int) (Status, error)
+	// Decode makes the rows of b, which Claim filled, and sets Meta.Err
+	// of each record that does not decode. It is safe for concurrent
+	// use: on different batches, from several goroutines, while Claim
+	// runs (it reads only b and state fixed when the source was built).
+	Decode(b *Batch)
+}

@@ -84,6 +84,27 @@ func (j *jsonlReader) next(r *row.Row, m *source.Meta, a *source.Arena) error {
 	}
 }
 
+// claim reads the next non-blank line without decoding it, as next does:
+// m.Pos, m.Raw (into the reader's buffer until the next call) and, for
+// an over-long line, m.Err.
+func (j *jsonlReader) claim(m *source.Meta) error {
+	for {
+		b, _, start, tooLong, err := j.lines.next(maxLineBytes)
+		if err != nil {
+			return err
+		}
+		if !tooLong && blank(b) {
+			continue
+		}
+		m.Pos = changelog.Position{Source: j.path, Line: j.lines.line, Offset: start}
+		m.Raw = b
+		if tooLong {
+			m.Err = &source.DecodeError{Rule: "decode", Reason: fmt.Sprintf("line of about %d bytes is longer than the limit of %d bytes", j.lines.off-start, maxLineBytes)}
+		}
+		return nil
+	}
+}
+
 // blank reports whether a line holds only spaces, tabs and carriage
 // returns.
 func blank(b []byte) bool {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/row"
@@ -66,6 +67,9 @@ type Source struct {
 
 	d  derive
 	rp *replayer // nil without replay
+
+	// decs are Decode's JSON decoders, one per goroutine at a time.
+	decs sync.Pool // *format.JSON
 }
 
 // recordReader yields the records of one file.
@@ -123,7 +127,10 @@ func (s *Source) Progress() (done, total int64) {
 	return min(done, total), total
 }
 
-var _ source.Source = (*Source)(nil)
+var (
+	_ source.Source   = (*Source)(nil)
+	_ source.Splitter = (*Source)(nil)
+)
 
 // New checks the configuration and the files and returns the source. It
 // returns a *NoFilesError when the path names no file, an error naming
@@ -265,6 +272,111 @@ func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) (sourc
 		}
 	}
 	return source.More, nil
+}
+
+// Splits implements source.Splitter: JSONL files whose records' metas
+// do not depend on the decoded rows — no partition_field, ordinal,
+// arrival_time_field or replay, which number, place or time a record by
+// its decoded fields and those of the records before it. Their lines
+// are read in order (Claim) and decoded on any goroutine (Decode).
+func (s *Source) Splits() bool {
+	d := &s.d
+	return s.jsonl && s.rp == nil && !d.hasPart && !d.hasOrd && !d.hasArr
+}
+
+// Claim implements source.Splitter: the next up to max lines of the
+// files, in order, with their positions and raw bytes (in b's arena),
+// undecoded; the same records, batch cuts, errors and positions as Next.
+// Only for a source that Splits.
+func (s *Source) Claim(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
+	if !s.Splits() {
+		return source.More, errors.New("file source: Claim on a source that does not split its reads")
+	}
+	if s.shut {
+		return source.More, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return source.More, err
+	}
+	if s.eof {
+		return source.End, nil
+	}
+	if max < 1 {
+		max = 1
+	}
+	var bytes int
+	a := b.Arena()
+	for range max {
+		_, m := b.Append()
+		end, err := s.claimLine(m, a)
+		if end || err != nil {
+			b.Rows = b.Rows[:len(b.Rows)-1]
+			b.Meta = b.Meta[:len(b.Meta)-1]
+			if err != nil {
+				return source.More, err
+			}
+			s.eof = true
+			return source.End, nil
+		}
+		s.delivered++
+		if bytes += len(m.Raw); bytes >= MaxBatchBytes {
+			break
+		}
+	}
+	return source.More, nil
+}
+
+// claimLine is read's part for Claim: the next line of the files into m,
+// its raw bytes copied into a; end after the last line of the last file
+// (a file's reader returns io.EOF itself at its end, as for read).
+func (s *Source) claimLine(m *source.Meta, a *source.Arena) (end bool, err error) {
+	for {
+		if s.cur == nil {
+			if s.next == len(s.files) {
+				return true, nil
+			}
+			if err := s.open(s.files[s.next], readerAt{}); err != nil {
+				return false, err
+			}
+			s.next++
+			s.d.newFile()
+		}
+		err := s.cur.(*jsonlReader).claim(m)
+		if err == io.EOF {
+			s.buf = s.cur.buffer()
+			cerr := s.cur.close()
+			s.cur = nil
+			if cerr != nil {
+				return false, cerr
+			}
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		m.Raw = a.Bytes(m.Raw)
+		return false, nil
+	}
+}
+
+// Decode implements source.Splitter: it decodes the lines Claim put in
+// b into their rows, their strings into b's arena, setting Meta.Err of
+// a line that does not decode. Safe for concurrent use (each call takes
+// its own decoder).
+func (s *Source) Decode(b *source.Batch) {
+	dec, _ := s.decs.Get().(*format.JSON)
+	if dec == nil {
+		dec = format.NewJSON(s.fields)
+	}
+	a := b.Arena()
+	for i := range b.Meta {
+		r, m := &b.Rows[i], &b.Meta[i]
+		s.schema.Shape(r)
+		if m.Err == nil {
+			m.Err = dec.Decode(m.Raw, r, a)
+		}
+	}
+	s.decs.Put(dec)
 }
 
 // MaxBatchBytes bounds the raw bytes of one batch (16 MiB): Next returns

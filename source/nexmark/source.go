@@ -108,11 +108,16 @@ type Source struct {
 	full     gen
 	fullAll  *row.Schema
 	scratch  sync.Pool // *jsonScratch
+
+	// gens are Decode's generators, one per goroutine at a time: copies
+	// of g sharing its plan and tables, each with its own event values.
+	gens sync.Pool // *gen
 }
 
 var (
 	_ source.Source    = (*Source)(nil)
 	_ source.Resumable = (*Source)(nil)
+	_ source.Splitter  = (*Source)(nil)
 )
 
 // New checks the configuration and returns the source. Errors name the
@@ -233,6 +238,62 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) (source.Sta
 		return source.End, nil
 	}
 	return source.More, nil
+}
+
+// Splits implements source.Splitter: always, since an event is
+// generated from its id alone (Beam's generator seeds each event by its
+// id, which is how its own generator splits a stream into event-number
+// ranges for parallel readers).
+func (s *Source) Splits() bool { return true }
+
+// Claim implements source.Splitter: the next up to max events in
+// delivery order, with their metas (Pos.Offset the event id, Arrival the
+// delivery time) and unshaped rows; Decode generates them. It returns
+// what Next would.
+func (s *Source) Claim(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
+	if s.shut {
+		return source.More, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return source.More, err
+	}
+	if max < 1 {
+		max = 1
+	}
+	for range max {
+		id, _, at, ok := s.o.next()
+		if !ok {
+			return source.End, nil
+		}
+		_, m := b.Append()
+		m.Arrival = at
+		m.Pos = changelog.Position{Source: SourceName, Offset: id}
+		s.delivered++
+		s.last = id
+	}
+	if s.o.gen >= s.o.n && s.o.held == 0 {
+		return source.End, nil
+	}
+	return source.More, nil
+}
+
+// Decode implements source.Splitter: it generates the events Claim put
+// in b from their ids (the event time of event id is clk.at(id), delayed
+// or not), their strings into b's arena. Safe for concurrent use.
+func (s *Source) Decode(b *source.Batch) {
+	g, _ := s.gens.Get().(*gen)
+	if g == nil {
+		g = &gen{p: s.g.p, clk: s.g.clk, seedOff: s.g.seedOff, urls: s.g.urls, chans: s.g.chans}
+	}
+	g.arena = b.Arena()
+	for i := range b.Meta {
+		r := &b.Rows[i]
+		s.schema.Shape(r)
+		id := b.Meta[i].Pos.Offset
+		g.fill(r, id, g.clk.at(id))
+	}
+	g.arena = nil
+	s.gens.Put(g)
 }
 
 // Position implements source.Resumable: the number of events delivered

@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/tidemark/tidemark/source"
+)
+
+// decoders read a splitting source (source.Splitter) ahead of the
+// router: the router claims the next batches in order (Claim: the
+// records' order, positions and partitions, which depend on the records
+// before) and hands each to a pool of decoder goroutines (Decode: the
+// rows, which do not), then routes the batches in claim order once each
+// is decoded. The batches, their records and everything the router
+// learns from the source per batch (the partitions it knows, its
+// position) are what Next would have given, batch by batch, so the run
+// is the same as one that reads with Next: the same rounds, steps,
+// watermarks and outputs.
+type decoders struct {
+	src source.Splitter
+	// res is the source's Resumable when checkpoints are on: each
+	// batch's position is taken right after its claim.
+	res   source.Resumable
+	free  chan *source.Batch // the pipeline's free batches
+	work  chan *claim
+	wg    sync.WaitGroup
+	queue []*claim // claimed, in order, not yet routed
+	spare []*claim
+	depth int  // the most batches claimed ahead
+	ended bool // a claim returned End or an error: claim no more
+}
+
+// claim is one claimed batch.
+type claim struct {
+	b     *source.Batch
+	st    source.Status // what Claim returned
+	err   error
+	known int    // len(Partitions()) after the claim
+	pos   []byte // Position() after the claim (res set)
+	done  chan struct{}
+}
+
+// newDecoders starts n decoder goroutines for src, claiming at most
+// depth batches ahead, taking batches from pl.batchFree (which holds
+// depth more than the rounds in flight need).
+func (rt *runtime) newDecoders(src source.Splitter, pl *pipeline, n, depth int) *decoders {
+	d := &decoders{src: src, free: pl.batchFree, work: make(chan *claim, depth), depth: depth}
+	if res, ok := rt.src.(source.Resumable); ok && rt.ck != nil {
+		d.res = res
+	}
+	for range n {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			labelled(rt.wctx, "decoder", func() {
+				for c := range d.work {
+					pl.guard(func() error {
+						src.Decode(c.b)
+						return nil
+					})
+					c.done <- struct{}{}
+				}
+			})
+		}()
+	}
+	return d
+}
+
+// stop ends the decoder goroutines once they have decoded what was
+// claimed.
+func (d *decoders) stop() {
+	close(d.work)
+	d.wg.Wait()
+}
+
+// next returns the next claimed batch, decoded, claiming more first
+// while fewer than depth are ahead. It returns nil when ctx was
+// cancelled before a batch could be claimed (the router's graceful
+// stop), and errStopped when the pipeline failed.
+func (d *decoders) next(ctx context.Context, pl *pipeline, max int) (*claim, error) {
+	for !d.ended && len(d.queue) < d.depth && ctx.Err() == nil {
+		var b *source.Batch
+		if len(d.queue) == 0 {
+			select {
+			case b = <-d.free:
+			case <-pl.done:
+				return nil, errStopped
+			}
+		} else {
+			// Claim more only with a batch to spare: the claimed ones go
+			// on meanwhile.
+			select {
+			case b = <-d.free:
+			default:
+			}
+			if b == nil {
+				break
+			}
+		}
+		c := d.claim()
+		c.b = b
+		b.Reset()
+		c.st, c.err = d.src.Claim(ctx, b, max)
+		c.known = len(d.src.Partitions())
+		if d.res != nil {
+			c.pos = d.res.Position()
+		}
+		if c.err != nil || c.st == source.End {
+			d.ended = true
+		}
+		d.queue = append(d.queue, c)
+		d.work <- c
+	}
+	if len(d.queue) == 0 {
+		return nil, nil
+	}
+	c := d.queue[0]
+	d.queue = d.queue[1:]
+	select {
+	case <-c.done:
+	case <-pl.done:
+		return nil, errStopped
+	}
+	return c, nil
+}
+
+// claim returns a claim to fill (its done channel reused).
+func (d *decoders) claim() *claim {
+	if n := len(d.spare); n > 0 {
+		c := d.spare[n-1]
+		d.spare = d.spare[:n-1]
+		return c
+	}
+	return &claim{done: make(chan struct{}, 1)}
+}
+
+// release hands a routed claim back (its batch belongs to its round).
+func (d *decoders) release(c *claim) {
+	c.b, c.st, c.err, c.pos = nil, source.More, nil, nil
+	d.spare = append(d.spare, c)
+}

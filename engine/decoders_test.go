@@ -1,0 +1,238 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/source/file"
+	"github.com/tidemark/tidemark/spec"
+)
+
+// decodedPipeline is rescalePipeline over one unpartitioned JSONL file
+// without arrival times (a source whose batches decoders decode at more
+// than one task), processing time from a fixed clock.
+func decodedPipeline(in, out, ck string) *spec.Pipeline {
+	p := rescalePipeline(in, out, ck)
+	p.Source.ArrivalTimeField, p.Source.PartitionField = "", ""
+	return p
+}
+
+// fixedNow is the processing time of runDecoded's runs: after every
+// event time of rescaleInput, within the default timestamp rules.
+var fixedNow = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
+
+// runDecoded runs p at parallelism par with a fixed processing-time
+// clock and the wall clock given; stop > 0 stops it (as SIGTERM would)
+// after that many records.
+func runDecoded(t *testing.T, p *spec.Pipeline, par int, stop int64, wall func() time.Time) *engine.Summary {
+	return runDecodedFault(t, p, par, stop, wall, nil)
+}
+
+// errCrash is the panic of a crash runDecodedFault's hook makes.
+var errCrash = errors.New("crash")
+
+// crashed runs f and reports whether it panicked with errCrash.
+func crashed(f func()) (c bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != errCrash {
+				panic(v)
+			}
+			c = true
+		}
+	}()
+	f()
+	return false
+}
+
+// runDecodedFault is runDecoded with a hook at the checkpoint
+// protocol's points (Options.FaultHook).
+func runDecodedFault(t *testing.T, p *spec.Pipeline, par int, stop int64, wall func() time.Time, hook func(string, int64)) *engine.Summary {
+	t.Helper()
+	p.Defaults()
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Compile(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := engine.Options{Parallelism: par, BatchSize: 64, Clock: func() int64 { return fixedNow }, WallClock: wall, FaultHook: hook}
+	if stop > 0 {
+		opts.ProgressEvery = stop
+		opts.Progress = func(engine.Progress) { cancel() }
+	}
+	sum, err := engine.Run(ctx, pl, opts)
+	if err != nil {
+		t.Fatalf("parallelism %d: %v", par, err)
+	}
+	return sum
+}
+
+// TestDecodersRestore: a file source decoded by decoder goroutines (at
+// 2, 3 and 4 tasks; one task reads with Next) gives the outputs of a
+// one-task run, uninterrupted, and stopped four times with a checkpoint
+// after every round and resumed each time at another parallelism: the
+// position each checkpoint holds is the source's after the last batch
+// routed, not after the batches the router claimed ahead.
+func TestDecodersRestore(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	rescaleInput(t, in, 5000)
+	refOut := filepath.Join(dir, "ref")
+	runDecoded(t, decodedPipeline(in, refOut, ""), 1, 0, nil)
+	want := canonDir(t, refOut)
+	if strings.Count(want["per_store.jsonl"], "\n") < 1000 || want["late.jsonl"] == "" || want["conflicts.jsonl"] == "" {
+		t.Fatalf("the reference run lacks rows or side outputs")
+	}
+	same := func(out, what string) {
+		t.Helper()
+		got := canonDir(t, out)
+		for _, f := range slices.Sorted(maps.Keys(want)) {
+			if got[f] != want[f] {
+				t.Errorf("%s: %s differs from the one-task run's", what, f)
+			}
+		}
+	}
+	for _, par := range []int{2, 4} {
+		out := filepath.Join(dir, "whole", string(rune('0'+par)))
+		runDecoded(t, decodedPipeline(in, out, ""), par, 0, nil)
+		same(out, "uninterrupted at "+string(rune('0'+par)))
+	}
+	var tick atomic.Int64
+	clock := func() time.Time { return time.Unix(tick.Add(1), 0) }
+	out, ck := filepath.Join(dir, "out"), filepath.Join(dir, "ck")
+	restored := 0
+	for _, step := range []struct {
+		stop int64
+		par  int
+	}{{700, 2}, {1500, 4}, {2300, 1}, {3800, 3}, {0, 2}} {
+		p := decodedPipeline(in, out, ck)
+		p.Checkpoint.Interval = spec.Duration(time.Millisecond)
+		sum := runDecoded(t, p, step.par, step.stop, clock)
+		if step.stop > 0 && (!sum.Stopped || sum.EventsRead >= 5000) {
+			t.Fatalf("the run at parallelism %d did not stop (%d events)", step.par, sum.EventsRead)
+		}
+		if step.stop == 0 && sum.EventsRead != 5000 {
+			t.Fatalf("the last run read %d events in all", sum.EventsRead)
+		}
+		if sum.Checkpoints.Restored > 0 {
+			restored++
+		}
+	}
+	if restored != 4 {
+		t.Fatalf("%d restores", restored)
+	}
+	same(out, "stopped and resumed")
+}
+
+// TestDecodersCrash: runs decoded by decoder goroutines that crash right
+// after a checkpoint mid-run is written (the router has claimed batches
+// ahead of the round it took the checkpoint after), each restarted at
+// another parallelism from that checkpoint, end with the outputs of an
+// uninterrupted one-task run.
+func TestDecodersCrash(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	rescaleInput(t, in, 5000)
+	refOut := filepath.Join(dir, "ref")
+	runDecoded(t, decodedPipeline(in, refOut, ""), 1, 0, nil)
+	want := canonDir(t, refOut)
+	var tick atomic.Int64
+	clock := func() time.Time { return time.Unix(tick.Add(1), 0) }
+	out, ck := filepath.Join(dir, "out"), filepath.Join(dir, "ck")
+	crashes := 0
+	for i, par := range []int{2, 4, 3, 2, 4, 2} {
+		p := decodedPipeline(in, out, ck)
+		p.Checkpoint.Interval = spec.Duration(time.Millisecond)
+		p.Checkpoint.Retain = 3
+		at := int64(7 + 5*i) // checkpoint ids go on across restarts
+		var sum *engine.Summary
+		if crashed(func() {
+			sum = runDecodedFault(t, p, par, 0, clock, func(point string, id int64) {
+				if point == "written" && id == at && i < 5 {
+					panic(errCrash)
+				}
+			})
+		}) {
+			crashes++
+			continue
+		}
+		if i < 5 {
+			t.Fatalf("run %d at parallelism %d ended (%d events) before checkpoint %d", i, par, sum.EventsRead, at)
+		}
+	}
+	if crashes != 5 {
+		t.Fatalf("%d crashes", crashes)
+	}
+	got := canonDir(t, out)
+	for _, f := range slices.Sorted(maps.Keys(want)) {
+		if got[f] != want[f] {
+			t.Errorf("%s differs from the one-task run's", f)
+		}
+	}
+}
+
+// panicky decodes its third batch with a panic.
+type panicky struct {
+	*file.Source
+	n atomic.Int64
+}
+
+func (p *panicky) Decode(b *source.Batch) {
+	if p.n.Add(1) == 3 {
+		panic("decoder broke")
+	}
+	p.Source.Decode(b)
+}
+
+// TestDecoderPanicStopsTheRun: a panic on a decoder goroutine stops the
+// run at every parallelism that decodes on decoders, raised again on
+// Run's goroutine, and leaves no goroutine behind (goleak in TestMain).
+func TestDecoderPanicStopsTheRun(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	rescaleInput(t, in, 3000)
+	for _, par := range []int{2, 3} {
+		p := decodedPipeline(in, filepath.Join(dir, fmt.Sprint("out", par)), "")
+		p.Defaults()
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Compile(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := file.New(file.Config{Spec: p.Source, Fields: format.Fields{Schema: pl.SourceSchema, Time: pl.TimeParsers}, EventTimeField: pl.EventTimeField})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := &panicky{Source: fs}
+		var got any
+		func() {
+			defer func() { got = recover() }()
+			engine.Run(context.Background(), pl, engine.Options{Parallelism: par, BatchSize: 64, Source: src, Clock: func() int64 { return fixedNow }})
+		}()
+		if got != "decoder broke" {
+			t.Fatalf("parallelism %d: recovered %v", par, got)
+		}
+		if src.n.Load() < 3 {
+			t.Fatalf("parallelism %d: %d batches decoded on decoders", par, src.n.Load())
+		}
+		fs.Close()
+	}
+}

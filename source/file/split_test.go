@@ -1,0 +1,167 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/spec"
+)
+
+// TestClaimDecodeEqualsNext: JSONL files read by Claim in order and
+// decoded by four goroutines at once (each batch by whichever is free)
+// give the same records as Next — rows, metas, decode errors, raw bytes,
+// EventJSON — with the same batch cuts, errors and positions after each
+// batch, over several files with blank lines, CRLF and CR-only line
+// breaks, a byte order mark, lines that do not decode, an over-long line
+// and a last line without a line break; for random batch sizes (run
+// with -race).
+func TestClaimDecodeEqualsNext(t *testing.T) {
+	defer func(n int) { maxLineBytes = n }(maxLineBytes)
+	maxLineBytes = 300
+	files := map[string]string{}
+	for f := range 3 {
+		var b strings.Builder
+		if f == 1 {
+			b.WriteString("\xEF\xBB\xBF")
+		}
+		br := []string{"\n", "\r\n", "\r"}[f]
+		for i := range 700 {
+			switch {
+			case i%97 == 5:
+				b.WriteString("   " + br) // blank
+			case i%89 == 7:
+				fmt.Fprintf(&b, `{"id":"e%d","store":`+br, i) // broken
+			case i%151 == 9:
+				fmt.Fprintf(&b, `{"id":"e%d","store":"%s","ts":"2026-09-01T10:00:00Z"}`+br, i, strings.Repeat("x", 400)) // too long
+			case i%61 == 3:
+				fmt.Fprintf(&b, `{"id":"e%d","store":"s%d","ts":"not a time"}`+br, i, i%5)
+			default:
+				fmt.Fprintf(&b, `{"id":"e%d-%d","store":"store-%d","pad":"%s","ts":"2026-09-01T10:%02d:%02dZ"}`+br, f, i, i%7, strings.Repeat("p", i%31), i/60%60, i%60)
+			}
+		}
+		if f == 2 {
+			b.WriteString(`{"id":"last","store":"s","ts":"2026-09-01T11:00:00Z"}`) // no line break
+		}
+		files[fmt.Sprintf("part-%d.jsonl", f)] = b.String()
+	}
+	dir := writeFiles(t, files)
+	open := func() *Source {
+		s, err := New(Config{Spec: spec.Source{Path: dir + "/*.jsonl"}, Fields: testFields(t, "id:string", "store:string", "pad:string", "ts:timestamp"), EventTimeField: "ts"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		ref, split := open(), open()
+		if !split.Splits() {
+			t.Fatal("an unpartitioned JSONL source does not split")
+		}
+		type claimed struct {
+			b    *source.Batch
+			want []rec
+			wj   []string
+		}
+		work := make(chan *claimed, 8)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for c := range work {
+					split.Decode(c.b)
+				}
+			}()
+		}
+		var batches []*claimed
+		ctx := context.Background()
+		for {
+			max := 1 + rng.IntN(300)
+			var rb source.Batch
+			rst, rerr := ref.Next(ctx, &rb, max)
+			c := &claimed{b: &source.Batch{}, want: renderBatch(ref, &rb, dir)}
+			for j := range rb.Meta {
+				c.wj = append(c.wj, string(ref.EventJSON(nil, &rb.Meta[j])))
+			}
+			sst, serr := split.Claim(ctx, c.b, max)
+			if rst != sst || rerr != serr && !errors.Is(serr, rerr) {
+				t.Fatalf("seed %d: Claim %v %v, Next %v %v", seed, sst, serr, rst, rerr)
+			}
+			if !slices.Equal(ref.Position(), split.Position()) {
+				t.Fatalf("seed %d, batch %d: positions differ", seed, len(batches))
+			}
+			if c.b.Len() != rb.Len() {
+				t.Fatalf("seed %d: claimed %d, Next %d", seed, c.b.Len(), rb.Len())
+			}
+			batches = append(batches, c)
+			work <- c
+			if rerr == nil && rst == source.End {
+				break
+			}
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+		}
+		close(work)
+		wg.Wait()
+		n, bad := 0, 0
+		for _, c := range batches {
+			diff(t, renderBatch(split, c.b, dir), c.want)
+			for j := range c.b.Meta {
+				if got := string(split.EventJSON(nil, &c.b.Meta[j])); got != c.wj[j] {
+					t.Fatalf("EventJSON %s, want %s", got, c.wj[j])
+				}
+				if c.b.Meta[j].Err != nil {
+					bad++
+				}
+			}
+			n += c.b.Len()
+		}
+		// 3 files × (700 lines − 8 blank) + the last line.
+		if n != 3*(700-8)+1 {
+			t.Fatalf("seed %d: %d records", seed, n)
+		}
+		if bad != 3*(8+5+11) { // broken, too long, bad times (one of the 12 is too long)
+			t.Fatalf("seed %d: %d records with errors", seed, bad)
+		}
+	}
+}
+
+// TestSplits: only a source whose metas need no decoded field splits.
+func TestSplits(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"a.jsonl": `{"id":"1","store":"s","ts":"2026-09-01T10:00:00Z","at":"2026-09-01T10:00:00Z"}` + "\n", "a.csv": "id,store,ts,at,n\n1,s,2026-09-01T10:00:00Z,2026-09-01T10:00:00Z,1\n"})
+	for _, tc := range []struct {
+		sp    spec.Source
+		split bool
+	}{
+		{spec.Source{Path: dir + "/a.jsonl"}, true},
+		{spec.Source{Path: dir + "/a.csv"}, false},
+		{spec.Source{Path: dir + "/a.jsonl", PartitionField: "store"}, false},
+		{spec.Source{Path: dir + "/a.jsonl", ArrivalTimeField: "at"}, false},
+		{spec.Source{Path: dir + "/a.jsonl", Ordinal: &spec.Ordinal{Field: "n"}}, false},
+		{spec.Source{Path: dir + "/a.jsonl", Replay: &spec.Replay{Seed: 1, Partitions: 2}}, false},
+	} {
+		s, err := New(Config{Spec: tc.sp, Fields: testFields(t, "id:string", "store:string", "ts:timestamp", "at:timestamp", "n:int"), EventTimeField: "ts"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Splits() != tc.split {
+			t.Errorf("%+v: Splits %v, want %v", tc.sp, s.Splits(), tc.split)
+		}
+		if !tc.split {
+			if _, err := s.Claim(context.Background(), &source.Batch{}, 10); err == nil {
+				t.Errorf("%+v: Claim without splitting", tc.sp)
+			}
+		}
+		s.Close()
+	}
+}
