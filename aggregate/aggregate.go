@@ -32,6 +32,9 @@
 //	                   56-bit hash collisions: distinct.go)
 //	arg_max(x, y)      kind of y: y of the row with the largest x (ties: the
 //	arg_min(x, y)      smallest y); not retractable
+//	first_by(y, k…)    kind of y: y of the first (last) row in the order of
+//	last_by(y, k…)     the keys k (desc(k) for descending; ties: the row added
+//	                   first, last); not retractable (firstby.go)
 //
 // Checkpoints: AppendSlot and RestoreSlot write and read one slot's
 // accumulator exactly (snapshot.go describes the encoding per function).
@@ -57,6 +60,10 @@ type Spec struct {
 	HasArg  bool      // false for count()
 	Arg2    row.Field // second argument (arg_max, arg_min: the field returned)
 	HasArg2 bool
+	// Order and Desc are first_by's and last_by's keys to order by, each
+	// descending when its Desc is true.
+	Order   []row.Field
+	Desc    []bool
 	Retract bool // the input may retract rows: build retractable accumulators
 }
 
@@ -179,8 +186,10 @@ func New(sp Spec) (Column, error) {
 		return newDistinct(sp), nil
 	case "arg_max", "arg_min":
 		return newArgExtreme(sp)
+	case "first_by", "last_by":
+		return newFirstBy(sp)
 	}
-	return nil, fmt.Errorf("unknown aggregate %s() (want count, sum, avg, min, max, count_distinct, arg_max or arg_min)", sp.Func)
+	return nil, fmt.Errorf("unknown aggregate %s() (want count, sum, avg, min, max, count_distinct, arg_max, arg_min, first_by or last_by)", sp.Func)
 }
 
 func grow[T any](s []T, n int) []T {

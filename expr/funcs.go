@@ -43,6 +43,7 @@ func init() {
 var aggregateNames = map[string]bool{
 	"count": true, "sum": true, "avg": true, "min": true, "max": true,
 	"count_distinct": true, "first": true, "last": true, "max_by": true, "min_by": true,
+	"arg_max": true, "arg_min": true, "first_by": true, "last_by": true,
 }
 
 func funcNames() string {

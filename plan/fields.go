@@ -192,8 +192,8 @@ func sourceFieldUses(p *spec.Pipeline, parsed []*parsedStage, reads func(spec.St
 				inputs("aggregates."+a.Name, arg)
 			}
 		}
-		for _, n := range st.Select {
-			if !derived[n] {
+		for _, item := range st.Select {
+			if n, _ := spec.SelectItem(item); !derived[n] {
 				use(st.Name+": select", n)
 			}
 		}

@@ -572,8 +572,8 @@ func (ps *parsedStage) inputRefs() []string {
 			add(a)
 		}
 	}
-	for _, n := range ps.st.Select {
-		if !derived[n] {
+	for _, item := range ps.st.Select {
+		if n, _ := spec.SelectItem(item); !derived[n] {
 			set.add(n)
 		}
 	}
@@ -693,9 +693,24 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		// directly; any other expression becomes a hidden derived field
 		// (__name, __name_2), evaluated with the others.
 		argField := func(j int) (row.Field, bool) {
-			e, err := expr.Compile(args[j], schema)
+			arg := args[j]
+			if j > 0 && (ps.aggFunc[i] == "first_by" || ps.aggFunc[i] == "last_by") {
+				// desc(k): k descending.
+				if inner, ok := descArg(arg); ok {
+					p, err := expr.Parse(inner)
+					if err != nil {
+						add("aggregates."+a.Name, err)
+						return row.Field{}, false
+					}
+					arg = p
+					sp.Desc = append(sp.Desc, true)
+				} else {
+					sp.Desc = append(sp.Desc, false)
+				}
+			}
+			e, err := expr.Compile(arg, schema)
 			if err != nil {
-				exprErr("aggregates."+a.Name, args[j], err)
+				exprErr("aggregates."+a.Name, arg, err)
 				return row.Field{}, false
 			}
 			if f, ok := e.IsField(); ok {
@@ -716,6 +731,33 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		want := 1
 		if f := ps.aggFunc[i]; f == "arg_max" || f == "arg_min" {
 			want = 2
+		}
+		if f := ps.aggFunc[i]; f == "first_by" || f == "last_by" {
+			// first_by(y, k1, desc(k2), …): the value and the keys.
+			if len(args) < 2 {
+				add("aggregates."+a.Name, fmt.Errorf("%s() takes the value and at least one key to order by, got %d argument(s)", f, len(args)))
+				continue
+			}
+			ok := true
+			sp.Arg, ok = argField(0)
+			sp.HasArg = ok
+			for j := 1; ok && j < len(args); j++ {
+				var k row.Field
+				k, ok = argField(j)
+				sp.Order = append(sp.Order, k)
+			}
+			if !ok {
+				continue
+			}
+			c, err := aggregate.New(sp)
+			if err != nil {
+				add("aggregates."+a.Name, err)
+				continue
+			}
+			cols = append(cols, c)
+			outs = append(outs, changelog.Column{Name: a.Name, Kind: c.Kind()})
+			s.Aggs = append(s.Aggs, sp)
+			continue
 		}
 		if len(args) > want {
 			if want == 1 {
@@ -806,6 +848,16 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 	return s, errors.Join(errs...)
 }
 
+// descArg reports whether an aggregate argument is desc(k), returning
+// k's source.
+func descArg(p *expr.Parsed) (string, bool) {
+	src := strings.TrimSpace(p.Source())
+	if len(src) > 6 && strings.EqualFold(src[:5], "desc(") && src[len(src)-1] == ')' {
+		return src[5 : len(src)-1], true
+	}
+	return "", false
+}
+
 // closeFields returns " (did you mean a or b?)" listing schema fields
 // close to name, or "".
 func closeFields(name string, s *row.Schema) string {
@@ -820,14 +872,15 @@ func closeFields(name string, s *row.Schema) string {
 // selected fields; there is no operator.
 func compileSelect(st spec.Stage, s *Stage, schema *row.Schema, errs []error) (*Stage, error) {
 	var cols []changelog.Column
-	for _, n := range st.Select {
+	for _, item := range st.Select {
+		n, name := spec.SelectItem(item)
 		f, ok := schema.Lookup(n)
 		if !ok {
 			errs = append(errs, fmt.Errorf("select: %q is not a field%s", n, closeFields(n, schema)))
 			continue
 		}
 		s.Select = append(s.Select, f)
-		cols = append(cols, changelog.Column{Name: n, Kind: f.Kind})
+		cols = append(cols, changelog.Column{Name: name, Kind: f.Kind})
 	}
 	loc, err := time.LoadLocation(st.Window.Timezone)
 	if err != nil {

@@ -1248,13 +1248,14 @@ func validateSelectStage(prefix string, s *Stage, add func(key, format string, a
 	notHere("allowed_lateness", s.AllowedLateness != 0)
 	notHere("emit.early_every", s.Emit.EarlyEvery != 0)
 	seen := map[string]bool{}
-	for _, f := range s.Select {
-		if f == "" || seen[f] {
-			add(prefix+"select", "%q: empty or listed twice", f)
+	for _, item := range s.Select {
+		field, f := SelectItem(item)
+		if field == "" || f == "" || seen[f] {
+			add(prefix+"select", "%q: empty or listed twice", item)
 		}
 		seen[f] = true
 		if reserved[strings.ToLower(f)] || f == "event_time" {
-			add(prefix+"select", "%q is a reserved output column; rename it with fields", f)
+			add(prefix+"select", "%q is a reserved output column; rename it (%s as other)", f, field)
 		}
 	}
 	for i := range s.Sinks {
@@ -1340,4 +1341,17 @@ func validateState(s *State, add func(key, format string, args ...any)) {
 	default:
 		add("state.backend", "%q: want memory or disk", s.Backend)
 	}
+}
+
+// SelectItem splits an item of a select stage's list into the field it
+// reads and the column it writes: "bid.price as price" gives bid.price
+// and price, "bid.price" gives bid.price twice. The "as" is a word
+// between spaces, in any case.
+func SelectItem(item string) (field, name string) {
+	lower := strings.ToLower(item)
+	if i := strings.LastIndex(lower, " as "); i >= 0 {
+		return strings.TrimSpace(item[:i]), strings.TrimSpace(item[i+4:])
+	}
+	item = strings.TrimSpace(item)
+	return item, item
 }

@@ -68,7 +68,9 @@ type Pipeline struct {
 	// Select makes the stage a stateless select (no window, key or
 	// aggregates): every record the filter keeps is emitted at once as an
 	// insert row of these fields (input or derived), with its event time.
-	// YAML `select`. Default: none (a windowed aggregation).
+	// An item "field as name" writes the field under another column name
+	// ("bid.price as price"; SelectItem). YAML `select`. Default: none (a
+	// windowed aggregation).
 	Select []string `yaml:"select"`
 	// Sinks receive the result rows. YAML `sinks`. Optional (a run with no
 	// sink still prints its summary).
