@@ -29,17 +29,25 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/tidemark/tidemark/contract"
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/spec"
+	"github.com/tidemark/tidemark/sql/planner"
 )
 
-// Load reads and decodes a pipeline YAML file (spec.Decode). Defaults and
-// validation come with Compile, after the pipeline's contract (if any)
-// has filled in its keys.
+// Load reads and decodes a pipeline file: YAML (spec.Decode), or a SQL
+// script when its name ends in .sql (sql/planner: the same spec the YAML
+// form of the job decodes into; docs/sql.md). Defaults and validation
+// come with Compile, after the pipeline's contract (if any) has filled in
+// its keys.
 func Load(path string) (*spec.Pipeline, error) {
+	if strings.EqualFold(filepath.Ext(path), ".sql") {
+		return planner.Load(path)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
