@@ -120,8 +120,20 @@ func batchGroupBy(t *testing.T, dir string, exclude map[string]bool) (map[groupK
 // directory, after mutate, and returns that directory.
 func runExample(t *testing.T, data string, mutate func(*spec.Pipeline)) (string, *engine.Summary) {
 	t.Helper()
+	return runExampleFileWith(t, data, "online-retail/pipeline.yaml", mutate)
+}
+
+// runExampleFile is runExample for another form of the pipeline (its SQL
+// file).
+func runExampleFile(t *testing.T, data, path string) (string, *engine.Summary) {
+	t.Helper()
+	return runExampleFileWith(t, data, path, nil)
+}
+
+func runExampleFileWith(t *testing.T, data, path string, mutate func(*spec.Pipeline)) (string, *engine.Summary) {
+	t.Helper()
 	t.Setenv("TIDEMARK_DATA", data)
-	p, err := tidemark.Load("online-retail/pipeline.yaml")
+	p, err := tidemark.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

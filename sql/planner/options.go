@@ -173,18 +173,17 @@ func (pl *planner) overlay(target any, opts []*parser.Option, strip string) erro
 		if path == "" {
 			return pl.errAt(o.KeyAt, "'%s' names no key: write '%s<key>' with a key of the pipeline file (docs/pipeline.md)", o.Key, strip)
 		}
+		parts := strings.Split(path, ".")
 		var v any
-		if err := yaml.Unmarshal([]byte(o.Value), &v); err != nil {
+		if ft := yamlFieldType(reflect.TypeOf(target), parts); ft != nil && (ft.Kind() == reflect.String || ft == reflect.TypeFor[spec.Duration]()) {
+			// A text key takes the value as written (it may hold ": ").
+			v = o.Value
+		} else if err := yaml.Unmarshal([]byte(o.Value), &v); err != nil {
 			return pl.errAt(o.ValueAt, "option '%s': the value is not YAML: %v", o.Key, err)
-		}
-		if s, ok := v.(string); ok || v == nil {
-			if !ok {
-				s = o.Value
-			}
-			v = s
+		} else if v == nil {
+			v = o.Value
 		}
 		m := doc
-		parts := strings.Split(path, ".")
 		for i, p := range parts {
 			if i == len(parts)-1 {
 				if _, dup := m[p]; dup {
@@ -217,6 +216,32 @@ func (pl *planner) overlay(target any, opts []*parser.Option, strip string) erro
 	}
 	merge(reflect.ValueOf(target).Elem(), fresh.Elem())
 	return nil
+}
+
+// yamlFieldType returns the type of the struct field at a path of YAML
+// keys under t (nil when a part is not a struct field).
+func yamlFieldType(t reflect.Type, parts []string) reflect.Type {
+	for _, p := range parts {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return nil
+		}
+		found := false
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if tag == p {
+				t, found = f.Type, true
+				break
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	return t
 }
 
 // overlayErr places a decoding error at the option it concerns (the first

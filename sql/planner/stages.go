@@ -46,7 +46,9 @@ type stageDef struct {
 // then feeds both.
 func (pl *planner) addStage(sd *stageDef) *stageDef {
 	for _, x := range pl.stages {
-		if x.kind == sd.kind && x.input == sd.input && reflect.DeepEqual(x.st, sd.st) {
+		a, b := x.st, sd.st
+		a.Sinks, b.Sinks = nil, nil
+		if x.kind == sd.kind && x.input == sd.input && reflect.DeepEqual(a, b) {
 			return x
 		}
 	}
