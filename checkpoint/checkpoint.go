@@ -239,7 +239,7 @@ func Clean(dir string) error {
 		return err
 	}
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".tmp-"+prefix) || strings.HasPrefix(e.Name(), ".tmp-"+segPrefix) {
+		if strings.HasPrefix(e.Name(), ".tmp-"+prefix) || strings.HasPrefix(e.Name(), ".tmp-"+segPrefix) || strings.HasPrefix(e.Name(), ".tmp-"+TablePrefix) {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}

@@ -42,7 +42,8 @@ import (
 // that hold value hashes (aggregate/distinct.go); versions 4 and 5 held
 // the values, so they are read only by pipelines without count_distinct.
 // Version 7 adds the inputs of a pipeline with several (engine/inputs.go).
-const payloadVersion = 7
+// Version 8 adds the disk backend's stores (engine/state.go).
+const payloadVersion = 8
 
 // committer is one sink taking part in checkpoints.
 type committer struct {
@@ -84,6 +85,11 @@ type ckState struct {
 	// retained maps each retained checkpoint to the segments it references.
 	retained map[int64][]string
 	segSize  map[string]int64
+	// tables are the disk backend's table objects the checkpoint directory
+	// holds for the retained checkpoints, by object name; stateSent the
+	// bytes of tables the last checkpoint sent.
+	tables    map[string]tableRef
+	stateSent int64
 
 	taken    int
 	failures int
@@ -287,6 +293,24 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 			chain[i] = place(r.node, r.grp, b, r.delta)
 		}
 	}
+	var snaps []stateSnap
+	for _, o := range outs {
+		snaps = append(snaps, o.snaps...)
+	}
+	var stores []storeRef
+	if rt.disk != nil {
+		defer rt.removeSnaps(snaps)
+		var sent int64
+		var err error
+		stores, seg, sent, err = rt.uploadSnaps(snaps, seg, ck.tables, id)
+		if err != nil {
+			return fmt.Errorf("checkpoint %d: %w", id, err)
+		}
+		ck.stateSent = sent
+		rt.disk.sent += sent
+		slices.SortFunc(stores, func(a, b storeRef) int { return a.lo - b.lo })
+		rt.fault("uploaded", id)
+	}
 	segWritten := 0
 	if len(seg) > len(checkpoint.SegmentMagic) {
 		if err := ck.store.WriteSegment(segName, seg); err != nil {
@@ -296,7 +320,7 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 		ck.segSize[segName] = int64(len(seg))
 	}
 	var e state.Encoder
-	refs := rt.encodeManifest(&e, ro.state, task.SumGlobals(globals), prepared)
+	refs := rt.encodeManifest(&e, ro.state, task.SumGlobals(globals), prepared, stores, segName)
 	c := &checkpoint.Checkpoint{ID: id, Created: rt.opts.WallClock().UnixMilli(), Pipeline: rt.plan.Spec.Name, Spec: ck.spec, Payload: e.Bytes()}
 	_, n, err := checkpoint.WriteEncoded(ck.dir, id, checkpoint.Encode(c))
 	if err != nil {
@@ -367,6 +391,21 @@ func (rt *runtime) prune() error {
 		}
 		delete(ck.segSize, s)
 	}
+	if fs, ok := ck.store.(checkpoint.FileStore); ok && rt.disk != nil {
+		files, err := fs.Files()
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			if keep[f] {
+				continue
+			}
+			if err := fs.RemoveFile(f); err != nil {
+				return err
+			}
+			delete(ck.tables, f)
+		}
+	}
 	return nil
 }
 
@@ -393,7 +432,7 @@ func (rt *runtime) prune() error {
 
 // encodeManifest writes the manifest and returns the segments it
 // references.
-func (rt *runtime) encodeManifest(e *state.Encoder, rs *routerState, g task.Globals, prepared [][]byte) []string {
+func (rt *runtime) encodeManifest(e *state.Encoder, rs *routerState, g task.Globals, prepared [][]byte, stores []storeRef, segName string) []string {
 	e.Byte(payloadVersion)
 	e.Uint(uint64(rt.g.KeyGroups))
 	e.Uint(uint64(rt.par))
@@ -492,6 +531,15 @@ func (rt *runtime) encodeManifest(e *state.Encoder, rs *routerState, g task.Glob
 		e.Bytes8(prepared[i])
 	}
 	encodeInputs(e, rs.inputs)
+	encodeStores(e, stores, segName)
+	if len(stores) > 0 && !slices.Contains(segs, segName) {
+		segs = append(segs, segName) // the stores' files other than tables
+	}
+	for _, st := range stores {
+		for _, t := range st.tables {
+			segs = append(segs, t.obj)
+		}
+	}
 	return segs
 }
 
@@ -506,6 +554,10 @@ type manifest struct {
 	refs             []secRef
 	segs             []string
 	prepared         map[string][]byte
+	// stores are the disk backend's stores (version 8), and storeSeg the
+	// segment holding their files other than tables.
+	stores   []storeRef
+	storeSeg string
 }
 
 // decodeManifest reads a manifest payload. Errors wrap
@@ -608,6 +660,17 @@ func (rt *runtime) decodeManifest(payload []byte) (*manifest, error) {
 	if version >= 7 {
 		r.inputs = decodeInputs(d)
 	}
+	if version >= 8 {
+		m.stores, m.storeSeg = decodeStores(d)
+		if len(m.stores) > 0 && !slices.Contains(m.segs, m.storeSeg) {
+			m.segs = append(m.segs, m.storeSeg)
+		}
+		for _, st := range m.stores {
+			for _, t := range st.tables {
+				m.segs = append(m.segs, t.obj)
+			}
+		}
+	}
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %v", checkpoint.ErrCorrupt, err)
 	}
@@ -677,6 +740,9 @@ func (rt *runtime) usable(c *checkpoint.Checkpoint) (*restored, error) {
 		}
 		r.secs = append(r.secs, task.Section{Node: ref.node, Group: ref.grp, Data: b, Delta: ref.delta})
 	}
+	if err := rt.tablesPresent(m); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -689,6 +755,7 @@ func (rt *runtime) restore(ctx context.Context) error {
 	ck.current = map[nodeGroup][]secRef{}
 	ck.retained = map[int64][]string{}
 	ck.segSize = map[string]int64{}
+	ck.tables = map[string]tableRef{}
 	if err := checkpoint.Clean(ck.dir); err != nil {
 		return fmt.Errorf("checkpoint.dir: %w", err)
 	}
@@ -748,6 +815,16 @@ func (rt *runtime) restore(ctx context.Context) error {
 	for _, s := range r.secs {
 		i := rt.g.Owner(s.Group)
 		byTask[i] = append(byTask[i], s)
+	}
+	if rt.disk != nil {
+		if err := rt.restoreStores(m.stores, func(off, n int64) ([]byte, error) { return ck.store.ReadSegment(m.storeSeg, off, n) }); err != nil {
+			return fmt.Errorf("checkpoint %d in %s: %w", c.ID, ck.dir, err)
+		}
+		for _, st := range m.stores {
+			for _, t := range st.tables {
+				ck.tables[t.obj] = t
+			}
+		}
 	}
 	for i, t := range rt.tasks {
 		if err := t.Restore(byTask[i], m.globals); err != nil {

@@ -137,6 +137,12 @@ type Options struct {
 	// snapshot lists (Live.Stages[].HotKeys). Default 0: none (listing
 	// walks every key).
 	HotKeys int
+
+	// HotTier overrides, on the disk backend, each task's hot-tier budget
+	// in bytes (state.memory's share otherwise: docs/state.md, "Memory"):
+	// tests and benchmarks make it small to send lookups to the store.
+	// Default 0: the budget's share.
+	HotTier int
 }
 
 // TimeRange is an interval of event time, [From, To) in ms since the epoch.
@@ -182,13 +188,10 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 	if opts.LiveEvery <= 0 {
 		opts.LiveEvery = time.Second
 	}
-	if p.Spec.State.Backend == state.BackendDisk {
-		// The stores, their hot tiers and checkpoints exist beneath the
-		// core (state/disk), but no operator keeps its state there yet:
-		// refused rather than run in memory under the name disk.
-		return nil, &ConfigError{Err: fmt.Errorf("state.backend: disk is not available in this build yet (docs/state.md, \"Status\"): use memory")}
-	}
 	if sp := p.Spec.Source; sp.Type == "kafka" && sp.Assignment == "group" {
+		if p.Spec.State.Backend == state.BackendDisk {
+			return nil, &ConfigError{Err: fmt.Errorf("state.backend: disk: a group of instances (source.assignment: group) keeps its tasks' state in memory in this build (docs/state.md, \"Status\")")}
+		}
 		return runGroup(ctx, p, opts)
 	}
 	start := time.Now()
@@ -210,6 +213,12 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 		}
 		rt.ck.last = opts.WallClock()
 		rt.ck.lastRouted = rt.ck.last
+	}
+	if rt.disk != nil && rt.disk.tasks == nil {
+		if err := rt.freshStores(); err != nil {
+			rt.refuseStart(ctx)
+			return nil, rt.startError(ctx, "opening the state stores", err)
+		}
 	}
 	stopped, err := rt.run(ctx)
 	if err != nil {
@@ -240,6 +249,9 @@ type runtime struct {
 	g     *task.Graph
 	tasks []*task.Task
 	par   int // tasks
+	// disk is the disk state backend (state.go); nil on the memory
+	// backend.
+	disk *diskState
 
 	// The router's state.
 	tracker *watermark.Tracker
@@ -391,6 +403,7 @@ func (rt *runtime) close(ctx context.Context) error {
 		errs = append(errs, rt.src.Close())
 	}
 	errs = append(errs, rt.closeInputs())
+	errs = append(errs, rt.closeDiskState())
 	if rt.release != nil {
 		rt.release() // the output locks, after every output is closed
 	}

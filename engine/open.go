@@ -10,6 +10,7 @@ import (
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/state"
 	"github.com/tidemark/tidemark/task"
 	"github.com/tidemark/tidemark/watermark"
 )
@@ -182,6 +183,11 @@ func (rt *runtime) open(ctx context.Context) error {
 	rt.cnt = task.NewCounters(len(p.Stages))
 	rt.rcnt = task.NewCounters(len(p.Stages))
 	rt.opGlob = rt.tasks[0].Globals()
+	if p.Spec.State.Backend == state.BackendDisk {
+		if err := rt.openDiskState(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

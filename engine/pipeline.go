@@ -66,6 +66,8 @@ type taskOut struct {
 	logs     []*task.Log
 	cnt      task.Counters
 	sections []task.Section
+	// snaps are the task's state stores' snapshots (the disk backend).
+	snaps    []stateSnap
 	globals  task.Globals
 	stats    []task.StageStats
 	dedupIDs int
@@ -439,7 +441,7 @@ func (rt *runtime) beginRound(pl *pipeline) *routerOut {
 		// One task, in push mode: records and markers go straight to it.
 		b := <-pl.taskFree[0]
 		b.round, b.flags = ro.round.ID, roundFlags{}
-		b.sections, b.stats = b.sections[:0], nil
+		b.sections, b.stats, b.snaps = b.sections[:0], nil, nil
 		b.cnt.Reset()
 		for _, l := range b.logs {
 			l.Reset()
@@ -504,7 +506,9 @@ func (rt *runtime) inlineRound(pl *pipeline, ro *routerOut) error {
 	}
 	bundle.flags = ro.flags
 	if ro.flags.snapshot {
-		bundle.sections = t.Snapshot(bundle.sections)
+		if err := rt.snapshotTask(0, ro.round.ID, t, bundle); err != nil {
+			return err
+		}
 	}
 	if ro.flags.stats || ro.flags.snapshot {
 		bundle.globals = t.Globals()
@@ -628,7 +632,7 @@ func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline,
 	g := rt.g
 	n := rt.par
 	bundle.round, bundle.flags = rm.round.ID, rm.flags
-	bundle.sections, bundle.stats = bundle.sections[:0], nil
+	bundle.sections, bundle.stats, bundle.snaps = bundle.sections[:0], nil, nil
 	bundle.cnt.Reset()
 	for _, l := range bundle.logs {
 		l.Reset()
@@ -667,7 +671,9 @@ func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline,
 		}
 	}
 	if rm.flags.snapshot {
-		bundle.sections = t.Snapshot(bundle.sections)
+		if err := rt.snapshotTask(i, rm.round.ID, t, bundle); err != nil {
+			return err
+		}
 	}
 	if rm.flags.stats || rm.flags.snapshot {
 		bundle.globals = t.Globals()
@@ -675,5 +681,23 @@ func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline,
 	if rm.flags.stats {
 		bundle.stats, bundle.dedupIDs, bundle.dedupMem = t.Stats(rt.opts.HotKeys)
 	}
+	return nil
+}
+
+// snapshotTask takes task i's part of a checkpoint after the round: on
+// the disk backend, its changes flushed to its stores and their
+// snapshots; then its key groups' sections.
+func (rt *runtime) snapshotTask(i int, round uint64, t *task.Task, bundle *taskOut) error {
+	if rt.disk != nil {
+		if err := t.Flush(); err != nil {
+			return fmt.Errorf("task %d: %w", i, err)
+		}
+		snaps, err := rt.snapshotStores(i, round)
+		if err != nil {
+			return fmt.Errorf("task %d: %w", i, err)
+		}
+		bundle.snaps = snaps
+	}
+	bundle.sections = t.Snapshot(bundle.sections)
 	return nil
 }

@@ -32,6 +32,16 @@ func (rt *runtime) summary() *Summary {
 		DedupBytes:     rt.dedupMem,
 		SinkNotes:      rt.sinkNotes(),
 	}
+	if rt.disk != nil {
+		d := &DiskStateSummary{SentBytes: rt.disk.sent}
+		for _, t := range rt.tasks {
+			cs := t.ColdStats()
+			d.Reads += cs.Reads
+			d.Hits += cs.Hits
+			d.Writes += cs.Writes
+		}
+		s.DiskState = d
+	}
 	var stageRules [][]RuleCount
 	s.Rules, stageRules = splitRules(c.ByRule, len(rt.plan.Stages))
 	if ck := rt.ck; ck != nil {

@@ -82,6 +82,8 @@ type Summary struct {
 
 	// Checkpoints reports checkpoints (zero without them).
 	Checkpoints CheckpointSummary
+	// DiskState reports the disk backend (nil on the memory backend).
+	DiskState *DiskStateSummary
 	// Stopped is true when the run was stopped (context cancelled) and
 	// took a final checkpoint instead of reaching the end of its input.
 	Stopped bool
@@ -127,6 +129,18 @@ type CheckpointSummary struct {
 	// compaction copied), Deltas those that were delta sections (the ids a
 	// key group's dedup state added since its previous section).
 	Sections, Deltas int
+}
+
+// DiskStateSummary reports the disk backend's work (docs/state.md).
+type DiskStateSummary struct {
+	// Reads counts the keys looked up in the stores (the hot tiers'
+	// misses where the store may hold the key; a dedup id is looked up in
+	// each bucket it may be in), Hits the ids found there, Writes the
+	// entries written back.
+	Reads, Hits, Writes int64
+	// SentBytes is what this run's checkpoints sent of the stores' tables
+	// (new tables only; the rest are referenced).
+	SentBytes int64
 }
 
 // ReferenceSummary reports the reference data.

@@ -3,6 +3,7 @@ package task
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/dedup"
@@ -31,6 +32,9 @@ type dedupNode struct {
 	// scratch sorts every table's sections (one task's tables are
 	// written one at a time).
 	scratch dedup.Scratch
+	// cold is the disk backend's state (dedup_disk.go); nil on the memory
+	// backend.
+	cold *dedupCold
 }
 
 func newDedupNode(g *Graph, rng keygroup.Range) *dedupNode {
@@ -56,7 +60,7 @@ func (d *dedupNode) table(i int) *dedup.Table {
 		t = dedup.New(d.p.TTL)
 		t.UseScratch(&d.scratch)
 		t.ApplySweep(d.sweep)
-		if d.g.Incremental {
+		if d.g.Incremental || d.cold != nil {
 			t.Track()
 		}
 		d.tables[i] = t
@@ -64,24 +68,34 @@ func (d *dedupNode) table(i int) *dedup.Table {
 	return t
 }
 
-// item classifies one delivery and forwards a first delivery.
-func (d *dedupNode) item(nr *nodeRT, p *Packet, it *Item) {
+// item classifies one delivery and forwards a first delivery. Errors: the
+// disk backend's store failed.
+func (d *dedupNode) item(nr *nodeRT, p *Packet, it *Item) error {
 	kg := keygroup.OfHash(it.IDHash, d.g.KeyGroups)
 	i := kg - d.rng.Lo
 	t := d.table(i)
 	d.event = d.g.EventJSON(d.event[:0], it.Meta)
 	payload, _ := d.hasher.Sum(d.event)
-	out, first := t.Observe(it.IDHash, payload, it.TS)
+	var out dedup.Outcome
+	var first uint32
+	if d.cold != nil {
+		var err error
+		if out, first, err = d.observeCold(i, t, it.IDHash, payload, it.TS); err != nil {
+			return fmt.Errorf("dedup: %w", err)
+		}
+	} else {
+		out, first = t.Observe(it.IDHash, payload, it.TS)
+	}
 	cnt := nr.t.cnt
 	id := p.ID(it)
 	switch out {
 	case dedup.Duplicate:
 		cnt.Duplicates++
-		return
+		return nil
 	case dedup.Conflict:
 		cnt.Conflicts++
 		if !d.g.HasConflicts {
-			return
+			return nil
 		}
 		rec := changelog.ConflictRecord{
 			EventID:          string(id),
@@ -96,16 +110,17 @@ func (d *dedupNode) item(nr *nodeRT, p *Packet, it *Item) {
 		start := len(nr.log.Bytes)
 		nr.log.Bytes = d.enc.Conflict(nr.log.Bytes, &rec)
 		nr.log.record(it.Step, OutConflicts, start)
-		return
+		return nil
 	}
 	d.changed[i] = true
 	d.caches[i].put(it.IDHash, d.event)
 	fid := ID{Text: id, Hash: it.IDHash, Payload: payload, Has: true}
 	if d.g.OrderNode >= 0 {
 		nr.snd.ToOrder(it.Step, it.Now, it.Row, it.Meta, it.TS, fid)
-		return
+		return nil
 	}
 	nr.snd.ToRoots(it.Step, nil, it.Now, it.Row, it.Meta, it.TS, 1, &fid, true)
+	return nil
 }
 
 // advance runs the sweep schedule at watermark wm.
@@ -119,6 +134,9 @@ func (d *dedupNode) advance(wm int64) {
 		if t != nil {
 			t.ApplySweep(s)
 		}
+	}
+	if d.cold != nil {
+		d.sweepCold(s)
 	}
 }
 
@@ -157,6 +175,9 @@ func maxChainIDs(g, live int) int { return live * (24 + g%8) / 16 }
 // snapshot returns key group i's section — a delta when the graph is
 // incremental and the chain allows it — and whether it is a delta.
 func (d *dedupNode) snapshot(i int) (data []byte, delta bool) {
+	if d.cold != nil {
+		return d.snapshotCold(i)
+	}
 	t, c, ch := d.table(i), &d.caches[i], &d.chains[i]
 	g := d.rng.Lo + i
 	if d.g.Incremental && ch.full && ch.deltas < maxDeltas(g) && ch.ids+t.Added() <= maxChainIDs(g, t.Live()) {
@@ -180,6 +201,9 @@ func (d *dedupNode) snapshot(i int) (data []byte, delta bool) {
 
 // restore brings key group i to a full section.
 func (d *dedupNode) restore(i int, dec *state.Decoder) error {
+	if d.cold != nil {
+		return d.restoreCold(i, dec, false)
+	}
 	dec.Section("dedup key group section", 2)
 	t := dedup.New(d.p.TTL)
 	t.UseScratch(&d.scratch)
@@ -199,6 +223,9 @@ func (d *dedupNode) restore(i int, dec *state.Decoder) error {
 // restoreDelta applies a delta section to key group i, restored from the
 // sections before it.
 func (d *dedupNode) restoreDelta(i int, dec *state.Decoder) error {
+	if d.cold != nil {
+		return d.restoreCold(i, dec, true)
+	}
 	if d.tables[i] == nil {
 		return errors.New("a delta section without a full section before it")
 	}

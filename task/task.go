@@ -147,6 +147,11 @@ func (t *Task) Process(n int, r *Round, in []*Packet, out [][]*Packet) (err erro
 	}
 	pos := nr.pos[:len(in)]
 	clear(pos)
+	if nr.dedup != nil && nr.dedup.cold != nil {
+		if err := nr.dedup.prefetch(in); err != nil {
+			return fmt.Errorf("dedup: %w", err)
+		}
+	}
 	mk := r.Markers
 	mi := 0
 	if len(in) == 1 {
@@ -288,8 +293,7 @@ func (nr *nodeRT) item(p *Packet, it *Item) error {
 	}
 	switch nr.n.Kind {
 	case KindDedup:
-		nr.dedup.item(nr, p, it)
-		return nil
+		return nr.dedup.item(nr, p, it)
 	case KindOrder:
 		nr.order.item(nr, p, it)
 		return nil

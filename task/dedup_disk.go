@@ -1,0 +1,431 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tidemark/tidemark/dedup"
+	"github.com/tidemark/tidemark/keygroup"
+	"github.com/tidemark/tidemark/state"
+)
+
+// The dedup node on the disk backend (docs/state.md): the ids live in the
+// task's state.Store; each key group keeps a hot tier of two generations
+// of tables (cur, the node's tables, and prev), bounded by the tier's
+// budget. A lookup tries cur, prev, then — only where the store may hold
+// ids the tier does not (the key group evicted a generation, or was
+// restored from files) — the store, through the ids prefetched for the
+// batch of items being processed, in one sorted pass. New ids are written
+// back in one batch at a checkpoint or when the tier is full; the sweep
+// deletes each key group's expired buckets with one range delete.
+
+// dedupCold is a dedup node's disk state.
+type dedupCold struct {
+	store state.Store
+	node  int   // the key prefix's node
+	width int64 // bucket width, seconds
+	hot   int   // the tier's budget in bytes (both generations)
+	prev  []*dedup.Table
+	// cold marks the key groups whose ids the tier may not all hold (so a
+	// miss asks the store).
+	cold  []bool
+	batch state.Batch
+	// Per key group, the buckets the store may hold ids in: [low, top)
+	// (top 0: none written), and swept, the first bucket not deleted by
+	// range. They are part of the key group's section.
+	low, top, swept []uint32
+	// found holds the ids the store returned for the batch being
+	// processed (prefetch), and absent those it did not hold.
+	found  map[uint64]coldID
+	absent map[uint64]struct{}
+	keys   [][]byte
+	kbuf   []byte
+	ids    []uint64
+	ticks  int
+	// Reads and Writes count store lookups (keys asked) and ids written.
+	reads, writes, hits int64
+}
+
+type coldID struct {
+	payload uint32
+	expiry  int64
+}
+
+// UseStore puts the task's keyed state on the disk backend: its dedup
+// node keeps its ids in store under a hot tier of hot bytes. Call it
+// right after New, before Restore or any item. Errors: a graph with more
+// nodes than the key prefix can name.
+func (t *Task) UseStore(store state.Store, hot int) error {
+	if len(t.nodes) > 1<<16 {
+		return fmt.Errorf("task: %d nodes, the disk backend's keys name at most 65536", len(t.nodes))
+	}
+	for ni, nr := range t.nodes {
+		if d := nr.dedup; d != nil {
+			n := d.rng.Len()
+			d.cold = &dedupCold{store: store, node: ni, width: dedup.BucketWidth(d.p.TTL), hot: hot,
+				prev: make([]*dedup.Table, n), cold: make([]bool, n), low: make([]uint32, n), top: make([]uint32, n), swept: make([]uint32, n),
+				batch: store.NewBatch(), found: map[uint64]coldID{}, absent: map[uint64]struct{}{}}
+		}
+	}
+	return nil
+}
+
+// observeCold classifies a delivery in key group i on the disk backend,
+// as Table.Observe does in memory.
+func (d *dedupNode) observeCold(i int, t *dedup.Table, id uint64, payload uint32, ts int64) (dedup.Outcome, uint32, error) {
+	c := d.cold
+	if id == 0 {
+		id = 1
+	}
+	if p, ok := t.Find(id); ok {
+		return outcome(p, payload), p, nil
+	}
+	if pt := c.prev[i]; pt != nil {
+		if p, ok := pt.Find(id); ok {
+			return outcome(p, payload), p, nil
+		}
+	}
+	if c.cold[i] {
+		e, ok, err := d.coldLookup(i, id)
+		if err != nil {
+			return 0, 0, err
+		}
+		if ok && e.expiry > t.Cut() {
+			t.Remember(id, e.payload, e.expiry)
+			c.hits++
+			return outcome(e.payload, payload), e.payload, nil
+		}
+	}
+	out, first := t.Observe(id, payload, ts)
+	if c.ticks++; c.ticks&255 == 0 {
+		if err := d.maybeTurn(); err != nil {
+			return 0, 0, err
+		}
+	}
+	return out, first, nil
+}
+
+func outcome(first, payload uint32) dedup.Outcome {
+	if first == payload {
+		return dedup.Duplicate
+	}
+	return dedup.Conflict
+}
+
+// coldLookup returns what the store holds for id in key group i: the
+// prefetched answer, or (an item the batch's prefetch did not see) a
+// lookup of its own.
+func (d *dedupNode) coldLookup(i int, id uint64) (coldID, bool, error) {
+	c := d.cold
+	if e, ok := c.found[id]; ok {
+		return e, true, nil
+	}
+	if _, ok := c.absent[id]; ok {
+		return coldID{}, false, nil
+	}
+	if err := d.fetch(d.rng.Lo+i, []uint64{id}); err != nil {
+		return coldID{}, false, err
+	}
+	// The answer serves this item only: the id is put into the tier now
+	// (found or added), and a later turn of the tier makes it stale.
+	e, ok := c.found[id]
+	delete(c.found, id)
+	delete(c.absent, id)
+	return e, ok, nil
+}
+
+// prefetch looks up, in one sorted pass, the ids of items the tier will
+// miss in the key groups that need the store, before the items are
+// classified one by one.
+func (d *dedupNode) prefetch(in []*Packet) error {
+	c := d.cold
+	clear(c.found)
+	clear(c.absent)
+	c.ids = c.ids[:0]
+	for _, p := range in {
+		for k := range p.Len() {
+			it := p.At(k)
+			id := it.IDHash
+			if id == 0 {
+				id = 1
+			}
+			kg := keygroup.OfHash(it.IDHash, d.g.KeyGroups)
+			i := kg - d.rng.Lo
+			if i < 0 || i >= len(c.cold) || !c.cold[i] {
+				continue
+			}
+			if t := d.tables[i]; t != nil {
+				if _, ok := t.Find(id); ok {
+					continue
+				}
+			}
+			if pt := c.prev[i]; pt != nil {
+				if _, ok := pt.Find(id); ok {
+					continue
+				}
+			}
+			c.ids = append(c.ids, id)
+		}
+	}
+	if len(c.ids) == 0 {
+		return nil
+	}
+	return d.fetch(-1, c.ids)
+}
+
+// fetch looks ids up in the store (kg ≥ 0: all in key group kg; −1: each
+// in its own), in every bucket a remembered id may be in, and records
+// each in found or absent.
+func (d *dedupNode) fetch(kg int, ids []uint64) error {
+	c := d.cold
+	type probe struct {
+		key []byte
+		id  uint64
+	}
+	probes := make([]probe, 0, len(ids)*3)
+	c.kbuf = c.kbuf[:0]
+	for _, id := range ids {
+		g := kg
+		if g < 0 {
+			g = keygroup.OfHash(id, d.g.KeyGroups)
+		}
+		i := g - d.rng.Lo
+		t := d.table(i)
+		lo := max(dedup.BucketsBefore(t.Cut(), c.width), c.swept[i], c.low[i])
+		for b := lo; b < c.top[i]; b++ {
+			start := len(c.kbuf)
+			c.kbuf = state.KeyPrefix(c.kbuf, g, c.node)
+			c.kbuf = dedup.AppendBucket(c.kbuf, b)
+			c.kbuf = append(c.kbuf, 0, 0, 0, 0, 0, 0, 0, 0)
+			putID(c.kbuf[len(c.kbuf)-8:], id)
+			probes = append(probes, probe{key: c.kbuf[start:len(c.kbuf):len(c.kbuf)], id: id})
+		}
+		c.absent[id] = struct{}{}
+	}
+	slices.SortFunc(probes, func(a, b probe) int { return compareBytes(a.key, b.key) })
+	probes = slices.CompactFunc(probes, func(a, b probe) bool { return string(a.key) == string(b.key) })
+	c.keys = c.keys[:0]
+	for _, p := range probes {
+		c.keys = append(c.keys, p.key)
+	}
+	c.reads += int64(len(c.keys))
+	return c.store.Lookup(c.keys, func(k int, v []byte) {
+		payload, exp, ok := dedup.ParseValue(v)
+		if !ok {
+			return
+		}
+		id := probes[k].id
+		if e, ok := c.found[id]; ok && e.expiry >= exp {
+			return
+		}
+		c.found[id] = coldID{payload: payload, expiry: exp}
+		delete(c.absent, id)
+	})
+}
+
+func putID(dst []byte, id uint64) {
+	for k := 7; k >= 0; k-- {
+		dst[k] = byte(id)
+		id >>= 8
+	}
+}
+
+func compareBytes(a, b []byte) int {
+	switch {
+	case string(a) < string(b):
+		return -1
+	case string(a) > string(b):
+		return 1
+	}
+	return 0
+}
+
+// writeBack puts the ids every key group's current table added since the
+// last write-back, and the pending range deletes, into the store in one
+// batch.
+func (d *dedupNode) writeBack() error {
+	c := d.cold
+	var kb []byte
+	for i, t := range d.tables {
+		if t == nil || t.Added() == 0 {
+			continue
+		}
+		g := d.rng.Lo + i
+		t.TakeAdded(func(id uint64, payload uint32, exp int64) {
+			b := dedup.BucketOf(exp, c.width)
+			if c.top[i] == 0 {
+				c.low[i], c.top[i] = b, b+1
+			} else {
+				c.low[i], c.top[i] = min(c.low[i], b), max(c.top[i], b+1)
+			}
+			kb = state.KeyPrefix(kb[:0], g, c.node)
+			kb = dedup.AppendKey(kb, id, exp, c.width)
+			var vb [dedup.ValueLen]byte
+			c.batch.Set(kb, dedup.AppendValue(vb[:0], payload, exp))
+			c.writes++
+		})
+	}
+	if c.batch.Count() == 0 {
+		return nil
+	}
+	return c.store.Commit(c.batch)
+}
+
+// maybeTurn turns the tier's generations when it holds more than its
+// budget: the current tables' new ids are written back, the previous
+// generation is dropped (its ids are in the store), the current one
+// becomes the previous one and new tables start.
+func (d *dedupNode) maybeTurn() error {
+	c := d.cold
+	bytes := 0
+	for i, t := range d.tables {
+		if t != nil {
+			bytes += t.Bytes()
+		}
+		if pt := c.prev[i]; pt != nil {
+			bytes += pt.Bytes()
+		}
+	}
+	if bytes <= c.hot {
+		return nil
+	}
+	if err := d.writeBack(); err != nil {
+		return err
+	}
+	// The prefetched answers may now be stale: an id absent then is in the
+	// store once its generation is dropped.
+	clear(c.found)
+	clear(c.absent)
+	for i, t := range d.tables {
+		if pt := c.prev[i]; pt != nil && pt.Len() > 0 {
+			c.cold[i] = true
+		}
+		c.prev[i] = t
+		d.tables[i] = nil
+	}
+	return nil
+}
+
+// sweepCold deletes, in each key group the store holds ids of, the
+// buckets the sweep cut has wholly expired (one range delete each), and
+// applies the cut to the previous generation.
+func (d *dedupNode) sweepCold(s dedup.SweepState) {
+	c := d.cold
+	end := dedup.BucketsBefore(s.Cut, c.width)
+	var lo, hi []byte
+	for i := range c.top {
+		if pt := c.prev[i]; pt != nil {
+			pt.ApplySweep(s)
+		}
+		if c.top[i] == 0 || end <= c.swept[i] {
+			continue
+		}
+		g := d.rng.Lo + i
+		lo = dedup.AppendBucket(state.KeyPrefix(lo[:0], g, c.node), 0)
+		hi = dedup.AppendBucket(state.KeyPrefix(hi[:0], g, c.node), end)
+		c.batch.DeleteRange(lo, hi)
+		c.swept[i] = end
+		d.changed[i] = true
+	}
+}
+
+// Dedup key-group sections on the disk backend: the ids are in the
+// store's files, so a section holds only the key group's bounded parts: a
+// full section, Byte(4), Uint(low) Uint(top) Uint(swept) (the buckets the
+// store may hold ids in and the first not deleted), then the payload cache
+// (payloadCache.snapshot); or a delta, Byte(5), the same bounds, then the
+// cache's puts since the key group's previous section.
+
+func (d *dedupNode) snapshotCold(i int) (data []byte, delta bool) {
+	c, pc, ch := d.cold, &d.caches[i], &d.chains[i]
+	var e state.Encoder
+	if ch.full && ch.deltas < maxDeltas(d.rng.Lo+i) {
+		e.Grow(16 + pc.putsSize())
+		e.Byte(5)
+		e.Uint(uint64(c.low[i]))
+		e.Uint(uint64(c.top[i]))
+		e.Uint(uint64(c.swept[i]))
+		pc.appendPuts(&e)
+		ch.deltas++
+		return e.Bytes(), true
+	}
+	e.Grow(16 + pc.size())
+	e.Byte(4)
+	e.Uint(uint64(c.low[i]))
+	e.Uint(uint64(c.top[i]))
+	e.Uint(uint64(c.swept[i]))
+	pc.snapshot(&e)
+	*ch = chain{full: true}
+	return e.Bytes(), false
+}
+
+// restoreCold reads a disk-backend section (a delta after the full one)
+// into key group i: its ids are in the store restored beside the
+// sections, so the key group asks the store on a miss.
+func (d *dedupNode) restoreCold(i int, dec *state.Decoder, delta bool) error {
+	c := d.cold
+	kind := dec.Byte()
+	switch {
+	case dec.Err() != nil:
+		return dec.Err()
+	case kind == 2 || kind == 3:
+		return errors.New("a section of the memory backend (its ids in the section), restored into the disk backend")
+	case delta && kind != 5, !delta && kind != 4:
+		return fmt.Errorf("section kind %d, want %d", kind, map[bool]int{false: 4, true: 5}[delta])
+	}
+	if delta && !d.chains[i].full {
+		return errors.New("a delta section without a full section before it")
+	}
+	low, top, swept := dec.Uint(), dec.Uint(), dec.Uint()
+	if dec.Err() == nil && (low > top || top > 1<<32-1 || swept > 1<<32-1) {
+		dec.Fail("dedup buckets [%d, %d), swept %d", low, top, swept)
+	}
+	if err := dec.Err(); err != nil {
+		return err
+	}
+	c.low[i], c.top[i], c.swept[i] = uint32(low), uint32(top), uint32(swept)
+	c.cold[i] = top > 0
+	if delta {
+		d.caches[i].restorePuts(dec)
+		d.chains[i].deltas++
+		return dec.Err()
+	}
+	d.caches[i] = payloadCache{capacity: d.perKG}
+	d.caches[i].restore(dec)
+	d.chains[i] = chain{full: true}
+	return dec.Err()
+}
+
+// Flush writes the disk backend's changes since the last flush — the new
+// ids of the hot tiers, the expired buckets' range deletes — to the
+// store in one batch: the runner calls it before a snapshot of the store
+// (a checkpoint round). Nothing on the memory backend.
+func (t *Task) Flush() error {
+	for _, nr := range t.nodes {
+		if d := nr.dedup; d != nil && d.cold != nil {
+			if err := d.writeBack(); err != nil {
+				return fmt.Errorf("dedup: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// ColdStats are a task's disk-backend counters: keys the dedup node
+// looked up in the store, ids it found there and ids it wrote.
+type ColdStats struct{ Reads, Hits, Writes int64 }
+
+// ColdStats returns the task's disk-backend counters (zero on the memory
+// backend).
+func (t *Task) ColdStats() ColdStats {
+	var s ColdStats
+	for _, nr := range t.nodes {
+		if d := nr.dedup; d != nil && d.cold != nil {
+			s.Reads += d.cold.reads
+			s.Hits += d.cold.hits
+			s.Writes += d.cold.writes
+		}
+	}
+	return s
+}
