@@ -399,6 +399,9 @@ func (rt *runtime) closeDiskState() error {
 // encoded +1); the files other than tables are in the segment.
 
 func encodeStores(e *state.Encoder, stores []storeRef, seg string) {
+	if len(stores) == 0 {
+		seg = "" // the memory backend: no store, no segment of their files
+	}
 	e.String(seg)
 	e.Uint(uint64(len(stores)))
 	for _, st := range stores {
