@@ -23,7 +23,11 @@ import (
 // whose event time is the upstream window_start (so upstream firings land
 // in windows of the second stage that have fired: late updates whose order
 // matters) — give the same canonical outputs at parallelism 1, 2, 3 and 5
-// over 8 key groups, and read one record at a time.
+// over 8 key groups, in batches of a random size, and read one record at
+// a time. Half the cases read an unpartitioned file without arrival times
+// (processing time from a fixed clock), which decoders decode beside the
+// router at 2, 3 and 5 tasks (as many as tasks; engine/decoders.go): the
+// outputs equal the one-task run's, which reads with Next.
 func TestRandomPipelinesAnyParallelism(t *testing.T) {
 	dir := t.TempDir()
 	base := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
@@ -58,6 +62,7 @@ func TestRandomPipelinesAnyParallelism(t *testing.T) {
 		// A slide of which the size is a multiple, or not (5m / 2m).
 		slide := spec.Duration(time.Duration(rapid.SampledFrom([]int{1, 2}).Draw(rt, "slide")) * time.Minute)
 		idleAdvance := rapid.Bool().Draw(rt, "idleAdvance")
+		split := rapid.Bool().Draw(rt, "split")
 		// max_future at its default (nothing breaks it), or 10m: events
 		// more than 10 minutes after their arrival are quarantined.
 		var maxFuture *spec.Duration
@@ -80,6 +85,9 @@ func TestRandomPipelinesAnyParallelism(t *testing.T) {
 					Schema: spec.FieldTypes{{Name: "amount", Type: "int"}, {Name: "version", Type: "int"}}},
 				EventTime: spec.EventTime{Field: "ts", OutOfOrderness: spec.Duration(time.Minute), IdleTimeout: spec.Duration(5 * time.Minute),
 					IdleAdvance: idleAdvance, MaxFuture: maxFuture},
+			}
+			if split {
+				p.Source.ArrivalTimeField, p.Source.PartitionField = "", ""
 			}
 			if pre == "dedup" || pre == "both" {
 				p.Dedup = &spec.Dedup{Key: "event_id", TTL: spec.Duration(20 * time.Minute)}
@@ -118,7 +126,12 @@ func TestRandomPipelinesAnyParallelism(t *testing.T) {
 			p.Stages = []spec.Stage{first, second}
 			return p
 		}
-		opts := engine.Options{FireChunk: rapid.IntRange(1, 5).Draw(rt, "fireChunk")}
+		opts := engine.Options{FireChunk: rapid.IntRange(1, 5).Draw(rt, "fireChunk"),
+			BatchSize: rapid.SampledFrom([]int{1024, 1, 2, 7, 33}).Draw(rt, "batch")}
+		if split {
+			now := base.Add(30 * time.Minute).UnixMilli()
+			opts.Clock = func() int64 { return now }
+		}
 		ref := partest.Check(rt, build, nil, opts, 2, 3, 5)
 		if ref.Summary == "" {
 			rt.Fatal("no summary")
@@ -132,6 +145,6 @@ func TestRandomPipelinesAnyParallelism(t *testing.T) {
 			rt.Fatal(err)
 		}
 		opts.BatchSize = 1
-		partest.Equal(rt, "batch size 1024 vs 1", ref, partest.Run(rt, p, nil, 1, opts))
+		partest.Equal(rt, fmt.Sprintf("batch size %d vs 1", opts.BatchSize), ref, partest.Run(rt, p, nil, 1, opts))
 	})
 }
