@@ -177,7 +177,7 @@ func icebergOptions(s spec.Sink, env *Env) iceberg.Options {
 		PublishOnFlush: env.Checkpoints, Restoring: env.Restoring, Pipeline: env.Pipeline, Sink: s.Table, Fault: env.Fault,
 	}
 	if c := s.Catalog; c != nil {
-		o.Catalog, o.CatalogURI, o.CatalogName = c.Type, c.URI, c.Name
+		o.Catalog, o.CatalogURI, o.CatalogName, o.CatalogToken = c.Type, c.URI, c.Name, c.Token
 	}
 	return o
 }

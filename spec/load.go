@@ -1031,8 +1031,15 @@ func validateFileSink(key string, s *Sink, results bool, add func(key, format st
 			if c.URI == "" {
 				add(key+".catalog.uri", "required for catalog type sql: a postgres:// URL or a SQLite file")
 			}
+		case "rest":
+			if !strings.HasPrefix(c.URI, "http://") && !strings.HasPrefix(c.URI, "https://") {
+				add(key+".catalog.uri", "%q: catalog type rest needs the catalog's http:// or https:// URL", c.URI)
+			}
 		default:
-			add(key+".catalog.type", "%q: want hadoop or sql", c.Type)
+			add(key+".catalog.type", "%q: want hadoop, sql or rest", c.Type)
+		}
+		if c.Token != "" && c.Type != "rest" {
+			add(key+".catalog.token", "only for catalog type rest")
 		}
 	}
 }

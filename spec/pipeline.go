@@ -820,12 +820,19 @@ type IcebergCatalog struct {
 	// directory, Path, the current one named by version-hint.text) or
 	// "sql" (Iceberg's JDBC catalog: a table iceberg_tables in a SQLite
 	// file or a PostgreSQL database holding each table's metadata
-	// location, swapped atomically). YAML `type`. Default hadoop.
-	Type string `yaml:"type" enum:"catalog type|hadoop,sql"`
-	// URI is a sql catalog's database: a postgres:// or postgresql:// URL,
-	// else the path of a SQLite file (created if absent). YAML `uri`.
-	// Required for sql.
+	// location, swapped atomically) or "rest" (an Iceberg REST catalog
+	// server, which writes the metadata; the data files go under Path,
+	// which the catalog's table location must be). YAML `type`. Default
+	// hadoop.
+	Type string `yaml:"type" enum:"catalog type|hadoop,sql,rest"`
+	// URI is a sql catalog's database — a postgres:// or postgresql://
+	// URL, else the path of a SQLite file (created if absent) — or a rest
+	// catalog's base URL (http:// or https://, without /v1). YAML `uri`.
+	// Required for sql and rest.
 	URI string `yaml:"uri"`
+	// Token is a rest catalog's bearer token (write it as "${VAR}"). YAML
+	// `token`. Default none.
+	Token string `yaml:"token"`
 	// Name is the catalog's name in the iceberg_tables rows (a sql
 	// catalog's catalog_name). YAML `name`. Default tidemark.
 	Name string `yaml:"name"`

@@ -27,15 +27,19 @@ var ErrConflict = errors.New("the table's current metadata changed since it was 
 // table's metadata file atomically").
 type catalog interface {
 	// current returns the location of the current metadata file, "" when
-	// the table does not exist.
-	current(ctx context.Context) (string, error)
-	// commit writes data as the table's next metadata file (version
-	// version, the base's plus one) and makes it current if base is still
-	// current ("" for a table being created). It returns the new file's
-	// location; ErrConflict (wrapped) when base is not current any more.
-	// fault is called with "iceberg-metadata" once the file is written,
-	// before the swap.
-	commit(ctx context.Context, base string, version int, data []byte, fault func(string)) (string, error)
+	// the table does not exist, and the file's content when the catalog
+	// hands it over (REST; nil: read the file).
+	current(ctx context.Context) (string, []byte, error)
+	// commit makes next (encoded as data) the table's metadata if base
+	// (at location loc; nil and "" for a table being created) is still
+	// current: the file catalogs write data as the next metadata file
+	// (version version, the base's plus one) and swap their pointer; the
+	// REST catalog sends the difference between base and next as
+	// requirements and updates. It returns the new metadata's location;
+	// ErrConflict (wrapped) when base is not current any more. fault is
+	// called with "iceberg-metadata" once the file is written (REST: the
+	// request built), before the swap.
+	commit(ctx context.Context, loc string, base, next *Metadata, version int, data []byte, fault func(string)) (string, error)
 	close() error
 }
 
@@ -51,7 +55,13 @@ func (h *hadoopCatalog) versionPath(v int) string {
 	return filepath.Join(h.metaDir(), "v"+strconv.Itoa(v)+".metadata.json")
 }
 
-func (h *hadoopCatalog) current(ctx context.Context) (string, error) {
+func (h *hadoopCatalog) current(ctx context.Context) (string, []byte, error) {
+	loc, err := h.find()
+	return loc, nil, err
+}
+
+// find returns the newest metadata version's file.
+func (h *hadoopCatalog) find() (string, error) {
 	v := 0
 	b, err := os.ReadFile(filepath.Join(h.metaDir(), "version-hint.text"))
 	switch {
@@ -82,7 +92,7 @@ func (h *hadoopCatalog) current(ctx context.Context) (string, error) {
 	return h.versionPath(v), nil
 }
 
-func (h *hadoopCatalog) commit(ctx context.Context, base string, version int, data []byte, fault func(string)) (string, error) {
+func (h *hadoopCatalog) commit(ctx context.Context, base string, _, _ *Metadata, version int, data []byte, fault func(string)) (string, error) {
 	if err := os.MkdirAll(h.metaDir(), 0o755); err != nil {
 		return "", err
 	}
@@ -92,7 +102,7 @@ func (h *hadoopCatalog) commit(ctx context.Context, base string, version int, da
 	}
 	defer os.Remove(tmp)
 	fault("iceberg-metadata")
-	cur, err := h.current(ctx)
+	cur, err := h.find()
 	if err != nil {
 		return "", err
 	}
@@ -174,19 +184,19 @@ func (c *sqlCatalog) where(first int) string {
 	return fmt.Sprintf("catalog_name = %s AND table_namespace = %s AND table_name = %s", c.placeholder(first), c.placeholder(first+1), c.placeholder(first+2))
 }
 
-func (c *sqlCatalog) current(ctx context.Context) (string, error) {
+func (c *sqlCatalog) current(ctx context.Context) (string, []byte, error) {
 	var loc sql.NullString
 	err := c.db.QueryRowContext(ctx, `SELECT metadata_location FROM iceberg_tables WHERE `+c.where(1), c.name, c.ns, c.table).Scan(&loc)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
+		return "", nil, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("iceberg sql catalog: %w", err)
+		return "", nil, fmt.Errorf("iceberg sql catalog: %w", err)
 	}
-	return loc.String, nil
+	return loc.String, nil, nil
 }
 
-func (c *sqlCatalog) commit(ctx context.Context, base string, version int, data []byte, fault func(string)) (string, error) {
+func (c *sqlCatalog) commit(ctx context.Context, base string, _, _ *Metadata, version int, data []byte, fault func(string)) (string, error) {
 	md := filepath.Join(c.dir, "metadata")
 	if err := os.MkdirAll(md, 0o755); err != nil {
 		return "", err

@@ -11,8 +11,8 @@
 // manifest lists and manifests in Avro with github.com/twmb/avro
 // (avro.go), Parquet data and delete files with sink/parquet's writer —
 // and keeps the table's pointer in a catalog (catalog.go): the file-system
-// ("hadoop") layout, or Iceberg's JDBC catalog table in SQLite or
-// PostgreSQL. github.com/apache/iceberg-go is not used: it would add
+// ("hadoop") layout, Iceberg's JDBC catalog table in SQLite or
+// PostgreSQL, or an Iceberg REST catalog (rest.go). github.com/apache/iceberg-go is not used: it would add
 // about 65 MB of cloud SDKs to a binary of about 64 MB
 // (docs/connectors/iceberg.md, "Why a writer of our own").
 package iceberg

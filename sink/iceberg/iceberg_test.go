@@ -273,7 +273,7 @@ func testSQLCatalog(t *testing.T, f *fixture) {
 		must(t, err)
 		must(t, s.Commit(ctx, int64(i+1), p))
 	}
-	loc, err := s.cat.current(ctx)
+	loc, _, err := s.cat.current(ctx)
 	must(t, err)
 	must(t, s.Close(ctx))
 	if !strings.HasPrefix(filepath.Base(loc), "00003-") {

@@ -43,10 +43,11 @@ type Options struct {
 	Warehouse string
 	// Namespace and Table name the table (Namespace default "default").
 	Namespace, Table string
-	// Catalog is "hadoop" (default) or "sql"; CatalogURI a sql catalog's
-	// database (a postgres:// URL or a SQLite file); CatalogName its
-	// catalog_name (default "tidemark").
-	Catalog, CatalogURI, CatalogName string
+	// Catalog is "hadoop" (default), "sql" or "rest"; CatalogURI a sql
+	// catalog's database (a postgres:// URL or a SQLite file) or a REST
+	// catalog's base URL; CatalogName a sql catalog's catalog_name
+	// (default "tidemark"); CatalogToken a REST catalog's bearer token.
+	Catalog, CatalogURI, CatalogName, CatalogToken string
 	// PartitionBy, Compression, RowGroupRows, RollBytes and DecimalScale
 	// are as parquet.Options's (partition terms: "day", "hour" — Iceberg's
 	// transforms of window_start, in UTC — or a group-key column).
@@ -198,15 +199,26 @@ func NewResults(ctx context.Context, d changelog.Desc, o Options) (*Results, err
 	case "", "hadoop":
 		r.cat = &hadoopCatalog{table: r.dir}
 	case "sql":
-		if r.cat, err = openSQLCatalog(ctx, o.CatalogURI, o.CatalogName, o.Namespace, o.Table, r.dir); err != nil {
+		c, err := openSQLCatalog(ctx, o.CatalogURI, o.CatalogName, o.Namespace, o.Table, r.dir)
+		if err != nil {
 			return fail(err)
 		}
+		r.cat = c
+	case "rest":
+		c, err := openRESTCatalog(ctx, o.CatalogURI, o.CatalogToken, o.Namespace, o.Table, r.dir)
+		if err != nil {
+			return fail(err)
+		}
+		r.cat = c
 	default:
-		return fail(fmt.Errorf("catalog type %q: want hadoop or sql", o.Catalog))
+		return fail(fmt.Errorf("catalog type %q: want hadoop, sql or rest", o.Catalog))
 	}
 	base, _, err := r.load(ctx)
 	if err != nil {
 		return fail(err)
+	}
+	if base != nil && strings.TrimPrefix(base.Location, "file:") != r.dir {
+		return fail(fmt.Errorf("the table's location is %s, and the sink writes its files under %s (path): point path at the table's warehouse", base.Location, r.dir))
 	}
 	var cur *Schema
 	last := 0
@@ -261,13 +273,14 @@ func specText(s *PartitionSpec) string {
 // load reads the table's current metadata (nil when the table does not
 // exist) and its location.
 func (r *Results) load(ctx context.Context) (*Metadata, string, error) {
-	loc, err := r.cat.current(ctx)
+	loc, b, err := r.cat.current(ctx)
 	if err != nil || loc == "" {
 		return nil, "", err
 	}
-	b, err := os.ReadFile(loc)
-	if err != nil {
-		return nil, "", err
+	if b == nil {
+		if b, err = os.ReadFile(loc); err != nil {
+			return nil, "", err
+		}
 	}
 	m, err := ParseMetadata(loc, b)
 	return m, loc, err
@@ -829,7 +842,7 @@ func (r *Results) swap(ctx context.Context, id int64, base *Metadata, loc string
 	if base != nil {
 		version = metadataVersion(loc, base) + 1
 	}
-	if _, err := r.cat.commit(ctx, loc, version, data, func(p string) { r.fault(p, id) }); err != nil {
+	if _, err := r.cat.commit(ctx, loc, base, m, version, data, func(p string) { r.fault(p, id) }); err != nil {
 		return err
 	}
 	r.fault("iceberg-committed", id)
