@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -177,6 +179,89 @@ func groupSpecChanges(old, cur []byte) []string {
 		out = append(out, c.text)
 	}
 	return out
+}
+
+// PlanFingerprint returns the fingerprint of a compiled pipeline's state
+// (its spec after defaults, as a checkpoint records it): sha256 over
+// every spec key whose change a restore refuses (refusal), with its
+// value, in key order, written "sha256:" and the first 16 hex digits. Two
+// specs have the same fingerprint exactly when a checkpoint of one
+// restores under the other: what a restore accepts (sinks' destinations,
+// lateness, checkpoints, parallelism, …) is left out, so reformatting a
+// file, renaming an alias of its SQL form or changing a compatible key
+// leaves it as it is. The YAML and the SQL form of a job print the same
+// fingerprint (tidemark explain).
+func PlanFingerprint(p *spec.Pipeline) (string, error) {
+	b, err := specJSON(p)
+	if err != nil {
+		return "", err
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return "", err
+	}
+	flat := map[string]string{}
+	flatten("", v, flat)
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(flat)) {
+		if refusal(k) == "" {
+			continue
+		}
+		fmt.Fprintf(h, "%s=%s\n", k, flat[k])
+	}
+	return fmt.Sprintf("sha256:%x", h.Sum(nil)[:8]), nil
+}
+
+// StateChanges lists, stage by stage, the state an edit from old to cur
+// (compiled specs) would discard: every change a restore refuses, with
+// the key, the two values and why (specChanges), grouped under the stage
+// it concerns (`stage revenue: window.size ("1m0s" → "2m0s"): the open
+// windows hold state of the old windows`) or "pipeline" for keys outside
+// the stages. Empty when a checkpoint of old restores under cur.
+func StateChanges(old, cur *spec.Pipeline) ([]string, error) {
+	a, err := specJSON(old)
+	if err != nil {
+		return nil, err
+	}
+	b, err := specJSON(cur)
+	if err != nil {
+		return nil, err
+	}
+	fa, fb, ok := flatSpecs(a, b)
+	if !ok {
+		return nil, errors.New("the specs do not parse")
+	}
+	stageOf := func(k string, f map[string]string) string {
+		if rest, ok := strings.CutPrefix(k, "Stages["); ok {
+			i := rest[:strings.IndexByte(rest, ']')]
+			if n, ok := f["Stages["+i+"].Name"]; ok {
+				name, _ := strconv.Unquote(n)
+				return "stage " + name
+			}
+			return "stage " + i
+		}
+		switch {
+		case strings.HasPrefix(k, "Source"), strings.HasPrefix(k, "EventTime"), strings.HasPrefix(k, "Dedup"),
+			strings.HasPrefix(k, "OrderBy"), strings.HasPrefix(k, "Contract"), strings.HasPrefix(k, "Reference"),
+			strings.HasPrefix(k, "Inputs"), k == "Name", strings.HasPrefix(k, "KeyGroups"), strings.HasPrefix(k, "State"):
+			return "pipeline"
+		}
+		name, _ := strconv.Unquote(f["Name"])
+		return "stage " + name
+	}
+	var out []string
+	for _, c := range diffSpecs(a, b) {
+		why := refusal(c.key)
+		if why == "" {
+			continue
+		}
+		where := stageOf(c.key, fb)
+		if _, inCur := fb[c.key]; !inCur {
+			where = stageOf(c.key, fa)
+		}
+		out = append(out, fmt.Sprintf("%s: %s: %s", where, c.text, why))
+	}
+	return out, nil
 }
 
 // acceptedChanges lists the changes a restore accepts, described as in

@@ -10,12 +10,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark/tidemark/check"
+	"github.com/tidemark/tidemark/engine"
 )
 
 // newCheckCmd is `tidemark check`: the pre-deploy checklist as static rules
 // over a pipeline and its contract (docs/check.md).
 func newCheckCmd(stdout io.Writer) *cobra.Command {
-	var reportFormat, contractPath string
+	var reportFormat, contractPath, previous string
 	var connect bool
 	cmd := &cobra.Command{
 		Use:   "check PIPELINE.yaml",
@@ -43,16 +44,37 @@ the pipeline key it concerns, why it matters and how to fix it. --format
 json prints a JSON array of objects with the keys id, rule, severity, key,
 why and fix.
 
+With --previous OLD (the pipeline file now deployed, YAML or SQL) it also
+names, stage by stage, the state a deploy of PIPELINE would discard: every
+change a restore from OLD's checkpoints refuses (docs/checkpoints.md,
+"Changing a pipeline"), with the key, both values and why; and the two
+plan fingerprints (tidemark explain). An edit that discards state is an
+error: deploy it with a new checkpoint directory, or keep the state.
+
 Exit status: 0 when no finding is an error, 1 when any is, 2 for a usage
 error or a pipeline or contract that does not load.`,
 		Args: usage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if previous != "" {
+				discards, err := checkPrevious(stdout, previous, args[0], contractPath)
+				if err != nil {
+					return err
+				}
+				if err := runCheck(cmd.Context(), stdout, args[0], contractPath, reportFormat, connect); err != nil {
+					return err
+				}
+				if discards > 0 {
+					return &exitError{code: 1, err: fmt.Errorf("check: deploying %s over %s discards the state of %s", args[0], previous, plural(int64(discards), "change"))}
+				}
+				return nil
+			}
 			return runCheck(cmd.Context(), stdout, args[0], contractPath, reportFormat, connect)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&reportFormat, "format", "text", "report format: text or json (an array of findings)")
 	f.StringVar(&contractPath, "contract", "", "data contract (YAML) to check against; overrides the pipeline's contract key")
+	f.StringVar(&previous, "previous", "", "the pipeline deployed now (YAML or SQL): name the state deploying this one would discard")
 	f.BoolVar(&connect, "connect", false, "also ask the schema registry (subjects' compatibility levels) and read the source topics since each deprecated schema version's date")
 	return cmd
 }
@@ -88,6 +110,41 @@ func runCheck(ctx context.Context, stdout io.Writer, path, contractPath, reportF
 		return &exitError{code: 1, err: fmt.Errorf("check: %s has %s", path, plural(int64(errs), "error"))}
 	}
 	return nil
+}
+
+// checkPrevious prints the state an edit from the previous pipeline to
+// this one discards, stage by stage, and returns how many changes do.
+func checkPrevious(w io.Writer, previous, path, contractPath string) (int, error) {
+	_, old, err := compilePipeline(previous, contractPath, nil)
+	if err != nil {
+		return 0, err
+	}
+	_, cur, err := compilePipeline(path, contractPath, nil)
+	if err != nil {
+		return 0, err
+	}
+	changes, err := engine.StateChanges(old.Spec, cur.Spec)
+	if err != nil {
+		return 0, &exitError{code: 2, err: err}
+	}
+	fa, err := engine.PlanFingerprint(old.Spec)
+	if err != nil {
+		return 0, err
+	}
+	fb, err := engine.PlanFingerprint(cur.Spec)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(w, "state: %s (fingerprint %s) → %s (fingerprint %s)\n", previous, fa, path, fb)
+	if len(changes) == 0 {
+		fmt.Fprintf(w, "  every stage keeps its state: %s restores from %s's checkpoints\n\n", path, previous)
+		return 0, nil
+	}
+	for _, c := range changes {
+		fmt.Fprintf(w, "  discards %s\n", c)
+	}
+	fmt.Fprintln(w)
+	return len(changes), nil
 }
 
 // writeFindings prints one block per finding, then a summary line.

@@ -31,9 +31,20 @@ func newExplainCmd(stdout io.Writer) *cobra.Command {
 	var table, window, version string
 	var keys []string
 	cmd := &cobra.Command{
-		Use:   "explain PIPELINE.yaml --table TABLE --window START --key VALUE...",
-		Short: "Show a result row, its versions over time and the events that made it",
-		Long: `Show a result row, its versions over time and the events that made it.
+		Use:   "explain PIPELINE [--table TABLE --window START --key VALUE...]",
+		Short: "Show a pipeline's plan and fingerprint, or a result row and the events that made it",
+		Long: `Show a pipeline's plan and fingerprint, or a result row and the events that made it.
+
+Without --table it prints the plan of PIPELINE (a .yaml file or a .sql
+script): the source and its event time, the steps before the stages, and
+per stage what it reads, filter, fields, key, window, aggregates or join,
+emission, the state it keeps and its sinks; then the plan fingerprint, a
+hash of everything a checkpoint's state depends on. The YAML and SQL forms
+of a job print the same plan and fingerprint; an edit that keeps the
+fingerprint restores from the job's checkpoints (tidemark check
+--previous names the state any other edit discards).
+
+With --table:
 
 TABLE names the stage: its SQL sink's table, that table's serving name
 (revenue_minute for revenue_minute__live), or the stage's name; START is
@@ -53,8 +64,21 @@ Exit status: 0 when the row was found, 1 when it was not, 2 for a usage or
 configuration error.`,
 		Args: usage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if table == "" && window == "" && len(keys) == 0 && version == "" {
+				_, pl, err := compilePipeline(args[0], "", nil)
+				if err != nil {
+					return err
+				}
+				fp, err := engine.PlanFingerprint(pl.Spec)
+				if err != nil {
+					return err
+				}
+				fmt.Fprint(stdout, plan.Describe(pl))
+				fmt.Fprintf(stdout, "fingerprint %s\n", fp)
+				return nil
+			}
 			if table == "" || window == "" {
-				return &exitError{code: 2, err: errors.New("--table and --window are required")}
+				return &exitError{code: 2, err: errors.New("--table and --window go together (without both, explain prints the plan)")}
 			}
 			start, err := time.Parse(time.RFC3339Nano, window)
 			if err != nil {
