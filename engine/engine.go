@@ -413,6 +413,8 @@ func (rt *runtime) close(ctx context.Context) error {
 // logf writes a log line through Options.Logf, if set.
 func (rt *runtime) logf(format string, args ...any) {
 	if rt.opts.Logf != nil {
+		logMu.Lock()
+		defer logMu.Unlock()
 		rt.opts.Logf(format, args...)
 	}
 }

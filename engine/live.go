@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/operator"
+	"github.com/tidemark/tidemark/source"
 )
 
 // Live is a snapshot of a running pipeline for monitoring (package
@@ -44,6 +45,10 @@ type Live struct {
 	SinkCommits []SinkCommit
 	// Ledgers reports the postgres ledger sinks (totals of the run).
 	Ledgers []LedgerSummary
+	// Waits are the services the sources' records wait on (a schema
+	// registry that cannot be reached: source.Wait), none while records
+	// flow.
+	Waits []source.Wait
 	// Group reports the instance of a group run (source.assignment:
 	// group); nil otherwise. Partitions are then the instance's source
 	// tasks' partitions, Watermark the lowest watermark of its keyed
@@ -111,6 +116,7 @@ type routerLive struct {
 	events     int64
 	redeliver  int64
 	partitions []LivePartition
+	waits      []source.Wait
 }
 
 // routerLive captures the router's view for a snapshot.
@@ -120,6 +126,7 @@ func (rt *runtime) routerLive() *routerLive {
 	if s, ok := rt.src.(interface{ Lag() []int64 }); ok {
 		lag = s.Lag()
 	}
+	l.waits = waiting(rt.waiters())
 	names := rt.src.Partitions()
 	for i, pt := range rt.tracker.Partitions() {
 		lp := LivePartition{Watermark: pt.Watermark(rt.tracker.OutOfOrderness()), MaxEventTime: pt.MaxEventTime,
@@ -159,6 +166,7 @@ func (rt *runtime) live(ended bool) *Live {
 		SinkCommits:    rt.commits,
 		Ledgers:        rt.ledgerSummaries(),
 		Partitions:     r.partitions,
+		Waits:          r.waits,
 		Parallelism:    rt.par,
 	}
 	rt.commits = nil

@@ -261,6 +261,19 @@ func (rt *runtime) run(ctx context.Context) (stopped bool, err error) {
 			})
 		}()
 	}
+	if ws := rt.waiters(); len(ws) > 0 {
+		stopWatch := make(chan struct{})
+		var watching sync.WaitGroup
+		watching.Add(1)
+		go func() {
+			defer watching.Done()
+			rt.watchWaits(ws, stopWatch)
+		}()
+		defer func() {
+			close(stopWatch)
+			watching.Wait()
+		}()
+	}
 	var rerr error
 	labelled(ctx, "router", func() {
 		defer func() {

@@ -116,6 +116,7 @@ func kafkaFormat(cfg *kafka.Config, p *plan.Plan) error {
 		return fmt.Errorf("source.%w", err)
 	}
 	cfg.Format, cfg.Registry, cfg.Message = sp.Format, reg, sp.Message
+	cfg.RegistryMaxWaitMs = sp.SchemaRegistry.MaxWait.Ms()
 	if c := p.Contract; c != nil && c.SchemaVersions != nil {
 		cfg.Contract, cfg.Subject = c.Product, c.SchemaVersions.Subject
 		cfg.Versions = map[int]confluent.Version{}

@@ -153,6 +153,8 @@ func (c *collector) descs() map[string]desc {
 			"part_idle":  newDesc("tidemark_source_partition_idle", "1 when the partition has been silent for idle_timeout and no longer holds the pipeline watermark back.", g, p, "partition"),
 			"part_cons":  newDesc("tidemark_source_partition_consumer_lag_records", "Records in the log after the next one to read (Kafka: end offset − position); absent for files.", g, p, "partition"),
 			"part_recs":  newDesc("tidemark_source_partition_records_total", "Valid records observed on the partition.", k, p, "partition"),
+			"wait":       newDesc("tidemark_source_waiting_seconds", "How long the source's records have waited, as of the snapshot, on a service they need and cannot reach (a schema registry): held, neither quarantined nor skipped, until it answers or source.schema_registry.max_wait passes; absent while records flow.", g, p, "service"),
+			"waittries":  newDesc("tidemark_source_wait_failed_attempts", "Requests to the service that failed during the wait under way (0 while the first one is unanswered); absent while records flow.", g, p, "service"),
 			"part_last":  newDesc("tidemark_source_partition_last_record_timestamp_seconds", "Processing time of the partition's last record, Unix seconds.", g, p, "partition"),
 			"wm":         newDesc("tidemark_watermark_seconds", "The pipeline watermark (minimum over non-idle partitions), Unix seconds; +Inf after a bounded input.", g, p),
 			"lag":        newDesc("tidemark_event_time_lag_seconds", "Processing time minus the pipeline watermark. Consumer lag 0 with a growing event-time lag is a stuck watermark.", g, p),
@@ -253,6 +255,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		m("part_recs", float64(p.Records), p.Name)
 		m("part_last", seconds(p.LastArrival), p.Name)
+	}
+	for _, w := range l.Waits {
+		m("wait", max(l.At.Sub(w.Since).Seconds(), 0), w.Service)
+		m("waittries", float64(w.Attempts), w.Service)
 	}
 	m("wm", seconds(l.Watermark))
 	m("lag", lagSeconds(l.ProcessingTime, l.Watermark))

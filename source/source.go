@@ -7,6 +7,7 @@ package source
 import (
 	"context"
 	"math"
+	"time"
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/row"
@@ -232,4 +233,37 @@ type Splitter interface {
 	// use: on different batches, from several goroutines, while Claim
 	// runs (it reads only b and state fixed when the source was built).
 	Decode(b *Batch)
+}
+
+// Wait is a service a source's records wait on: one it needs to decode
+// them (a schema registry) and cannot reach. The records are neither
+// delivered nor skipped meanwhile: the source's position stays before
+// them, and Next returns without them until the service answers, or
+// fails naming it once the wait outlasts its bound.
+type Wait struct {
+	// Service names what the records wait on, as messages say it:
+	// "schema registry http://127.0.0.1:8081".
+	Service string
+	// Since is when the wait began (wall clock): the first request that
+	// failed, or the start of one not answered yet.
+	Since time.Time
+	// Attempts counts the requests that failed since Since (0 while the
+	// first one is not answered).
+	Attempts int
+	// Err is the last failure ("" while the first request is not
+	// answered).
+	Err string
+	// Records says which records wait ("orders/0 from offset 7").
+	Records string
+	// Limit is how long the source waits before it fails (its
+	// configuration key's value).
+	Limit time.Duration
+}
+
+// Waiter is implemented by sources whose records can wait on a service
+// (Wait). Waiting returns the waits under way, none when the records
+// flow; it is safe for concurrent use, also while Next runs (a request
+// that hangs inside Next shows here).
+type Waiter interface {
+	Waiting() []Wait
 }

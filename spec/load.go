@@ -1065,6 +1065,13 @@ func validateRegistry(key string, r *SchemaRegistry, add func(key, format string
 		add(key+".timeout", "must not be negative")
 	}
 	wholeMs(key+".timeout", r.Timeout, add)
+	switch {
+	case r.MaxWait != 0 && !strings.HasPrefix(key, "source.") && !strings.HasPrefix(key, "inputs["):
+		add(key+".max_wait", "only for a source: a sink's registration that fails fails its checkpoint")
+	case r.MaxWait < 0:
+		add(key+".max_wait", "must not be negative")
+	}
+	wholeMs(key+".max_wait", r.MaxWait, add)
 }
 
 // checkZone returns why zone is not usable, or "". "Local" is refused: it

@@ -851,6 +851,13 @@ type SchemaRegistry struct {
 	// Timeout bounds each request to the registry. YAML `timeout`.
 	// Default 10s.
 	Timeout Duration `yaml:"timeout"`
+	// MaxWait, for a source, bounds how long records wait for a registry
+	// that cannot be reached (refused, reset or closed connections,
+	// timeouts, HTTP 5xx): they are held, neither quarantined nor
+	// skipped, and asked about again; after MaxWait the run fails naming
+	// the registry, its checkpoint before them. YAML `max_wait`. Default
+	// 5m; at least 1ms. Only for a source.
+	MaxWait Duration `yaml:"max_wait,omitempty" zero:"must be at least 1ms|5m"`
 }
 
 // Key-group bounds (Pipeline.KeyGroups).

@@ -160,6 +160,9 @@ watermark <span id="watermark">{{.D.Watermark}}</span>,
 event-time lag <span id="event-time-lag">{{lag .D.EventTimeLagSeconds}}</span>,
 late ratio <span id="late-ratio">{{ratio .D.LateRatio}}</span>.</p>
 
+{{if .D.Waiting}}<h2>Waiting</h2>
+<ul id="waiting">{{range .D.Waiting}}<li class="waiting" data-service="{{.Service}}">{{.Service}}: unreachable since {{.Since}} ({{printf "%.0f" .Seconds}} s, {{.Attempts}} failed attempts; the last: {{.LastError}}); records of {{.Records}} wait, not quarantined; the run fails after {{printf "%.0f" .LimitSeconds}} s.</li>{{end}}</ul>
+{{end}}
 <h2>Contracts</h2>
 <table id="contracts">
 <tr><th>source</th><td>{{.D.Contracts.Source}}</td></tr>

@@ -76,7 +76,10 @@ type Doc struct {
 	Watermark           string      `json:"watermark"`
 	EventTimeLagSeconds *float64    `json:"event_time_lag_seconds"` // null without a finite watermark
 	Partitions          []Partition `json:"partitions"`
-	Records             Records     `json:"records"`
+	// Waiting lists the services the source's records wait on (a schema
+	// registry that cannot be reached); empty while records flow.
+	Waiting []Waiting `json:"waiting"`
+	Records Records   `json:"records"`
 	// LateRatio is (late accepted + too late) / valid records at the
 	// stages; null before any.
 	LateRatio   *float64    `json:"late_ratio"`
@@ -85,6 +88,23 @@ type Doc struct {
 	// Group is the instance of a group run (docs/scale-out.md): the tasks
 	// it holds; absent otherwise.
 	Group *Group `json:"group,omitempty"`
+}
+
+// Waiting is a service the source's records wait on (engine.Live.Waits).
+type Waiting struct {
+	Service string `json:"service"`
+	// Since is when the wait began (RFC 3339), Seconds how long it has
+	// lasted at the snapshot.
+	Since   string  `json:"since"`
+	Seconds float64 `json:"seconds"`
+	// Attempts counts the failed requests, LastError the last failure.
+	Attempts  int    `json:"failed_attempts"`
+	LastError string `json:"last_error"`
+	// Records says which records wait.
+	Records string `json:"records"`
+	// LimitSeconds is the wait after which the run fails
+	// (source.schema_registry.max_wait).
+	LimitSeconds float64 `json:"limit_seconds"`
 }
 
 // Group is an instance of a group run.
@@ -287,7 +307,7 @@ func (pg *Page) Doc() Doc {
 	pg.mu.Lock()
 	l := pg.last
 	pg.mu.Unlock()
-	d := Doc{Pipeline: pg.p.Name, Contracts: contracts(pg.p), Watermark: "none", Partitions: []Partition{}, SLO: []SLO{},
+	d := Doc{Pipeline: pg.p.Name, Contracts: contracts(pg.p), Watermark: "none", Partitions: []Partition{}, Waiting: []Waiting{}, SLO: []SLO{},
 		Records: Records{QuarantinedByStage: []StageCount{}}}
 	if l != nil {
 		d.Snapshot = l.At.UTC().Format(time.RFC3339Nano)
@@ -302,6 +322,11 @@ func (pg *Page) Doc() Doc {
 				pp.ConsumerLag = &v
 			}
 			d.Partitions = append(d.Partitions, pp)
+		}
+		for _, w := range l.Waits {
+			d.Waiting = append(d.Waiting, Waiting{Service: w.Service, Since: w.Since.UTC().Format(time.RFC3339Nano),
+				Seconds: max(l.At.Sub(w.Since).Seconds(), 0), Attempts: w.Attempts, LastError: w.Err, Records: w.Records,
+				LimitSeconds: w.Limit.Seconds()})
 		}
 		r := &d.Records
 		r.Read, r.Quarantined, r.Duplicates, r.Conflicts = l.EventsRead, l.Quarantined, l.Duplicates, l.Conflicts

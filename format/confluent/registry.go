@@ -41,6 +41,11 @@ type Registry struct {
 	byID     map[int]sr.Schema
 	versions map[int][]sr.SubjectVersion
 	refs     map[string]sr.SubjectSchema // "subject\x00version"
+
+	// The requests on their way (Outstanding).
+	flight  sync.Mutex
+	asked   map[uint64]time.Time // start of each request not yet answered
+	askedID uint64
 }
 
 // ErrNotFound is wrapped by the errors of Registry methods for a schema
@@ -76,6 +81,7 @@ func NewRegistry(c RegistryConfig) (*Registry, error) {
 	return &Registry{
 		cl: cl, urls: strings.Join(c.URLs, ","),
 		byID: map[int]sr.Schema{}, versions: map[int][]sr.SubjectVersion{}, refs: map[string]sr.SubjectSchema{},
+		asked: map[uint64]time.Time{},
 	}, nil
 }
 
@@ -84,6 +90,52 @@ func (r *Registry) Client() *sr.Client { return r.cl }
 
 // URL returns the registry's URLs, comma separated, for messages.
 func (r *Registry) URL() string { return r.urls }
+
+// ask notes a request's start; the function it returns notes its end.
+func (r *Registry) ask() (done func()) {
+	r.flight.Lock()
+	defer r.flight.Unlock()
+	r.askedID++
+	id := r.askedID
+	r.asked[id] = time.Now()
+	return func() {
+		r.flight.Lock()
+		delete(r.asked, id)
+		r.flight.Unlock()
+	}
+}
+
+// Outstanding returns the start of the oldest request to the registry
+// not answered yet (wall clock), and whether there is one: a registry
+// that holds its connections open without answering shows here long
+// before the request's timeout fails it. Safe for concurrent use.
+func (r *Registry) Outstanding() (since time.Time, ok bool) {
+	r.flight.Lock()
+	defer r.flight.Unlock()
+	for _, t := range r.asked {
+		if !ok || t.Before(since) {
+			since, ok = t, true
+		}
+	}
+	return since, ok
+}
+
+// Unreachable reports whether err, from a Registry method, says that the
+// registry could not be asked — a connection refused, reset or closed
+// before the answer, a timeout, an HTTP 5xx, 408 or 429 — rather than
+// what it answered (not found, unauthorized, a bad request): asking again
+// later may succeed. Records waiting on such an error are not judged.
+func Unreachable(err error) bool {
+	if err == nil || errors.Is(err, ErrNotFound) {
+		return false
+	}
+	var re *sr.ResponseError
+	if errors.As(err, &re) {
+		c := re.StatusCode
+		return c >= 500 || c == http.StatusRequestTimeout || c == http.StatusTooManyRequests || c == 0
+	}
+	return true
+}
 
 // wrap marks not-found answers with ErrNotFound and names the registry.
 func (r *Registry) wrap(what string, err error) error {
@@ -103,7 +155,9 @@ func (r *Registry) SchemaByID(ctx context.Context, id int) (sr.Schema, error) {
 	if ok {
 		return s, nil
 	}
+	done := r.ask()
 	s, err := r.cl.SchemaByID(ctx, id)
+	done()
 	if err != nil {
 		return sr.Schema{}, r.wrap(fmt.Sprintf("schema id %d", id), err)
 	}
@@ -122,7 +176,9 @@ func (r *Registry) VersionsOf(ctx context.Context, id int) ([]sr.SubjectVersion,
 	if ok {
 		return v, nil
 	}
+	done := r.ask()
 	v, err := r.cl.SchemaVersionsByID(ctx, id)
+	done()
 	if err != nil {
 		return nil, r.wrap(fmt.Sprintf("versions of schema id %d", id), err)
 	}
@@ -141,7 +197,9 @@ func (r *Registry) Reference(ctx context.Context, ref sr.SchemaReference) (sr.Su
 	if ok {
 		return s, nil
 	}
+	done := r.ask()
 	s, err := r.cl.SchemaByVersion(ctx, ref.Subject, ref.Version)
+	done()
 	if err != nil {
 		return sr.SubjectSchema{}, r.wrap(fmt.Sprintf("reference %s (subject %s version %d)", ref.Name, ref.Subject, ref.Version), err)
 	}

@@ -3,8 +3,12 @@ package kafka
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"io"
 	"math/big"
+	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +21,7 @@ import (
 	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/format/confluent"
 	"github.com/tidemark/tidemark/internal/devregistry"
+	"github.com/tidemark/tidemark/internal/faultproxy"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 )
@@ -177,37 +182,132 @@ func retailFields(t *testing.T) (f format.Fields) {
 	return f
 }
 
-// TestAvroRegistryDownStopsTheRun: when the registry cannot be asked,
-// Next fails naming the record, and the record is not delivered nor its
-// offset passed: a restart from the position reads it again.
-func TestAvroRegistryDownStopsTheRun(t *testing.T) {
+// TestAvroRegistryDownHoldsTheRecords: while the registry cannot be
+// asked (its connections closed before any answer, which Go's HTTP client
+// reports as an error wrapping io.EOF), Next returns no record and no
+// error: the records wait — neither delivered, quarantined nor passed by
+// the position — and Waiting names the registry, the records and the
+// failure. Once the registry answers, every record is delivered once, in
+// order, and the wait is over.
+func TestAvroRegistryDownHoldsTheRecords(t *testing.T) {
+	cl, _, dev := registry(t)
+	v1 := register(t, cl, "orders-value", orderV1)
+	srv := httptest.NewServer(dev.Handler())
+	t.Cleanup(srv.Close)
+	px, err := faultproxy.Start(srv.URL, func(int) faultproxy.Fault { return faultproxy.Fault{Mode: faultproxy.Close} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	reg, _ := confluent.NewRegistry(confluent.RegistryConfig{URLs: []string{px.URL()}, TimeoutMs: 2000})
+	brokers := cluster(t, map[string]int32{"orders": 2})
+	kc := client(t, brokers)
+	for i := range 6 {
+		produce(t, kc, &kgo.Record{Topic: "orders", Partition: int32(i % 2), Value: confluentAvro(t, v1.ID, orderV1, map[string]any{"id": "e" + itoa(i), "amount": big.NewRat(int64(i), 1), "ts": time.UnixMilli(int64(i))})})
+	}
+	s := newSource(t, Config{Brokers: brokers, Topics: []string{"orders"}, Fields: retailFields(t), Format: confluent.FormatAvro, Registry: reg, StopAtEnd: true})
+	var b source.Batch
+	var w []source.Wait
+	for deadline := time.Now().Add(10 * time.Second); len(w) == 0 || w[0].Attempts < 3; {
+		b.Reset()
+		st, err := s.Next(context.Background(), &b, 10)
+		if err != nil || st != source.More || b.Len() != 0 {
+			t.Fatalf("Next while the registry closes its connections: %s, %v, %d records; want more, no error, none", st, err, b.Len())
+		}
+		w = s.Waiting()
+		if time.Now().After(deadline) {
+			t.Fatalf("no wait of 3 attempts in 10s: %+v", w)
+		}
+	}
+	if len(w) != 1 || w[0].Service != "schema registry "+px.URL() || !strings.HasPrefix(w[0].Records, "orders/") ||
+		!strings.Contains(w[0].Err, "EOF") || w[0].Limit != 5*time.Minute || time.Since(w[0].Since) > 10*time.Second {
+		t.Fatalf("Waiting() = %+v", w)
+	}
+	if s.parts[0].next != 0 || s.parts[1].next != 0 || s.delivered != 0 {
+		t.Fatalf("positions %d %d, %d delivered while the records wait; want 0 0 0", s.parts[0].next, s.parts[1].next, s.delivered)
+	}
+	px.Set(nil) // the registry answers again
+	var ids []string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		b.Reset()
+		st, err := s.Next(context.Background(), &b, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range b.Meta {
+			if b.Meta[i].Err != nil {
+				t.Fatalf("record %v: %v", b.Meta[i].Pos, b.Meta[i].Err)
+			}
+			ids = append(ids, b.Meta[i].Pos.Partition+":"+b.Rows[i].S[0])
+		}
+		if st == source.End {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not at the end after 10s: %v", ids)
+		}
+	}
+	slices.Sort(ids)
+	if got, want := strings.Join(ids, " "), "0:e0 0:e2 0:e4 1:e1 1:e3 1:e5"; got != want {
+		t.Fatalf("delivered %s, want %s", got, want)
+	}
+	if w := s.Waiting(); len(w) != 0 {
+		t.Fatalf("Waiting() after the registry answered: %+v", w)
+	}
+}
+
+// TestAvroRegistryWaitIsBounded: records that wait longer than
+// RegistryMaxWaitMs fail Next with a *RegistryWaitError naming the
+// registry and the records, the position still before them; a registry
+// that answers with a refusal (401) fails Next at once: waiting would not
+// change its answer.
+func TestAvroRegistryWaitIsBounded(t *testing.T) {
 	cl, _, _ := registry(t)
 	v1 := register(t, cl, "orders-value", orderV1)
 	dead := httptest.NewServer(nil)
 	dead.Close() // nothing listens any more
-	reg, _ := confluent.NewRegistry(confluent.RegistryConfig{URLs: []string{dead.URL}, TimeoutMs: 500})
 	brokers := cluster(t, map[string]int32{"orders": 1})
 	kc := client(t, brokers)
 	produce(t, kc, &kgo.Record{Topic: "orders", Partition: 0, Value: confluentAvro(t, v1.ID, orderV1, map[string]any{"id": "e1", "amount": big.NewRat(1, 1), "ts": time.UnixMilli(0)})})
-	s := newSource(t, Config{Brokers: brokers, Topics: []string{"orders"}, Fields: retailFields(t), Format: confluent.FormatAvro, Registry: reg})
+	reg, _ := confluent.NewRegistry(confluent.RegistryConfig{URLs: []string{dead.URL}, TimeoutMs: 500})
+	s := newSource(t, Config{Brokers: brokers, Topics: []string{"orders"}, Fields: retailFields(t), Format: confluent.FormatAvro, Registry: reg, RegistryMaxWaitMs: 700})
 	var b source.Batch
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := s.Next(context.Background(), &b, 10)
-		if err != nil {
-			if !strings.Contains(err.Error(), "topic orders partition 0 offset 0") || b.Len() != 0 {
-				t.Fatalf("Next: %v with %d records", err, b.Len())
-			}
-			break
-		}
-		if b.Len() > 0 || time.Now().After(deadline) {
+	start := time.Now()
+	var err error
+	for err == nil && time.Since(start) < 10*time.Second {
+		b.Reset()
+		_, err = s.Next(context.Background(), &b, 10)
+		if b.Len() != 0 {
 			t.Fatalf("Next delivered %d records without a registry", b.Len())
 		}
 	}
-	if pos := string(s.Position()); !strings.Contains(pos, "orders") {
-		t.Logf("position %q", pos)
+	var we *RegistryWaitError
+	if !errors.As(err, &we) || !strings.HasPrefix(err.Error(), "schema registry "+dead.URL+": unreachable since ") ||
+		!strings.Contains(err.Error(), "records of orders/0 from offset 0 were not read") || we.Waited < 700*time.Millisecond {
+		t.Fatalf("Next after the wait: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("failed after %s; want about 0.7s", took)
 	}
 	if s.parts[0].next != 0 {
 		t.Fatalf("next offset %d after a failed decode, want 0", s.parts[0].next)
+	}
+
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error_code":40101,"message":"Unauthorized"}`)
+	}))
+	t.Cleanup(refusing.Close)
+	reg2, _ := confluent.NewRegistry(confluent.RegistryConfig{URLs: []string{refusing.URL}})
+	s2 := newSource(t, Config{Brokers: brokers, Topics: []string{"orders"}, Fields: retailFields(t), Format: confluent.FormatAvro, Registry: reg2})
+	for err = nil; err == nil; {
+		b.Reset()
+		_, err = s2.Next(context.Background(), &b, 10)
+		if len(s2.Waiting()) != 0 {
+			t.Fatalf("a refusal made the records wait: %+v", s2.Waiting())
+		}
+	}
+	if errors.As(err, &we) || !strings.Contains(err.Error(), "Unauthorized") || !strings.Contains(err.Error(), "topic orders partition 0 offset 0") {
+		t.Fatalf("Next with a registry refusing: %v", err)
 	}
 }

@@ -107,5 +107,25 @@
 // processing time, detect idle partitions and take checkpoints. Metadata
 // and offset requests made by Next (discovery, lag, group commits) are
 // bounded by Config.RequestTimeoutMs, and their failures are not errors of
-// Next: they are retried at the next interval and reported by Stats.
+// Next: they are retried at the next interval and reported by Stats. A
+// request to the schema registry holds Next up to the registry's own
+// timeout (below).
+//
+// # A schema registry that cannot be reached
+//
+// With Avro or Protobuf, a record whose schema id the source has not met
+// is judged through Config.Registry. When the registry cannot be asked
+// (confluent.Unreachable: a connection refused, reset or closed before the
+// answer, a timeout, an HTTP 5xx, 408 or 429), that record and every
+// record fetched after it are held in fetch order: not delivered, and no
+// partition's position passes them. Next returns the records before them,
+// then empty batches while it asks again (after 100 ms, doubling up to
+// 2 s), and delivers the held records once the registry answers. Waiting
+// (source.Waiter) describes the wait meanwhile, also while a request hangs
+// unanswered inside Next; once the records have waited
+// Config.RegistryMaxWaitMs (default 5 minutes, as Kafka Streams'
+// task.timeout.ms), Next fails with a *RegistryWaitError naming the
+// registry and the records. A registry that answers with a refusal (401,
+// 403, 400) fails Next at once; an unknown id (404) quarantines its
+// records (Meta.Err, rule "schema").
 package kafka

@@ -123,7 +123,19 @@ type Config struct {
 	// Subject is the registry subject whose versions Versions lists.
 	// Default "<topic>-value" for each topic (TopicNameStrategy).
 	Subject string
+	// RegistryMaxWaitMs bounds how long records wait for a Registry that
+	// cannot be reached (a connection refused, reset or closed, a
+	// timeout, an HTTP 5xx): the records are held, not quarantined, and
+	// asked about again (after 100 ms, doubling up to 2 s); once they
+	// have waited this long, Next fails with a *RegistryWaitError naming
+	// the registry. Default 300,000 (5 minutes).
+	RegistryMaxWaitMs int64
 }
+
+// DefaultRegistryMaxWaitMs is Config.RegistryMaxWaitMs's default (5
+// minutes): long enough for a registry's restart or failover, short
+// enough that a run whose registry is gone says so the same day.
+const DefaultRegistryMaxWaitMs = 300_000
 
 // FormatJSON is Config.Format for JSON values.
 const FormatJSON = "json"
@@ -142,7 +154,15 @@ type Source struct {
 	reqTO time.Duration
 	clock func() time.Time
 	dec   *RecordDecoder
-	fatal error // a registry failure met while delivering: Next fails
+
+	// Records fetched but not delivered: the first could not be judged
+	// (a schema registry that cannot be reached), and every record
+	// fetched after it waits behind it, in fetch order.
+	held     []heldRecord
+	waitFrom time.Time // when the held records began to wait
+	retryAt  time.Time // the next attempt
+	attempts int       // failed attempts since waitFrom
+	maxWait  time.Duration
 
 	cl  *kgo.Client
 	adm *kadm.Client
@@ -158,9 +178,16 @@ type Source struct {
 	discoverAt time.Time
 	commit     kadm.Offsets // offsets of the last Position, not yet committed to Group
 
-	mu    sync.Mutex // guards lag and stats
+	mu    sync.Mutex // guards lag, stats and wait
 	lag   []int64
 	stats Stats
+	wait  *source.Wait // the records' wait on the registry, nil when none
+}
+
+// heldRecord is a fetched record not delivered yet, of partition i.
+type heldRecord struct {
+	i   int
+	rec *kgo.Record
 }
 
 // tp names a Kafka partition.
@@ -247,6 +274,7 @@ func New(cfg Config) (*Source, error) {
 		{"fetch_max_wait", &cfg.FetchMaxWaitMs, DefaultFetchMaxWaitMs},
 		{"discovery_interval", &cfg.DiscoveryIntervalMs, DefaultDiscoveryIntervalMs},
 		{"request_timeout", &cfg.RequestTimeoutMs, DefaultRequestTimeoutMs},
+		{"schema_registry.max_wait", &cfg.RegistryMaxWaitMs, DefaultRegistryMaxWaitMs},
 	} {
 		if *d.v < 0 {
 			return nil, fmt.Errorf("source.%s: %d ms is negative", d.key, *d.v)
@@ -264,14 +292,15 @@ func New(cfg Config) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{
-		cfg:    cfg,
-		poll:   time.Duration(cfg.PollTimeoutMs) * time.Millisecond,
-		every:  time.Duration(cfg.DiscoveryIntervalMs) * time.Millisecond,
-		reqTO:  time.Duration(cfg.RequestTimeoutMs) * time.Millisecond,
-		clock:  cfg.Clock,
-		dec:    d,
-		index:  map[tp]int{},
-		topics: topics,
+		cfg:     cfg,
+		poll:    time.Duration(cfg.PollTimeoutMs) * time.Millisecond,
+		every:   time.Duration(cfg.DiscoveryIntervalMs) * time.Millisecond,
+		reqTO:   time.Duration(cfg.RequestTimeoutMs) * time.Millisecond,
+		clock:   cfg.Clock,
+		dec:     d,
+		maxWait: time.Duration(cfg.RegistryMaxWaitMs) * time.Millisecond,
+		index:   map[tp]int{},
+		topics:  topics,
 	}
 	if s.clock == nil {
 		s.clock = time.Now
@@ -314,9 +343,12 @@ func (s *Source) Partitions() []string { return s.names }
 // say the input ended (a registry or fetch failure wrapping io.EOF is a
 // failure). Errors: ctx's error, ErrClosed, a
 // topic missing when the source opens, a starting offset that cannot be
-// listed, and a fetch error franz-go does not retry (authorization, a
-// deleted topic). A record whose value does not decode is not an error:
-// it carries Meta.Err.
+// listed, a fetch error franz-go does not retry (authorization, a
+// deleted topic), and a *RegistryWaitError once records have waited
+// RegistryMaxWaitMs for a registry that cannot be reached (until then
+// Next returns the records before them and holds the others: see
+// Waiting). A record whose value does not decode is not an error: it
+// carries Meta.Err.
 func (s *Source) Next(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
 	if s.closed {
 		return source.More, ErrClosed
@@ -342,6 +374,9 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) (source.Sta
 	if max < 1 {
 		max = 1
 	}
+	if len(s.held) > 0 {
+		return s.retryHeld(ctx, b)
+	}
 	pctx, cancel := context.WithTimeout(ctx, s.poll)
 	fs := s.cl.PollRecords(pctx, max)
 	cancel()
@@ -352,6 +387,8 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) (source.Sta
 		return source.More, err
 	}
 	n := len(b.Meta)
+	asked := time.Now()
+	var refused error
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
 		i, ok := s.index[tp{p.Topic, p.Partition}]
 		if !ok { // not asked for: cannot happen with a direct consumer
@@ -359,19 +396,35 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) (source.Sta
 		}
 		s.observeEnd(i, p.HighWatermark, p.LastStableOffset)
 		for _, rec := range p.Records {
-			if s.fatal != nil {
-				return
+			if len(s.held) > 0 {
+				// Behind a record the registry could not judge: every
+				// record fetched after it waits too, so that no
+				// partition's position passes a record not delivered.
+				s.held = append(s.held, heldRecord{i, rec})
+				continue
 			}
-			s.deliver(ctx, i, rec, b)
+			if err := s.deliver(ctx, i, rec, b); err != nil {
+				s.held = append(s.held, heldRecord{i, rec})
+				if !confluent.Unreachable(err) {
+					refused = err
+					continue
+				}
+				s.failed(err, asked)
+			}
 		}
 	})
 	s.delivered += int64(len(b.Meta) - n)
 	s.updateLag()
-	if s.fatal != nil {
-		// The records after the one the registry could not judge were
-		// fetched but not delivered: the run must stop, and resume from
-		// its checkpoint, rather than skip them.
-		return source.More, s.fatal
+	if refused != nil {
+		// The registry answered, refusing (credentials, a bad request):
+		// waiting would not change its answer.
+		return source.More, refused
+	}
+	if err := ctx.Err(); err != nil {
+		return source.More, err
+	}
+	if len(s.held) > 0 {
+		return source.More, nil
 	}
 	if s.atEnd() {
 		return source.End, nil
@@ -417,25 +470,158 @@ func (s *Source) fetchErrors(fs kgo.Fetches) error {
 }
 
 // deliver appends rec, read from partition i, to b; a transaction marker
-// only advances the position.
-func (s *Source) deliver(ctx context.Context, i int, rec *kgo.Record, b *source.Batch) {
+// only advances the position. It returns the decoder's error, appending
+// nothing and leaving the position before rec, when the record cannot be
+// judged (a registry that cannot be reached).
+func (s *Source) deliver(ctx context.Context, i int, rec *kgo.Record, b *source.Batch) error {
 	p := &s.parts[i]
 	if rec.Offset < p.next {
-		return // already delivered (never expected from franz-go)
+		return nil // already delivered (never expected from franz-go)
 	}
 	if s.cfg.StopAtEnd && rec.Offset >= p.stop {
-		return // after the end of a bounded read
+		return nil // after the end of a bounded read
 	}
 	if rec.Attrs.IsControl() {
 		p.next = rec.Offset + 1
-		return
+		return nil
 	}
 	if err := s.dec.Append(ctx, rec, i, b); err != nil {
-		s.fatal = err
-		return
+		return err
 	}
 	p.next = rec.Offset + 1
+	return nil
 }
+
+// Retries of a registry that cannot be reached: the first after
+// registryRetryMin, doubling up to registryRetryMax.
+const (
+	registryRetryMin = 100 * time.Millisecond
+	registryRetryMax = 2 * time.Second
+)
+
+// failed notes a failed attempt, begun at asked, to judge the first held
+// record: the wait begins (or goes on) and the next attempt is
+// scheduled.
+func (s *Source) failed(err error, asked time.Time) {
+	now := time.Now()
+	if s.attempts == 0 {
+		s.waitFrom = asked
+	}
+	s.attempts++
+	delay := registryRetryMin << min(s.attempts-1, 5)
+	s.retryAt = now.Add(min(delay, registryRetryMax))
+	h := s.held[0]
+	p := &s.parts[h.i]
+	w := &source.Wait{
+		Service:  "schema registry " + s.cfg.Registry.URL(),
+		Since:    s.waitFrom,
+		Attempts: s.attempts,
+		Err:      err.Error(),
+		Records:  fmt.Sprintf("%s/%d from offset %d", p.topic, p.num, h.rec.Offset),
+		Limit:    s.maxWait,
+	}
+	s.mu.Lock()
+	s.wait = w
+	s.mu.Unlock()
+}
+
+// retryHeld delivers the held records once the registry answers: it
+// waits for the next attempt (at most PollTimeoutMs: Next returns with
+// no record meanwhile, so that the run goes on taking checkpoints and
+// reporting), then asks again. It fails with a *RegistryWaitError when
+// the records have waited RegistryMaxWaitMs.
+func (s *Source) retryHeld(ctx context.Context, b *source.Batch) (source.Status, error) {
+	if d := time.Until(s.retryAt); d > 0 {
+		t := time.NewTimer(min(d, s.poll))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return source.More, ctx.Err()
+		case <-t.C:
+		}
+		if time.Until(s.retryAt) > 0 {
+			return source.More, nil
+		}
+	}
+	n := len(b.Meta)
+	k := 0
+	for ; k < len(s.held); k++ {
+		h := s.held[k]
+		asked := time.Now()
+		if err := s.deliver(ctx, h.i, h.rec, b); err != nil {
+			if ctx.Err() != nil {
+				break // stopping: the records stay held, the position before them
+			}
+			s.held = s.held[k:]
+			if !confluent.Unreachable(err) {
+				return source.More, err
+			}
+			s.failed(err, asked)
+			s.delivered += int64(len(b.Meta) - n)
+			s.updateLag()
+			if waited := time.Since(s.waitFrom); waited >= s.maxWait {
+				s.mu.Lock()
+				w := *s.wait
+				s.mu.Unlock()
+				return source.More, &RegistryWaitError{Wait: w, Waited: waited, Err: err}
+			}
+			return source.More, nil
+		}
+	}
+	s.held = s.held[k:]
+	s.delivered += int64(len(b.Meta) - n)
+	s.updateLag()
+	if len(s.held) > 0 {
+		return source.More, ctx.Err()
+	}
+	s.held, s.attempts = nil, 0
+	s.mu.Lock()
+	s.wait = nil
+	s.mu.Unlock()
+	if s.atEnd() {
+		return source.End, nil
+	}
+	return source.More, nil
+}
+
+// Waiting implements source.Waiter: the records' wait on a schema
+// registry that cannot be reached, after a failed request or while one
+// has gone unanswered for a second. Safe for concurrent use.
+func (s *Source) Waiting() []source.Wait {
+	s.mu.Lock()
+	w := s.wait
+	s.mu.Unlock()
+	if w != nil {
+		return []source.Wait{*w}
+	}
+	if s.cfg.Registry == nil {
+		return nil
+	}
+	if since, ok := s.cfg.Registry.Outstanding(); ok && time.Since(since) >= time.Second {
+		return []source.Wait{{Service: "schema registry " + s.cfg.Registry.URL(), Since: since,
+			Err: "no answer yet", Limit: s.maxWait}}
+	}
+	return nil
+}
+
+// RegistryWaitError is Next's error once records have waited
+// Config.RegistryMaxWaitMs for a schema registry that cannot be reached:
+// the run stops, its position before them.
+type RegistryWaitError struct {
+	Wait   source.Wait
+	Waited time.Duration
+	Err    error // the last attempt's error
+}
+
+// Error names the registry, the records and how long they waited:
+// "schema registry http://…: unreachable since …, gave up after …".
+func (e *RegistryWaitError) Error() string {
+	return fmt.Sprintf("%s: unreachable since %s, gave up after %s (source.schema_registry.max_wait %s, %d attempts): records of %s were not read; the last attempt: %v",
+		e.Wait.Service, e.Wait.Since.UTC().Format(time.RFC3339), e.Waited.Round(time.Millisecond), e.Wait.Limit, e.Wait.Attempts, e.Wait.Records, e.Err)
+}
+
+// Unwrap returns the last attempt's error.
+func (e *RegistryWaitError) Unwrap() error { return e.Err }
 
 // observeEnd records the end offsets a fetch response reported for
 // partition i: the last stable offset under read_committed, the high
