@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"container/heap"
 	"sort"
 
 	"github.com/tidemark/tidemark/row"
@@ -14,7 +13,13 @@ type session struct {
 	w     window.Window // [first event, last event + gap)
 	fired bool
 	dead  bool
-	seq   uint64 // creation order, for deterministic ordering
+	// fireArmed and closeArmed: a fire (close) timer of the session is
+	// in the heap. It may be for an end the session has since grown
+	// past: when it comes due it is pushed again for the current end
+	// (schedule), so the heap holds at most one timer of each kind per
+	// session instead of one per growth.
+	fireArmed, closeArmed bool
+	seq                   uint64 // creation order, for deterministic ordering
 }
 
 // timer kinds: at equal times a fire precedes a close, and a close the
@@ -33,10 +38,12 @@ type timer struct {
 	key  uint32 // timerForget: the key
 }
 
+// timerHeap is a binary min-heap of timers by (at, kind, ord), with typed
+// push and pop (container/heap's take an interface value: an allocation
+// per push).
 type timerHeap []timer
 
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
+func (h timerHeap) less(i, j int) bool {
 	a, b := &h[i], &h[j]
 	if a.at != b.at {
 		return a.at < b.at
@@ -46,12 +53,44 @@ func (h timerHeap) Less(i, j int) bool {
 	}
 	return a.ord < b.ord
 }
-func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timer)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	*h = old[:len(old)-1]
+
+// push adds t.
+func (h *timerHeap) push(t timer) {
+	*h = append(*h, t)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+// pop removes and returns the least timer (h not empty).
+func (h *timerHeap) pop() timer {
+	q := *h
+	n := len(q) - 1
+	t := q[0]
+	q[0] = q[n]
+	q[n] = timer{} // drop the session pointer
+	q = q[:n]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if k := j + 1; k < n && q.less(k, j) {
+			j = k
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	*h = q
 	return t
 }
 
@@ -121,10 +160,14 @@ func (o *Operator) schedule(s *session) {
 	case OrderBirth:
 		ord = s.birth
 	}
-	if !s.fired {
-		heap.Push(&o.sess.timers, timer{at: s.w.End, kind: timerFire, ord: ord, s: s})
+	if !s.fired && !s.fireArmed {
+		o.sess.timers.push(timer{at: s.w.End, kind: timerFire, ord: ord, s: s})
+		s.fireArmed = true
 	}
-	heap.Push(&o.sess.timers, timer{at: s.w.End + o.lateness, kind: timerClose, ord: ord, s: s})
+	if !s.closeArmed {
+		o.sess.timers.push(timer{at: s.w.End + o.lateness, kind: timerClose, ord: ord, s: s})
+		s.closeArmed = true
+	}
 }
 
 // Closed sessions (docs/semantics.md, "Session windows of one key never
@@ -172,7 +215,7 @@ func (o *Operator) rememberClosed(id uint32, end int64) {
 // memory.
 func (o *Operator) scheduleForget(id uint32) {
 	ke := o.keys.ent(id)
-	heap.Push(&o.sess.timers, timer{at: o.forgetAt(ke.closedEnd), kind: timerForget, ord: uint64(ke.group) << 48, key: id})
+	o.sess.timers.push(timer{at: o.forgetAt(ke.closedEnd), kind: timerForget, ord: uint64(ke.group) << 48, key: id})
 }
 
 // restoreForget schedules, after a restore, the end of key id's
@@ -412,11 +455,11 @@ func (o *Operator) dropSession(s *session) {
 // rows are pending (call again to go on).
 func (o *Operator) advanceSessions(limit int) bool {
 	h := &o.sess.timers
-	for h.Len() > 0 && (*h)[0].at <= o.wm {
+	for len(*h) > 0 && (*h)[0].at <= o.wm {
 		if len(o.out) >= limit {
 			return true
 		}
-		t := heap.Pop(h).(timer)
+		t := h.pop()
 		if t.kind == timerForget {
 			// Stale when the memory grew (a later close pushed a later
 			// timer) or ended; kept while the key has an open session
@@ -433,8 +476,13 @@ func (o *Operator) advanceSessions(limit int) bool {
 		o.ordA, o.ordB, o.ordC = t.at, int64(t.kind), s.birth
 		switch t.kind {
 		case timerFire:
+			s.fireArmed = false
 			if t.at != s.w.End || s.fired {
-				continue // stale: the session grew
+				// Stale: the session grew (or fired late). Armed again
+				// for its end, which comes at its place in the heap's
+				// order as a timer pushed when it grew would.
+				o.schedule(s)
+				continue
 			}
 			s.fired = true
 			o.markChanged(int(s.group))
@@ -442,8 +490,10 @@ func (o *Operator) advanceSessions(limit int) bool {
 				o.emit(&s.inst, s.w, fireOnTime)
 			}
 		case timerClose:
+			s.closeArmed = false
 			if t.at != s.w.End+o.lateness {
-				continue // stale
+				o.schedule(s) // stale: armed again for the grown end
+				continue
 			}
 			s.fired = true
 			o.emit(&s.inst, s.w, fireClose)

@@ -185,3 +185,47 @@ func TestClosedSessionForgotten(t *testing.T) {
 		t.Fatalf("keys left: %+v", st)
 	}
 }
+
+// TestSessionTimersBounded: a session that grows with every event keeps
+// one fire and one close timer in the heap (a timer for an end it grew
+// past is armed again when it comes due), not two per growth; and the
+// rows are those of sessions fired at their final ends, worked out by
+// hand: k's events at :00, :01, … :49 (gap 2m, lateness 60m, so that no close timer comes due before the end) make one
+// session [:00, :51) of 50 events, fired once the watermark passes :51
+// (not at its close, 1:51, the final +U of update mode), j's at :00 and :30 two sessions.
+func TestSessionTimersBounded(t *testing.T) {
+	g := newSessionRig(t, 2*minute, 60*minute)
+	g.event("j", 0)
+	for m := range int64(50) {
+		g.event("k", m)
+		if m == 30 {
+			g.event("j", 30)
+		}
+		// k's session, j's first and (from :30) second: two timers each.
+		want := 4
+		if m >= 30 {
+			want = 6
+		}
+		if n := len(g.op.sess.timers); n > want {
+			t.Fatalf("after k at :%02d: %d timers, want at most %d", m, n, want)
+		}
+		if m%7 == 0 {
+			// The watermark passes stale timers: they are armed again.
+			g.advance(m - 1)
+		}
+	}
+	g.advance(52)
+	// Fired, none closed.
+	want := "+I j 00 02 1|+I j 30 32 1|+I k 00 51 50"
+	if got := strings.Join(g.rows, "|"); got != want {
+		t.Fatalf("rows at :52\n%s\nwant\n%s", got, want)
+	}
+	g.advance(changelog.WatermarkInfinity / minute)
+	want += "|+U j 00 02 1|+U j 30 32 1|+U k 00 51 50" // closed: the final rows
+	if got := strings.Join(g.rows, "|"); got != want {
+		t.Fatalf("rows\n%s\nwant\n%s", got, want)
+	}
+	if n := len(g.op.sess.timers); n != 0 {
+		t.Fatalf("%d timers left", n)
+	}
+}

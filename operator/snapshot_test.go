@@ -409,11 +409,19 @@ func sameDerived(t fataler, a, b *Operator) {
 				}
 				continue
 			}
+			// A session's timer stands for its pending fire (unless it
+			// fired) or close at its current end: a timer for an end it
+			// has grown past is armed again for the current one when it
+			// comes due (advanceSessions).
 			s := x.s
-			if s.dead || (x.kind == timerFire && (x.at != s.w.End || s.fired)) || (x.kind == timerClose && x.at != s.w.End+a.lateness) {
+			if s.dead || (x.kind == timerFire && s.fired) {
 				continue
 			}
-			m[tk{x.at, x.kind, x.ord}] = true
+			at := s.w.End
+			if x.kind == timerClose {
+				at += a.lateness
+			}
+			m[tk{at, x.kind, x.ord}] = true
 		}
 		return m
 	}
