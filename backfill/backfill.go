@@ -111,6 +111,18 @@ func Apply(p *spec.Pipeline, v string) error {
 			}
 		case "jsonl":
 			s.Path = Path(s.Path, v)
+		case "parquet":
+			// A directory of its own: a run from the start removes the
+			// files its directory's manifests name.
+			s.Path = Path(s.Path, v)
+		case "iceberg":
+			if s.Table == "" {
+				s.Table = spec.DefaultTable(stage)
+			}
+			if strings.EqualFold(Table(s.Table, v), s.Table) && guard == nil {
+				guard = fmt.Errorf("--result-version %s: table %s is the pipeline's own (live) table; a backfill writes a new version beside it", v, s.Table)
+			}
+			s.Table = Table(s.Table, v)
 		case "kafka":
 			s.Topic = s.Topic + "." + v
 			s.TransactionalID, s.MarkerTopic = "", ""

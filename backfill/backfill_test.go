@@ -26,6 +26,9 @@ stages:
     sinks:
       - {type: sqlite, path: out/t.db}
       - {type: postgres, dsn: x, table: a.rev__live, mode: ledger, ledger_table: a.rev_ledger__live}
+      - {type: parquet, path: out/rev}
+      - {type: iceberg, path: out/warehouse, table: shop.rev__live}
+      - {type: iceberg, path: out/warehouse}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -39,8 +42,8 @@ stages:
 	st := p.Stages[0]
 	got := strings.Join([]string{p.Name, p.Checkpoint.Dir, p.Source.Group, p.Source.Start, boolText(p.Source.StopAtEnd),
 		p.Quarantine.Sink.Path, p.Conflicts.Sink.Topic, st.Contributions.Sink.Path, st.Late.Sink.Path,
-		st.Sinks[0].Table, st.Sinks[1].Table, st.Sinks[1].LedgerTable}, " ")
-	want := "revenue__backfill_v2 out/ck/backfill-v2 g-backfill-v2 earliest true out/q.v2.jsonl conflicts.v2 out/contrib.v2.jsonl out/late.v2.jsonl per_store__v2 a.rev__v2 a.rev_ledger__v2"
+		st.Sinks[0].Table, st.Sinks[1].Table, st.Sinks[1].LedgerTable, st.Sinks[2].Path, st.Sinks[3].Table, st.Sinks[4].Table}, " ")
+	want := "revenue__backfill_v2 out/ck/backfill-v2 g-backfill-v2 earliest true out/q.v2.jsonl conflicts.v2 out/contrib.v2.jsonl out/late.v2.jsonl per_store__v2 a.rev__v2 a.rev_ledger__v2 out/rev.v2 shop.rev__v2 per_store__v2"
 	if got != want {
 		t.Errorf("Apply:\n got %s\nwant %s", got, want)
 	}
