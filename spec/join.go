@@ -414,8 +414,8 @@ func validateJoinStage(prefix string, p *Pipeline, s *Stage, add func(key, forma
 	rest.Emit.EarlyEvery = 0
 	validateStage(prefix, &rest, add)
 	for i := range s.Sinks {
-		if t := s.Sinks[i].Type; t == "sqlite" || t == "postgres" {
-			add(fmt.Sprintf("%ssinks[%d].type", prefix, i), "a join's rows have no key for an upsert table: write them to jsonl, stdout or kafka, or aggregate them in a stage reading this one")
+		if t := s.Sinks[i].Type; t == "sqlite" || t == "postgres" || t == "iceberg" {
+			add(fmt.Sprintf("%ssinks[%d].type", prefix, i), "a join's rows have no key for an upsert table: write them to jsonl, parquet, stdout or kafka, or aggregate them in a stage reading this one")
 		}
 	}
 }

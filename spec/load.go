@@ -1276,7 +1276,7 @@ func validateSelectStage(prefix string, s *Stage, add func(key, format string, a
 		key := fmt.Sprintf("%ssinks[%d]", prefix, i)
 		switch s.Sinks[i].Type {
 		case "sqlite", "postgres":
-			add(key+".type", "a select stage's rows have no key for an upsert table: write them to jsonl, stdout or kafka")
+			add(key+".type", "a select stage's rows have no key for an upsert table: write them to jsonl, parquet, iceberg (appends), stdout or kafka")
 		default:
 			validateSink(key, &s.Sinks[i], true, add)
 		}
