@@ -308,7 +308,7 @@ func (s *Source) Claim(ctx context.Context, b *source.Batch, max int) (source.St
 	a := b.Arena()
 	for range max {
 		_, m := b.Append()
-		end, err := s.claimLine(m, a)
+		end, err := s.nextRecord(nil, m, a, true)
 		if end || err != nil {
 			b.Rows = b.Rows[:len(b.Rows)-1]
 			b.Meta = b.Meta[:len(b.Meta)-1]
@@ -324,39 +324,6 @@ func (s *Source) Claim(ctx context.Context, b *source.Batch, max int) (source.St
 		}
 	}
 	return source.More, nil
-}
-
-// claimLine is read's part for Claim: the next line of the files into m,
-// its raw bytes copied into a; end after the last line of the last file
-// (a file's reader returns io.EOF itself at its end, as for read).
-func (s *Source) claimLine(m *source.Meta, a *source.Arena) (end bool, err error) {
-	for {
-		if s.cur == nil {
-			if s.next == len(s.files) {
-				return true, nil
-			}
-			if err := s.open(s.files[s.next], readerAt{}); err != nil {
-				return false, err
-			}
-			s.next++
-			s.d.newFile()
-		}
-		err := s.cur.(*jsonlReader).claim(m)
-		if err == io.EOF {
-			s.buf = s.cur.buffer()
-			cerr := s.cur.close()
-			s.cur = nil
-			if cerr != nil {
-				return false, cerr
-			}
-			continue
-		}
-		if err != nil {
-			return false, err
-		}
-		m.Raw = a.Bytes(m.Raw)
-		return false, nil
-	}
 }
 
 // Decode implements source.Splitter: it decodes the lines Claim put in
@@ -392,6 +359,21 @@ const MaxBatchBytes = 16 << 20
 // convention, compared by identity: a read error that wraps io.EOF is a
 // failure, never an end).
 func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena, keepRaw bool) (end bool, err error) {
+	if end, err := s.nextRecord(r, m, a, false); end || err != nil {
+		return end, err
+	}
+	if keepRaw {
+		m.Raw = a.Bytes(m.Raw)
+	}
+	s.d.number(r, m)
+	return false, nil
+}
+
+// nextRecord reads the next record of the files, in order, opening each
+// file and moving past its end: decoded into r (read), or with claim
+// (Claim) only its line, its raw bytes copied into a. It returns end
+// after the last record of the last file.
+func (s *Source) nextRecord(r *row.Row, m *source.Meta, a *source.Arena, claim bool) (end bool, err error) {
 	for {
 		if s.cur == nil {
 			if s.next == len(s.files) {
@@ -403,7 +385,12 @@ func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena, keepRaw bool)
 			s.next++
 			s.d.newFile()
 		}
-		err := s.cur.next(r, m, a)
+		var err error
+		if claim {
+			err = s.cur.(*jsonlReader).claim(m)
+		} else {
+			err = s.cur.next(r, m, a)
+		}
 		if err == io.EOF {
 			s.buf = s.cur.buffer()
 			cerr := s.cur.close()
@@ -416,10 +403,9 @@ func (s *Source) read(r *row.Row, m *source.Meta, a *source.Arena, keepRaw bool)
 		if err != nil {
 			return false, err
 		}
-		if keepRaw {
+		if claim {
 			m.Raw = a.Bytes(m.Raw)
 		}
-		s.d.number(r, m)
 		return false, nil
 	}
 }

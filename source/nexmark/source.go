@@ -212,6 +212,12 @@ var partitions = []string{"0"}
 // delivery time (the event time, plus the delay of a delayed event);
 // Meta.Raw is nil (EventJSON rebuilds the event from its id).
 func (s *Source) Next(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
+	return s.deliver(ctx, b, max, true)
+}
+
+// deliver is Next (generate) and Claim (not generate: rows left unshaped
+// for Decode): the next up to max events in delivery order.
+func (s *Source) deliver(ctx context.Context, b *source.Batch, max int, generate bool) (source.Status, error) {
 	if s.shut {
 		return source.More, ErrClosed
 	}
@@ -221,14 +227,22 @@ func (s *Source) Next(ctx context.Context, b *source.Batch, max int) (source.Sta
 	if max < 1 {
 		max = 1
 	}
-	s.g.arena = b.Arena()
+	if generate {
+		s.g.arena = b.Arena()
+	}
 	for range max {
 		id, t, at, ok := s.o.next()
 		if !ok {
 			return source.End, nil
 		}
-		r, m := b.Next(s.schema)
-		s.g.fill(r, id, t)
+		var m *source.Meta
+		if generate {
+			var r *row.Row
+			r, m = b.Next(s.schema)
+			s.g.fill(r, id, t)
+		} else {
+			_, m = b.Append()
+		}
 		m.Arrival = at
 		m.Pos = changelog.Position{Source: SourceName, Offset: id}
 		s.delivered++
@@ -251,30 +265,7 @@ func (s *Source) Splits() bool { return true }
 // delivery time) and unshaped rows; Decode generates them. It returns
 // what Next would.
 func (s *Source) Claim(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
-	if s.shut {
-		return source.More, ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return source.More, err
-	}
-	if max < 1 {
-		max = 1
-	}
-	for range max {
-		id, _, at, ok := s.o.next()
-		if !ok {
-			return source.End, nil
-		}
-		_, m := b.Append()
-		m.Arrival = at
-		m.Pos = changelog.Position{Source: SourceName, Offset: id}
-		s.delivered++
-		s.last = id
-	}
-	if s.o.gen >= s.o.n && s.o.held == 0 {
-		return source.End, nil
-	}
-	return source.More, nil
+	return s.deliver(ctx, b, max, false)
 }
 
 // Decode implements source.Splitter: it generates the events Claim put
