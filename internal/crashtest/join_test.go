@@ -187,7 +187,7 @@ func sortedOutputs(m map[string]string) map[string]string {
 
 // TestCrashJoin: a two-input join pipeline (a left interval join in
 // retract mode, with late rows, and a stage aggregating the join's rows)
-// run as 2 tasks, killed with SIGKILL at least 10 times — at random
+// run as 2 tasks, killed with SIGKILL 6 times (20 with -long) — at random
 // instants and at named points of the checkpoint protocol — and restarted
 // each time, ends with the outputs of a run at 2 tasks that never crashed,
 // byte for byte, and line for line (each file's lines as a set) with those
@@ -228,6 +228,7 @@ func TestCrashJoin(t *testing.T) {
 			r := rand.New(rand.NewPCG(17, uint64(len(pars))))
 			points := []string{"prepared", "written", "committed:matched: sinks[0]", "committed:net: sinks[0]", "committed:net: sinks[1]", "committed:matched: late.sink"}
 			kills, runs := 0, 0
+			target := killTarget(6, 20)
 			byPoint := map[string]int{}
 			for {
 				runs++
@@ -237,7 +238,7 @@ func TestCrashJoin(t *testing.T) {
 				par := pars[r.IntN(len(pars))]
 				fault := ""
 				var timer *time.Timer
-				if kills < 10 && kills%3 == 2 {
+				if kills < target && kills%3 == 2 {
 					latest, _ := checkpoint.List(crash.ck)
 					next := int64(1)
 					if len(latest) > 0 {
@@ -248,7 +249,7 @@ func TestCrashJoin(t *testing.T) {
 					byPoint[p]++
 				}
 				cmd, stderr := crash.start(t, fault, par)
-				if kills < 10 && fault == "" {
+				if kills < target && fault == "" {
 					delay := time.Duration(r.Int64N(int64(took)))
 					timer = time.AfterFunc(delay, func() { cmd.Process.Signal(syscall.SIGKILL) })
 				}
@@ -263,7 +264,7 @@ func TestCrashJoin(t *testing.T) {
 				if err != nil {
 					t.Fatalf("run %d: %v\n%s", runs, err, stderr)
 				}
-				if kills >= 10 {
+				if kills >= target {
 					break
 				}
 				os.RemoveAll(crash.ck) // finished before the kill: over again

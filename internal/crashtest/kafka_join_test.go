@@ -159,7 +159,7 @@ stages:
 // TestCrashJoinKafka: a full interval join of two Kafka topics (4 and 3
 // partitions, loaded with tidemark produce into tidemark dev-kafka), run
 // at parallelism 1, 2, 3 and 7 in turn, killed with SIGKILL at
-// least 10 times — at random instants and at named points of the
+// 6 times (20 with -long) — at random instants and at named points of the
 // checkpoint protocol — and restarted each time, ends with the rows of a
 // nested-loop join (weights summed: each pair, and each unmatched row
 // padded, once) and no late record, as an uninterrupted run does. The
@@ -235,6 +235,7 @@ func TestCrashJoinKafka(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 9))
 	points := []string{"prepared", "written", "committed:joined: sinks[0]", "committed:joined: late.sink"}
 	kills, runs := 0, 0
+	target := killTarget(6, 20)
 	pars := map[int]int{}
 	for {
 		runs++
@@ -243,7 +244,7 @@ func TestCrashJoinKafka(t *testing.T) {
 		}
 		par := []int{2, 1, 3, 7}[runs%4]
 		fault := ""
-		if kills < 10 && kills%3 == 2 {
+		if kills < target && kills%3 == 2 {
 			latest, _ := checkpoint.List(ck)
 			next := int64(1)
 			if len(latest) > 0 {
@@ -253,7 +254,7 @@ func TestCrashJoinKafka(t *testing.T) {
 		}
 		cmd := start(crashYAML, fault, par)
 		var timer *time.Timer
-		if kills < 10 && fault == "" {
+		if kills < target && fault == "" {
 			timer = time.AfterFunc(time.Duration(r.Int64N(int64(took))), func() { cmd.Process.Signal(syscall.SIGKILL) })
 		}
 		err := cmd.Wait()
@@ -268,7 +269,7 @@ func TestCrashJoinKafka(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: %v\n%s", runs, err, cmd.Stderr)
 		}
-		if kills >= 10 {
+		if kills >= target {
 			break
 		}
 		os.RemoveAll(out) // finished before the kills: over again

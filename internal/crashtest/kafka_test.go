@@ -195,12 +195,13 @@ func TestKafkaCrashRecovery(t *testing.T) {
 
 	// Rounds: each runs a fresh job (its own topics and checkpoints) to
 	// the end through kills, then its topics are checked; rounds go on
-	// until at least 22 kills in all.
+	// until at least 10 kills in all (30 with -long).
 	r := rand.New(rand.NewPCG(5, 5))
 	points := []string{"prepared", "written", "committed:revenue: sinks[0]", "committed:quarantine.sink"}
 	kills, runs := 0, 0
 	byPoint := map[string]int{}
-	for round := 1; kills < 22; round++ {
+	target := killTarget(10, 30)
+	for round := 1; kills < target; round++ {
 		if round > maxRounds {
 			// A kill lands at a random instant of the reference run's
 			// duration; a restored run can end before it.

@@ -3,7 +3,6 @@ package crashtest
 import (
 	"bytes"
 	"database/sql"
-	"flag"
 	"fmt"
 	"maps"
 	"math/big"
@@ -23,8 +22,6 @@ import (
 	"github.com/tidemark/tidemark/checkpoint"
 	"github.com/tidemark/tidemark/internal/icebergread"
 )
-
-var long = flag.Bool("long", false, "kill the lakehouse sinks' runs at least 100 times instead of 24")
 
 // lakeYAML writes one stage's rows to the SQLite sink (the reference),
 // a Parquet directory and an Iceberg table (hadoop catalog, partitioned
