@@ -16,7 +16,8 @@ import (
 // DirTaskStore is a TaskStore in a directory: object name of task is the
 // file DIR/<task>/<name>, both names escaped by EscapeName (any string is
 // one safe path element, reversibly; "orders/3" is the directory
-// "orders%2F3"). The directory may be local, for one instance, or on a
+// "orders%2F3"; a name too long to escape whole is shortened with a hash,
+// and its object's file starts with the whole name, which List reads). The directory may be local, for one instance, or on a
 // file system every instance of a group mounts (NFS, CephFS, an SMB share
 // with hard links): nothing relies on locks inside one process, and
 // several processes on several machines may Put, Get, List and Delete at
@@ -126,8 +127,12 @@ func (s *DirTaskStore) Put(ctx context.Context, task, name string, data []byte) 
 		return fmt.Errorf("checkpoint object %q of task %q: %w", name, task, err)
 	}
 	s.clean(taskDir) // what crashed writers left; best effort
+	var head []byte
+	if shortened(filepath.Base(file)) {
+		head = shortHeader(name)
+	}
 	for range 8 {
-		err = s.put(taskDir, file, data)
+		err = s.put(taskDir, file, head, data)
 		if !errors.Is(err, errTempGone) {
 			break
 		}
@@ -140,7 +145,7 @@ func (s *DirTaskStore) Put(ctx context.Context, task, name string, data []byte) 
 
 // put is one attempt of Put: errTempGone when a cleaner removed the
 // temporary file before it was linked.
-func (s *DirTaskStore) put(taskDir, file string, data []byte) (err error) {
+func (s *DirTaskStore) put(taskDir, file string, head, data []byte) (err error) {
 	f, err := os.CreateTemp(taskDir, tempPrefix+"*")
 	if err != nil {
 		return err
@@ -170,6 +175,11 @@ func (s *DirTaskStore) put(taskDir, file string, data []byte) (err error) {
 	if fi, serr := os.Stat(tmp); serr != nil || !os.SameFile(fi, mine) {
 		f.Close()
 		return errTempGone
+	}
+	if len(head) > 0 {
+		if _, err := f.Write(head); err != nil {
+			return err
+		}
 	}
 	if _, err := f.Write(data); err != nil {
 		return err
@@ -233,6 +243,21 @@ func (s *DirTaskStore) Get(ctx context.Context, task, name string, off, n int64)
 		return nil, fmt.Errorf("checkpoint object %q of task %q: %w", name, task, err)
 	}
 	size := fi.Size()
+	if shortened(filepath.Base(file)) {
+		// The whole name first (shortHeader): it must be this name's.
+		h := int64(len(shortMagic) + 4 + len(name))
+		head := make([]byte, h)
+		if _, err := f.ReadAt(head, 0); err != nil || string(head) != string(shortHeader(name)) {
+			return nil, fmt.Errorf("checkpoint object %s does not hold object %q of task %q (its header differs): %w", file, name, task, os.ErrNotExist)
+		}
+		return readRange(io.NewSectionReader(f, h, size-h), file, size-h, off, n)
+	}
+	return readRange(f, file, size, off, n)
+}
+
+// readRange returns n bytes of r (size bytes, of file) from off (n < 0: to
+// the end).
+func readRange(f io.ReaderAt, file string, size, off, n int64) ([]byte, error) {
 	if off > size {
 		return nil, fmt.Errorf("checkpoint object %s is %d bytes, shorter than offset %d: %w", file, size, off, io.ErrUnexpectedEOF)
 	}
@@ -278,6 +303,12 @@ func (s *DirTaskStore) List(ctx context.Context, task string) ([]string, error) 
 		}
 		if n, ok := UnescapeName(e.Name()); ok {
 			names = append(names, n)
+			continue
+		}
+		if e.Name()[0] != '.' && shortened(e.Name()) {
+			if n, ok := s.shortName(filepath.Join(s.dir, te, e.Name())); ok {
+				names = append(names, n)
+			}
 		}
 	}
 	slices.Sort(names)
@@ -387,3 +418,30 @@ func removeStale(path string) (bool, error) {
 
 // Close does nothing (the store holds no resources between calls).
 func (s *DirTaskStore) Close() error { return nil }
+
+// shortName returns the object name a file under a shortened name holds
+// in its header, false when it holds none or one that does not shorten
+// to the file's name (not the store's file).
+func (s *DirTaskStore) shortName(file string) (string, bool) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	var b [len(shortMagic) + 4]byte
+	if _, err := io.ReadFull(f, b[:]); err != nil {
+		return "", false
+	}
+	n, err := parseShortLen(b[:])
+	if err != nil {
+		return "", false
+	}
+	name := make([]byte, n)
+	if _, err := io.ReadFull(f, name); err != nil {
+		return "", false
+	}
+	if e, err := EscapeName(string(name)); err != nil || e != filepath.Base(file) {
+		return "", false
+	}
+	return string(name), true
+}
