@@ -11,6 +11,7 @@ package changelog
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/tidemark/tidemark/row"
 )
@@ -137,6 +138,34 @@ func (p Position) String() string {
 	return fmt.Sprintf("%s@%d", p.Source, p.Offset)
 }
 
+// FormatWatermark returns a watermark as text for messages: "+inf" for
+// WatermarkInfinity, "-inf" for WatermarkNone, else the time in RFC 3339
+// (row.FormatTime, in loc; nil: UTC) — never the year 292278994 that the int64 bounds
+// would print as.
+func FormatWatermark(wm int64, loc *time.Location) string {
+	switch wm {
+	case WatermarkInfinity:
+		return "+inf"
+	case WatermarkNone:
+		return "-inf"
+	}
+	return row.FormatTime(wm, loc)
+}
+
+// Lateness returns how far watermark wm is past event time ts, ms (a late
+// record's LatenessMs): wm − ts, saturated to the int64 range, so that it
+// never overflows (a watermark of +∞, an event time near the bounds).
+func Lateness(wm, ts int64) int64 {
+	d := wm - ts
+	switch {
+	case ts < 0 && d < wm: // wm − ts overflowed upward
+		return math.MaxInt64
+	case ts > 0 && d > wm: // downward
+		return math.MinInt64
+	}
+	return d
+}
+
 // LateRecord is the side output for an event that arrived after every window
 // it belongs to had closed (watermark ≥ window end + allowed lateness).
 type LateRecord struct {
@@ -145,7 +174,7 @@ type LateRecord struct {
 	EventTime        int64  // ms
 	ObservedAt       int64  // processing time at arrival (ms)
 	CurrentWatermark int64  // pipeline watermark at arrival (ms)
-	LatenessMs       int64  // CurrentWatermark − EventTime
+	LatenessMs       int64  // CurrentWatermark − EventTime, saturated (Lateness)
 	Reason           string
 	Position         Position
 }

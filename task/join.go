@@ -134,11 +134,11 @@ func (jn *joinNode) tooLate(nr *nodeRT, it *Item, s int) {
 	sd := &jn.j.Sides[s]
 	wm := jn.wm[s]
 	reason := fmt.Sprintf("%s side (%s, input %s): its watermark %s passed the row's event time + allowed lateness %s: the rows it could join may be gone",
-		sideNames[s], sd.Alias, sd.Name, row.FormatTime(wm, jn.st.Loc), time.Duration(jn.j.Config.Lateness)*time.Millisecond)
+		sideNames[s], sd.Alias, sd.Name, changelog.FormatWatermark(wm, jn.st.Loc), time.Duration(jn.j.Config.Lateness)*time.Millisecond)
 	if jn.j.Config.Type == join.Window {
 		wm = min(jn.wm[0], jn.wm[1])
 		reason = fmt.Sprintf("%s side (%s, input %s): every window of the row had closed: the join's watermark %s passed window end + allowed lateness %s",
-			sideNames[s], sd.Alias, sd.Name, row.FormatTime(wm, jn.st.Loc), time.Duration(jn.j.Config.Lateness)*time.Millisecond)
+			sideNames[s], sd.Alias, sd.Name, changelog.FormatWatermark(wm, jn.st.Loc), time.Duration(jn.j.Config.Lateness)*time.Millisecond)
 	}
 	o := origin{meta: it.Meta, loc: jn.st.Loc, input: sd.Input}
 	jn.buf = jn.g.event(jn.buf[:0], &o)
@@ -148,7 +148,7 @@ func (jn *joinNode) tooLate(nr *nodeRT, it *Item, s int) {
 		EventTime:        it.TS,
 		ObservedAt:       it.Now,
 		CurrentWatermark: wm,
-		LatenessMs:       wm - it.TS,
+		LatenessMs:       changelog.Lateness(wm, it.TS),
 		Reason:           reason,
 		Position:         o.pos(),
 	}

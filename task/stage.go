@@ -369,9 +369,9 @@ func (sn *stageNode) tooLate(nr *nodeRT, it *Item) {
 		EventTime:        it.TS,
 		ObservedAt:       it.Now,
 		CurrentWatermark: wm,
-		LatenessMs:       wm - it.TS,
+		LatenessMs:       changelog.Lateness(wm, it.TS),
 		Reason: fmt.Sprintf("every window of the event had closed: watermark %s passed window end + allowed lateness %s",
-			row.FormatTime(wm, sn.st.Loc), time.Duration(sn.st.Operator.AllowedLateness)*time.Millisecond),
+			changelog.FormatWatermark(wm, sn.st.Loc), time.Duration(sn.st.Operator.AllowedLateness)*time.Millisecond),
 		Position: o.pos(),
 	}
 	start := len(nr.log.Bytes)
