@@ -68,7 +68,7 @@ func (rt *runtime) initKeyWatch() {
 	for _, st := range p.Stages {
 		if j := st.Join; j != nil {
 			for _, sd := range j.Sides {
-				if listed[sd.Input] {
+				if sd.Input < 0 || listed[sd.Input] {
 					continue
 				}
 				for k, f := range sd.Key {

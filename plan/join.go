@@ -57,8 +57,14 @@ type Join struct {
 
 // JoinSide is one compiled side of a join.
 type JoinSide struct {
-	// Input is the input number (0: the source).
+	// Input is the input number (0: the source), −1 for a side reading a
+	// stage.
 	Input int
+	// Stage is the index of the earlier stage whose rows the side reads,
+	// −1 for a side reading an input; Shift is added to the rows'
+	// event-time field (−1 ms for an aggregation's window_end).
+	Stage int
+	Shift int64
 	// Name is the input's name and Alias the side's.
 	Name, Alias string
 	// Schema is the input's row layout; EventTime its event-time field.
@@ -381,7 +387,23 @@ func (pl *Plan) compileJoin(st spec.Stage) (*Stage, error) {
 	for sdi, sd := range []spec.JoinSide{j.Left, j.Right} {
 		in := inputIndex(pl.Spec, sd.Input)
 		if in < 0 {
-			add(sideKey[sdi]+".input", fmt.Errorf("%q is not an input", sd.Input))
+			side, err := pl.stageSide(sd, st.Name)
+			if err != nil {
+				add(sideKey[sdi]+".input", err)
+				continue
+			}
+			if f := filters[sdi]; f != nil {
+				e, err := expr.Compile(f, side.Schema)
+				switch {
+				case err != nil:
+					add(sideKey[sdi]+".filter", err)
+				case e.Kind() != row.KindBool:
+					add(sideKey[sdi]+".filter", fmt.Errorf("%q is %s, not bool", sd.Filter, e.Kind()))
+				default:
+					side.Filter = e
+				}
+			}
+			cj.Sides[sdi] = side
 			continue
 		}
 		if in == 0 && pl.Spec.OrderBy != nil {
@@ -389,7 +411,7 @@ func (pl *Plan) compileJoin(st spec.Stage) (*Stage, error) {
 			continue
 		}
 		schema, et := pl.inputSchema(in)
-		side := JoinSide{Input: in, Name: pl.InputName(in), Alias: sd.As, Schema: schema, EventTime: et}
+		side := JoinSide{Input: in, Stage: -1, Name: pl.InputName(in), Alias: sd.As, Schema: schema, EventTime: et}
 		if f := filters[sdi]; f != nil {
 			e, err := expr.Compile(f, schema)
 			switch {
@@ -553,6 +575,41 @@ func (pl *Plan) compileJoin(st spec.Stage) (*Stage, error) {
 	s.Schema = joinSchema(&s.Desc)
 	s.InputFields = s.Schema.Len()
 	return s, nil
+}
+
+// stageSide compiles a join side reading an earlier stage's rows: an
+// aggregation in emit mode final (its changelog's columns, the event
+// time window_end − 1 ms) or a join that never takes a row back (its
+// columns, the event time event_time).
+func (pl *Plan) stageSide(sd spec.JoinSide, self string) (JoinSide, error) {
+	k := -1
+	for i, s := range pl.Stages {
+		if s != nil && s.Name == sd.Input {
+			k = i
+		}
+	}
+	if k < 0 {
+		return JoinSide{}, fmt.Errorf("%q is not an input or an earlier stage (a stage that failed to compile is reported apart)", sd.Input)
+	}
+	up := pl.Stages[k]
+	side := JoinSide{Input: -1, Stage: k, Name: up.Name, Alias: sd.As}
+	var etName string
+	switch {
+	case up.Join != nil:
+		if joinRetracts(up.Join) {
+			return JoinSide{}, fmt.Errorf("%q is a join whose rows may be taken back (emit mode %s, kind %s): a join reads rows that stay (emit mode final, or an inner join)", sd.Input, up.Desc.EmitMode, up.Join.Spec.Kind)
+		}
+		side.Schema, etName = up.Schema, "event_time"
+	case up.Desc.Stateless:
+		return JoinSide{}, fmt.Errorf("%q is a select stage, whose rows no other stage reads: join its input with the select's filter instead", sd.Input)
+	default:
+		if up.Desc.EmitMode != "final" {
+			return JoinSide{}, fmt.Errorf("%q emits mode %s: a join reads rows that stay, an aggregation in emit mode final", sd.Input, up.Desc.EmitMode)
+		}
+		side.Schema, etName, side.Shift = changelogSchema(&up.Desc), "window_end", -1
+	}
+	side.EventTime, _ = side.Schema.Lookup(etName)
+	return side, nil
 }
 
 // joinSchema is the row layout of a stage reading a join's rows: the

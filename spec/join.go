@@ -80,8 +80,11 @@ type Join struct {
 // JoinSide is one input of a join.
 type JoinSide struct {
 	// Input names the input: "source" (the pipeline's source, after dedup
-	// and the reference data) or one of inputs[].name. YAML `input`.
-	// Default source.
+	// and the reference data), one of inputs[].name, or an earlier stage,
+	// whose rows the side reads: an aggregation in emit mode final (a row
+	// at its window_end − 1 ms, Flink's window time) or a join whose rows
+	// are never taken back (inner, not temporal, or emit mode final; a
+	// row at its event time). YAML `input`. Default source.
 	Input string `yaml:"input"`
 	// As is the alias the side's fields are named with in on, select,
 	// between.upper_field and tombstone ("A" in "A.id"). YAML `as`.
@@ -258,8 +261,17 @@ func validateJoinStage(prefix string, p *Pipeline, s *Stage, add func(key, forma
 	}
 	jp := prefix + "join."
 	inputs := map[string]bool{}
-	for _, n := range p.InputNames() {
+	inputList := p.InputNames()
+	for _, n := range inputList {
 		inputs[n] = true
+	}
+	// The stages before this one: a side may read their rows.
+	for _, st := range p.Stages {
+		if st.Name == s.Name {
+			break
+		}
+		inputs[st.Name] = true
+		inputList = append(inputList, st.Name)
 	}
 	switch j.Type {
 	case "window", "interval", "regular", "temporal":
@@ -300,7 +312,7 @@ func validateJoinStage(prefix string, p *Pipeline, s *Stage, add func(key, forma
 			continue
 		}
 		if !inputs[sd.Input] {
-			add(key+".input", "%q is not an input (inputs: %s)", sd.Input, strings.Join(p.InputNames(), ", "))
+			add(key+".input", "%q is not an input or an earlier stage (inputs and stages: %s)", sd.Input, strings.Join(inputList, ", "))
 		}
 		alias[i] = sd.As
 		if sd.As != "" && !aliasRE.MatchString(sd.As) {

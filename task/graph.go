@@ -88,6 +88,8 @@ type Graph struct {
 	Canonical []bool
 	// Downstream lists, per stage, the stages reading its changelog.
 	Downstream [][]int
+	// JoinDown lists, per stage, the join sides reading its rows.
+	JoinDown [][]JoinSide
 
 	// EventJSON renders a source record as a JSON object (the source's
 	// EventJSON); it must be safe for concurrent use.
@@ -159,6 +161,7 @@ func NewGraph(p *plan.Plan, tasks int) (*Graph, error) {
 	g.StageNode = make([]int, ns)
 	g.Canonical = make([]bool, ns)
 	g.Downstream = make([][]int, ns)
+	g.JoinDown = make([][]JoinSide, ns)
 	g.HasSinks = make([]bool, ns)
 	g.HasLate = make([]bool, ns)
 	g.HasContrib = make([]bool, ns)
@@ -191,6 +194,27 @@ func NewGraph(p *plan.Plan, tasks int) (*Graph, error) {
 			g.StageNode[i] = n
 			node := Node{Kind: KindJoin, Stage: i, Up: -1, Depth: uint8(min(i+1, 255))}
 			for side, sd := range j.Sides {
+				if sd.Stage >= 0 {
+					// A side reading an earlier stage's rows: fed by its
+					// node, watermarked as its node (plus the hold-back).
+					feed := g.StageNode[sd.Stage]
+					if feed < 0 {
+						return nil, fmt.Errorf("%s: side %d reads stage %s, which has no node", st.Name, side, p.Stages[sd.Stage].Name)
+					}
+					g.JoinDown[sd.Stage] = append(g.JoinDown[sd.Stage], JoinSide{Stage: i, Side: side})
+					g.Canonical[sd.Stage] = true
+					if node.Up < 0 {
+						node.Up = feed
+					}
+					if !slices.Contains(node.Ups, feed) {
+						node.Ups = append(node.Ups, feed)
+						g.Nodes[feed].Down = append(g.Nodes[feed].Down, n)
+					}
+					for _, t := range g.Nodes[feed].Watermark {
+						node.Watermark = addTerm(node.Watermark, WMTerm{In: t.In, Off: t.Off + j.Hold[side]})
+					}
+					continue
+				}
 				g.JoinSides[sd.Input] = append(g.JoinSides[sd.Input], JoinSide{Stage: i, Side: side})
 				feed := -1
 				if sd.Input == 0 {

@@ -75,7 +75,7 @@ func (jn *joinNode) marker(nr *nodeRT, m *Marker) {
 	if m.Kind != Advance {
 		return
 	}
-	l, r := nr.in[jn.j.Sides[join.L].Input], nr.in[jn.j.Sides[join.R].Input]
+	l, r := jn.sideWM(nr.in, join.L), jn.sideWM(nr.in, join.R)
 	if l == jn.wm[join.L] && r == jn.wm[join.R] {
 		return
 	}
@@ -85,6 +85,16 @@ func (jn *joinNode) marker(nr *nodeRT, m *Marker) {
 		jn.drain(nr, m.Step, nil, true, m.Now)
 	}
 	nr.snd.SetWatermark(jn.op.OutputWatermark())
+}
+
+// sideWM is side s's watermark given the inputs' (in): its input's, or,
+// for a side reading a stage, that stage node's.
+func (jn *joinNode) sideWM(in []int64, s int) int64 {
+	sd := &jn.j.Sides[s]
+	if sd.Stage >= 0 {
+		return jn.g.NodeWatermark(jn.g.StageNode[sd.Stage], in)
+	}
+	return in[sd.Input]
 }
 
 // drain hands the operator's rows to the stage's sinks and to the stages
@@ -105,7 +115,8 @@ func (jn *joinNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, now
 		nr.log.rows(step, ResultsOf(jn.si), rows, g.Lineage, g.LineageAt)
 	}
 	down := g.Downstream[jn.si]
-	if len(down) == 0 {
+	jdown := g.JoinDown[jn.si]
+	if len(down) == 0 && len(jdown) == 0 {
 		return
 	}
 	desc := &jn.st.Desc
@@ -115,6 +126,9 @@ func (jn *joinNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, now
 			jn.tail = appendFiring(jn.tail[:0], nr.n.Depth, o.A, o.B, o.C, i)
 		} else {
 			jn.tail = appendChild(jn.tail[:0], tail, i)
+		}
+		for _, js := range jdown {
+			nr.snd.FromStageToJoin(js.Stage, js.Side, step, jn.tail, now, &rows[i], desc)
 		}
 		for _, d := range down {
 			nr.snd.FromJoin(d, step, jn.tail, now, &rows[i], desc)
@@ -126,7 +140,7 @@ func (jn *joinNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, now
 // passed by more than the allowed lateness.
 func (jn *joinNode) tooLate(nr *nodeRT, it *Item, s int) {
 	c := &nr.t.cnt.Stages[jn.si]
-	if !jn.g.HasLate[jn.si] {
+	if !jn.g.HasLate[jn.si] || jn.j.Sides[s].Stage >= 0 && it.CR == nil {
 		c.TooLateDropped++
 		return
 	}
@@ -140,7 +154,10 @@ func (jn *joinNode) tooLate(nr *nodeRT, it *Item, s int) {
 		reason = fmt.Sprintf("%s side (%s, input %s): every window of the row had closed: the join's watermark %s passed window end + allowed lateness %s",
 			sideNames[s], sd.Alias, sd.Name, changelog.FormatWatermark(wm, jn.st.Loc), time.Duration(jn.j.Config.Lateness)*time.Millisecond)
 	}
-	o := origin{meta: it.Meta, loc: jn.st.Loc, input: sd.Input}
+	o := origin{meta: it.Meta, loc: jn.st.Loc, input: max(sd.Input, 0)}
+	if sd.Stage >= 0 {
+		o.cr, o.up = it.CR, &jn.g.Plan.Stages[sd.Stage].Desc
+	}
 	jn.buf = jn.g.event(jn.buf[:0], &o)
 	rec := changelog.LateRecord{
 		Stage:            jn.st.Name,
@@ -204,7 +221,7 @@ func (s *Sender) toJoin(si, side int, step uint64, tail []byte, now int64, r *ro
 	n := g.StageNode[si]
 	if s.direct != nil {
 		it := &s.dit
-		*it = Item{Step: step, Now: now, TS: ts, Weight: 1, Row: r, Meta: o.meta, Side: int8(side)}
+		*it = Item{Step: step, Now: now, TS: ts, Weight: 1, Row: r, Meta: o.meta, Side: int8(side), CR: o.cr}
 		if len(tail) > 0 {
 			it.tailOff, it.tailLen = s.dp.bytes(tail), uint32(len(tail))
 		}
@@ -218,11 +235,50 @@ func (s *Sender) toJoin(si, side int, step uint64, tail []byte, now int64, r *ro
 	p := s.Out[n][owner]
 	it := p.add(step, tail)
 	it.Now, it.TS, it.Weight, it.Side = now, ts, 1, int8(side)
-	if stable {
+	switch {
+	case stable:
 		it.Row, it.Meta = r, o.meta
-	} else {
+	case o.cr != nil:
+		// A stage's row: its copy, and its changelog row for a late record.
+		it.Row, it.CR = p.copyRow(r), p.copyCR(o.cr)
+	default:
 		it.Row, it.Meta = p.copyRow(r), p.copyMeta(o.meta)
 	}
+}
+
+// FromStageToJoin hands a row cr of stage up (desc) to side side of join
+// stage si that reads it: the row becomes the side's row (the stage's
+// changelog columns, or a join's), its event time the side's field plus
+// its shift, and the side's front runs.
+func (s *Sender) FromStageToJoin(si, side int, step uint64, tail []byte, now int64, cr *changelog.Row, up *changelog.Desc) {
+	sd := &s.g.Plan.Stages[si].Join.Sides[side]
+	if cr.Op.Retracts() {
+		// Never from the stages a join may read (final, append-only).
+		s.cnt.Stages[si].Retractions++
+		return
+	}
+	if s.joinScratch == nil {
+		s.joinScratch = map[[2]int]*row.Row{}
+	}
+	k := [2]int{si, side}
+	r := s.joinScratch[k]
+	if r == nil {
+		r = sd.Schema.NewRow()
+		s.joinScratch[k] = r
+	}
+	if s.g.Plan.Stages[sd.Stage].Join != nil {
+		joinRowInto(sd.Schema, r, cr)
+	} else {
+		schemaRow(sd.Schema, r, cr)
+	}
+	o := origin{cr: cr, up: up, loc: s.g.Plan.Stages[si].Loc}
+	et := &sd.EventTime
+	if r.IsNull(et.Index) {
+		s.cnt.Stages[si].In++
+		s.quarantineStage(si, step, &o, "event-time field "+et.Name+" is null", et.Name, "event_time")
+		return
+	}
+	s.toJoin(si, side, step, tail, now, r, &o, r.I[et.Slot]+sd.Shift, false)
 }
 
 // toJoins hands a record of input in to every join side reading it.
@@ -257,7 +313,12 @@ func (s *Sender) FromJoin(si int, step uint64, tail []byte, now int64, cr *chang
 // joinInputRow makes r stage st's input row for the join row cr and
 // returns its weight.
 func joinInputRow(st *plan.Stage, r *row.Row, cr *changelog.Row) int {
-	sc := st.Schema
+	return joinRowInto(st.Schema, r, cr)
+}
+
+// joinRowInto makes r a row of schema sc (joinSchema's layout) for the
+// join row cr and returns its weight.
+func joinRowInto(sc *row.Schema, r *row.Row, cr *changelog.Row) int {
 	sc.Shape(r)
 	_ = r.Set(sc.Fields[0], row.Time(cr.WindowStart))
 	for i, v := range cr.Values {

@@ -36,8 +36,11 @@ type Sender struct {
 	encs    []*changelog.Encoder // per stage, in the stage's zone
 	penc    *changelog.Encoder   // pipeline-level records: stage 0's zone
 	scratch []*row.Row           // per stage: derived fields, changelog inputs
-	fronts  []front              // per stage: its front's shape (toStage)
-	selVals []row.Value          // a select row's values
+	// joinScratch holds, per (join stage, side) reading a stage, the
+	// side's row of the stage's row (FromStageToJoin).
+	joinScratch map[[2]int]*row.Row
+	fronts      []front     // per stage: its front's shape (toStage)
+	selVals     []row.Value // a select row's values
 	// selRow is the row selectRow hands to the log: a field, not a local,
 	// because a log with a Writer (push mode) passes it through an
 	// interface, which would move a local to the heap once per row.
@@ -617,7 +620,11 @@ func (s *Sender) SetWatermark(wm int64) { s.wm = wm }
 // whose kind is not its field's (null, an int for a decimal field) goes
 // through row.Row.Set.
 func inputRow(st *plan.Stage, r *row.Row, cr *changelog.Row) int {
-	sc := st.Schema
+	return schemaRow(st.Schema, r, cr)
+}
+
+// schemaRow is inputRow for a row of schema sc (changelogSchema's layout).
+func schemaRow(sc *row.Schema, r *row.Row, cr *changelog.Row) int {
 	sc.Clear(r)
 	fs := sc.Fields
 	if len(fs) > 64 {

@@ -220,7 +220,7 @@ func (t *Task) Restore(sections []Section, g Globals) error {
 			for i, s := range secs {
 				groups[i], parts[i] = s.Group, s.Data
 			}
-			l, r := nr.in[jn.j.Sides[0].Input], nr.in[jn.j.Sides[1].Input]
+			l, r := jn.sideWM(nr.in, 0), jn.sideWM(nr.in, 1)
 			jn.wm = [2]int64{l, r}
 			jg := join.Globals{Watermarks: jn.wm, Now: g.Now}
 			if t.index == 0 {

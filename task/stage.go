@@ -196,7 +196,8 @@ func (sn *stageNode) marker(nr *nodeRT, m *Marker) error {
 func (sn *stageNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, now int64) {
 	g := sn.g
 	down := g.Downstream[sn.si]
-	if len(down) > 0 && firing {
+	jdown := g.JoinDown[sn.si]
+	if (len(down) > 0 || len(jdown) > 0) && firing {
 		sn.ord = append(sn.ord[:0], sn.op.DrainOrder()...)
 	}
 	rows := sn.op.Drain()
@@ -210,7 +211,7 @@ func (sn *stageNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, no
 	if g.HasSinks[sn.si] {
 		nr.log.rows(step, ResultsOf(sn.si), rows, g.Lineage, g.LineageAt)
 	}
-	if len(down) == 0 {
+	if len(down) == 0 && len(jdown) == 0 {
 		return
 	}
 	if firing {
@@ -232,6 +233,9 @@ func (sn *stageNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, no
 		}
 		for _, d := range down {
 			nr.snd.FromChangelog(d, step, sn.tail, now, &rows[i], desc)
+		}
+		for _, js := range jdown {
+			nr.snd.FromStageToJoin(js.Stage, js.Side, step, sn.tail, now, &rows[i], desc)
 		}
 	}
 }
