@@ -28,6 +28,10 @@ type grouping struct {
 	keys     []*groupKey
 	aggs     []*aggCall
 	windowed bool // window_start / window_end are output columns
+	// size is the windows' length for the time offsets of window_start
+	// (0: not fixed); upstream marks a grouping of the upstream's windows.
+	size     int64
+	upstream bool
 	// winCols maps an input window column (window_start, window_end of a
 	// TVF, or the upstream's when grouping by them) to its output field.
 	winCols map[string]string
@@ -40,6 +44,10 @@ type groupKey struct {
 	field string // the stage's key field (derived when not an input field)
 	name  string // the output column
 	t     typ
+	// hasOff, off: the key is the input's time + off (kept by a grouping
+	// of the upstream's windows, whose rows keep the input's time).
+	hasOff bool
+	off    int64
 }
 
 type aggCall struct {
@@ -185,7 +193,7 @@ func (pl *planner) aggregate(sel *parser.Select, in *rel) (*rel, error) {
 				upEnd = true
 			}
 		}
-		k := &groupKey{text: v.text, name: name, t: v.t}
+		k := &groupKey{text: v.text, name: name, t: v.t, hasOff: v.hasOff, off: v.off}
 		k.field = g.b.named(v, name)
 		if k.field != name {
 			// The output column keeps the key field's name; the SELECT
@@ -222,12 +230,16 @@ func (pl *planner) aggregate(sel *parser.Select, in *rel) (*rel, error) {
 		// holds exactly them (and closes at the same watermark).
 		st.Window = spec.Window{Type: "tumbling", Size: durationOf(1)}
 		g.windowed = false
+		g.upstream = true
 		st.AllowedLateness = in.prod.stage.st.AllowedLateness
 	default:
 		st.Window = spec.Window{Type: "global"}
 	}
 	if tz := pl.localZone(); tz != "UTC" && st.Window.Type != "" {
 		st.Window.Timezone = tz
+	}
+	if g.windowed && (st.Window.Type == "tumbling" || st.Window.Type == "sliding") {
+		g.size = st.Window.Size.Ms()
 	}
 	if g.windowed {
 		g.names["window_start"], g.names["window_end"] = true, true
@@ -340,7 +352,7 @@ func (pl *planner) aggregate(sel *parser.Select, in *rel) (*rel, error) {
 		seen[it.name] = true
 		out.cols = append(out.cols, &col{name: it.name, v: it.v})
 	}
-	if g.windowed {
+	if g.windowed || g.upstream {
 		// window_time: the rows' time attribute for a later window.
 		out.cols = append(out.cols, &col{name: "window_time", hidden: true, v: val{text: "timestamp_add(window_end, -1)", t: tTime, rowtime: true}})
 	}
@@ -551,9 +563,13 @@ func (pl *planner) groupedLeaf(e parser.Expr, cx *ectx) (val, bool, error) {
 		}
 		switch part {
 		case "START":
-			return val{text: "window_start", field: "window_start", t: tTime}, true, nil
+			v := val{text: "window_start", field: "window_start", t: tTime}
+			if g.size > 0 {
+				v.hasOff, v.off = true, 1-g.size
+			}
+			return v, true, nil
 		case "END":
-			return val{text: "window_end", field: "window_end", t: tTime}, true, nil
+			return val{text: "window_end", field: "window_end", t: tTime, hasOff: true, off: 1}, true, nil
 		case "ROWTIME":
 			return val{text: "timestamp_add(window_end, -1)", t: tTime, rowtime: true}, true, nil
 		}
@@ -572,10 +588,21 @@ func (pl *planner) groupedLeaf(e parser.Expr, cx *ectx) (val, bool, error) {
 			if v.win == "window_time" {
 				return val{text: "timestamp_add(window_end, -1)", t: tTime, rowtime: true}, true, nil
 			}
-			return val{text: f, field: f, t: tTime}, true, nil
+			out := val{text: f, field: f, t: tTime}
+			switch {
+			case v.win == "window_end":
+				out.hasOff, out.off = true, 1
+			case v.win == "window_start" && g.size > 0:
+				out.hasOff, out.off = true, 1-g.size
+			}
+			return out, true, nil
 		}
 		if k := g.keyFor(v); k != nil {
-			return val{text: k.field, field: k.field, t: k.t}, true, nil
+			out := val{text: k.field, field: k.field, t: k.t}
+			if g.upstream && k.hasOff {
+				out.hasOff, out.off = true, k.off
+			}
+			return out, true, nil
 		}
 		if !hasColumns(e) {
 			return v, true, nil

@@ -121,6 +121,7 @@ func (pl *planner) join(j *parser.JoinExpr, where []parser.Expr, ctes scopeCTE) 
 	var residual []parser.Expr
 	var bounds []parser.Expr
 	var winEq []parser.Expr
+	sameTime := false
 	for _, c := range conds {
 		side, err := pl.sideOf(c, l, r)
 		if err != nil {
@@ -179,6 +180,12 @@ func (pl *planner) join(j *parser.JoinExpr, where []parser.Expr, ctes scopeCTE) 
 					bounds = append(bounds, c)
 					continue
 				}
+				if va.hasOff && vb.hasOff && va.off == vb.off {
+					// Both the sides' time plus one offset (window_end of
+					// two aggregations): equal exactly when their rows'
+					// times are, a bound of [0, 0] besides the key.
+					sameTime = true
+				}
 				if err := pl.comparable(b.At, va, vb); err != nil {
 					return nil, nil, err
 				}
@@ -232,6 +239,11 @@ func (pl *planner) join(j *parser.JoinExpr, where []parser.Expr, ctes scopeCTE) 
 				return nil, nil, err
 			}
 		}
+	case len(bounds) == 0 && sameTime:
+		// Rows of two aggregations' same windows: their times are equal.
+		js.Type = "interval"
+		zero := spec.Duration(0)
+		js.Between = &spec.JoinBounds{Upper: &zero}
 	case len(bounds) > 0:
 		js.Type = "interval"
 		swap, b, err := pl.intervalBounds(bounds, l, r)
@@ -278,6 +290,9 @@ func (pl *planner) join(j *parser.JoinExpr, where []parser.Expr, ctes scopeCTE) 
 		}
 		sd.As = names[i]
 		sd.Input = s.prod.name
+		if s.prod.kind == prodStage {
+			sd.Input = "" // named when the pipeline is assembled
+		}
 		conds := append([]string(nil), s.filter...)
 		if i == 0 {
 			conds = append(conds, filterL...)
@@ -311,6 +326,12 @@ func (pl *planner) join(j *parser.JoinExpr, where []parser.Expr, ctes scopeCTE) 
 		used[n] = true
 	}
 	sd := &stageDef{kind: stageJoin, out: map[string]typ{"event_time": tTime}}
+	winNames := map[string]string{}
+	for i, s := range sides {
+		if s.prod.kind == prodStage {
+			sd.joinIn[i] = s.prod.stage
+		}
+	}
 	for i, s := range sides {
 		for _, c := range s.cols {
 			cc := &col{qual: c.qual, name: c.name, hidden: c.hidden}
@@ -329,12 +350,17 @@ func (pl *planner) join(j *parser.JoinExpr, where []parser.Expr, ctes scopeCTE) 
 			}
 			if c.v.win != "" {
 				if c.v.win != "window_time" {
-					cc.v = val{text: c.v.win, field: c.v.win, t: tTime}
-					if !used["_"+c.v.win] {
-						used["_"+c.v.win] = true
-						js.Select = append(js.Select, spec.NamedExpr{Name: c.v.win, Expr: c.v.win})
-						sd.out[c.v.win] = tTime
+					// The window join's windows, under names of their own
+					// (window_start and window_end are the rows' reserved
+					// columns).
+					name, ok := winNames[c.v.win]
+					if !ok {
+						name = uniqueName(used, c.v.win)
+						winNames[c.v.win] = name
+						js.Select = append(js.Select, spec.NamedExpr{Name: name, Expr: c.v.win})
+						sd.out[name] = tTime
 					}
+					cc.v = val{text: name, field: name, t: tTime}
 				} else {
 					cc.v = val{text: "\x00computed:" + c.name, t: tTime}
 				}
@@ -403,14 +429,15 @@ func (pl *planner) joinInput(te parser.TableExpr, ctes scopeCTE) (*rel, error) {
 		return nil, err
 	}
 	if r.prod.kind == prodStage {
-		what := "an aggregation"
-		switch r.prod.stage.kind {
-		case stageJoin:
-			what = "another join"
-		case stageSelect:
-			what = "a select stage"
+		sd := r.prod.stage
+		switch {
+		case sd.kind == stageSelect:
+			return nil, pl.errAt(te.Position(), "a join side that reads a select stage is not supported: join the select's input with its conditions")
+		case sd.updating:
+			return nil, pl.errAt(te.Position(), "a join side reads rows that stay: this side's rows come from a stage that updates them (emit mode %s)", sd.st.Emit.Mode)
+		case sd.kind == stageAgg && !sd.windowed && sd.st.Window.Type == "global":
+			return nil, pl.errAt(te.Position(), "a join side that reads an aggregation without windows (its rows come when the input ends) is not supported: aggregate by a window")
 		}
-		return nil, pl.errAt(te.Position(), "a join side that reads %s is not supported yet: a join's sides read tables (their rows filtered and projected)", what)
 	}
 	return r, nil
 }
@@ -545,6 +572,10 @@ func (pl *planner) timeTermOf(e parser.Expr, l, r *rel) (timeTerm, error) {
 	}
 	if c.v.rowtime {
 		return timeTerm{side: side, off: off}, nil
+	}
+	if c.v.hasOff {
+		// The side's time plus an offset (an aggregation's window_end).
+		return timeTerm{side: side, off: off + c.v.off}, nil
 	}
 	if off != 0 {
 		return timeTerm{}, pl.errAt(e.Position(), "a bound given by a column takes no INTERVAL")

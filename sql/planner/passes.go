@@ -69,14 +69,20 @@ func fieldsRead(st *spec.Stage) map[string]bool {
 // and folds a renaming select stage into the join it reads.
 func (pl *planner) pruneJoins() {
 	readers := map[*stageDef][]*stageDef{}
+	joined := map[*stageDef]bool{} // stages a join side reads: all columns kept
 	for _, sd := range pl.stages {
 		if sd.input != nil {
 			readers[sd.input] = append(readers[sd.input], sd)
 		}
+		for _, in := range sd.joinIn {
+			if in != nil {
+				joined[in] = true
+			}
+		}
 	}
 	var drop = map[*stageDef]bool{}
 	for _, sd := range pl.stages {
-		if sd.kind != stageJoin || len(sd.sinkTables) > 0 {
+		if sd.kind != stageJoin || len(sd.sinkTables) > 0 || joined[sd] {
 			continue
 		}
 		rs := readers[sd]

@@ -275,15 +275,25 @@ func (pl *planner) pipeline() (*spec.Pipeline, error) {
 	for i, sd := range pl.stages {
 		st := sd.st
 		st.Name = sd.name
-		if sd.input != nil {
+		switch {
+		case sd.input != nil:
 			st.Input = sd.input.name
+		case st.Join == nil && i > 0:
+			// Reading the source: said, since a stage with no input reads
+			// the stage before it.
+			st.Input = "source"
 		}
 		if st.Join != nil {
-			for _, side := range []*spec.JoinSide{&st.Join.Left, &st.Join.Right} {
-				if side.Input == "" {
+			j := *st.Join
+			for k, side := range []*spec.JoinSide{&j.Left, &j.Right} {
+				switch {
+				case sd.joinIn[k] != nil:
+					side.Input = sd.joinIn[k].name
+				case side.Input == "":
 					side.Input = "source"
 				}
 			}
+			st.Join = &j
 		}
 		stages[i] = st
 	}

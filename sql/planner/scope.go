@@ -22,6 +22,11 @@ type val struct {
 	// proctime a processing-time attribute (PROCTIME()).
 	rowtime  bool
 	proctime bool
+	// hasOff says the value is the relation's event time plus off ms (an
+	// aggregation's window_end is its rows' time + 1 ms): a join can
+	// bound on it.
+	hasOff bool
+	off    int64
 }
 
 // compound reports whether text needs parentheses inside another

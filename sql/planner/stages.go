@@ -25,6 +25,8 @@ type stageDef struct {
 	kind  stageKind
 	st    spec.Stage
 	input *stageDef // nil: the source (or, for a join, its sides' inputs)
+	// joinIn are a join's sides that read stages (nil: an input).
+	joinIn [2]*stageDef
 	// out are the fields a reader of the stage sees (changelogSchema's
 	// or joinSchema's), by name.
 	out map[string]typ
@@ -48,7 +50,7 @@ func (pl *planner) addStage(sd *stageDef) *stageDef {
 	for _, x := range pl.stages {
 		a, b := x.st, sd.st
 		a.Sinks, b.Sinks = nil, nil
-		if x.kind == sd.kind && x.input == sd.input && reflect.DeepEqual(a, b) {
+		if x.kind == sd.kind && x.input == sd.input && x.joinIn == sd.joinIn && reflect.DeepEqual(a, b) {
 			return x
 		}
 	}
