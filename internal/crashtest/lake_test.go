@@ -3,7 +3,9 @@ package crashtest
 import (
 	"bytes"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math/big"
 	"math/rand/v2"
@@ -11,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -63,14 +64,7 @@ func newLakeJob(t *testing.T, dir, name string) lakeJob {
 }
 
 func (j lakeJob) start(t *testing.T, fault string, par int) (*exec.Cmd, *bytes.Buffer) {
-	cmd := exec.Command(binary, "run", "--quiet", "--batch-size", "16", "--parallelism", fmt.Sprint(par), j.yaml)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.Env = append(os.Environ(), "TIDEMARK_FAULT="+fault)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd, &stderr
+	return job{yaml: j.yaml}.startAt(t, fault, par)
 }
 
 // canonTime renders an RFC 3339 time in UTC, so that the SQLite sink's
@@ -163,7 +157,48 @@ func (j lakeJob) parquetRows(t *testing.T) (all, latest []string) {
 		deleted bool
 	}
 	top := map[string]cur{}
-	filepath.WalkDir(filepath.Join(j.out, "revenue"), func(p string, d os.DirEntry, err error) error {
+	eachParquetRow(t, filepath.Join(j.out, "revenue"), func(v func(string) pq.Value) {
+		ws := time.UnixMicro(v("window_start").Int64()).UTC().Format(time.RFC3339Nano)
+		key := ws + " " + string(v("store_id").ByteArray())
+		version := v("version").Int64()
+		op := string(v("op").ByteArray())
+		rev := "NULL"
+		if !v("revenue").IsNull() {
+			rev = decText(v("revenue").ByteArray(), 6)
+		}
+		line := fmt.Sprintf("%s %d %s %d %t", key, v("orders").Int64(), rev, version, v("is_final").Boolean())
+		all = append(all, op+" "+line)
+		if op == "update_before" {
+			return
+		}
+		if c, ok := top[key]; !ok || version > c.version {
+			top[key] = cur{version: version, line: line, deleted: op == "delete"}
+		}
+	})
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		if !top[k].deleted {
+			latest = append(latest, top[k].line)
+		}
+	}
+	slices.Sort(all)
+	return all, latest
+}
+
+// lateRecords reads the record column of every published late file,
+// sorted.
+func (j lakeJob) lateRecords(t *testing.T) []string {
+	var out []string
+	eachParquetRow(t, filepath.Join(j.out, "late"), func(v func(string) pq.Value) {
+		out = append(out, string(v("record").ByteArray()))
+	})
+	slices.Sort(out)
+	return out
+}
+
+// eachParquetRow calls fn for every row of every .parquet file below
+// dir, with the row's value of a column by name.
+func eachParquetRow(t *testing.T, dir string, fn func(v func(col string) pq.Value)) {
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || !strings.HasSuffix(p, ".parquet") {
 			return err
 		}
@@ -187,79 +222,16 @@ func (j lakeJob) parquetRows(t *testing.T) (all, latest []string) {
 		for {
 			n, rerr := r.ReadRows(buf)
 			for _, row := range buf[:n] {
-				v := func(name string) pq.Value { return row[col[name]] }
-				ws := time.UnixMicro(v("window_start").Int64()).UTC().Format(time.RFC3339Nano)
-				key := ws + " " + string(v("store_id").ByteArray())
-				version := v("version").Int64()
-				op := string(v("op").ByteArray())
-				rev := "NULL"
-				if !v("revenue").IsNull() {
-					rev = decText(v("revenue").ByteArray(), 6)
-				}
-				line := fmt.Sprintf("%s %d %s %d %t", key, v("orders").Int64(), rev, version, v("is_final").Boolean())
-				all = append(all, op+" "+line)
-				if op == "update_before" {
-					continue
-				}
-				if c, ok := top[key]; !ok || version > c.version {
-					top[key] = cur{version: version, line: line, deleted: op == "delete"}
-				}
+				fn(func(name string) pq.Value { return row[col[name]] })
+			}
+			if errors.Is(rerr, io.EOF) {
+				return nil
 			}
 			if rerr != nil {
-				break
+				t.Fatalf("%s: %v", p, rerr)
 			}
 		}
-		return nil
 	})
-	for _, k := range slices.Sorted(maps.Keys(top)) {
-		if !top[k].deleted {
-			latest = append(latest, top[k].line)
-		}
-	}
-	slices.Sort(all)
-	return all, latest
-}
-
-// lateRecords reads the record column of every published late file,
-// sorted.
-func (j lakeJob) lateRecords(t *testing.T) []string {
-	var out []string
-	filepath.WalkDir(filepath.Join(j.out, "late"), func(p string, d os.DirEntry, err error) error {
-		if err != nil || !strings.HasSuffix(p, ".parquet") {
-			return err
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		st, _ := f.Stat()
-		pf, err := pq.OpenFile(f, st.Size())
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		rec := -1
-		for i, path := range pf.Schema().Columns() {
-			if path[0] == "record" {
-				rec = i
-			}
-		}
-		r := pq.NewReader(f, pf.Schema())
-		defer r.Close()
-		buf := make([]pq.Row, 32)
-		for {
-			n, rerr := r.ReadRows(buf)
-			for _, row := range buf[:n] {
-				out = append(out, string(row[rec].ByteArray()))
-			}
-			if rerr != nil {
-				break
-			}
-		}
-		return nil
-	})
-	slices.Sort(out)
-	return out
 }
 
 // decText renders a DECIMAL(38, scale) value (its 16 big-endian
@@ -313,11 +285,11 @@ func TestLakeCrash(t *testing.T) {
 	}
 	ice, _ := ref.icebergRows(t)
 	if !slices.Equal(ice, want) {
-		t.Fatalf("uncrashed run: the Iceberg table (%d rows) differs from the SQLite table (%d rows):\n%s", len(ice), len(want), rowDiff(ice, want))
+		t.Fatalf("uncrashed run: the Iceberg table (%d rows) differs from the SQLite table (%d rows):\n%s", len(ice), len(want), diffText(ice, want))
 	}
 	refAll, refLatest := ref.parquetRows(t)
 	if !slices.Equal(refLatest, sqliteLatest(want)) {
-		t.Fatalf("uncrashed run: the Parquet files' latest versions differ from the SQLite table:\n%s", rowDiff(refLatest, sqliteLatest(want)))
+		t.Fatalf("uncrashed run: the Parquet files' latest versions differ from the SQLite table:\n%s", diffText(refLatest, sqliteLatest(want)))
 	}
 
 	crash := newLakeJob(t, dir, "crash")
@@ -374,38 +346,24 @@ func TestLakeCrash(t *testing.T) {
 	t.Logf("%d runs, %d kills (named points: %v)", runs, kills, byPoint)
 	got := crash.sqliteRows(t)
 	if !slices.Equal(got, want) {
-		t.Fatalf("the SQLite table differs from the uncrashed run's:\n%s", rowDiff(got, want))
+		t.Fatalf("the SQLite table differs from the uncrashed run's:\n%s", diffText(got, want))
 	}
 	ice, tbl := crash.icebergRows(t)
 	if !slices.Equal(ice, got) {
-		t.Fatalf("the Iceberg table (%d rows) differs from the SQLite table (%d rows):\n%s", len(ice), len(got), rowDiff(ice, got))
+		t.Fatalf("the Iceberg table (%d rows) differs from the SQLite table (%d rows):\n%s", len(ice), len(got), diffText(ice, got))
 	}
 	all, latest := crash.parquetRows(t)
 	if !slices.Equal(all, refAll) {
-		t.Fatalf("the Parquet files (%d rows) differ from an uncrashed run's (%d rows): a row lost or written twice:\n%s", len(all), len(refAll), rowDiff(all, refAll))
+		t.Fatalf("the Parquet files (%d rows) differ from an uncrashed run's (%d rows): a row lost or written twice:\n%s", len(all), len(refAll), diffText(all, refAll))
 	}
 	if !slices.Equal(latest, sqliteLatest(got)) {
-		t.Fatalf("the Parquet files' latest versions differ from the SQLite table:\n%s", rowDiff(latest, sqliteLatest(got)))
+		t.Fatalf("the Parquet files' latest versions differ from the SQLite table:\n%s", diffText(latest, sqliteLatest(got)))
 	}
 	if late, refLate := crash.lateRecords(t), ref.lateRecords(t); !slices.Equal(late, refLate) || len(late) == 0 {
-		t.Fatalf("the late records in Parquet (%d) differ from an uncrashed run's (%d):\n%s", len(late), len(refLate), rowDiff(late, refLate))
+		t.Fatalf("the late records in Parquet (%d) differ from an uncrashed run's (%d):\n%s", len(late), len(refLate), diffText(late, refLate))
 	}
 	t.Logf("%d rows; %d snapshots in the table's history, %d in the current ancestry", len(got), len(tbl.Snapshots), len(tbl.Ancestry()))
 }
 
-// rowDiff shows where two sorted row lists part.
-func rowDiff(got, want []string) string {
-	for i := 0; i < len(got) || i < len(want); i++ {
-		g, w := "<none>", "<none>"
-		if i < len(got) {
-			g = got[i]
-		}
-		if i < len(want) {
-			w = want[i]
-		}
-		if g != w {
-			return "row " + strconv.Itoa(i) + ":\n got " + g + "\nwant " + w
-		}
-	}
-	return "equal"
-}
+// diffText is firstDiff's lines of two sorted row lists.
+func diffText(got, want []string) string { return strings.Join(firstDiff(got, want), "\n") }

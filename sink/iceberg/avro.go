@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/twmb/avro"
 	"github.com/twmb/avro/ocf"
@@ -158,10 +159,17 @@ type DataFile struct {
 	Records     int64
 	Bytes       int64
 	EqualityIDs []int32
+	// existing marks an entry carried into a merged manifest (status 0,
+	// EXISTING) with the snapshot that added it and its data and file
+	// sequence numbers; otherwise the entry is added (status 1) by the
+	// manifest's snapshot at its sequence number.
+	existing               bool
+	snapshot, seq, fileSeq int64
 }
 
-// encodeManifest writes a manifest of added files (status 1) for
-// snapshot id at sequence number seq; content is "data" or "deletes".
+// encodeManifest writes a manifest of files added (status 1) by snapshot
+// id at sequence number seq, or carried from earlier manifests (status 0,
+// DataFile.existing); content is "data" or "deletes".
 func encodeManifest(schema *Schema, spec *PartitionSpec, types []string, content string, files []DataFile, snapshotID, seq int64) ([]byte, error) {
 	sch, err := avro.Parse(entrySchema(spec.Fields, types))
 	if err != nil {
@@ -197,8 +205,12 @@ func encodeManifest(schema *Schema, spec *PartitionSpec, types []string, content
 		if len(f.EqualityIDs) > 0 {
 			eq = f.EqualityIDs
 		}
+		status, snap, dseq, fseq := int32(1), snapshotID, seq, seq
+		if f.existing {
+			status, snap, dseq, fseq = 0, f.snapshot, f.seq, f.fileSeq
+		}
 		e := map[string]any{
-			"status": int32(1), "snapshot_id": snapshotID, "sequence_number": seq, "file_sequence_number": seq,
+			"status": status, "snapshot_id": snap, "sequence_number": dseq, "file_sequence_number": fseq,
 			"data_file": map[string]any{
 				"content": int32(f.Content), "file_path": f.Path, "file_format": "PARQUET", "partition": part,
 				"record_count": f.Records, "file_size_in_bytes": f.Bytes, "equality_ids": eq,
@@ -212,4 +224,89 @@ func encodeManifest(schema *Schema, spec *PartitionSpec, types []string, content
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// manifestEntry is a manifest entry as the sink reads one back (the
+// fields it writes; other writers' column statistics are not kept).
+type manifestEntry struct {
+	Status         int32  `avro:"status"`
+	SnapshotID     *int64 `avro:"snapshot_id"`
+	SequenceNumber *int64 `avro:"sequence_number"`
+	FileSequence   *int64 `avro:"file_sequence_number"`
+	File           struct {
+		Content     int32          `avro:"content"`
+		Path        string         `avro:"file_path"`
+		Format      string         `avro:"file_format"`
+		Partition   map[string]any `avro:"partition"`
+		Records     int64          `avro:"record_count"`
+		Bytes       int64          `avro:"file_size_in_bytes"`
+		EqualityIDs []int32        `avro:"equality_ids"`
+	} `avro:"data_file"`
+}
+
+// decodeManifest reads the live entries (status added or existing) of
+// manifest mf: their data sequence numbers resolved (inherited from the
+// manifest list's entry when null, as the spec says), partition values
+// in the sink's types (days, hours, µs) by its partition terms.
+func decodeManifest(mf ManifestFile, terms []partTerm, r io.Reader) ([]DataFile, error) {
+	rd, err := ocf.NewReader(r, ocf.WithMaxBlockBytes(maxAvroBlock), ocf.WithMaxDecompressedBlockBytes(maxAvroBlock))
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", mf.Path, err)
+	}
+	var out []DataFile
+	for n := 0; ; n++ {
+		var e manifestEntry
+		err := rd.Decode(&e)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("manifest %s: entry %d: %w", mf.Path, n, err)
+		}
+		if e.Status == 2 {
+			continue // deleted
+		}
+		f := DataFile{Content: int(e.File.Content), Path: e.File.Path, Records: e.File.Records, Bytes: e.File.Bytes,
+			EqualityIDs: e.File.EqualityIDs, existing: true, snapshot: mf.AddedSnapshotID, seq: mf.SequenceNumber, fileSeq: mf.SequenceNumber}
+		if e.SnapshotID != nil {
+			f.snapshot = *e.SnapshotID
+		}
+		if e.SequenceNumber != nil {
+			f.seq = *e.SequenceNumber
+		} else if e.Status != 1 {
+			return nil, fmt.Errorf("manifest %s: entry %d: an existing file without a sequence number", mf.Path, n)
+		}
+		if e.FileSequence != nil {
+			f.fileSeq = *e.FileSequence
+		}
+		if e.File.Format != "PARQUET" && e.File.Format != "parquet" {
+			return nil, fmt.Errorf("manifest %s: %s has format %q; the sink merges Parquet files only", mf.Path, f.Path, e.File.Format)
+		}
+		for _, t := range terms {
+			v, err := partitionValue(t, e.File.Partition[t.field.Name])
+			if err != nil {
+				return nil, fmt.Errorf("manifest %s: %s: partition %s: %w", mf.Path, f.Path, t.field.Name, err)
+			}
+			f.Partition = append(f.Partition, v)
+		}
+		out = append(out, f)
+	}
+}
+
+// partitionValue converts a decoded partition value to the type
+// partitionOf gives it.
+func partitionValue(t partTerm, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	switch x := v.(type) {
+	case time.Time:
+		if t.time && !t.hours {
+			return int32(floorDiv(x.UnixMilli(), 86_400_000)), nil
+		}
+		return x.UnixMicro(), nil
+	case int32, int64, string, bool:
+		return x, nil
+	}
+	return nil, fmt.Errorf("value %v of type %T", v, v)
 }

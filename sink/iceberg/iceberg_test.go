@@ -1,8 +1,10 @@
 package iceberg
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -331,3 +333,94 @@ func FuzzPrepared(f *testing.F) {
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+// FuzzManifestList: a manifest list read back from the table (the base
+// of the next commit) never panics its decoder, and one it accepts
+// encodes and decodes again to the same entries.
+func FuzzManifestList(f *testing.F) {
+	parent := int64(7)
+	b, err := encodeManifestList([]ManifestFile{{Path: "/t/metadata/1-m0.avro", Length: 100, Content: 1, SequenceNumber: 3, MinSequenceNumber: 2,
+		AddedSnapshotID: 9, AddedFilesCount: 2, AddedRowsCount: 10, Partitions: []FieldSummary{{ContainsNull: true, LowerBound: []byte{1}}}}}, 9, &parent, 3)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add(b[:len(b)/2])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		files, err := decodeManifestList("l.avro", bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		again, err := encodeManifestList(files, 1, nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := decodeManifestList("again.avro", bytes.NewReader(again))
+		if err != nil || len(back) != len(files) {
+			t.Fatalf("re-reading: %v, %d of %d entries", err, len(back), len(files))
+		}
+	})
+}
+
+// TestManifestsMerge: over more checkpoints than manifestMergeCount the
+// manifest list stays bounded (carried manifests merged into one per
+// content, their entries EXISTING with their own sequence numbers), and
+// the table still reads each window's latest version: the merged
+// equality deletes still apply only to older data.
+func TestManifestsMerge(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{PartitionBy: []string{"store", "day"}})
+	s := f.open(desc)
+	must(t, s.Recover(ctx, 0, nil))
+	const n = 2*manifestMergeCount + 17
+	var want []string
+	for i := 1; i <= n; i++ {
+		op := changelog.UpdateAfter
+		if i == 1 {
+			op = changelog.Insert
+		}
+		rows := []changelog.Row{rw(op, 0, "a", fmt.Sprint(i), int64(i), uint64(i)), rw(changelog.Insert, int64(i)*hour, "b", "1", 1, 1)}
+		if i%7 == 0 {
+			rows = append(rows, rw(changelog.Delete, int64(i-1)*hour, "b", "1", 1, 2)) // the previous window of b goes
+		} else if i > 1 {
+			want = append(want, fmt.Sprintf("%s b 1.000000 1 1 insert", time.UnixMilli(int64(i-1)*hour).UTC().Format(time.RFC3339)))
+		}
+		must(t, s.Write(ctx, rows))
+		p, err := s.Prepare(ctx, int64(i))
+		must(t, err)
+		must(t, s.Commit(ctx, int64(i), p))
+	}
+	must(t, s.Close(ctx))
+	want = append(want, fmt.Sprintf("1970-01-01T00:00:00Z a %d.000000 %d %d update_after", n, n, n),
+		fmt.Sprintf("%s b 1.000000 1 1 insert", time.UnixMilli(n*hour).UTC().Format(time.RFC3339)))
+	slices.Sort(want)
+	got, tbl := f.scan()
+	if !slices.Equal(got, want) {
+		t.Fatalf("%d rows, want %d; first difference at %v", len(got), len(want), firstDiff(got, want))
+	}
+	cur := tbl.Ancestry()[0]
+	fh, err := os.Open(cur.ManifestList)
+	must(t, err)
+	defer fh.Close()
+	list, err := decodeManifestList(cur.ManifestList, fh)
+	must(t, err)
+	if len(list) > manifestMergeCount+2 {
+		t.Fatalf("%d manifests after %d checkpoints", len(list), n)
+	}
+	existing := 0
+	for _, mf := range list {
+		existing += int(mf.ExistingFilesCount)
+	}
+	if existing == 0 {
+		t.Fatalf("no merged manifest in %d", len(list))
+	}
+}
+
+func firstDiff(a, b []string) string {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return fmt.Sprintf("%d: got %q, want %q", i, a[i], b[i])
+		}
+	}
+	return fmt.Sprintf("lengths %d, %d", len(a), len(b))
+}

@@ -752,6 +752,11 @@ func (r *Results) commitOnce(ctx context.Context, id int64, p prepared) error {
 		mf.Partitions = summaries(r.terms, group)
 		added = append(added, mf)
 	}
+	if len(carried)+len(added) > manifestMergeCount {
+		if carried, err = r.mergeManifests(carried, snapID, seq, mdir, types); err != nil {
+			return err
+		}
+	}
 	list, err := encodeManifestList(append(added, carried...), snapID, parent, seq)
 	if err != nil {
 		return err
@@ -787,6 +792,76 @@ func (r *Results) commitOnce(ctx context.Context, id int64, p prepared) error {
 	return r.swap(ctx, id, base, loc, m)
 }
 
+// metadataLogMax bounds the metadata log a commit keeps: Iceberg's
+// write.metadata.previous-versions-max (100). Older metadata files stay
+// on disk (Iceberg deletes them only with
+// write.metadata.delete-after-commit.enabled, off by default).
+const metadataLogMax = 100
+
+// manifestMergeCount is the number of manifests in a snapshot's list
+// above which a commit merges the carried ones into one per content (data,
+// deletes): Iceberg's commit.manifest.min-count-to-merge (100). Without
+// it a checkpoint a second adds 86,400 manifests a day, each of which a
+// reader's scan planning opens.
+const manifestMergeCount = 100
+
+// mergeManifests rewrites the carried manifests as one manifest per
+// content, their live entries kept as EXISTING with the snapshot that
+// added them and their sequence numbers.
+func (r *Results) mergeManifests(carried []ManifestFile, snapID, seq int64, mdir string, types []string) ([]ManifestFile, error) {
+	var out []ManifestFile
+	for content := range int32(2) {
+		var files []DataFile
+		minSeq := seq
+		n := 0
+		for _, mf := range carried {
+			if mf.Content != content {
+				continue
+			}
+			if mf.SpecID != int32(r.spec.SpecID) {
+				out = append(out, mf) // another spec's: kept as it is
+				continue
+			}
+			n++
+			f, err := os.Open(mf.Path)
+			if err != nil {
+				return nil, err
+			}
+			got, err := decodeManifest(mf, r.terms, f)
+			f.Close()
+			if err != nil {
+				return nil, err
+			}
+			for _, d := range got {
+				minSeq = min(minSeq, d.seq)
+			}
+			files = append(files, got...)
+		}
+		if n == 0 {
+			continue
+		}
+		if len(files) == 0 {
+			continue // every file deleted: the manifests drop out
+		}
+		name := []string{"data", "deletes"}[content]
+		b, err := encodeManifest(r.schema, r.spec, types, name, files, snapID, seq)
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(mdir, fmt.Sprintf("%d-merged-m%d.avro", snapID, content))
+		if err := parquet.WriteAtomic(path, b); err != nil {
+			return nil, err
+		}
+		mf := ManifestFile{Path: path, Length: int64(len(b)), SpecID: int32(r.spec.SpecID), Content: content, SequenceNumber: seq,
+			MinSequenceNumber: minSeq, AddedSnapshotID: snapID, ExistingFilesCount: int32(len(files)), Partitions: summaries(r.terms, files)}
+		for _, f := range files {
+			mf.ExistingRowsCount += f.Records
+		}
+		out = append(out, mf)
+	}
+	return out, nil
+}
+
 // next returns the metadata a commit starts from: the base with the
 // sink's schema made current, or a new table.
 func (r *Results) next(base *Metadata, loc string, now int64) *Metadata {
@@ -810,6 +885,9 @@ func (r *Results) next(base *Metadata, loc string, now int64) *Metadata {
 		c.Snapshots = slices.Clone(base.Snapshots)
 		c.SnapshotLog = slices.Clone(base.SnapshotLog)
 		c.MetadataLog = append(slices.Clone(base.MetadataLog), MetadataLog{TimestampMs: base.LastUpdatedMs, MetadataFile: loc})
+		if n := len(c.MetadataLog); n > metadataLogMax {
+			c.MetadataLog = c.MetadataLog[n-metadataLogMax:]
+		}
 		m = &c
 		if base.Schema().SchemaID != r.schema.SchemaID || !slices.EqualFunc(base.Schema().Fields, r.schema.Fields, sameField) {
 			s := *r.schema
