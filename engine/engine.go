@@ -39,6 +39,8 @@ import (
 	goruntime "runtime"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/operator"
 	"github.com/tidemark/tidemark/plan"
@@ -143,6 +145,10 @@ type Options struct {
 	// tests and benchmarks make it small to send lookups to the store.
 	// Default 0: the budget's share.
 	HotTier int
+	// StateFS is the file system of the disk backend's stores (tests
+	// inject faults with pebble's errorfs). Default: the operating
+	// system's.
+	StateFS vfs.FS
 }
 
 // TimeRange is an interval of event time, [From, To) in ms since the epoch.

@@ -77,6 +77,7 @@ func SpecHash(p *spec.Pipeline) string {
 	json.Unmarshal(b, &m)
 	delete(m, "Checkpoint")
 	delete(m, "SLO")
+	delete(m, "State") // where the state lives changes no result
 	delete(m, "Sinks")
 	for _, k := range []string{"Late", "Quarantine", "Conflicts"} {
 		if sub, ok := m[k].(map[string]any); ok {

@@ -49,11 +49,31 @@ type Live struct {
 	// registry that cannot be reached: source.Wait), none while records
 	// flow.
 	Waits []source.Wait
+	// DiskState reports the disk backend's stores (nil on the memory
+	// backend).
+	DiskState *LiveDiskState
 	// Group reports the instance of a group run (source.assignment:
 	// group); nil otherwise. Partitions are then the instance's source
 	// tasks' partitions, Watermark the lowest watermark of its keyed
 	// tasks' nodes, and the counters those of the tasks it holds.
 	Group *LiveGroup
+}
+
+// LiveDiskState is the disk backend's stores, summed over the tasks
+// (docs/state.md; pebble's metrics).
+type LiveDiskState struct {
+	// DiskBytes is the size of the stores' live files; MemTableBytes of
+	// their memtables; CacheBytes the shared block cache's use; HotBudget
+	// the hot tiers' budget (state.memory's half).
+	DiskBytes, MemTableBytes, CacheBytes, HotBudget int64
+	// CacheHits and CacheMisses count block cache lookups.
+	CacheHits, CacheMisses int64
+	// Flushes and Compactions count memtable flushes and compactions;
+	// FlushTime and CompactionTime their cumulative time.
+	Flushes, Compactions      int64
+	FlushTime, CompactionTime time.Duration
+	// Files counts the stores' tables.
+	Files int64
 }
 
 // LivePartition is one source partition.
@@ -168,6 +188,7 @@ func (rt *runtime) live(ended bool) *Live {
 		Partitions:     r.partitions,
 		Waits:          r.waits,
 		Parallelism:    rt.par,
+		DiskState:      rt.liveDisk(),
 	}
 	rt.commits = nil
 	for i, st := range rt.stages {

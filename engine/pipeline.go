@@ -705,6 +705,14 @@ func (rt *runtime) snapshotTask(i int, round uint64, t *task.Task, bundle *taskO
 		if err := t.Flush(); err != nil {
 			return fmt.Errorf("task %d: %w", i, err)
 		}
+		// The checkpoint this round's snapshot is for: the k-th of the run
+		// after the restored one (each snapshot round makes one).
+		rt.disk.rounds[i]++
+		var restored int64
+		if rt.ck != nil {
+			restored = rt.ck.restored
+		}
+		rt.fault("flushed", restored+rt.disk.rounds[i])
 		snaps, err := rt.snapshotStores(i, round)
 		if err != nil {
 			return fmt.Errorf("task %d: %w", i, err)

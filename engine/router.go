@@ -235,6 +235,11 @@ func (rt *runtime) routeBatch(b *source.Batch, more bool) error {
 	// The source's partitions change only when it reads (Next): once
 	// per batch.
 	known := rt.sourceParts()
+	if rt.disk != nil && rt.par == 1 {
+		if err := rt.prefetchIDs(b); err != nil {
+			return err
+		}
+	}
 	for i := range b.Meta {
 		m := &b.Meta[i]
 		now := m.Arrival

@@ -13,8 +13,11 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/tidemark/tidemark/checkpoint"
+	"github.com/tidemark/tidemark/dedup"
+	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/state"
 	"github.com/tidemark/tidemark/state/disk"
 )
@@ -35,6 +38,12 @@ type diskState struct {
 	logf   func(string, ...any)
 	// sent is the bytes of tables this run's checkpoints sent.
 	sent int64
+	// rounds counts each task's snapshot rounds (fault point "flushed").
+	rounds []int64
+	fs     vfs.FS // Options.StateFS
+	// ids and idText: prefetchIDs' scratch.
+	ids    []uint64
+	idText []byte
 	// memLimit is the Go memory limit before the run set its own (restored
 	// at close); -1: not changed.
 	memLimit int64
@@ -87,7 +96,7 @@ type stateSnap struct {
 // startStores, once the restore knows what they hold.
 func (rt *runtime) openDiskState() error {
 	sp := rt.plan.Spec.State
-	ds := &diskState{budget: disk.Split(int64(sp.Memory), rt.par), logf: rt.logf, memLimit: -1}
+	ds := &diskState{budget: disk.Split(int64(sp.Memory), rt.par), logf: rt.logf, memLimit: -1, rounds: make([]int64, rt.par), fs: rt.opts.StateFS}
 	switch {
 	case sp.Dir != "":
 		ds.dir = sp.Dir
@@ -132,7 +141,7 @@ func newID() string {
 // openShard opens a new empty store for key groups [lo, hi).
 func (ds *diskState) openShard(lo, hi int) (*shard, error) {
 	id := newID()
-	st, err := disk.Open(disk.Options{Dir: filepath.Join(ds.dir, "s-"+id), Cache: ds.cache, MemTableSize: uint64(ds.budget.MemTable)})
+	st, err := disk.Open(disk.Options{Dir: filepath.Join(ds.dir, "s-"+id), FS: ds.fs, Cache: ds.cache, MemTableSize: uint64(ds.budget.MemTable)})
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +341,7 @@ func (ds *diskState) restoreShard(fs checkpoint.FileStore, ref storeRef, lo, hi 
 			return nil, fmt.Errorf("state.dir: %w", err)
 		}
 	}
-	opts := disk.Options{Dir: dir, Cache: ds.cache, MemTableSize: uint64(ds.budget.MemTable)}
+	opts := disk.Options{Dir: dir, FS: ds.fs, Cache: ds.cache, MemTableSize: uint64(ds.budget.MemTable)}
 	if partial {
 		// Open without the tables it did not take, excise what it does not
 		// own, and open again as usual.
@@ -473,4 +482,57 @@ func (rt *runtime) tablesPresent(m *manifest) error {
 		}
 	}
 	return nil
+}
+
+// prefetchIDs hands the task of a one-task run the event ids of a batch
+// before the router pushes its records one by one (disk backend: the
+// dedup node looks its misses up in one pass).
+func (rt *runtime) prefetchIDs(b *source.Batch) error {
+	d := rt.plan.Dedup
+	if d == nil {
+		return nil
+	}
+	ds := rt.disk
+	ds.ids = ds.ids[:0]
+	for i := range b.Meta {
+		if b.Meta[i].Err != nil {
+			continue
+		}
+		v, err := d.Key.Eval(&b.Rows[i])
+		if err != nil || v.IsNull() {
+			continue
+		}
+		ds.idText = v.AppendText(ds.idText[:0], nil)
+		ds.ids = append(ds.ids, dedup.IDHash(ds.idText))
+	}
+	return rt.tasks[0].PrefetchIDs(ds.ids)
+}
+
+// liveDisk sums the stores' stats for a snapshot (pebble's metrics are
+// safe to read beside the tasks that write the stores).
+func (rt *runtime) liveDisk() *LiveDiskState {
+	ds := rt.disk
+	if ds == nil {
+		return nil
+	}
+	l := &LiveDiskState{HotBudget: ds.budget.Hot * int64(rt.par)}
+	if rt.opts.HotTier > 0 {
+		l.HotBudget = int64(rt.opts.HotTier) * int64(rt.par)
+	}
+	for _, shards := range ds.tasks {
+		for _, sh := range shards {
+			s := sh.st.Stats()
+			l.DiskBytes += s.DiskBytes
+			l.MemTableBytes += s.MemTableBytes
+			l.CacheBytes = s.CacheBytes
+			l.CacheHits += s.CacheHits
+			l.CacheMisses += s.CacheMisses
+			l.Flushes += s.Flushes
+			l.Compactions += s.Compactions
+			l.FlushTime += s.FlushTime
+			l.CompactionTime += s.CompactionTime
+			l.Files += s.Files
+		}
+	}
+	return l
 }

@@ -7,10 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/tidemark/tidemark/checkpoint"
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/spec"
@@ -161,5 +167,85 @@ func TestDiskRestoreChains(t *testing.T) {
 		if got[f] != want[f] {
 			t.Errorf("%s differs from the uninterrupted run's", f)
 		}
+	}
+}
+
+// TestDiskFaults: ENOSPC writing a store's table and EIO syncing one stop
+// the run (EIO reading one: state/disk's TestReadFault) with an error naming the state store and what
+// failed; nothing of the checkpoint in progress is published, and a
+// restart without the fault resumes from the last complete checkpoint
+// and ends with the outputs of an uninterrupted run.
+func TestDiskFaults(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	diskInput(t, in, 6000)
+	refOut := filepath.Join(dir, "ref")
+	runPart(t, diskPipeline(in, refOut, ""), 1, 0)
+	want := canonDir(t, refOut)
+	for _, tc := range []struct {
+		name  string
+		kind  errorfs.OpKind
+		errno syscall.Errno
+		want  string
+	}{
+		{"ENOSPC writing a table", errorfs.OpFileWrite, syscall.ENOSPC, "no space left on device"},
+		{"EIO syncing a table", errorfs.OpFileSync, syscall.EIO, "input/output error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, ck := filepath.Join(dir, "out-"+tc.name), filepath.Join(dir, "ck-"+tc.name)
+			var on atomic.Bool
+			var fired atomic.Int64
+			inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
+				kind := op.Kind
+				if kind == errorfs.OpFileSyncData || kind == errorfs.OpFileSyncTo {
+					kind = errorfs.OpFileSync
+				}
+				// A few faults: a failed flush or compaction is retried by
+				// pebble, and once the faults stop the retry succeeds, so the
+				// store closes (a read fault may first meet pebble's table
+				// statistics, which only log it, before a lookup).
+				if on.Load() && kind == tc.kind && strings.HasSuffix(op.Path, ".sst") && fired.Add(1) <= 50 {
+					return tc.errno
+				}
+				return nil
+			})
+			build := func() *spec.Pipeline {
+				p := diskPipeline(in, out, ck)
+				p.Checkpoint.Interval = spec.Duration(time.Millisecond)
+				p.State = spec.State{Backend: "disk", Memory: 16 << 20}
+				p.Defaults()
+				if err := p.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			pl, err := plan.Compile(build(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tick atomic.Int64
+			clock := func() time.Time { return time.Unix(tick.Add(1), 0) }
+			opts := engine.Options{Parallelism: 2, BatchSize: 100, HotTier: 1, WallClock: clock, StateFS: errorfs.Wrap(vfs.Default, inj),
+				ProgressEvery: 2000, Progress: func(engine.Progress) { on.Store(true) }}
+			_, err = engine.Run(context.Background(), pl, opts)
+			if err == nil || !strings.Contains(err.Error(), "state store ") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error naming the state store and %q", err, tc.want)
+			}
+			t.Logf("the run stopped: %v", err)
+			ids, _ := checkpoint.List(ck)
+			if len(ids) == 0 {
+				t.Fatal("no checkpoint before the fault")
+			}
+			sum := diskRun(t, build(), 2, 1, 0, clock)
+			if sum.Checkpoints.Restored != ids[0] {
+				t.Fatalf("restored checkpoint %d, the newest was %d", sum.Checkpoints.Restored, ids[0])
+			}
+			got := canonDir(t, out)
+			for _, f := range slices.Sorted(maps.Keys(want)) {
+				if got[f] != want[f] {
+					t.Errorf("%s differs from the uninterrupted run's", f)
+				}
+			}
+		})
 	}
 }

@@ -199,6 +199,11 @@ func (c *collector) descs() map[string]desc {
 			"grpnodewm":  newDesc("tidemark_group_node_watermark_seconds", "A keyed task's node watermark (the minimum over the tasks feeding it), Unix seconds.", g, p, "partition", "node"),
 			"grpupwm":    newDesc("tidemark_group_upstream_watermark_seconds", "The watermark an upstream task (an input partition, or a repartition partition) reported to a keyed task's node, Unix seconds; -Inf before it reported.", g, p, "partition", "node", "upstream"),
 			"ended":      newDesc("tidemark_run_ended", "1 once the run has ended (a bounded input, or a stop).", g, p),
+			"stdisk":     newDesc("tidemark_state_disk_bytes", "The disk backend's stores: bytes of their live files on local disk.", g, p),
+			"stmem":      newDesc("tidemark_state_memory_bytes", "The disk backend's memory, by part: memtable (pebble's memtables), cache (the shared block cache in use), hot_budget (the operators' hot tiers' budget).", g, p, "part"),
+			"stcache":    newDesc("tidemark_state_cache_lookups_total", "Block cache lookups of the disk backend's stores, by result: hit or miss.", k, p, "result"),
+			"stwork":     newDesc("tidemark_state_background_seconds_total", "Time the disk backend's stores spent flushing memtables and compacting, by kind: flush or compaction.", k, p, "kind"),
+			"stfiles":    newDesc("tidemark_state_files", "Tables (SST files) of the disk backend's stores.", g, p),
 			"snapshotts": newDesc("tidemark_snapshot_timestamp_seconds", "Wall-clock time of the snapshot these metrics come from, Unix seconds.", g, p),
 		}
 	})
@@ -259,6 +264,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, w := range l.Waits {
 		m("wait", max(l.At.Sub(w.Since).Seconds(), 0), w.Service)
 		m("waittries", float64(w.Attempts), w.Service)
+	}
+	if ds := l.DiskState; ds != nil {
+		m("stdisk", float64(ds.DiskBytes))
+		m("stmem", float64(ds.MemTableBytes), "memtable")
+		m("stmem", float64(ds.CacheBytes), "cache")
+		m("stmem", float64(ds.HotBudget), "hot_budget")
+		m("stcache", float64(ds.CacheHits), "hit")
+		m("stcache", float64(ds.CacheMisses), "miss")
+		m("stwork", ds.FlushTime.Seconds(), "flush")
+		m("stwork", ds.CompactionTime.Seconds(), "compaction")
+		m("stfiles", float64(ds.Files))
 	}
 	m("wm", seconds(l.Watermark))
 	m("lag", lagSeconds(l.ProcessingTime, l.Watermark))

@@ -319,3 +319,47 @@ stages:
 		`tidemark_state_keys{pipeline="q",stage="auction_bids"} 0`,
 	)
 }
+
+// TestDiskStateMetrics: a run of a dedup pipeline on the disk backend
+// exports its stores' disk bytes, memory by part, cache lookups, flush
+// time and files; the memory backend exports none of them.
+func TestDiskStateMetrics(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&b, `{"id":"e%d","ts":"2026-09-01T10:%02d:%02dZ","k":%d}`+"\n", i%2000, (i/60)%60, i%60, i%7)
+	}
+	if err := os.WriteFile(dir+"/in.jsonl", []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range []string{"disk", "memory"} {
+		pl := compile(t, `name: d
+source: {type: file, path: `+dir+`/in.jsonl, schema: {k: int}}
+event_time: {field: ts}
+dedup: {key: id, ttl: 1h}
+key: [k]
+window: {type: tumbling, size: 1m}
+aggregates: {n: count()}
+checkpoint: {dir: `+dir+`/ck-`+backend+`, interval: 1ms}
+state: {backend: `+backend+`}
+`)
+		x := New("d")
+		if _, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: 2, BatchSize: 100, Live: x.Update}); err != nil {
+			t.Fatal(err)
+		}
+		text := scrape(t, x)
+		if backend == "memory" {
+			if strings.Contains(text, "tidemark_state_disk_bytes") {
+				t.Errorf("the memory backend exports the disk backend's metrics:\n%s", grep(text, "tidemark_state_disk"))
+			}
+			continue
+		}
+		has(t, text, `tidemark_state_memory_bytes{part="hot_budget",pipeline="d"} 5.36870912e+08`)
+		for _, name := range []string{"tidemark_state_disk_bytes", "tidemark_state_files", `tidemark_state_background_seconds_total{kind="flush"`} {
+			m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `[^ ]* (\S+)$`).FindStringSubmatch(text)
+			if m == nil || m[1] == "0" {
+				t.Errorf("%s: %v in\n%s", name, m, grep(text, "tidemark_state_"))
+			}
+		}
+	}
+}

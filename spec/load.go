@@ -1338,6 +1338,16 @@ func validateGroup(p *Pipeline, add func(key, format string, args ...any)) {
 	}
 }
 
+// Validate checks the state keys alone (the rest of a pipeline checked
+// elsewhere): run --state-backend and --memory.
+func (s *State) Validate() error {
+	var errs []error
+	validateState(s, func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	})
+	return errors.Join(errs...)
+}
+
 // validateState checks the state keys.
 func validateState(s *State, add func(key, format string, args ...any)) {
 	switch s.Backend {

@@ -214,6 +214,15 @@ late ratio <span id="late-ratio">{{ratio .D.LateRatio}}</span>.</p>
 {{if .D.Checkpoints.Enabled}}<p id="checkpoints">{{.D.Checkpoints.Taken}} taken, {{.D.Checkpoints.Failures}} failed; last: id {{.D.Checkpoints.LastID}} at {{.D.Checkpoints.LastAt}}, {{.D.Checkpoints.LastBytes}} bytes in {{printf "%.3f" .D.Checkpoints.LastDurationSec}} s.</p>
 {{else}}<p id="checkpoints">No checkpoints: a restart recomputes from the start.</p>{{end}}
 
+{{with .D.State}}<h2>State on disk</h2>
+<table id="state">
+<tr><th>on disk</th><td class="n" id="state-disk-bytes">{{.DiskBytes}} bytes in {{.Files}} files</td></tr>
+<tr><th>memtables</th><td class="n" id="state-memtable-bytes">{{.MemTableBytes}} bytes</td></tr>
+<tr><th>block cache</th><td class="n" id="state-cache-bytes">{{.CacheBytes}} bytes{{with .CacheHitRate}}, hit rate {{printf "%.3f" .}}{{end}}</td></tr>
+<tr><th>hot tiers' budget</th><td class="n" id="state-hot-budget">{{.HotBudget}} bytes</td></tr>
+<tr><th>flush, compaction</th><td class="n" id="state-work">{{printf "%.3f" .FlushSeconds}} s, {{printf "%.3f" .CompactionSeconds}} s</td></tr>
+</table>
+{{end}}
 <h2>Service-level objectives</h2>
 {{if .D.SLO}}<ul id="slo">{{range .D.SLO}}<li class="{{if .Met}}met{{else}}missed{{end}}" data-name="{{.Name}}">{{.Text}}</li>{{end}}</ul>
 {{else}}<p id="slo">None stated (pipeline key slo).</p>{{end}}

@@ -84,7 +84,10 @@ type Doc struct {
 	// stages; null before any.
 	LateRatio   *float64    `json:"late_ratio"`
 	Checkpoints Checkpoints `json:"checkpoints"`
-	SLO         []SLO       `json:"slo"`
+	// State is the disk backend's stores (docs/state.md); absent on the
+	// memory backend.
+	State *State `json:"state,omitempty"`
+	SLO   []SLO  `json:"slo"`
 	// Group is the instance of a group run (docs/scale-out.md): the tasks
 	// it holds; absent otherwise.
 	Group *Group `json:"group,omitempty"`
@@ -193,6 +196,19 @@ const SourceStage = "source"
 type StageCount struct {
 	Stage   string `json:"stage"`
 	Records int64  `json:"records"`
+}
+
+// State reports the disk backend's stores.
+type State struct {
+	DiskBytes     int64 `json:"disk_bytes"`
+	MemTableBytes int64 `json:"memtable_bytes"`
+	CacheBytes    int64 `json:"cache_bytes"`
+	HotBudget     int64 `json:"hot_budget_bytes"`
+	// CacheHitRate is hits / lookups of the block cache; null before any.
+	CacheHitRate      *float64 `json:"cache_hit_rate"`
+	FlushSeconds      float64  `json:"flush_seconds"`
+	CompactionSeconds float64  `json:"compaction_seconds"`
+	Files             int64    `json:"files"`
 }
 
 // Checkpoints reports the last checkpoint.
@@ -367,6 +383,15 @@ func (pg *Page) Doc() Doc {
 				dg.Keyed = append(dg.Keyed, k)
 			}
 			d.Group = dg
+		}
+		if ds := l.DiskState; ds != nil {
+			st := &State{DiskBytes: ds.DiskBytes, MemTableBytes: ds.MemTableBytes, CacheBytes: ds.CacheBytes, HotBudget: ds.HotBudget,
+				FlushSeconds: ds.FlushTime.Seconds(), CompactionSeconds: ds.CompactionTime.Seconds(), Files: ds.Files}
+			if n := ds.CacheHits + ds.CacheMisses; n > 0 {
+				r := float64(ds.CacheHits) / float64(n)
+				st.CacheHitRate = &r
+			}
+			d.State = st
 		}
 		ck := l.Checkpoints
 		d.Checkpoints = Checkpoints{Enabled: ck.Enabled, Taken: ck.Taken, Failures: ck.Failures, LastID: ck.LastID,

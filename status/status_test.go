@@ -259,3 +259,23 @@ func TestRecordsFilteredAndQuarantinedByStage(t *testing.T) {
 		t.Errorf("before a snapshot: %+v", d.Records)
 	}
 }
+
+// TestDiskState: the disk backend's stores reach the document with the
+// block cache's hit rate; the memory backend's document has none.
+func TestDiskState(t *testing.T) {
+	p, err := spec.Parse("s.yaml", []byte("name: shop\nsource: {type: file, path: in.jsonl}\nevent_time: {field: ts}\nwindow: {type: tumbling, size: 1m}\naggregates: {n: count()}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := New(p, nil)
+	pg.Update(&engine.Live{Pipeline: "shop"})
+	if pg.Doc().State != nil {
+		t.Fatal("a memory-backend run reports state on disk")
+	}
+	pg.Update(&engine.Live{Pipeline: "shop", DiskState: &engine.LiveDiskState{DiskBytes: 5 << 20, MemTableBytes: 1 << 20, CacheBytes: 2 << 20,
+		HotBudget: 8 << 20, CacheHits: 30, CacheMisses: 10, FlushTime: 1500 * time.Millisecond, Files: 7}})
+	st := pg.Doc().State
+	if st == nil || st.DiskBytes != 5<<20 || st.Files != 7 || st.CacheHitRate == nil || *st.CacheHitRate != 0.75 || st.FlushSeconds != 1.5 {
+		t.Fatalf("state %+v", st)
+	}
+}

@@ -135,6 +135,57 @@ func (d *dedupNode) coldLookup(i int, id uint64) (coldID, bool, error) {
 	return e, ok, nil
 }
 
+// PrefetchIDs looks up, in one sorted pass, the event ids (hashes) of a
+// batch of records about to be pushed one by one (push mode, at one
+// task), so that the dedup node's misses of the batch cost one pass of
+// the store, as at several tasks. Nothing on the memory backend.
+func (t *Task) PrefetchIDs(ids []uint64) error {
+	for _, nr := range t.nodes {
+		if d := nr.dedup; d != nil && d.cold != nil {
+			if err := d.prefetchIDs(ids); err != nil {
+				return fmt.Errorf("dedup: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// prefetchIDs is prefetch for a list of id hashes.
+func (d *dedupNode) prefetchIDs(ids []uint64) error {
+	c := d.cold
+	clear(c.found)
+	clear(c.absent)
+	c.ids = c.ids[:0]
+	for _, id := range ids {
+		if id == 0 {
+			id = 1
+		}
+		if i := keygroup.OfHash(id, d.g.KeyGroups) - d.rng.Lo; i >= 0 && i < len(c.cold) && c.cold[i] && d.tierMiss(i, id) {
+			c.ids = append(c.ids, id)
+		}
+	}
+	if len(c.ids) == 0 {
+		return nil
+	}
+	return d.fetch(-1, c.ids)
+}
+
+// tierMiss reports whether neither generation of key group i's tier
+// holds id.
+func (d *dedupNode) tierMiss(i int, id uint64) bool {
+	if t := d.tables[i]; t != nil {
+		if _, ok := t.Find(id); ok {
+			return false
+		}
+	}
+	if pt := d.cold.prev[i]; pt != nil {
+		if _, ok := pt.Find(id); ok {
+			return false
+		}
+	}
+	return true
+}
+
 // prefetch looks up, in one sorted pass, the ids of items the tier will
 // miss in the key groups that need the store, before the items are
 // classified one by one.

@@ -58,6 +58,8 @@ type benchFlags struct {
 	// (postgres.yaml's results table and checkpoints, at dsn).
 	sink string
 	dsn  string
+	// stateBackend and memory: --state-backend and --memory, as run's.
+	stateBackend, memory string
 }
 
 // articleQuery is the name of the bundled article benchmark.
@@ -154,6 +156,8 @@ tool pprof).`,
 	fl.StringVar(&f.writeEvents, "write-events", "", "article: write the generated events to this file and exit")
 	fl.StringVar(&f.sink, "sink", "", "article: postgres writes the results to PostgreSQL with 1 s checkpoints (examples/article/postgres.yaml)")
 	fl.StringVar(&f.dsn, "dsn", "", "article --sink postgres: the database URL (default $TIDEMARK_POSTGRES, else postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	fl.StringVar(&f.stateBackend, "state-backend", "", "where the keyed state lives: memory or disk (overrides the pipeline's state.backend; docs/state.md)")
+	fl.StringVar(&f.memory, "memory", "", "the disk backend's memory budget, with a unit (e.g. 1GiB; overrides state.memory)")
 	fl.IntSliceVar(&f.parallelism, "parallelism", []int{0}, "numbers of tasks to measure, e.g. 1,2 (runs alternate between them; 0: the pipeline's parallelism, else one task per CPU)")
 	return cmd
 }
@@ -424,6 +428,11 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 			return configErr("--vs-baseline: %v", err)
 		}
 		base = &b
+	}
+	if prep := stateFlags(f.stateBackend, f.memory); prep != nil {
+		if err := prep(p); err != nil {
+			return &exitError{code: 2, err: err}
+		}
 	}
 	rows := blackholeSinks(p, dbDSN != "")
 	pl, err := tidemark.Compile(p)

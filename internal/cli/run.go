@@ -280,8 +280,10 @@ func stateFlags(backend, memory string) func(*spec.Pipeline) error {
 			}
 			p.State.Memory = m
 		}
-		p.Defaults()
-		if err := p.Validate(); err != nil {
+		if p.State.Backend == "disk" && p.State.Memory == 0 {
+			p.State.Memory = spec.DefaultStateMemory
+		}
+		if err := p.State.Validate(); err != nil {
 			return fmt.Errorf("--state-backend/--memory: %w", err)
 		}
 		return nil

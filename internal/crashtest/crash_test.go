@@ -118,11 +118,19 @@ type job struct {
 }
 
 func newJob(t *testing.T, dir, name string, checkpoints bool) job {
+	return newJobState(t, dir, name, checkpoints, "")
+}
+
+// newJobState is newJob with a state section (YAML, "" for none).
+func newJobState(t *testing.T, dir, name string, checkpoints bool, stateYAML string) job {
 	j := job{dir: dir, out: filepath.Join(dir, name, "out"), ck: filepath.Join(dir, name, "ck"), yaml: filepath.Join(dir, name, "pipeline.yaml")}
 	j.dsn, j.pg = pgtest.Schema(t)
 	ckYAML := ""
 	if checkpoints {
 		ckYAML = "checkpoint: {dir: " + j.ck + ", interval: 1ms, retain: 2}"
+	}
+	if stateYAML != "" {
+		ckYAML += "\n" + stateYAML
 	}
 	y := strings.NewReplacer("{{DIR}}", dir, "{{OUT}}", j.out, "{{CHECKPOINT}}", ckYAML, "{{DSN}}", j.dsn, "{{PG}}", j.pg).Replace(pipelineYAML)
 	os.MkdirAll(filepath.Dir(j.yaml), 0o755)
@@ -259,8 +267,27 @@ func TestCrashRecovery(t *testing.T) {
 		name string
 		pars []int // each restart runs as one of these numbers of tasks
 	}{{"parallelism 2", []int{2}}, {"parallelism 1, 2 and 4 across restarts", []int{1, 2, 4}}} {
-		t.Run(c.name, func(t *testing.T) { crashLoop(t, dir, c.pars, want) })
+		t.Run(c.name, func(t *testing.T) { crashLoop(t, dir, c.pars, want, "") })
 	}
+}
+
+// TestCrashRecoveryDisk: the same kills with the dedup ids on the disk
+// backend — also during a checkpoint's flush of the stores (point
+// flushed), during the upload of their tables (uploading) and between
+// the upload and the manifest (uploaded) — and restarts at 1, 2 and 4
+// tasks end with the outputs of the memory backend's uninterrupted run;
+// a missing table of the newest checkpoint makes it unusable, naming the
+// file, and the previous one is restored.
+func TestCrashRecoveryDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs tidemark dozens of times")
+	}
+	dir := t.TempDir()
+	writeEvents(t, filepath.Join(dir, "events.jsonl"), 3000, 7)
+	plain := newJob(t, dir, "plain", false)
+	runToEnd(t, plain)
+	want := plain.outputs(t)
+	crashLoop(t, dir, []int{1, 2, 4}, want, "state: {backend: disk, memory: 16MiB}")
 }
 
 // crashLoop kills and restarts a run of the job, each restart as one of
@@ -270,9 +297,12 @@ func TestCrashRecovery(t *testing.T) {
 // interleaving of different keys depends on the parallelism. With a single
 // parallelism the outputs must also equal, byte for byte, an uncrashed run
 // at that parallelism.
-func crashLoop(t *testing.T, dir string, pars []int, want map[string]string) {
+func crashLoop(t *testing.T, dir string, pars []int, want map[string]string, stateYAML string) {
 	name := strings.Trim(strings.ReplaceAll(fmt.Sprint(pars), " ", "-"), "[]")
-	ref := newJob(t, dir, "ref"+name, true)
+	if stateYAML != "" {
+		name += "-disk"
+	}
+	ref := newJobState(t, dir, "ref"+name, true, stateYAML)
 	took := runToEndAt(t, ref, pars[0])
 	refOut := ref.outputs(t)
 	compareCanonical(t, refOut, want)
@@ -282,11 +312,15 @@ func crashLoop(t *testing.T, dir string, pars []int, want map[string]string) {
 		refOut = want
 	}
 
-	crash := newJob(t, dir, "crash"+name, true)
+	crash := newJobState(t, dir, "crash"+name, true, stateYAML)
 	target := killTarget(12, 24)
 	r := rand.New(rand.NewPCG(42, uint64(len(pars))))
 	points := []string{"prepared", "written", "committed:revenue: sinks[0]", "committed:revenue: sinks[1]", "committed:revenue: sinks[2]",
 		"committed:conflicts.sink", "committed:quarantine.sink", "applied:ledger: sinks[0]", "committed:ledger: sinks[0]"}
+	// The disk backend's points: during the flush of a checkpoint's
+	// stores, during the upload of their tables, and between the upload
+	// and the manifest: the first named kills, one each.
+	diskPoints := []string{"flushed", "uploading", "uploaded"}
 	kills, runs := 0, 0
 	byPoint := map[string]int{}
 	byPar := map[int]int{}
@@ -310,6 +344,9 @@ func crashLoop(t *testing.T, dir string, pars []int, want map[string]string) {
 					next = latest[0] + 1
 				}
 				p := points[r.IntN(len(points))]
+				if stateYAML != "" && kills/3 < len(diskPoints) {
+					p = diskPoints[kills/3]
+				}
 				fault = fmt.Sprintf("%s:%d", p, next+int64(r.IntN(3)))
 				byPoint[p]++
 			}
@@ -365,6 +402,44 @@ func crashLoop(t *testing.T, dir string, pars []int, want map[string]string) {
 		t.Errorf("no fallback log line: %s", stderr)
 	}
 	compareCanonical(t, crash.outputs(t), want)
+	if stateYAML != "" {
+		missingTable(t, crash, pars[len(pars)-1], want)
+	}
+}
+
+// missingTable removes the table of the disk backend that only the newest
+// checkpoint holds (the newest file), reruns the job over the same
+// checkpoints and requires the fallback to the previous one, named in a
+// log line with the file.
+func missingTable(t *testing.T, j job, par int, want map[string]string) {
+	ents, err := os.ReadDir(j.ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newest string
+	var at time.Time
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), checkpoint.TablePrefix) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().After(at) {
+			newest, at = e.Name(), fi.ModTime()
+		}
+	}
+	if newest == "" {
+		t.Fatal("the disk backend left no table in the checkpoint directory")
+	}
+	if err := os.Remove(filepath.Join(j.ck, newest)); err != nil {
+		t.Fatal(err)
+	}
+	cmd, stderr := j.startAt(t, "", par)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("after removing %s: %v\n%s", newest, err, stderr)
+	}
+	if !strings.Contains(stderr.String(), "is unusable") || !strings.Contains(stderr.String(), newest) {
+		t.Errorf("no fallback log line naming %s: %s", newest, stderr)
+	}
+	compareCanonical(t, j.outputs(t), want)
 }
 
 // compareCanonical compares outputs up to the interleaving of different

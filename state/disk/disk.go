@@ -317,23 +317,26 @@ type Stats struct {
 	// CacheHits and CacheMisses count block cache lookups.
 	CacheHits, CacheMisses int64
 	// Flushes and Compactions count memtable flushes and compactions;
-	// FlushTime and CompactionTime their durations in ms (FlushTime: time
-	// spent writing flushed files).
 	Flushes, Compactions int64
-	Files                int64
+	// FlushTime and CompactionTime are the time spent flushing and
+	// compacting.
+	FlushTime, CompactionTime time.Duration
+	Files                     int64
 }
 
 // Stats returns the store's stats.
 func (s *Store) Stats() Stats {
 	m := s.db.Metrics()
 	st := Stats{
-		DiskBytes:     int64(m.DiskSpaceUsage()),
-		MemTableBytes: int64(m.MemTable.Size),
-		CacheBytes:    m.BlockCache.Size,
-		CacheHits:     m.BlockCache.Hits,
-		CacheMisses:   m.BlockCache.Misses,
-		Flushes:       m.Flush.Count,
-		Compactions:   m.Compact.Count,
+		DiskBytes:      int64(m.DiskSpaceUsage()),
+		MemTableBytes:  int64(m.MemTable.Size),
+		CacheBytes:     m.BlockCache.Size,
+		CacheHits:      m.BlockCache.Hits,
+		CacheMisses:    m.BlockCache.Misses,
+		Flushes:        m.Flush.Count,
+		Compactions:    m.Compact.Count,
+		FlushTime:      m.Flush.WriteThroughput.WorkDuration,
+		CompactionTime: m.Compact.Duration,
 	}
 	for i := range m.Levels {
 		st.Files += m.Levels[i].TablesCount

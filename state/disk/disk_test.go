@@ -221,3 +221,39 @@ func TestDiskFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestReadFault: EIO reading a table makes a lookup fail with an error
+// naming the store and the lookup.
+func TestReadFault(t *testing.T) {
+	mem := vfs.NewMem()
+	s := openMem(t, mem, "st")
+	b := s.NewBatch()
+	for i := range 1000 {
+		b.Set(key(3, i), []byte("v"))
+	}
+	if err := s.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var on atomic.Bool
+	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if on.Load() && op.Kind == errorfs.OpFileReadAt && strings.HasSuffix(op.Path, ".sst") {
+			return syscall.EIO
+		}
+		return nil
+	}))
+	r, err := Open(Options{Dir: "st", FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on.Store(true)
+	err = r.Lookup([][]byte{key(3, 5)}, func(int, []byte) {})
+	if err == nil || !strings.HasPrefix(err.Error(), "state store st: lookup: ") || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("lookup with EIO on the table: %v", err)
+	}
+	on.Store(false)
+	r.Close()
+}
