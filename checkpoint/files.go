@@ -159,6 +159,15 @@ func (s DirStore) StatFile(name string) (int64, error) {
 
 // Files lists the table objects of the directory.
 func (s DirStore) Files() ([]string, error) {
+	return s.names(func(n string) bool { return strings.HasPrefix(n, TablePrefix) })
+}
+
+// RemoveFile deletes a table object.
+func (s DirStore) RemoveFile(name string) error { return s.RemoveSegment(name) }
+
+// names lists the directory's entries that keep accepts, sorted (none for
+// a missing directory).
+func (s DirStore) names(keep func(name string) bool) ([]string, error) {
 	ents, err := os.ReadDir(s.Dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -168,19 +177,10 @@ func (s DirStore) Files() ([]string, error) {
 	}
 	var out []string
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), TablePrefix) {
+		if keep(e.Name()) {
 			out = append(out, e.Name())
 		}
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// RemoveFile deletes a table object.
-func (s DirStore) RemoveFile(name string) error {
-	err := os.Remove(filepath.Join(s.Dir, name))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return err
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -121,21 +120,7 @@ func (s DirStore) ReadSegment(name string, off, n int64) ([]byte, error) {
 
 // Segments lists the segment files of the directory.
 func (s DirStore) Segments() ([]string, error) {
-	ents, err := os.ReadDir(s.Dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range ents {
-		if _, ok := SegmentID(e.Name()); ok {
-			out = append(out, e.Name())
-		}
-	}
-	slices.Sort(out)
-	return out, nil
+	return s.names(func(n string) bool { _, ok := SegmentID(n); return ok })
 }
 
 // RemoveSegment deletes a segment file.

@@ -85,6 +85,17 @@ func diskPipeline(in, out, ck string) *spec.Pipeline {
 	return p
 }
 
+// sameOutputs fails t where the outputs in dir differ from want.
+func sameOutputs(t *testing.T, want map[string]string, dir, than string) {
+	t.Helper()
+	got := canonDir(t, dir)
+	for _, f := range slices.Sorted(maps.Keys(want)) {
+		if got[f] != want[f] {
+			t.Errorf("%s differs from %s", f, than)
+		}
+	}
+}
+
 // TestDiskBackendEqualsMemory: the dedup ids on the disk backend — a hot
 // tier small enough that generations turn every few hundred records and
 // most lookups of earlier ids go to the store, with sweeps deleting
@@ -104,12 +115,7 @@ func TestDiskBackendEqualsMemory(t *testing.T) {
 		t.Run(fmt.Sprint(par), func(t *testing.T) {
 			out := filepath.Join(dir, fmt.Sprint("disk", par))
 			sum := diskRun(t, diskPipeline(in, out, ""), par, 1, 0, nil)
-			got := canonDir(t, out)
-			for _, f := range slices.Sorted(maps.Keys(want)) {
-				if got[f] != want[f] {
-					t.Errorf("%s differs from the memory backend's", f)
-				}
-			}
+			sameOutputs(t, want, out, "the memory backend's")
 			if sum.Duplicates != ref.Duplicates || sum.Conflicts != ref.Conflicts {
 				t.Errorf("%d duplicates, %d conflicts; the memory backend counted %d, %d", sum.Duplicates, sum.Conflicts, ref.Duplicates, ref.Conflicts)
 			}
@@ -162,12 +168,7 @@ func TestDiskRestoreChains(t *testing.T) {
 	if restored != 4 {
 		t.Fatalf("%d restores, want 4", restored)
 	}
-	got := canonDir(t, out)
-	for _, f := range slices.Sorted(maps.Keys(want)) {
-		if got[f] != want[f] {
-			t.Errorf("%s differs from the uninterrupted run's", f)
-		}
-	}
+	sameOutputs(t, want, out, "the uninterrupted run's")
 }
 
 // TestDiskFaults: ENOSPC writing a store's table and EIO syncing one stop
@@ -240,12 +241,7 @@ func TestDiskFaults(t *testing.T) {
 			if sum.Checkpoints.Restored != ids[0] {
 				t.Fatalf("restored checkpoint %d, the newest was %d", sum.Checkpoints.Restored, ids[0])
 			}
-			got := canonDir(t, out)
-			for _, f := range slices.Sorted(maps.Keys(want)) {
-				if got[f] != want[f] {
-					t.Errorf("%s differs from the uninterrupted run's", f)
-				}
-			}
+			sameOutputs(t, want, out, "the uninterrupted run's")
 		})
 	}
 }
