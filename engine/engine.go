@@ -263,6 +263,8 @@ type runtime struct {
 	tracker *watermark.Tracker
 	rules   routerRules // timestamp rules, partition registration (router.go)
 	etField row.Field
+	// ptField is source.processing_time_field's field (Index −1 without).
+	ptField row.Field
 	now     int64 // processing time, ms (monotone)
 	wm      int64 // pipeline watermark last handed to the tasks
 	parts   int   // partitions registered with the tracker

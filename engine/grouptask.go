@@ -136,6 +136,7 @@ func newSrcTask(p *plan.Plan, g *task.Graph, opts Options, index int, name strin
 		return nil, fmt.Errorf("event-time field %q missing from the source schema", p.EventTimeField)
 	}
 	rt.etField = f
+	rt.ptField = processingField(p)
 	rt.present = make([]bool, p.SourceSchema.Len())
 	rt.absent = len(rt.present)
 	if r := p.Spec.Reference; r != nil {

@@ -28,6 +28,7 @@ func (rt *runtime) open(ctx context.Context) error {
 		return fmt.Errorf("event-time field %q missing from the source schema", p.EventTimeField)
 	}
 	rt.etField = f
+	rt.ptField = processingField(p)
 	rt.present = make([]bool, p.SourceSchema.Len())
 	rt.absent = len(rt.present)
 	rt.initKeyWatch()

@@ -279,6 +279,11 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64, known int) erro
 		snd.QuarantineSource(step, m, m.Err.Reason, m.Err.Field, m.Err.Rule)
 		return nil
 	}
+	if f := rt.ptField; f.Index >= 0 {
+		// source.processing_time_field: the record's processing time.
+		r.I[f.Slot] = recNow
+		r.SetValid(f.Index)
+	}
 	if rt.ref != nil {
 		rt.ref.fill(r, r.I[rt.etField.Slot], !r.IsNull(rt.etField.Index))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/format/confluent"
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/source/file"
 	"github.com/tidemark/tidemark/source/kafka"
@@ -28,6 +29,12 @@ func (rt *runtime) openSource() (source.Source, error) {
 			if fd, ok := p.SourceSchema.Lookup(f.Name); ok {
 				fields.Derived = append(fields.Derived, fd.Index)
 			}
+		}
+	}
+	if f := sp.ProcessingTimeField; f != "" {
+		// The runner's to fill: the record's processing time.
+		if fd, ok := p.SourceSchema.Lookup(f); ok {
+			fields.Derived = append(fields.Derived, fd.Index)
 		}
 	}
 	switch sp.Type {
@@ -139,4 +146,15 @@ func schemaRegistry(r *spec.SchemaRegistry) (*confluent.Registry, error) {
 		}
 	}
 	return confluent.NewRegistry(confluent.RegistryConfig{URLs: urls, Username: r.Username, Password: r.Password, TimeoutMs: r.Timeout.Ms()})
+}
+
+// processingField returns source.processing_time_field's field, Index −1
+// without one.
+func processingField(p *plan.Plan) row.Field {
+	if n := p.Spec.Source.ProcessingTimeField; n != "" {
+		if f, ok := p.SourceSchema.Lookup(n); ok {
+			return f
+		}
+	}
+	return row.Field{Index: -1}
 }

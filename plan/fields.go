@@ -109,6 +109,7 @@ func SourceFields(p *spec.Pipeline, c *contract.Contract) *FieldList {
 	if p.EventTime.From == "kafka_timestamp" {
 		add(p.EventTime.Field)
 	}
+	add(src.ProcessingTimeField)
 	return l
 }
 

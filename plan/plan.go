@@ -101,14 +101,18 @@ type Stage struct {
 	// downstream stage uses an upstream window_end, Flink's
 	// window.maxTimestamp()).
 	EventTimeShift int64
-	Filter         *expr.Expr // nil: keep all
-	Derived        []Derived
-	Key            []row.Field
-	Operator       operator.Config
-	Desc           changelog.Desc
-	Loc            *time.Location // zone for rendering times
-	Late           spec.Late
-	Sinks          []spec.Sink
+	// OwnTime marks a stage reading the source whose event time is a
+	// field of its own (stages[].event_time: processing time), not the
+	// source's: its records are windowed by that field's value.
+	OwnTime  bool
+	Filter   *expr.Expr // nil: keep all
+	Derived  []Derived
+	Key      []row.Field
+	Operator operator.Config
+	Desc     changelog.Desc
+	Loc      *time.Location // zone for rendering times
+	Late     spec.Late
+	Sinks    []spec.Sink
 	// Retracting is true when the input may carry retractions.
 	Retracting bool
 	// Contributions, when set, records the events behind the rows.
@@ -148,7 +152,7 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 	need := newFieldSet()
 	need.add(p.EventTime.Field)
 	need.add(p.EventTime.IngestTimeField)
-	for _, f := range []string{p.Source.PartitionField, p.Source.ArrivalTimeField} {
+	for _, f := range []string{p.Source.PartitionField, p.Source.ArrivalTimeField, p.Source.ProcessingTimeField} {
 		need.add(f)
 	}
 	if o := p.Source.Ordinal; o != nil {
@@ -332,6 +336,9 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 			continue
 		}
 		s, err := compileStage(st, parsed[i], in, inSchema, etName, shift, retracting, undeclared)
+		if err == nil && in == -1 && etName != p.EventTime.Field {
+			s.OwnTime = true
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", st.Name, err))
 			pl.Stages = append(pl.Stages, nil) // pl.Stages[i] stays stage i's
@@ -385,6 +392,13 @@ func sourceSchema(p *spec.Pipeline, names []string, c *contract.Contract) (*row.
 	}
 	for _, n := range names {
 		k := row.KindString
+		if n != "" && n == p.Source.ProcessingTimeField {
+			// Filled by the runner: each record's processing time.
+			if _, err := s.Add(n, row.KindTime); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		if t, ok := refKinds[n]; ok {
 			// A reference field: filled by the runner from the lookup file.
 			kk, err := row.ParseKind(t)

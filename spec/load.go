@@ -571,6 +571,9 @@ func validateLedger(key string, p *Pipeline, st *Stage, add func(key, format str
 }
 
 func validateSource(s *Source, add func(key, format string, args ...any)) {
+	if f := s.ProcessingTimeField; f != "" && (f == s.ArrivalTimeField || f == s.PartitionField || s.Ordinal != nil && f == s.Ordinal.Field) {
+		add("source.processing_time_field", "%q is another key's field: name a field of its own", f)
+	}
 	switch s.Type {
 	case "":
 		add("source.type", "required (file, kafka or nexmark)")

@@ -263,6 +263,14 @@ type Source struct {
 	// arrived; it drives the processing-time clock, so a replay of a capture
 	// is deterministic. YAML `arrival_time_field`. Default: the wall clock.
 	ArrivalTimeField string `yaml:"arrival_time_field"`
+	// ProcessingTimeField names a timestamp field the runner fills with
+	// each record's processing time — its arrival time when the source
+	// records one (the Nexmark generator's delivery time, a replay,
+	// arrival_time_field), else the clock when the record is read — for a
+	// stage that windows on processing time (its event_time.field; SQL's
+	// PROCTIME()). The field is not in the records, and the name must be
+	// no field of theirs. YAML `processing_time_field`. Default: none.
+	ProcessingTimeField string `yaml:"processing_time_field"`
 	// Ordinal adds an int field numbering records within consecutive runs
 	// of the same value of another field (e.g. the line within an invoice).
 	// YAML `ordinal`. Optional.
@@ -787,8 +795,9 @@ type Sink struct {
 	// outermost first: "day" or "hour" of the window's start (a select
 	// stage: the event time; parquet: in the stage's timezone, directories
 	// window_day=2011-12-09; iceberg: Iceberg's day and hour transforms,
-	// in UTC), or a group-key column (its value); a parquet side output
-	// takes "kind" or "day". YAML `partition_by`. Default none.
+	// in UTC), or a group-key column (its value; a select stage's parquet
+	// sink: one of its columns); a parquet side output takes "kind" or
+	// "day". YAML `partition_by`. Default none.
 	PartitionBy []string `yaml:"partition_by"`
 	// Compression is the Parquet codec of a parquet or iceberg sink:
 	// "zstd", "snappy" or "none". YAML `compression`. Default zstd.

@@ -343,15 +343,25 @@ func (s *Sender) ToRoots(step uint64, tail []byte, now int64, r *row.Row, m *sou
 	o := origin{meta: m, stable: stable}
 	if roots := s.g.Roots; len(roots) == 1 && (len(s.g.JoinSides[0]) == 0 || weight <= 0) {
 		// One stage reads the source, no join: nothing to do after it.
-		s.toStage(roots[0], step, tail, now, r, &o, ts, weight, id)
+		s.toStage(roots[0], step, tail, now, r, &o, s.rootTime(roots[0], r, ts), weight, id)
 		return
 	}
 	for _, si := range s.g.Roots {
-		s.toStage(si, step, tail, now, r, &o, ts, weight, id)
+		s.toStage(si, step, tail, now, r, &o, s.rootTime(si, r, ts), weight, id)
 	}
 	if len(s.g.JoinSides[0]) > 0 && weight > 0 {
 		s.toJoins(0, step, tail, now, r, m, ts, stable)
 	}
+}
+
+// rootTime is the event time of source record r for root stage si: the
+// source's (ts), or the stage's own field's (plan.Stage.OwnTime; never
+// null: the runner fills it).
+func (s *Sender) rootTime(si int, r *row.Row, ts int64) int64 {
+	if st := s.g.Plan.Stages[si]; st.OwnTime && !r.IsNull(st.EventTime.Index) {
+		return r.I[st.EventTime.Slot]
+	}
+	return ts
 }
 
 // Invalid reports whether some root stage would quarantine r for an

@@ -26,13 +26,17 @@ type term struct {
 	hours bool   // hour rather than day
 	time  bool   // a term of the window's start (event_time for a select stage)
 	key   int    // index of the key column otherwise
+	// value is the index of a select stage's column (key −1), SQL's
+	// PARTITIONED BY (dt, hm) of a query without a group key.
+	value int
 }
 
 // newPartitioner compiles partition_by for rows of d: "day" and "hour"
 // are the window's start (a select stage: the event time) in the stage's
 // zone, directories window_day=2011-12-09 and window_hour=2011-12-09T10; a
 // name of a group-key column is that column, name=value. Errors: another
-// name, naming the accepted ones.
+// name, naming the accepted ones. A select stage (no key) takes its own
+// columns instead, by name.
 func newPartitioner(by []string, d changelog.Desc) (*partitioner, error) {
 	p := &partitioner{loc: time.UTC}
 	if d.Timezone != "" {
@@ -55,7 +59,24 @@ func newPartitioner(by []string, d changelog.Desc) (*partitioner, error) {
 					k = i
 				}
 			}
-			if k < 0 || d.Stateless {
+			if d.Stateless {
+				v := -1
+				for i, c := range d.Values {
+					if c.Name == b {
+						v = i
+					}
+				}
+				if v < 0 {
+					cols := make([]string, 0, len(d.Values))
+					for _, c := range d.Values {
+						cols = append(cols, c.Name)
+					}
+					return nil, fmt.Errorf("partition_by %q: want day, hour or a column of the select stage (%s)", b, strings.Join(cols, ", "))
+				}
+				p.terms = append(p.terms, term{name: b, key: -1, value: v})
+				continue
+			}
+			if k < 0 {
 				keys := make([]string, 0, len(d.Key))
 				for _, c := range d.Key {
 					keys = append(keys, c.Name)
@@ -87,6 +108,10 @@ func (p *partitioner) dir(r *changelog.Row) string {
 			} else {
 				b = tm.AppendFormat(b, "2006-01-02")
 			}
+			continue
+		}
+		if t.key < 0 {
+			b = appendPartValue(b, r.Values[t.value])
 			continue
 		}
 		b = appendPartValue(b, r.Key[t.key])
