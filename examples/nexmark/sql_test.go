@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	pq "github.com/parquet-go/parquet-go"
 	"github.com/tidemark/tidemark"
+
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/format"
@@ -76,6 +78,9 @@ type sqlRun struct {
 	seed         uint64
 	baseTime     string // RFC 3339, "" for the generator's
 	preamble     string // extra SETs
+	// with replaces text of the query file's WITH options (old, new
+	// pairs), beside blackhole's print.
+	with []string
 }
 
 // sqlScript builds the script of query q for run r.
@@ -96,6 +101,12 @@ func sqlScript(t testing.TB, q string, r sqlRun) string {
 	}
 	gen = strings.Replace(gen, "'connector' = 'nexmark',", extra, 1)
 	query := strings.ReplaceAll(read(q+".sql"), "'connector' = 'blackhole'", "'connector' = 'print'")
+	for i := 0; i+1 < len(r.with); i += 2 {
+		if !strings.Contains(query, r.with[i]) {
+			t.Fatalf("%s has no %q to substitute", q, r.with[i])
+		}
+		query = strings.ReplaceAll(query, r.with[i], r.with[i+1])
+	}
 	return sqlPreamble + r.preamble + gen + ";\n" + read("ddl_views.sql") + ";\n" + query
 }
 
@@ -278,7 +289,8 @@ func want(kv ...any) string {
 
 // ev is one generated event with every field.
 type ev struct {
-	typ, t int64
+	typ, t  int64
+	arrival int64 // the delivery time (processing time), ms
 	// person
 	pid                                     int64
 	pname, email, card, city, state, pextra string
@@ -322,7 +334,7 @@ func generateAll(t testing.TB, r sqlRun) []ev {
 			rw := &b.Rows[i]
 			str := func(n string) string { return strings.Clone(rw.Get(f(n)).S) }
 			num := func(n string) int64 { return rw.Get(f(n)).I }
-			e := ev{typ: num("event_type"), t: num("date_time")}
+			e := ev{typ: num("event_type"), t: num("date_time"), arrival: b.Meta[i].Arrival}
 			switch e.typ {
 			case nexmark.EventPerson:
 				e.pid, e.pname, e.email, e.card = num("person.id"), str("person.name"), str("person.email_address"), str("person.credit_card")
@@ -963,4 +975,129 @@ func TestSQLEqualsPipelineFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSQLQ10 writes q10's bids as Parquet files partitioned by the
+// PARTITIONED BY columns, directories dt=…/hm=… (its WITH options
+// substituted: the path a temporary directory, 'format' = 'parquet' for
+// 'csv'; Flink's rolling and partition-commit options are accepted: files
+// are published when the run ends, or at each checkpoint). Every bid is
+// read back from the files, under the directory of its own dt and hm.
+func TestSQLQ10(t *testing.T) {
+	for _, r := range sqlRuns {
+		t.Run(r.name, func(t *testing.T) {
+			dir := t.TempDir()
+			run := r.run
+			run.with = []string{"'file://${NEXMARK_DIR}/data/output/${SUBMIT_TIME}/bid/'", "'" + dir + "'", "'format' = 'csv'", "'format' = 'parquet'"}
+			p := sqlSpec(t, "q10", run)
+			pl, err := tidemark.Compile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := engine.Run(context.Background(), pl, engine.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+				if err != nil || d.IsDir() || !strings.HasSuffix(path, ".parquet") {
+					return err
+				}
+				rel, _ := filepath.Rel(dir, filepath.Dir(path))
+				for _, row := range readParquet(t, path) {
+					if want := "dt=" + row["dt"] + "/hm=" + strings.ReplaceAll(row["hm"], ":", "%3A"); rel != want {
+						t.Fatalf("%s holds a row of %s", rel, want)
+					}
+					got = append(got, want2("auction", row["auction"], "bidder", row["bidder"], "price", row["price"],
+						"dateTime", row["event_time"], "extra", strconv.Quote(row["extra"]), "dt", strconv.Quote(row["dt"]), "hm", strconv.Quote(row["hm"])))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w []string
+			for _, b := range of(generateAll(t, run), nexmark.EventBid) {
+				tm := time.UnixMilli(b.t).UTC()
+				w = append(w, want2("auction", strconv.FormatInt(b.auction, 10), "bidder", strconv.FormatInt(b.bidder, 10), "price", strconv.FormatInt(b.price, 10),
+					"dateTime", strconv.FormatInt(b.t, 10), "extra", strconv.Quote(b.bextra), "dt", strconv.Quote(tm.Format("2006-01-02")), "hm", strconv.Quote(tm.Format("15:04"))))
+			}
+			sameRows(t, "q10", got, w)
+		})
+	}
+}
+
+// want2 renders name=text pairs in name order.
+func want2(kv ...string) string {
+	var parts []string
+	for i := 0; i < len(kv); i += 2 {
+		parts = append(parts, kv[i]+"="+kv[i+1])
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ";")
+}
+
+// readParquet reads a Parquet file's rows as column name → text (ints as
+// decimal text, timestamps in ms, strings as they are).
+func readParquet(t *testing.T, path string) []map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := pq.OpenFile(strings.NewReader(string(b)), int64(len(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	cols := f.Schema().Columns()
+	var out []map[string]string
+	r := pq.NewReader(strings.NewReader(string(b)))
+	rows := make([]pq.Row, 64)
+	for {
+		n, err := r.ReadRows(rows)
+		for _, rw := range rows[:n] {
+			m := map[string]string{}
+			for _, v := range rw {
+				name := cols[v.Column()][0]
+				switch {
+				case v.IsNull():
+					m[name] = "null"
+				case v.Kind() == pq.ByteArray:
+					m[name] = string(v.ByteArray())
+				case name == "event_time":
+					m[name] = strconv.FormatInt(v.Int64()/1000, 10) // µs to ms
+				default:
+					m[name] = v.String()
+				}
+			}
+			out = append(out, m)
+		}
+		if err != nil {
+			break
+		}
+	}
+	return out
+}
+
+func TestSQLQ12(t *testing.T) {
+	checkSQL(t, "q12", func(evs []ev, _ sqlRun) []string {
+		// Bids per bidder per 10 s tumbling window of processing time
+		// (PROCTIME(): the generator's delivery time, each event's event
+		// time plus its delay).
+		counts := map[[2]int64]int64{}
+		delayed := 0
+		for _, b := range of(evs, nexmark.EventBid) {
+			if b.arrival != b.t {
+				delayed++
+			}
+			counts[[2]int64{b.bidder, b.arrival - b.arrival%10_000}]++
+		}
+		if delayed == 0 {
+			t.Fatal("no bid was delivered late: processing time would be event time")
+		}
+		var out []string
+		for k, n := range counts {
+			out = append(out, want("bidder", k[0], "bid_count", n, "starttime", k[1], "endtime", k[1]+10_000))
+		}
+		return out
+	})
 }

@@ -367,7 +367,12 @@ func (pl *planner) aggregate(sel *parser.Select, in *rel) (*rel, error) {
 // default, the source's event time or the upstream's window_end − 1 ms).
 func (pl *planner) stageEventTime(tv val, in *rel, at parser.Pos) (*spec.EventTime, error) {
 	if tv.proctime {
-		return nil, pl.errAt(at, "windows on PROCTIME() need a source whose processing time is recorded")
+		// Windows on processing time: the stage's own time, the field the
+		// runner fills.
+		if in.prod.kind != prodSource {
+			return nil, pl.errAt(at, "windows on PROCTIME() read the pipeline's source")
+		}
+		return &spec.EventTime{Field: procField, Format: "rfc3339"}, nil
 	}
 	switch in.prod.kind {
 	case prodSource:

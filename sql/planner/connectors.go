@@ -48,10 +48,12 @@ var SourceOptions = map[string][]string{
 
 // SinkOptions: see SourceOptions.
 var SinkOptions = map[string][]string{
-	"blackhole":    {},
-	"print":        {"print-identifier", "standard-error"},
-	"stdout":       {},
-	"filesystem":   {"path", "format", "connector.path", "format.type"},
+	"blackhole": {},
+	"print":     {"print-identifier", "standard-error"},
+	"stdout":    {},
+	"filesystem": {"path", "format", "connector.path", "format.type", "parquet.compression", "sink.rolling-policy.file-size",
+		"sink.rolling-policy.rollover-interval", "sink.rolling-policy.check-interval", "sink.partition-commit.trigger",
+		"sink.partition-commit.delay", "sink.partition-commit.policy.kind", "partition.time-extractor.timestamp-pattern"},
 	"jsonl":        {"path"},
 	"sqlite":       {"path", "table-name"},
 	"jdbc":         {"url", "table-name", "username", "password", "driver"},
@@ -211,6 +213,9 @@ func (pl *planner) sourceOf(t *table) (spec.Source, spec.EventTime, error) {
 	default:
 		return src, et, pl.errAt(t.connAt, "connector '%s' is a sink; a table read in FROM needs a source connector (nexmark, filesystem, kafka)", t.connector)
 	}
+	if len(t.def.PartitionBy) > 0 {
+		return src, et, pl.errAt(t.def.PartitionBy[0].At, "PARTITIONED BY on a table read in FROM is not supported: tidemark reads the files its 'path' names (a glob reads a partitioned directory)")
+	}
 	// The columns' types: the non-string ones (a field not declared is a
 	// string) but the event time (always a timestamp); the nexmark
 	// generator's are fixed.
@@ -312,14 +317,39 @@ func (pl *planner) sinkOf(t *table) (*spec.Sink, error) {
 		s.Type = "jsonl"
 		p, ok := o.first("path", "connector.path")
 		if !ok {
-			return nil, pl.errAt(t.connAt, "a %s sink needs 'path' (the JSON-lines file)", t.connector)
+			return nil, pl.errAt(t.connAt, "a %s sink needs 'path' (the JSON-lines file, or Parquet's directory)", t.connector)
 		}
 		s.Path = stripScheme(p.Value)
-		if strings.HasSuffix(s.Path, "/") {
-			return nil, pl.errAt(p.ValueAt, "'path' is a directory: tidemark's file sink writes one JSON-lines file (give its name: %sresults.jsonl)", s.Path)
+		f, hasFormat := o.first("format", "format.type")
+		switch {
+		case hasFormat && f.Value == "parquet":
+			// Parquet files in a directory, published at checkpoints and at
+			// the end (Flink's FileSink): the rolling and commit options
+			// of Flink's have no other effect.
+			s.Type = "parquet"
+			s.Path = strings.TrimSuffix(s.Path, "/")
+			for _, pc := range t.def.PartitionBy {
+				s.PartitionBy = append(s.PartitionBy, pc.Name)
+			}
+			if c, ok := o.get("parquet.compression"); ok {
+				s.Compression = strings.ToLower(c.Value)
+			}
+			if fs, ok := o.get("sink.rolling-policy.file-size"); ok {
+				n, err := byteSize(fs.Value)
+				if err != nil {
+					return nil, pl.errAt(fs.ValueAt, "'sink.rolling-policy.file-size': %v", err)
+				}
+				s.RollBytes = n
+			}
+			o.accept("sink.rolling-policy.rollover-interval", "sink.rolling-policy.check-interval", "sink.partition-commit.trigger",
+				"sink.partition-commit.delay", "sink.partition-commit.policy.kind", "partition.time-extractor.timestamp-pattern")
+		case hasFormat && f.Value != "json":
+			return nil, pl.errAt(f.ValueAt, "format '%s': a filesystem sink writes JSON lines ('format' = 'json') or Parquet ('format' = 'parquet')", f.Value)
+		case strings.HasSuffix(s.Path, "/"):
+			return nil, pl.errAt(p.ValueAt, "'path' is a directory: a JSON-lines sink writes one file (give its name: %sresults.jsonl), a Parquet sink a directory ('format' = 'parquet')", s.Path)
 		}
-		if f, ok := o.first("format", "format.type"); ok && f.Value != "json" {
-			return nil, pl.errAt(f.ValueAt, "format '%s': a filesystem sink writes JSON lines ('format' = 'json')", f.Value)
+		if len(t.def.PartitionBy) > 0 && s.Type != "parquet" {
+			return nil, pl.errAt(t.def.PartitionBy[0].At, "PARTITIONED BY needs a partitioned file sink: 'format' = 'parquet' (directories col=value)")
 		}
 	case "sqlite":
 		s.Type = "sqlite"
@@ -391,6 +421,9 @@ func (pl *planner) sinkOf(t *table) (*spec.Sink, error) {
 	default:
 		return nil, pl.errAt(t.connAt, "connector '%s' is a source; INSERT INTO needs a sink connector (blackhole, print, filesystem, sqlite, jdbc, kafka, upsert-kafka)", t.connector)
 	}
+	if len(t.def.PartitionBy) > 0 && (s == nil || s.Type != "parquet") {
+		return nil, pl.errAt(t.def.PartitionBy[0].At, "PARTITIONED BY needs a partitioned file sink: 'connector' = 'filesystem', 'format' = 'parquet' (directories col=value)")
+	}
 	opts := o.prefixed("tidemark.")
 	if s == nil && len(opts) > 0 {
 		return nil, pl.errAt(opts[0].KeyAt, "a blackhole sink writes nothing: it has no 'tidemark.' keys")
@@ -405,6 +438,26 @@ func (pl *planner) sinkOf(t *table) (*spec.Sink, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// byteSize reads a size in bytes: 128MB, 64 mb, 1048576.
+func byteSize(v string) (int64, error) {
+	s := strings.ToUpper(strings.ReplaceAll(strings.TrimSpace(v), " ", ""))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = rest, u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a size (128MB, 1048576)", v)
+	}
+	return n * mult, nil
 }
 
 // postgresDSN makes a pgx connection string from 'url' (jdbc:postgresql://

@@ -27,7 +27,6 @@
 package planner
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,6 +78,8 @@ type planner struct {
 	insertNum int
 	// viewStack guards against a view that reads itself.
 	viewStack []string
+	// procTime says a query calls PROCTIME() (the source fills procField).
+	procTime bool
 	// curAggAlias names the aggregates of the aggregation being planned
 	// by their SELECT aliases (by signature).
 	curAggAlias map[string]string
@@ -257,6 +258,9 @@ func (pl *planner) pipeline() (*spec.Pipeline, error) {
 		return nil, pl.errAt(pl.source.def.At, "table %s has no WATERMARK: tidemark runs on event time (WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)", pl.source.name)
 	}
 	p.Source, p.EventTime = src, et
+	if pl.procTime {
+		p.Source.ProcessingTimeField = procField
+	}
 	for _, t := range pl.inputs {
 		s, e, err := pl.sourceOf(t)
 		if err != nil {
@@ -297,16 +301,13 @@ func (pl *planner) pipeline() (*spec.Pipeline, error) {
 		}
 		stages[i] = st
 	}
-	if len(stages) == 1 && pl.stages[0].input == nil && stages[0].Join == nil {
+	if len(stages) == 1 && pl.stages[0].input == nil && stages[0].Join == nil && stages[0].EventTime == nil {
 		// One stage reading the source: the top-level form, as a
 		// single-stage pipeline file writes it.
 		s := stages[0]
 		p.Filter, p.Fields, p.Key, p.Window = s.Filter, s.Fields, s.Key, s.Window
 		p.AllowedLateness, p.Aggregates, p.Emit, p.Late = s.AllowedLateness, s.Aggregates, s.Emit, s.Late
 		p.Select, p.Sinks, p.Contributions = s.Select, s.Sinks, s.Contributions
-		if s.EventTime != nil {
-			return nil, errors.New("planner: a top-level stage with its own event time")
-		}
 	} else {
 		p.Stages = stages
 	}

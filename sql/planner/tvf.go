@@ -151,7 +151,18 @@ func (pl *planner) tableFunc(tf *parser.TableFunc, ctes scopeCTE) (*rel, error) 
 	return out, nil
 }
 
-// proctime is PROCTIME(): a processing-time attribute.
+// procField is the source field the runner fills with each record's
+// processing time when a query calls PROCTIME()
+// (source.processing_time_field).
+const procField = "__proctime"
+
+// proctime is PROCTIME(): the record's processing time, a field the runner
+// fills (its arrival time when the source records one — the Nexmark
+// generator's delivery time — else the clock), on the pipeline's source.
 func (pl *planner) proctime(e *parser.FuncCall, cx *ectx) (val, error) {
-	return val{}, pl.errAt(e.At, "PROCTIME() is not supported yet")
+	if cx.rel == nil || cx.rel.prod == nil || cx.rel.prod.kind != prodSource {
+		return val{}, pl.errAt(e.At, "PROCTIME() is the processing time of the pipeline's source's records: call it in a query (or view) reading that table")
+	}
+	pl.procTime = true
+	return val{text: procField, field: procField, t: typ{row.KindTime, "TIMESTAMP_LTZ(3)"}, proctime: true}, nil
 }
