@@ -149,6 +149,17 @@ type Options struct {
 	// inject faults with pebble's errorfs). Default: the operating
 	// system's.
 	StateFS vfs.FS
+	// SetMemoryLimit lets a run on the disk backend set the process's Go
+	// memory limit (GOMEMLIMIT, debug.SetMemoryLimit) to its budget plus
+	// the overhead (disk.Budget.MemoryLimit; a lower limit already set is
+	// kept) for the run's duration, restoring the previous limit at the
+	// end: without cgo pebble's block cache and memtables are on the Go
+	// heap, and the limit keeps the heap within state.memory
+	// (docs/state.md, "Memory"). A process-wide setting, so a library
+	// caller asks for it: the CLI's run, bench and backfill do. Default
+	// false: the limit is the caller's (disk.Split(state.memory,
+	// tasks).MemoryLimit() gives the value).
+	SetMemoryLimit bool
 }
 
 // TimeRange is an interval of event time, [From, To) in ms since the epoch.

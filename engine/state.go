@@ -124,7 +124,7 @@ func (rt *runtime) openDiskState() error {
 		}
 	}
 	ds.cache = pebble.NewCache(ds.budget.Cache)
-	if lim := ds.budget.MemoryLimit(); lim != debug.SetMemoryLimit(-1) {
+	if lim := ds.budget.MemoryLimit(); rt.opts.SetMemoryLimit && lim != debug.SetMemoryLimit(-1) {
 		ds.memLimit = debug.SetMemoryLimit(lim)
 	}
 	rt.disk = ds

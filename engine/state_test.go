@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/spec"
+	"github.com/tidemark/tidemark/state/disk"
 )
 
 // diskRun runs p on the disk backend at parallelism par with a hot tier
@@ -243,5 +245,41 @@ func TestDiskFaults(t *testing.T) {
 			}
 			sameOutputs(t, want, out, "the uninterrupted run's")
 		})
+	}
+}
+
+// TestDiskMemoryLimitOnlyWhenAsked: a run on the disk backend leaves the
+// process's Go memory limit alone unless Options.SetMemoryLimit asks;
+// then the limit is the budget plus the overhead during the run and the
+// previous one after it.
+func TestDiskMemoryLimitOnlyWhenAsked(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	diskInput(t, in, 300)
+	before := debug.SetMemoryLimit(-1)
+	for _, set := range []bool{false, true} {
+		p := diskPipeline(in, filepath.Join(dir, fmt.Sprint("out", set)), "")
+		p.State = spec.State{Backend: "disk", Memory: 64 << 20}
+		p.Defaults()
+		pl, err := plan.Compile(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var during atomic.Int64
+		opts := engine.Options{Parallelism: 2, BatchSize: 50, SetMemoryLimit: set, ProgressEvery: 100,
+			Progress: func(engine.Progress) { during.Store(debug.SetMemoryLimit(-1)) }}
+		if _, err := engine.Run(context.Background(), pl, opts); err != nil {
+			t.Fatal(err)
+		}
+		want := before
+		if set {
+			want = min(before, 64<<20+disk.Overhead(64<<20))
+		}
+		if got := during.Load(); got != want {
+			t.Errorf("SetMemoryLimit %v: the limit during the run is %d, want %d", set, got, want)
+		}
+		if after := debug.SetMemoryLimit(-1); after != before {
+			t.Errorf("SetMemoryLimit %v: the limit after the run is %d, want the previous %d", set, after, before)
+		}
 	}
 }

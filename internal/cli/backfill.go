@@ -79,7 +79,7 @@ usage or configuration error.`,
 					return &exitError{code: 2, err: fmt.Errorf("--from %s: %w", from, err)}
 				}
 			}
-			opts := engine.Options{Stdout: stdout, Range: &engine.TimeRange{From: t1.UnixMilli(), To: t2.UnixMilli()},
+			opts := engine.Options{Stdout: stdout, SetMemoryLimit: true, Range: &engine.TimeRange{From: t1.UnixMilli(), To: t2.UnixMilli()},
 				Lineage: true, ReplayID: version + "@" + time.Now().UTC().Format(time.RFC3339),
 				Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "tidemark: "+format+"\n", args...) }}
 			sum, err := engine.Run(cmd.Context(), pl, opts)

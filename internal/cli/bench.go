@@ -749,10 +749,11 @@ func (h *liveHeap) sample() {
 // with the blackhole sinks, the live heap sampled every 100,000 events.
 func benchOptions(reg *engine.Registry, stderr io.Writer, h *liveHeap) engine.Options {
 	return engine.Options{
-		Registry:      reg,
-		Stdout:        io.Discard,
-		ProgressEvery: 100_000,
-		Progress:      func(engine.Progress) { h.sample() },
+		Registry:       reg,
+		Stdout:         io.Discard,
+		SetMemoryLimit: true,
+		ProgressEvery:  100_000,
+		Progress:       func(engine.Progress) { h.sample() },
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(stderr, "tidemark: "+format+"\n", args...)
 		},

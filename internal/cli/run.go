@@ -74,7 +74,7 @@ configuration error (nothing was read or written).`,
 			if instanceID != "" && (p.Source.Type != "kafka" || p.Source.Assignment != "group") {
 				return &engine.ConfigError{Err: fmt.Errorf("--instance-id %s: only for a pipeline whose source has assignment: group", instanceID)}
 			}
-			opts := engine.Options{Stdout: stdout, BatchSize: batchSize, Parallelism: parallelism, InstanceID: instanceID, Lineage: true, Logf: func(format string, args ...any) {
+			opts := engine.Options{Stdout: stdout, SetMemoryLimit: true, BatchSize: batchSize, Parallelism: parallelism, InstanceID: instanceID, Lineage: true, Logf: func(format string, args ...any) {
 				fmt.Fprintf(stderr, "tidemark: "+format+"\n", args...)
 			}}
 			ev := slo.New(p.SLO)

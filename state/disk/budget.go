@@ -57,9 +57,10 @@ func Overhead(total int64) int64 { return total*15/100 + 64<<20 }
 // MemoryLimit returns the Go memory limit (GOMEMLIMIT) a run with this
 // budget should have: Total + Overhead, unless a lower limit is already
 // set (GOMEMLIMIT in the environment, or debug.SetMemoryLimit), which is
-// kept. The runner sets it with debug.SetMemoryLimit so that the garbage
-// collector keeps the heap — pebble's cache and memtables among it —
-// within the budget.
+// kept. The limit keeps the heap — pebble's cache and memtables among
+// it — within the budget; it is a setting of the whole process, so the
+// runner sets it (debug.SetMemoryLimit) only when its caller asks
+// (engine.Options.SetMemoryLimit: the CLI does).
 func (b Budget) MemoryLimit() int64 {
 	want := b.Total + Overhead(b.Total)
 	if cur := debug.SetMemoryLimit(-1); cur < want && cur != math.MaxInt64 {
