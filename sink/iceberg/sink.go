@@ -985,7 +985,7 @@ func (r *Results) Recover(ctx context.Context, id int64, b []byte) error {
 	r.dropStaged()
 	if id == 0 {
 		r.job = uuid.NewString()
-		r.fresh = true
+		r.fresh, r.ckNext = true, 1
 		return nil
 	}
 	p, err := decodePrepared(r.name, filepath.Join(r.dir, "data"), b)
