@@ -21,7 +21,7 @@ func newBackfillCmd(stdout, stderr io.Writer) *cobra.Command {
 	var from, to, version string
 	var quiet bool
 	cmd := &cobra.Command{
-		Use:   "backfill PIPELINE.yaml --from T1 --to T2 --result-version v2",
+		Use:   "backfill PIPELINE.yaml|JOB.sql --from T1 --to T2 --result-version v2",
 		Short: "Recompute a pipeline's results over an event-time range into a new result version",
 		Long: `Recompute a pipeline's results over an event-time range into a new result
 version, beside the live pipeline.

@@ -72,7 +72,7 @@ const defaultArticleEvents = 2_000_000
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
-		Use:   "bench QUERY|article|PIPELINE.yaml",
+		Use:   "bench QUERY|article|PIPELINE.yaml|JOB.sql",
 		Short: "Measure a pipeline's throughput, CPU time per event, memory and allocations (Nexmark queries built in)",
 		Long: `Measure a pipeline's throughput, CPU time per event, memory and allocations.
 
@@ -85,7 +85,7 @@ count_distinct, sum and count, emit update) over --events order events
 temporary file before the runs (JSON lines of ~240 bytes, with
 redeliveries, conflicting copies and late events; the file is read, and
 decoded, inside each measured run); an argument ending in .yaml or .yml
-is a pipeline file. The pipeline runs --repeat times in this process, every
+is a pipeline file, one ending in .sql a SQL script (docs/sql.md). The pipeline runs --repeat times in this process, every
 sink (results, late, quarantine, conflicts) replaced by a discarding
 "blackhole" sink (one is added to a last stage without sinks); checkpoints
 are turned off. The source's events are generated or read inside the
@@ -378,7 +378,7 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 			break
 		}
 		p, err = article.Load(dir, eventsFile)
-	case strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml"):
+	case strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".sql"):
 		p, err = tidemark.Load(arg)
 	default:
 		var path string

@@ -19,7 +19,7 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 	var reportFormat, contractPath, previous string
 	var connect bool
 	cmd := &cobra.Command{
-		Use:   "check PIPELINE.yaml",
+		Use:   "check PIPELINE.yaml|JOB.sql",
 		Short: "Check a pipeline against the pre-deploy checklist (time, duplicates, state, sinks)",
 		Long: `Check a pipeline against the pre-deploy checklist (time, duplicates, state, sinks).
 

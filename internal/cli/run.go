@@ -36,7 +36,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var failOnSLO bool
 	var stateBackend, memory string
 	cmd := &cobra.Command{
-		Use:   "run PIPELINE.yaml",
+		Use:   "run PIPELINE.yaml|JOB.sql",
 		Short: "Run a pipeline until its bounded input is exhausted (or until interrupted)",
 		Long: `Run a pipeline until its bounded input is exhausted (or until interrupted).
 

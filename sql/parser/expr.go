@@ -309,11 +309,17 @@ func (p *parser) primary() Expr {
 			ta.Name = p.name("a table name")
 		}
 		if p.acceptKw("PARTITION", "BY") {
-			for {
-				ta.PartitionBy = append(ta.PartitionBy, p.concat())
-				if !p.acceptOp(",") {
-					break
+			// One column, or several in parentheses: PARTITION BY (a, b).
+			if p.acceptOp("(") {
+				for {
+					ta.PartitionBy = append(ta.PartitionBy, p.concat())
+					if !p.acceptOp(",") {
+						break
+					}
 				}
+				p.expectOp(")", "after the PARTITION BY columns")
+			} else {
+				ta.PartitionBy = append(ta.PartitionBy, p.concat())
 			}
 		}
 		return ta

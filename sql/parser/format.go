@@ -210,7 +210,7 @@ func (f *formatter) stmt(s Stmt) {
 		}
 		f.w("END")
 	case *Unsupported:
-		f.w(s.Keyword, " …")
+		f.w(s.Keyword)
 	}
 }
 
@@ -679,13 +679,14 @@ func (f *formatter) expr(e Expr) {
 			f.name(e.Name)
 		}
 		if len(e.PartitionBy) > 0 {
-			f.w(" PARTITION BY ")
+			f.w(" PARTITION BY (")
 			for i, x := range e.PartitionBy {
 				if i > 0 {
 					f.w(", ")
 				}
 				f.expr(x)
 			}
+			f.w(")")
 		}
 	case *Descriptor:
 		f.w("DESCRIPTOR")

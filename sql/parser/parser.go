@@ -313,10 +313,28 @@ func (p *parser) stmt() Stmt {
 		p.failAt(t.Pos, "a query alone has nowhere to go: write INSERT INTO <table> %s … (tidemark runs INSERT statements; CREATE TABLE declares the table)", strings.ToUpper(t.Text))
 	case "DROP", "ALTER", "USE", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "LOAD", "UNLOAD", "ADD", "REMOVE", "TRUNCATE", "DELETE", "UPDATE", "ANALYZE", "CALL":
 		p.next()
+		p.skipStatement()
 		return &Unsupported{At: t.Pos, Keyword: strings.ToUpper(t.Text)}
 	}
 	p.failAt(t.Pos, "expected a statement (CREATE TABLE, CREATE VIEW, SET, INSERT INTO), found %s", t.describe())
 	return nil
+}
+
+// skipStatement skips the tokens up to the next ; outside parentheses
+// (the rest of a statement the planner refuses by its keyword).
+func (p *parser) skipStatement() {
+	for depth := 0; ; {
+		x := p.peek()
+		if x.Kind == TokEOF || depth == 0 && isOpTok(x, ";") {
+			return
+		}
+		if isOpTok(x, "(") {
+			depth++
+		} else if isOpTok(x, ")") && depth > 0 {
+			depth--
+		}
+		p.next()
+	}
 }
 
 // statementSet reads insert; … END after BEGIN.
@@ -415,6 +433,7 @@ func (p *parser) create() Stmt {
 		return f
 	case isKw(t, "CATALOG"), isKw(t, "DATABASE"):
 		p.next()
+		p.skipStatement()
 		return &Unsupported{At: at, Keyword: "CREATE " + strings.ToUpper(t.Text)}
 	}
 	p.failAt(t.Pos, "expected TABLE, VIEW or FUNCTION after CREATE, found %s", t.describe())

@@ -151,6 +151,14 @@ func (pl *planner) aggregate(sel *parser.Select, in *rel) (*rel, error) {
 		win, timeV, winAt = &w, in.win.time, in.win.at
 		g.windowed = true
 	}
+	// outName names item i: its alias; for the INSERT's own SELECT the
+	// sink's column (its name in the table written); else its own name.
+	outName := func(it *parser.SelectItem, i int) string {
+		if it.Alias == nil && pl.ins != nil && pl.ins.top == sel && i < len(pl.ins.names) {
+			return pl.ins.names[i]
+		}
+		return outputName(it, i)
+	}
 	// The group keys.
 	aliasOf := map[string]string{} // key text → the select alias naming it
 	for i, it := range sel.Items {
@@ -160,7 +168,7 @@ func (pl *planner) aggregate(sel *parser.Select, in *rel) (*rel, error) {
 		v, err := pl.expr(it.Expr, &ectx{rel: in, allowWindow: true})
 		if err == nil && v.win == "" {
 			if _, ok := aliasOf[v.text]; !ok {
-				aliasOf[v.text] = outputName(it, i)
+				aliasOf[v.text] = outName(it, i)
 			}
 		}
 	}
@@ -262,7 +270,7 @@ func (pl *planner) aggregate(sel *parser.Select, in *rel) (*rel, error) {
 				return nil, err
 			}
 			if _, ok := aggAlias[sig]; !ok {
-				aggAlias[sig] = outputName(it, i)
+				aggAlias[sig] = outName(it, i)
 			}
 		}
 	}
@@ -295,7 +303,7 @@ func (pl *planner) aggregate(sel *parser.Select, in *rel) (*rel, error) {
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, item{outputName(it, i), v, it.At})
+		items = append(items, item{outName(it, i), v, it.At})
 	}
 	if len(in.filter) > 0 {
 		st.Filter = filterText(in.filter)

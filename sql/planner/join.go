@@ -374,11 +374,9 @@ func (pl *planner) join(j *parser.JoinExpr, where []parser.Expr, ctes scopeCTE) 
 			}
 			want := c.name
 			if count[c.name] > 1 || used[want] || !fieldNameOK(want) {
-				q := c.qual
-				if q == "" {
-					q = names[i]
-				}
-				want = q + "_" + c.name
+				// The side's letter, not the query's alias: renaming an
+				// alias leaves the plan as it is.
+				want = names[i] + "_" + c.name
 			}
 			name := uniqueName(used, want)
 			js.Select = append(js.Select, spec.NamedExpr{Name: name, Expr: names[i] + "." + c.v.field})

@@ -248,6 +248,10 @@ func yamlFieldType(t reflect.Type, parts []string) reflect.Type {
 // whose key the message names, else the first).
 func (pl *planner) overlayErr(opts []*parser.Option, strip string, err error) error {
 	msg := err.Error()
+	// The decoder's first line, without its [line:column] of the YAML the
+	// options were written into.
+	msg, _, _ = strings.Cut(msg, "\n")
+	msg = strings.TrimSpace(regexp.MustCompile(`^\[\d+:\d+\]\s*`).ReplaceAllString(strings.TrimSpace(msg), ""))
 	at := opts[0]
 	for _, o := range opts {
 		last := o.Key[strings.LastIndex(o.Key, ".")+1:]

@@ -92,7 +92,11 @@ type udf struct {
 
 // insertCtx is the INSERT being planned.
 type insertCtx struct {
-	sink  *table
+	sink *table
+	// top is the INSERT's own SELECT, whose columns without an alias take
+	// the sink's column names (names), as the INSERT writes them.
+	top   *parser.Select
+	names []string
 	sets  map[string]*parser.Option
 	count int // stages made for it
 	at    parser.Pos

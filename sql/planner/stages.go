@@ -245,23 +245,42 @@ func (pl *planner) insert(ins *parser.Insert) error {
 	if so, ok := ins.Query.(*parser.SetOp); ok && so.Op == "UNION" && so.All {
 		return pl.errAt(so.At, "UNION ALL into one sink is not supported yet: write one INSERT per branch into sinks of their own")
 	}
+	if sel, ok := ins.Query.(*parser.Select); ok {
+		pl.ins.top = sel
+		for _, c := range cols {
+			pl.ins.names = append(pl.ins.names, c.name)
+		}
+	}
 	r, err := pl.query(ins.Query, nil)
 	if err != nil {
 		return err
 	}
 	vis := r.visible("")
+	// at is where column i of the query is written (its SELECT item when
+	// it has one of its own), for messages.
+	at := func(i int) parser.Pos {
+		if sel, ok := ins.Query.(*parser.Select); ok && len(sel.Items) == len(vis) {
+			for _, it := range sel.Items {
+				if it.Star {
+					return ins.Query.Position()
+				}
+			}
+			return sel.Items[i].At
+		}
+		return ins.Query.Position()
+	}
 	if len(vis) != len(cols) {
 		return pl.errAt(ins.Query.Position(), "the query gives %d columns and %s takes %d (%s): INSERT matches them by position", len(vis), name, len(cols), strings.Join(physNamesOf(cols), ", "))
 	}
 	for i, c := range vis {
 		if c.fields != nil {
-			return pl.errAt(ins.Query.Position(), "column %d (%s) is a ROW: select its fields", i+1, c.name)
+			return pl.errAt(at(i), "column %d (%s) is a ROW: select its fields", i+1, c.name)
 		}
 		if c.v.win != "" {
-			return pl.errAt(ins.Query.Position(), "column %d (%s) of a window table function needs an aggregation (GROUP BY window_start, window_end)", i+1, c.name)
+			return pl.errAt(at(i), "column %d (%s) of a window table function needs an aggregation (GROUP BY window_start, window_end)", i+1, c.name)
 		}
 		if err := pl.assignable(c.v.t, cols[i].t); err != nil {
-			return pl.errAt(ins.Query.Position(), "column %d (%s, %s) does not fit %s.%s (%s): %v", i+1, c.name, c.v.t, name, cols[i].name, cols[i].t, err)
+			return pl.errAt(at(i), "column %d (%s, %s) does not fit %s.%s (%s): %v", i+1, c.name, c.v.t, name, cols[i].name, cols[i].t, err)
 		}
 	}
 	sd, err := pl.materialize(r, vis, cols)
@@ -304,16 +323,26 @@ func (pl *planner) materialize(r *rel, vis []*col, cols []*physCol) (*stageDef, 
 	if r.prod.kind == prodInput {
 		return nil, pl.errAt(r.at, "table %s is an input beside the source: it can only be joined", r.prod.name)
 	}
-	if r.prod.kind == prodStage && len(r.filter) == 0 {
+	if r.prod.kind == prodStage && len(r.filter) == 0 && r.prod.stage.kind == stageAgg {
+		// The aggregation's own rows, when the sink's columns are its
+		// columns by name: its window and key columns (written whether
+		// selected or not: they name the row) and every aggregate.
 		sd := r.prod.stage
 		same := true
+		selected := map[string]bool{}
 		for i, c := range vis {
 			if c.v.field == "" || c.v.field != cols[i].name || c.v.t.kind != cols[i].t.kind && !(c.v.t.kind == row.KindNull) {
 				same = false
 				break
 			}
+			selected[c.v.field] = true
 		}
-		if same && (sd.kind != stageSelect || len(vis) == len(sd.st.Select)) {
+		for _, a := range sd.st.Aggregates {
+			if !selected[a.Name] && !strings.HasPrefix(a.Name, "__rows") {
+				same = false
+			}
+		}
+		if same {
 			return sd, nil
 		}
 	}
