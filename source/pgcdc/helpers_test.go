@@ -1,0 +1,235 @@
+package pgcdc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/internal/pgtest"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
+)
+
+// testSlotPrefix starts the name of every slot and publication a test of
+// this package makes; TestMain drops (and reports) any left behind.
+const testSlotPrefix = "tmtest_pgcdc_"
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if dsn := os.Getenv("TIDEMARK_TEST_POSTGRES"); dsn != "" || code == 0 {
+		if left := dropLeftovers(dsn); left != "" {
+			fmt.Fprintf(os.Stderr, "replication slots or publications left by the tests (dropped now): %s\n", left)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// dropLeftovers drops the slots and publications of this package's tests
+// that still exist and names them.
+func dropLeftovers(dsn string) string {
+	if dsn == "" {
+		dsn = pgtest.DefaultDSN
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return ""
+	}
+	defer conn.Close(ctx)
+	var left []string
+	rows, err := conn.Query(ctx, `SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE $1 || '%'`, testSlotPrefix)
+	if err == nil {
+		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+		for _, n := range names {
+			conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, n)
+			left = append(left, "slot "+n)
+		}
+	}
+	rows, err = conn.Query(ctx, `SELECT pubname FROM pg_publication WHERE pubname LIKE $1 || '%'`, testSlotPrefix)
+	if err == nil {
+		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+		for _, n := range names {
+			conn.Exec(ctx, `DROP PUBLICATION `+quoteIdent(n))
+			left = append(left, "publication "+n)
+		}
+	}
+	return strings.Join(left, ", ")
+}
+
+// fixture is a test's own schema, table, publication and slot, dropped
+// when the test ends (the slot first: a leaked slot pins the server's
+// WAL for everyone).
+type fixture struct {
+	t                 *testing.T
+	dsn, schema       string
+	table             string // schema.table
+	pub, slot         string
+	conn              *pgx.Conn
+}
+
+// newFixture creates the schema and runs ddl in it (its search_path),
+// then a publication for table (in the schema).
+func newFixture(t *testing.T, table string, ddl ...string) *fixture {
+	t.Helper()
+	dsn, schema := pgtest.Schema(t)
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	id := hex.EncodeToString(rnd[:])
+	f := &fixture{t: t, dsn: dsn, schema: schema, table: schema + "." + table,
+		pub: testSlotPrefix + "pub_" + id, slot: testSlotPrefix + id}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.conn = conn
+	t.Cleanup(func() {
+		// Registered after pgtest.Schema's: runs before the schema drop.
+		dropSlot(t, dsn, f.slot)
+		f.exec(`DROP PUBLICATION IF EXISTS ` + quoteIdent(f.pub))
+		conn.Close(ctx)
+	})
+	f.exec(`SET search_path TO ` + quoteIdent(schema))
+	for _, q := range ddl {
+		f.exec(q)
+	}
+	f.exec(`CREATE PUBLICATION ` + quoteIdent(f.pub) + ` FOR TABLE ` + quoteTable(schema, table))
+	return f
+}
+
+// dropSlot drops a slot if it exists, waiting for its reader to go.
+func dropSlot(t testing.TB, dsn, slot string) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Errorf("dropping slot %s: %v", slot, err)
+		return
+	}
+	defer conn.Close(ctx)
+	for range 100 {
+		var active *bool
+		err := conn.QueryRow(ctx, `SELECT active FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&active)
+		if err == pgx.ErrNoRows {
+			return
+		}
+		if err == nil && active != nil && !*active {
+			if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slot); err == nil {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("slot %s could not be dropped", slot)
+}
+
+func (f *fixture) exec(qs ...string) {
+	f.t.Helper()
+	for _, q := range qs {
+		if _, err := f.conn.Exec(context.Background(), q); err != nil {
+			f.t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// tx runs statements in one transaction.
+func (f *fixture) tx(qs ...string) {
+	f.t.Helper()
+	f.exec(append(append([]string{"BEGIN"}, qs...), "COMMIT")...)
+}
+
+// schemaOf builds a schema of "name:kind" fields.
+func schemaOf(t testing.TB, fields ...string) *row.Schema {
+	s := row.NewSchema()
+	for _, fk := range fields {
+		n, k, _ := strings.Cut(fk, ":")
+		kind, err := row.ParseKind(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Add(n, kind); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// config returns a source config for the fixture.
+func (f *fixture) config(sc *row.Schema) Config {
+	return Config{DSN: f.dsn, Table: f.table, Publication: f.pub, Slot: f.slot, Fields: format.Fields{Schema: sc},
+		PollTimeoutMs: 200, StatusIntervalMs: 200, Logf: f.t.Logf}
+}
+
+// render writes a record as "op key field=value ... [err]" (change fields
+// other than __op and __key left out).
+func render(sc *row.Schema, r *row.Row, m *source.Meta) string {
+	var b strings.Builder
+	get := func(n string) string {
+		f, ok := sc.Lookup(n)
+		if !ok || r.IsNull(f.Index) {
+			return "null"
+		}
+		return r.Get(f).String()
+	}
+	b.WriteString(get(source.FieldOp) + " " + get(source.FieldKey))
+	for _, f := range sc.Fields {
+		if source.IsChangeField(f.Name) {
+			continue
+		}
+		b.WriteString(" " + f.Name + "=" + get(f.Name))
+	}
+	if f, ok := sc.Lookup(source.FieldUnchanged); ok && !r.IsNull(f.Index) && r.S[f.Slot] != "" {
+		b.WriteString(" unchanged=")
+		for _, g := range sc.Fields {
+			if source.Unchanged(r.S[f.Slot], g.Index) {
+				b.WriteString(g.Name + ",")
+			}
+		}
+	}
+	if m.Err != nil {
+		b.WriteString(" [" + m.Err.Rule + ": " + m.Err.Error() + "]")
+	}
+	return b.String()
+}
+
+// read calls Next until n records came (or the deadline), and renders
+// them.
+func read(t *testing.T, s *Source, n int, sc *row.Schema) ([]string, []source.Meta) {
+	t.Helper()
+	var out []string
+	var metas []source.Meta
+	deadline := time.Now().Add(20 * time.Second)
+	var b source.Batch
+	for len(out) < n && time.Now().Before(deadline) {
+		b.Reset()
+		if err := s.Next(context.Background(), &b, 100); err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		for i := range b.Meta {
+			out = append(out, render(sc, &b.Rows[i], &b.Meta[i]))
+			m := b.Meta[i]
+			m.Raw = append([]byte(nil), m.Raw...)
+			metas = append(metas, m)
+		}
+	}
+	if len(out) != n {
+		t.Fatalf("read %d records, want %d:\n%s", len(out), n, strings.Join(out, "\n"))
+	}
+	return out, metas
+}
+
+func check(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
