@@ -70,11 +70,11 @@ func dropLeftovers(dsn string) string {
 // when the test ends (the slot first: a leaked slot pins the server's
 // WAL for everyone).
 type fixture struct {
-	t                 *testing.T
-	dsn, schema       string
-	table             string // schema.table
-	pub, slot         string
-	conn              *pgx.Conn
+	t           *testing.T
+	dsn, schema string
+	table       string // schema.table
+	pub, slot   string
+	conn        *pgx.Conn
 }
 
 // newFixture creates the schema and runs ddl in it (its search_path),

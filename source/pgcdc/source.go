@@ -42,46 +42,46 @@ type Stats struct {
 // Close are called from one goroutine; Acknowledge, AtBoundary, Stats and
 // EventJSON from any.
 type Source struct {
-	cfg          Config
-	schemaName   string
-	tableName    string
-	qualified    string // "schema.table"
-	parts        []string
-	ti           *tableInfo
-	convs        map[string]*fieldConv // by column: the schema's column fields
-	keyConvs     []*fieldConv          // per key column, its field's conv (nil when the key column is not a field)
-	meta         metaSlots
-	ctx          context.Context
-	cancel       context.CancelFunc
-	conn         *pgx.Conn      // catalog, snapshot, heartbeat
-	repl         *pgconn.PgConn // replication
-	opened       bool
-	closed       bool
-	seek         *position // set by Seek before the first Next
-	phase        int
-	snap         *snapshot
-	consistent   uint64 // the slot's consistent point (snapshot rows' commit LSN)
-	snapTime     int64  // ms: the snapshot rows' commit time
-	streaming    bool
-	dec          Decoder
-	relID        uint32
-	rel          *relState
-	baseTypes    map[uint32]uint32
-	inTxn        bool
-	txn          Begin
-	received     uint64 // everything up to here is delivered; Position's LSN
-	acked        atomic.Uint64
-	sentWrite    uint64
-	sentFlush    uint64
-	nextStatus   time.Time
-	nextBeat     time.Time
-	boundary     atomic.Bool
-	keyText      [][]byte
-	keyBuf       []byte
-	rawBuf       []byte
-	unch         []byte
-	mu           sync.Mutex
-	stats        Stats
+	cfg        Config
+	schemaName string
+	tableName  string
+	qualified  string // "schema.table"
+	parts      []string
+	ti         *tableInfo
+	convs      map[string]*fieldConv // by column: the schema's column fields
+	keyConvs   []*fieldConv          // per key column, its field's conv (nil when the key column is not a field)
+	meta       metaSlots
+	ctx        context.Context
+	cancel     context.CancelFunc
+	conn       *pgx.Conn      // catalog, snapshot, heartbeat
+	repl       *pgconn.PgConn // replication
+	opened     bool
+	closed     bool
+	seek       *position // set by Seek before the first Next
+	phase      int
+	snap       *snapshot
+	consistent uint64 // the slot's consistent point (snapshot rows' commit LSN)
+	snapTime   int64  // ms: the snapshot rows' commit time
+	streaming  bool
+	dec        Decoder
+	relID      uint32
+	rel        *relState
+	baseTypes  map[uint32]uint32
+	inTxn      bool
+	txn        Begin
+	received   uint64 // everything up to here is delivered; Position's LSN
+	acked      atomic.Uint64
+	sentWrite  uint64
+	sentFlush  uint64
+	nextStatus time.Time
+	nextBeat   time.Time
+	boundary   atomic.Bool
+	keyText    [][]byte
+	keyBuf     []byte
+	rawBuf     []byte
+	unch       []byte
+	mu         sync.Mutex
+	stats      Stats
 }
 
 // Phases of a source.

@@ -402,4 +402,3 @@ func (s *Source) emit(b *source.Batch, op string, lsn uint64, t, old *Tuple, key
 	s.stats.Changes++
 	s.mu.Unlock()
 }
-
