@@ -43,7 +43,8 @@ import (
 // the values, so they are read only by pipelines without count_distinct.
 // Version 7 adds the inputs of a pipeline with several (engine/inputs.go).
 // Version 8 adds the disk backend's stores (engine/state.go).
-const payloadVersion = 8
+// Version 9 adds, last, the count of a change stream\'s deletes.
+const payloadVersion = 9
 
 // committer is one sink taking part in checkpoints.
 type committer struct {
@@ -336,6 +337,11 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 		}
 		rt.fault("committed:"+s.id, id)
 	}
+	if a, ok := rt.src.(source.Acknowledger); ok && len(rt.ins) == 0 {
+		// The source may release what this checkpoint holds (a slot
+		// confirms its position): its sinks have committed.
+		a.Acknowledge(ro.state.position)
+	}
 	ck.retained[id] = refs
 	if err := rt.prune(); err != nil {
 		rt.logf("checkpoint %d: pruning old checkpoints: %v", id, err)
@@ -429,6 +435,9 @@ func (rt *runtime) prune() error {
 //	        by node and key group; a key group's full section first, then
 //	        its deltas in the order they were written
 //	sinks:  Uint(#committers) (String(id) Bytes8(prepared))…
+//	inputs (version 7): engine/inputs.go's encodeInputs
+//	stores (version 8): engine/state.go's encodeStores
+//	deletes (version 9): Int(a change stream's deletes)
 
 // encodeManifest writes the manifest and returns the segments it
 // references.
@@ -540,6 +549,7 @@ func (rt *runtime) encodeManifest(e *state.Encoder, rs *routerState, g task.Glob
 			segs = append(segs, t.obj)
 		}
 	}
+	e.Int(rt.cnt.Deletes)
 	return segs
 }
 
@@ -564,7 +574,7 @@ type manifest struct {
 // checkpoint.ErrCorrupt for damage (a payload that does not parse).
 func (rt *runtime) decodeManifest(payload []byte) (*manifest, error) {
 	d := state.NewDecoder(payload)
-	version := d.Section("manifest", 4, 5, 6, payloadVersion)
+	version := d.Section("manifest", 4, 5, 6, 7, 8, payloadVersion)
 	m := &manifest{version: version, cnt: task.NewCounters(len(rt.plan.Stages)), prepared: map[string][]byte{}}
 	m.keyGroups = int(d.Len(1<<16, 0))
 	m.tasks = int(d.Len(1<<16, 0))
@@ -670,6 +680,9 @@ func (rt *runtime) decodeManifest(payload []byte) (*manifest, error) {
 				m.segs = append(m.segs, t.obj)
 			}
 		}
+	}
+	if version >= 9 {
+		c.Deletes = d.Int()
 	}
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %v", checkpoint.ErrCorrupt, err)

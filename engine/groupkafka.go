@@ -1295,7 +1295,7 @@ func (gr *groupRun) summary() *Summary {
 	c := gr.total
 	s := &Summary{Pipeline: gr.plan.Spec.Name, Parallelism: 1, EventsRead: gr.read, Redeliveries: gr.redeliver,
 		Partitions: len(gr.inputs), Quarantined: c.Quarantined, Duplicates: c.Duplicates, Conflicts: c.Conflicts,
-		StaleVersions: c.StaleVersions, Superseded: c.Superseded, FirstViolation: c.First[0].Text, Group: &gr.sum,
+		StaleVersions: c.StaleVersions, Superseded: c.Superseded, Deletes: c.Deletes, FirstViolation: c.First[0].Text, Group: &gr.sum,
 		FinalWatermark: changelog.WatermarkNone}
 	var stageRules [][]RuleCount
 	s.Rules, stageRules = splitRules(c.ByRule, len(gr.plan.Stages))

@@ -127,7 +127,7 @@ func (gr *groupRun) live(ended bool) {
 	if len(lg.Keyed) > 0 {
 		l.Watermark = wm // the lowest watermark of the keyed nodes the instance holds
 	}
-	l.Quarantined, l.Duplicates, l.Conflicts, l.StaleVersions, l.Superseded = c.Quarantined, c.Duplicates, c.Conflicts, c.StaleVersions, c.Superseded
+	l.Quarantined, l.Duplicates, l.Conflicts, l.StaleVersions, l.Superseded, l.Deletes = c.Quarantined, c.Duplicates, c.Conflicts, c.StaleVersions, c.Superseded, c.Deletes
 	for si, st := range gr.plan.Stages {
 		l.Stages = append(l.Stages, LiveStage{Name: st.Name, Counters: c.Stages[si]})
 	}

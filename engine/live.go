@@ -37,6 +37,8 @@ type Live struct {
 
 	// Record fates before the stages (as in Summary).
 	EventsRead, Redeliveries, Quarantined, Duplicates, Conflicts, StaleVersions, Superseded int64
+	// Deletes counts a change stream's deletes.
+	Deletes int64
 
 	Stages      []LiveStage
 	Checkpoints LiveCheckpoints
@@ -183,6 +185,7 @@ func (rt *runtime) live(ended bool) *Live {
 		Conflicts:      c.Conflicts,
 		StaleVersions:  c.StaleVersions,
 		Superseded:     c.Superseded,
+		Deletes:        c.Deletes,
 		SinkCommits:    rt.commits,
 		Ledgers:        rt.ledgerSummaries(),
 		Partitions:     r.partitions,

@@ -390,7 +390,7 @@ func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, er
 				// what was read; with checkpoints it ends in a final one so
 				// that the next run resumes here.
 				b.Reset()
-				ro.flags = roundFlags{last: true, snapshot: rt.ck != nil, stats: true}
+				ro.flags = roundFlags{last: true, snapshot: rt.ck != nil && rt.atBoundary(), stats: true}
 				return true, rt.endRound(pl, ro)
 			}
 			return false, fmt.Errorf("source: %w", rerr)
@@ -404,7 +404,7 @@ func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, er
 			rt.advance(rt.tracker.End())
 			ro.flags = roundFlags{last: true, snapshot: rt.ck != nil, stats: true}
 		} else {
-			ro.flags.snapshot = rt.ck != nil && rt.due()
+			ro.flags.snapshot = rt.ck != nil && rt.atBoundary() && rt.due()
 			ro.flags.stats = rt.liveDue()
 		}
 		if err := rt.endRound(pl, ro); err != nil {
@@ -432,6 +432,16 @@ func (rt *runtime) splitter() source.Splitter {
 // decodeDepth is the most batches claimed ahead of the router: two per
 // decoder, so that each has the next batch while the router routes one.
 func (rt *runtime) decodeDepth() int { return 2 * rt.par }
+
+// atBoundary reports whether the source's records so far end at an
+// upstream transaction boundary (source.Transactional; always for other
+// sources): a checkpoint is taken only there, so that no sink commit holds
+// part of an upstream transaction. A stop inside a transaction ends
+// without a final checkpoint: the next run resumes from the one before.
+func (rt *runtime) atBoundary() bool {
+	t, ok := rt.src.(source.Transactional)
+	return !ok || t.AtBoundary()
+}
 
 // beginRound takes a round's buffers and points the router's sender at
 // fresh packets for every entry node of every task.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/task"
 )
 
@@ -23,6 +24,7 @@ func (rt *runtime) summary() *Summary {
 		Conflicts:      c.Conflicts,
 		StaleVersions:  c.StaleVersions,
 		Superseded:     c.Superseded,
+		Deletes:        c.Deletes,
 		FirstViolation: c.First[0].Text,
 		OutsideRange:   rt.outside,
 		ResumedEvents:  rt.resumedEvents,
@@ -50,9 +52,12 @@ func (rt *runtime) summary() *Summary {
 			Sections: ck.sections, Deltas: ck.deltas}
 	}
 	if rt.events > 0 {
+		change := rt.plan.Changes != nil
 		for i, seen := range rt.present {
-			if !seen {
-				s.AbsentFields = append(s.AbsentFields, rt.plan.SourceSchema.Fields[i].Name)
+			// A change stream's metadata fields are no misspelling
+			// (__unchanged is null in most changes).
+			if n := rt.plan.SourceSchema.Fields[i].Name; !seen && !(change && source.IsChangeField(n)) {
+				s.AbsentFields = append(s.AbsentFields, n)
 			}
 		}
 	}

@@ -295,6 +295,10 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64, known int) erro
 			}
 		}
 	}
+	if rt.plan.Changes != nil {
+		rt.change(r, m, now, recNow, step)
+		return nil
+	}
 	if r.IsNull(rt.etField.Index) {
 		snd.QuarantineSource(step, m, "event-time field "+rt.etField.Name+" is null or missing", rt.etField.Name, "event_time")
 		return nil
@@ -362,6 +366,53 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64, known int) erro
 		rt.advance(wm)
 	}
 	return nil
+}
+
+// change is record's path for a change stream (package source, "Change
+// streams"), after the decoding and the reference data. A delete carries
+// only its key: its event time may be null (its retraction goes to the
+// windows of the key's previous row, at that row's event time), and
+// neither the backfill range nor the timestamp rules judge it. The
+// contract's rules run in the order_by step (task/order.go), once the
+// values an update left unchanged are filled in from the key's previous
+// row. A record with an event time moves the watermark.
+func (rt *runtime) change(r *row.Row, m *source.Meta, now, recNow int64, step uint64) {
+	p := rt.plan
+	snd := rt.rsnd
+	if o := p.OrderBy; r.IsNull(o.Key.Index) || r.IsNull(o.Version.Index) {
+		snd.QuarantineSource(step, m, "the change has no key or version (__key, __lsn)", o.Key.Name, "key")
+		return
+	}
+	op := p.Changes.Op
+	del := !r.IsNull(op.Index) && r.S[op.Slot] == source.OpDelete
+	hasTS := !r.IsNull(rt.etField.Index)
+	var ts int64
+	switch {
+	case hasTS:
+		ts = r.I[rt.etField.Slot]
+	case !del:
+		snd.QuarantineSource(step, m, "event-time field "+rt.etField.Name+" is null or missing", rt.etField.Name, "event_time")
+		return
+	}
+	if !del {
+		if rg := rt.opts.Range; rg != nil && (ts < rg.From || ts >= rg.To) {
+			rt.outside++
+			return
+		}
+		if rt.rules.timeRules && !rt.timeOK(m, ts, recNow) {
+			if broken, _ := brokenTimeRule(&p.Time, &rt.rules, r, m, ts, recNow); broken != ruleNone {
+				rule, field, reason, _ := rt.checkTime(r, m, ts, recNow)
+				snd.QuarantineSource(step, m, reason, field, rule)
+				return
+			}
+		}
+	}
+	snd.ToOrder(step, now, r, m, ts, task.ID{})
+	if hasTS {
+		if wm := rt.tracker.Observe(m.Partition, ts, now); wm > rt.wm {
+			rt.advance(wm)
+		}
+	}
 }
 
 // addPartitions starts tracking the source's partitions seen so far (and

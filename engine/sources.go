@@ -18,7 +18,8 @@ import (
 	"github.com/tidemark/tidemark/spec"
 )
 
-// openSource opens the source the spec describes: file, kafka or nexmark.
+// openSource opens the source the spec describes: file, kafka,
+// postgres_cdc or nexmark.
 func (rt *runtime) openSource() (source.Source, error) {
 	p := rt.plan
 	sp := &p.Spec.Source
@@ -69,6 +70,8 @@ func (rt *runtime) openSource() (source.Source, error) {
 		return kafka.New(cfg)
 	case "nexmark":
 		return openNexmark(p, fields)
+	case "postgres_cdc":
+		return openCDC(p, fields, rt.logf)
 	}
 	cfg := file.Config{Spec: *sp, Fields: fields, EventTimeField: p.EventTimeField}
 	if sp.Format == "avro" {

@@ -68,6 +68,7 @@ type Summary struct {
 	Conflicts     int64 // deliveries of a known event id with a different payload (to the conflict output)
 	StaleVersions int64 // state events not newer than their entity's current version (ignored)
 	Superseded    int64 // versions replaced by a newer one (retracted from the stages)
+	Deletes       int64 // a change stream's deletes (each retracts its key's row, if any)
 	OutsideRange  int64 // records outside Options.Range (a backfill), skipped
 	// Reference reports the reference data (spec.Reference), nil without.
 	Reference      *ReferenceSummary
@@ -212,6 +213,9 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 	if s.StaleVersions+s.Superseded > 0 {
 		fmt.Fprintf(w, "  stale versions       %12d  (not newer than the entity's current version: ignored)\n", s.StaleVersions)
 		fmt.Fprintf(w, "  superseded versions  %12d  (retracted when a newer version arrived)\n", s.Superseded)
+	}
+	if s.Deletes > 0 {
+		fmt.Fprintf(w, "  deletes              %12d  (a change stream's deletes: the key's row retracted)\n", s.Deletes)
 	}
 	q, first := s.Quarantined, s.FirstViolation
 	for _, st := range s.Stages {

@@ -166,6 +166,7 @@ func (c *collector) descs() map[string]desc {
 			"confl":      newDesc("tidemark_conflicts_total", "Deliveries of a known event id with another payload (to the conflict output).", k, p),
 			"stale":      newDesc("tidemark_versions_out_of_order_total", "State events not newer than their entity's current version (ignored).", k, p),
 			"supers":     newDesc("tidemark_versions_superseded_total", "Versions replaced by a newer one (retracted from the stages).", k, p),
+			"deletes":    newDesc("tidemark_change_deletes_total", "A change stream's deletes (each retracts its key's row).", k, p),
 			"in":         newDesc("tidemark_stage_records_total", "Records that reached the stage.", k, p, "stage"),
 			"filtered":   newDesc("tidemark_records_filtered_total", "Valid records the stage's filter dropped.", k, p, "stage"),
 			"ontime":     newDesc("tidemark_records_on_time_total", "Records that entered windows that had not fired.", k, p, "stage"),
@@ -286,6 +287,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	m("confl", float64(l.Conflicts))
 	m("stale", float64(l.StaleVersions))
 	m("supers", float64(l.Superseded))
+	m("deletes", float64(l.Deletes))
 	for _, s := range l.Stages {
 		m("quar", float64(s.Quarantined), s.Name)
 		m("in", float64(s.In), s.Name)

@@ -8,6 +8,7 @@ import (
 	"github.com/tidemark/tidemark/contract"
 	"github.com/tidemark/tidemark/expr"
 	"github.com/tidemark/tidemark/internal/suggest"
+	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/source/nexmark"
 	"github.com/tidemark/tidemark/spec"
 )
@@ -110,6 +111,11 @@ func SourceFields(p *spec.Pipeline, c *contract.Contract) *FieldList {
 		add(p.EventTime.Field)
 	}
 	add(src.ProcessingTimeField)
+	if src.ChangeStream() {
+		for _, f := range source.ChangeFields {
+			add(f.Name)
+		}
+	}
 	return l
 }
 

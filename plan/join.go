@@ -406,7 +406,7 @@ func (pl *Plan) compileJoin(st spec.Stage) (*Stage, error) {
 			cj.Sides[sdi] = side
 			continue
 		}
-		if in == 0 && pl.Spec.OrderBy != nil {
+		if in == 0 && (pl.Spec.OrderBy != nil || pl.Spec.Source.ChangeStream()) {
 			add(sideKey[sdi]+".input", fmt.Errorf("the source with order_by is an upsert stream (a newer version retracts the older); a join reads insert-only inputs"))
 			continue
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/internal/suggest"
 	"github.com/tidemark/tidemark/operator"
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/source/nexmark"
 	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/window"
@@ -54,8 +55,14 @@ type Plan struct {
 	Time TimeRules
 	// Dedup is the deduplication plan (nil without dedup).
 	Dedup *Dedup
-	// OrderBy is the version-ordering plan (nil without order_by).
+	// OrderBy is the version-ordering plan (nil without order_by). A
+	// change stream has one of its own (key __key, version __lsn) and
+	// Changes.
 	OrderBy *OrderBy
+	// Changes is set for a change stream (spec.Source.ChangeStream): the
+	// order_by step also applies deletes and takes unchanged (TOAST)
+	// values from the key's previous row.
+	Changes *Changes
 	// Inputs are the compiled inputs[] (input numbers 1, 2, …; the
 	// source is input 0).
 	Inputs []*Input
@@ -86,6 +93,13 @@ type OrderBy struct {
 	Key     row.Field // the entity
 	Version row.Field // int
 	TTL     int64     // ms of event time; 0 keeps state for the run
+}
+
+// Changes are the fields of a change stream the order_by step reads
+// (package source, "Change streams").
+type Changes struct {
+	Op        row.Field // string: source.OpRead, OpCreate, OpUpdate, OpDelete
+	Unchanged row.Field // string: source.MarkUnchanged's bitmap
 }
 
 // Stage is one compiled windowed aggregation.
@@ -177,6 +191,11 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 	if o := p.OrderBy; o != nil {
 		need.add(o.Key)
 		need.add(o.Version)
+	}
+	if p.Source.ChangeStream() {
+		for _, n := range []string{source.FieldKey, source.FieldLSN, source.FieldOp, source.FieldUnchanged} {
+			need.add(n)
+		}
 	}
 	if r := p.Reference; r != nil {
 		need.add(r.Key)
@@ -272,9 +291,13 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 		// A stage reading the source retracts rows when order_by turns
 		// state events into an upsert stream (a newer version retracts the
 		// entity's previous row).
-		retracting := p.OrderBy != nil
+		retracting := p.OrderBy != nil || p.Source.ChangeStream()
 		retracts := "with order_by a newer version of an entity retracts its previous row"
 		fix := "read the source without order_by, or with a windowed stage"
+		if p.Source.ChangeStream() {
+			retracts = "a change stream's update or delete retracts the row's previous version"
+			fix = "read it with a windowed stage"
+		}
 		if in == -1 {
 			inSchema = src
 		} else {
@@ -411,6 +434,19 @@ func sourceSchema(p *spec.Pipeline, names []string, c *contract.Contract) (*row.
 			}
 			continue
 		}
+		if ck, ok := source.ChangeFieldKind(n); ok && p.Source.ChangeStream() {
+			// A change stream's metadata field (package source).
+			if t, ok := p.Source.Schema.Lookup(n); ok {
+				if kk, err := row.ParseKind(t); err != nil || kk != ck {
+					errs = append(errs, fmt.Errorf("source.schema.%s: declared %s, but the change stream's %s is %s; leave it out", n, t, n, ck))
+					continue
+				}
+			}
+			if _, err := s.Add(n, ck); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		if nexmarkKinds != nil {
 			// The generator's fixed schema (docs/nexmark.md).
 			kk, ok := nexmarkKinds[n]
@@ -487,6 +523,14 @@ func (pl *Plan) compileSourceSteps(dedupKey *expr.Parsed) error {
 			}
 			pl.Dedup = &Dedup{Key: k, TTL: d.TTL.Ms(), KeepPayloads: keep, Ignore: d.Ignore}
 		}
+	}
+	if p.Source.ChangeStream() {
+		kf, _ := src.Lookup(source.FieldKey)
+		vf, _ := src.Lookup(source.FieldLSN)
+		op, _ := src.Lookup(source.FieldOp)
+		un, _ := src.Lookup(source.FieldUnchanged)
+		pl.OrderBy = &OrderBy{Key: kf, Version: vf}
+		pl.Changes = &Changes{Op: op, Unchanged: un}
 	}
 	if o := p.OrderBy; o != nil {
 		kf, _ := src.Lookup(o.Key)

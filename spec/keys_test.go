@@ -82,7 +82,7 @@ func TestEnumValues(t *testing.T) {
 		{"window type of a stage", "name: p\nsource: {type: file, path: e.jsonl}\nevent_time: {field: ts}\nstages:\n  - name: a\n    window:\n      type: Session\n",
 			`x.yaml: [7:13] stages[0].window.type: unknown window type "Session" (want tumbling, sliding, session, cumulate or global; did you mean session?)`},
 		{"source type", pipe("source: {type: pulsar}"),
-			`x.yaml: [2:16] source.type: unknown source type "pulsar" (want file, kafka or nexmark)`},
+			`x.yaml: [2:16] source.type: unknown source type "pulsar" (want file, kafka, postgres_cdc or nexmark)`},
 		{"event_time format", pipe("event_time: {field: ts, format: epoch_sec}"),
 			`x.yaml: [3:33] event_time.format: unknown format "epoch_sec" (want rfc3339, epoch_ms, epoch_s or layout; did you mean epoch_s?)`},
 		{"event_time from", pipe("event_time: {field: ts, from: header}"),
@@ -125,7 +125,7 @@ func TestValidateEnumsGoOnly(t *testing.T) {
 	p.Emit.Mode = "upsert"
 	p.Late.Policy = "keep"
 	want := strings.Join([]string{
-		`source.type: unknown source type "pulsar" (want file, kafka or nexmark)`,
+		`source.type: unknown source type "pulsar" (want file, kafka, postgres_cdc or nexmark)`,
 		`event_time.format: unknown format "iso" (want rfc3339, epoch_ms, epoch_s or layout)`,
 		`window.type: unknown window type "hopping" (want tumbling, sliding, session, cumulate or global)`,
 		`emit.mode: unknown mode "upsert" (want final, update or retract)`,

@@ -162,6 +162,9 @@ func (p *Pipeline) Defaults() {
 			r.Partitions = 1
 		}
 	}
+	if src := &p.Source; src.Type == "postgres_cdc" {
+		cdcDefaults(src)
+	}
 	if src := &p.Source; src.Type == "kafka" {
 		if src.Format == "" || src.Format == "json" {
 			src.Format = "jsonl" // record values are JSON objects
@@ -335,6 +338,7 @@ func (p *Pipeline) Validate() error {
 	}
 	validateSource(&p.Source, add)
 	validateSchemaComplete(&p.Source, add)
+	validateChangeStream(p, add)
 	validateEventTime("event_time", &p.EventTime, add)
 	switch p.EventTime.From {
 	case "", "payload":
@@ -576,20 +580,23 @@ func validateSource(s *Source, add func(key, format string, args ...any)) {
 	}
 	switch s.Type {
 	case "":
-		add("source.type", "required (file, kafka or nexmark)")
+		add("source.type", "required (file, kafka, postgres_cdc or nexmark)")
 		return
 	case "file":
 	case "kafka":
 		validateKafkaSource(s, add)
 		return
+	case "postgres_cdc":
+		validateCDCSource(s, add)
+		return
 	case "nexmark":
 		validateNexmarkSource(s, add)
 		return
 	default:
-		add("source.type", "unknown source type %q (want file, kafka or nexmark)", s.Type)
+		add("source.type", "unknown source type %q (want file, kafka, postgres_cdc or nexmark)", s.Type)
 		return
 	}
-	notFor(s.Type, s, add, "kafka", "nexmark")
+	notFor(s.Type, s, add, "kafka", "postgres_cdc", "nexmark")
 	if s.Path == "" {
 		add("source.path", "required for a file source")
 	}
@@ -1107,11 +1114,16 @@ func notFor(typ string, s *Source, add func(key, format string, args ...any), ot
 		"kafka": setKeys(
 			"brokers", len(s.Brokers) > 0, "topics", len(s.Topics) > 0, "group", s.Group != "", "start", s.Start != "" && typ != "kafka",
 			"start_timestamp", s.StartTimestamp != "", "isolation", s.Isolation != "" && typ != "kafka",
-			"poll_timeout", s.PollTimeout != 0 && typ != "kafka", "discovery_interval", s.DiscoveryInterval != 0 && typ != "kafka",
+			"poll_timeout", s.PollTimeout != 0 && typ != "kafka" && typ != "postgres_cdc", "discovery_interval", s.DiscoveryInterval != 0 && typ != "kafka",
 			"stop_at_end", s.StopAtEnd, "client_id", s.ClientID != "", "schema_registry", s.SchemaRegistry != nil && !(typ == "file" && s.Format == "avro"),
 			"message", s.Message != "", "assignment", s.Assignment != "" && typ != "kafka",
 			"repartition_partitions", s.RepartitionPartitions != 0, "session_timeout", s.SessionTimeout != 0,
 			"transaction_timeout", s.TransactionTimeout != 0),
+		"postgres_cdc": setKeys(
+			"dsn", s.DSN != "", "table", s.Table != "", "publication", s.Publication != "", "slot", s.Slot != "",
+			"snapshot", s.Snapshot != "" && typ != "postgres_cdc", "key_columns", len(s.KeyColumns) > 0, "timezone", s.Timezone != "",
+			"status_interval", s.StatusInterval != 0 && typ != "postgres_cdc", "heartbeat_interval", s.HeartbeatInterval != 0,
+			"heartbeat_table", s.HeartbeatTable != ""),
 		"nexmark": setKeys(
 			"events", s.Events != 0, "rate", s.Rate != 0, "seed", s.Seed != 0, "base_time", s.BaseTime != "", "delay", s.Delay != nil),
 	}
@@ -1134,7 +1146,7 @@ func setKeys(pairs ...any) []string {
 }
 
 func validateKafkaSource(s *Source, add func(key, format string, args ...any)) {
-	notFor("kafka", s, add, "file", "nexmark")
+	notFor("kafka", s, add, "file", "postgres_cdc", "nexmark")
 	if len(s.Brokers) == 0 {
 		add("source.brokers", "required for a kafka source, e.g. [localhost:9092]")
 	}
@@ -1223,7 +1235,7 @@ func validateKafkaSource(s *Source, add func(key, format string, args ...any)) {
 }
 
 func validateNexmarkSource(s *Source, add func(key, format string, args ...any)) {
-	notFor("nexmark", s, add, "file", "kafka")
+	notFor("nexmark", s, add, "file", "kafka", "postgres_cdc")
 	if s.Events <= 0 {
 		add("source.events", "required and positive for a nexmark source: the number of events")
 	}

@@ -217,9 +217,11 @@ type Stage struct {
 
 // Source configures the record source.
 type Source struct {
-	// Type of source: "file", "kafka" (docs/connectors/kafka.md) or
-	// "nexmark" (a generator, docs/nexmark.md). YAML `type`. Required.
-	Type string `yaml:"type" enum:"source type|file,kafka,nexmark"`
+	// Type of source: "file", "kafka" (docs/connectors/kafka.md),
+	// "postgres_cdc" (a PostgreSQL table's changes through logical
+	// replication, docs/connectors/postgres-cdc.md) or "nexmark" (a
+	// generator, docs/nexmark.md). YAML `type`. Required.
+	Type string `yaml:"type" enum:"source type|file,kafka,postgres_cdc,nexmark"`
 	// About says what the data is and where it comes from; it is printed
 	// when the source's files are missing. YAML `about`. Optional.
 	About string `yaml:"about"`
@@ -353,6 +355,53 @@ type Source struct {
 	// name ("shop.v1.Order"); a record of another type is quarantined.
 	// YAML `message`. Default: any type (fields read by name).
 	Message string `yaml:"message"`
+
+	// PostgreSQL change data capture (type postgres_cdc;
+	// docs/connectors/postgres-cdc.md).
+
+	// DSN is the connection string (a URL or key=value pairs; "${VAR}"
+	// expanded) of a role with the REPLICATION attribute and SELECT on
+	// the table. YAML `dsn`. Required for postgres_cdc.
+	DSN string `yaml:"dsn"`
+	// Table is the table whose rows and changes are read, "schema.table"
+	// or "table" (schema public). YAML `table`. Required for postgres_cdc.
+	Table string `yaml:"table"`
+	// Publication names the publication holding Table (CREATE PUBLICATION
+	// … FOR TABLE …), which tidemark reads and never creates or alters.
+	// YAML `publication`. Required for postgres_cdc.
+	Publication string `yaml:"publication"`
+	// Slot names the logical replication slot. YAML `slot`. Default
+	// "tidemark_<name>" (the pipeline's name lowercased, other characters
+	// than a-z, 0-9 and _ as _), created by tidemark with the initial
+	// snapshot; without a checkpoint section the slot is temporary (it
+	// goes with the run's connection).
+	Slot string `yaml:"slot"`
+	// Snapshot is "initial" (read the table's rows first, in the snapshot
+	// the slot exports when tidemark creates it, then the changes after
+	// it) or "never" (only the changes after the slot's confirmed
+	// position). YAML `snapshot`. Default initial.
+	Snapshot string `yaml:"snapshot" enum:"source.snapshot|initial,never"`
+	// KeyColumns are the columns identifying a row. YAML `key_columns`.
+	// Default: the table's primary key.
+	KeyColumns []string `yaml:"key_columns"`
+	// Timezone is the IANA zone of timestamp (without time zone) and date
+	// columns read into timestamp fields. YAML `timezone`. Default: none
+	// (such columns are refused for timestamp fields).
+	Timezone string `yaml:"timezone"`
+	// StatusInterval is how often a standby status update tells the
+	// server what tidemark received and what its checkpoints confirm.
+	// YAML `status_interval`. Default 10s; at least 1ms (an explicit 0s
+	// in YAML is refused; in Go 0 means the default).
+	StatusInterval Duration `yaml:"status_interval,omitempty" zero:"must be at least 1ms|10s"`
+	// HeartbeatInterval, when set, makes the source write a heartbeat
+	// that often (pg_logical_emit_message, or an upsert into
+	// HeartbeatTable) so that the slot moves on even when its database
+	// writes nothing. YAML `heartbeat_interval`. Default 0: none.
+	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// HeartbeatTable is a table (slot text primary key, at timestamptz)
+	// that receives the heartbeats instead of pg_logical_emit_message.
+	// YAML `heartbeat_table`. Optional; needs heartbeat_interval.
+	HeartbeatTable string `yaml:"heartbeat_table"`
 
 	// Nexmark (type nexmark; docs/nexmark.md).
 

@@ -255,7 +255,7 @@ func TestValidateErrors(t *testing.T) {
 		{"name missing", pipe("-name"), []string{"name: required"}},
 		{"name bad", pipe("name: 2x"), []string{`name: "2x" must start with a letter and hold only letters, digits, '_' and '-'`}},
 
-		{"source type missing", pipe("source: {path: e.jsonl}"), []string{"source.type: required (file, kafka or nexmark)"}},
+		{"source type missing", pipe("source: {path: e.jsonl}"), []string{"source.type: required (file, kafka, postgres_cdc or nexmark)"}},
 		{"kafka without brokers and topics", pipe("source: {type: kafka}"), []string{"source.brokers: required for a kafka source, e.g. [localhost:9092]", "source.topics: required for a kafka source: the topics to read"}},
 		{"kafka with file keys", pipe("source: {type: kafka, brokers: [k:9092], topics: [t], path: x.jsonl, replay: {seed: 1}}"), []string{"source.path: only for a file source, not kafka", "source.replay: only for a file source, not kafka"}},
 		{"kafka bad broker and start", pipe("source: {type: kafka, brokers: [k], topics: [t, t], start: now}"), []string{`source.brokers[0]: "k" is not host:port`, `source.topics[1]: "t": empty or listed twice`, `source.start: "now": want earliest, latest or timestamp`}},
@@ -446,7 +446,7 @@ func TestValidateGoOnly(t *testing.T) {
 	empty.Defaults()
 	want := strings.Join([]string{
 		"name: required",
-		"source.type: required (file, kafka or nexmark)",
+		"source.type: required (file, kafka, postgres_cdc or nexmark)",
 		"event_time.field: required",
 		"window.type: required (tumbling, sliding, session, cumulate or global)",
 		"aggregates: at least one aggregate is required, e.g. {events: count()}",

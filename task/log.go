@@ -195,6 +195,9 @@ type Counters struct {
 	Stages []StageCounters
 	// Before the stages (counted once, not per stage).
 	Quarantined, Duplicates, Conflicts, StaleVersions, Superseded int64
+	// Deletes counts a change stream's deletes (each retracts its key's
+	// row, if the key has one: Superseded counts those rows).
+	Deletes int64
 	// ByRule counts Quarantined by rule, and each stage's Quarantined by
 	// rule ("join_key", "expression", "event_time", "join_bound",
 	// "aggregate") under StageRuleKey(stage, rule); one map so that a
@@ -262,6 +265,7 @@ func (c *Counters) Add(o *Counters) {
 	c.Conflicts += o.Conflicts
 	c.StaleVersions += o.StaleVersions
 	c.Superseded += o.Superseded
+	c.Deletes += o.Deletes
 	for k, v := range o.ByRule {
 		if c.ByRule == nil {
 			c.ByRule = map[string]int64{}
@@ -276,7 +280,7 @@ func (c *Counters) Add(o *Counters) {
 // Reset zeroes the counters, keeping their shape.
 func (c *Counters) Reset() {
 	clear(c.Stages)
-	c.Quarantined, c.Duplicates, c.Conflicts, c.StaleVersions, c.Superseded = 0, 0, 0, 0, 0
+	c.Quarantined, c.Duplicates, c.Conflicts, c.StaleVersions, c.Superseded, c.Deletes = 0, 0, 0, 0, 0, 0
 	clear(c.ByRule)
 	clear(c.First)
 }

@@ -164,9 +164,9 @@ func Run(t TB, p *spec.Pipeline, c *contract.Contract, tasks int, opts engine.Op
 // which are estimates that depend on how state is split).
 func summaryText(s *engine.Summary) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "read=%d redelivered=%d partitions=%d wm=%d quarantined=%d dups=%d conflicts=%d stale=%d superseded=%d outside=%d first=%q rules=%v absent=%v\n",
+	fmt.Fprintf(&b, "read=%d redelivered=%d partitions=%d wm=%d quarantined=%d dups=%d conflicts=%d stale=%d superseded=%d deletes=%d outside=%d first=%q rules=%v absent=%v\n",
 		s.EventsRead, s.Redeliveries, s.Partitions, s.FinalWatermark, s.Quarantined, s.Duplicates, s.Conflicts,
-		s.StaleVersions, s.Superseded, s.OutsideRange, s.FirstViolation, s.Rules, s.AbsentFields)
+		s.StaleVersions, s.Superseded, s.Deletes, s.OutsideRange, s.FirstViolation, s.Rules, s.AbsentFields)
 	for _, st := range s.Stages {
 		fmt.Fprintf(&b, "%s: %+v partly=%d skipped=%d first=%q\n", st.Name, st.Counters, st.PartlyTooLate, st.SkippedWindows, st.FirstQuarantine)
 	}

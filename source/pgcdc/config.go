@@ -57,6 +57,10 @@ type Config struct {
 	// from the pipeline: tidemark then never drops it, also not when it
 	// is left over from an initial snapshot that did not finish.
 	SlotGiven bool
+	// Temporary creates the slot TEMPORARY: it goes when the source's
+	// replication connection closes (a run without checkpoints, which
+	// would never confirm a position).
+	Temporary bool
 	// Snapshot is SnapshotInitial (default) or SnapshotNever.
 	Snapshot string
 	// Key lists the columns identifying a row. Default: the primary key.

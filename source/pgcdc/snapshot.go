@@ -34,7 +34,7 @@ func (sn *snapshot) close(ctx context.Context) {
 // into a transaction of the regular connection and starts the SELECT.
 func (s *Source) startSnapshot(ctx context.Context) error {
 	res, err := pglogrepl.CreateReplicationSlot(ctx, s.repl, s.cfg.Slot, "pgoutput",
-		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
+		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT", Temporary: s.cfg.Temporary})
 	if err != nil {
 		return s.slotError(err)
 	}

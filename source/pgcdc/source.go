@@ -255,7 +255,7 @@ func (s *Source) open(ctx context.Context) error {
 	case s.cfg.Snapshot == SnapshotNever:
 		if slot == nil {
 			res, err := pglogrepl.CreateReplicationSlot(ctx, repl, s.cfg.Slot, "pgoutput",
-				pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "NOEXPORT_SNAPSHOT"})
+				pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "NOEXPORT_SNAPSHOT", Temporary: s.cfg.Temporary})
 			if err != nil {
 				return s.slotError(err)
 			}
