@@ -282,8 +282,11 @@ type runtime struct {
 	step    uint64
 	// early holds each stage's early-firing schedule (nil without early
 	// firings): the router fires them for every task at once.
-	early         []*operator.EarlySchedule
-	anyEarly      bool       // some stage of early has a schedule
+	early    []*operator.EarlySchedule
+	anyEarly bool // some stage of early has a schedule
+	// midTxn: the source's records so far end inside an upstream
+	// transaction (source.Transactional), read before each Next.
+	midTxn        bool
 	bounds        timeBounds // the timestamp rules' bounds (timeOK)
 	events        int64
 	redeliver     int64

@@ -374,6 +374,7 @@ func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, er
 		ro.batch = b
 		if dec == nil {
 			b.Reset()
+			rt.midTxn = !rt.atBoundary()
 			if ctx.Err() != nil {
 				rerr = ctx.Err()
 			} else {

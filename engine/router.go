@@ -463,7 +463,9 @@ func (rt *runtime) tickMore(now int64) {
 	if len(rt.ins) > 0 {
 		rt.tickInputs(now)
 	}
-	if !rt.anyEarly {
+	if !rt.anyEarly || rt.midTxn {
+		// Inside an upstream transaction an early firing would show part
+		// of it (source.Transactional): it waits for the next boundary.
 		return
 	}
 	var due []int

@@ -146,6 +146,22 @@ func dropSlot(t testing.TB, d, slot string) {
 	t.Errorf("slot %s could not be dropped", slot)
 }
 
+// newConn opens a connection with the fixture's schema on its search path,
+// closed when the test ends.
+func (f *fixture) newConn() *pgx.Conn {
+	f.t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, f.dsn)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { conn.Close(ctx) })
+	if _, err := conn.Exec(ctx, `SET search_path TO "`+f.schema+`"`); err != nil {
+		f.t.Fatal(err)
+	}
+	return conn
+}
+
 func (f *fixture) exec(qs ...string) {
 	f.t.Helper()
 	for _, q := range qs {

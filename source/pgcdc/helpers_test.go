@@ -211,7 +211,7 @@ func read(t *testing.T, s *Source, n int, sc *row.Schema) ([]string, []source.Me
 	var b source.Batch
 	for len(out) < n && time.Now().Before(deadline) {
 		b.Reset()
-		if err := s.Next(context.Background(), &b, 100); err != nil {
+		if _, err := s.Next(context.Background(), &b, 100); err != nil {
 			t.Fatalf("Next: %v", err)
 		}
 		for i := range b.Meta {

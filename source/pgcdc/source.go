@@ -249,6 +249,13 @@ func (s *Source) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if slot != nil && slot.active {
+		// A reader that just died (a killed run) holds the slot until
+		// its server process notices; a live one keeps it.
+		if slot, err = s.waitInactive(ctx, slot); err != nil {
+			return err
+		}
+	}
 	switch {
 	case s.seek != nil:
 		return s.resume(ctx, slot)
@@ -346,6 +353,29 @@ func (s *Source) slotInfo(ctx context.Context) (*slotState, error) {
 	return &st, nil
 }
 
+// slotWait is how long open waits for the slot's previous reader to let
+// it go.
+const slotWait = 15 * time.Second
+
+// waitInactive polls the slot until no process reads it, for up to
+// slotWait, and returns its state then (active still when the time is up).
+func (s *Source) waitInactive(ctx context.Context, slot *slotState) (*slotState, error) {
+	s.logf("postgres_cdc source: replication slot %s is read by pid %d; waiting up to %s for it to let go", s.cfg.Slot, slot.pid, slotWait)
+	deadline := time.Now().Add(slotWait)
+	for slot != nil && slot.active && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		var err error
+		if slot, err = s.slotInfo(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return slot, nil
+}
+
 // slotError words a failure to create the slot.
 func (s *Source) slotError(err error) error {
 	var pe *pgconn.PgError
@@ -393,7 +423,7 @@ func (s *Source) resume(ctx context.Context, slot *slotState) error {
 }
 
 // Next appends up to max records to b: rows of the initial snapshot, then
-// changes. It waits at most Config.PollTimeoutMs for a change and returns
+// changes; it always says source.More (the stream has no end). It waits at most Config.PollTimeoutMs for a change and returns
 // nil with no record when none came. A batch ends at a transaction's
 // commit unless max records came first (AtBoundary then reports false
 // until the transaction's commit is delivered). Errors: ctx's error,
@@ -401,7 +431,11 @@ func (s *Source) resume(ctx context.Context, slot *slotState) error {
 // dropped or taken by another reader, a TRUNCATE of the table, a
 // malformed message (*DecodeError), a connection failure. A value that
 // does not convert is not an error: its record carries Meta.Err.
-func (s *Source) Next(ctx context.Context, b *source.Batch, max int) error {
+func (s *Source) Next(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
+	return source.More, s.next(ctx, b, max)
+}
+
+func (s *Source) next(ctx context.Context, b *source.Batch, max int) error {
 	if s.closed {
 		return ErrClosed
 	}
@@ -459,6 +493,18 @@ func (s *Source) Close() error {
 		s.snap.close(ctx)
 	}
 	if s.repl != nil {
+		if s.streaming {
+			// The last checkpoint's position, which no later Next sends.
+			if acked := s.acked.Load(); acked > s.sentFlush {
+				if err := pglogrepl.SendStandbyStatusUpdate(ctx, s.repl, pglogrepl.StandbyStatusUpdate{
+					WALWritePosition: pglogrepl.LSN(max(s.received, acked)), WALFlushPosition: pglogrepl.LSN(acked),
+					WALApplyPosition: pglogrepl.LSN(acked), ClientTime: s.cfg.Clock()}); err == nil {
+					s.mu.Lock()
+					s.sentFlush = acked
+					s.mu.Unlock()
+				}
+			}
+		}
 		errs = append(errs, s.repl.Close(ctx))
 	}
 	if s.conn != nil {

@@ -30,7 +30,7 @@ func TestSnapshotThenStream(t *testing.T) {
 	if s.AtBoundary() {
 		// The snapshot's last batch may end before its end is seen.
 		var b source.Batch
-		if err := s.Next(context.Background(), &b, 100); err != nil {
+		if _, err := s.Next(context.Background(), &b, 100); err != nil {
 			t.Fatal(err)
 		}
 	}
