@@ -132,6 +132,16 @@ func dropSlot(t testing.TB, dsn, slot string) {
 	t.Errorf("slot %s could not be dropped", slot)
 }
 
+// query returns the first value of the first row of q, as text.
+func (f *fixture) query(q string) string {
+	f.t.Helper()
+	var s string
+	if err := f.conn.QueryRow(context.Background(), "SELECT ("+q+")::text").Scan(&s); err != nil {
+		f.t.Fatalf("%s: %v", q, err)
+	}
+	return s
+}
+
 func (f *fixture) exec(qs ...string) {
 	f.t.Helper()
 	for _, q := range qs {
@@ -209,7 +219,7 @@ func read(t *testing.T, s *Source, n int, sc *row.Schema) ([]string, []source.Me
 	var metas []source.Meta
 	deadline := time.Now().Add(20 * time.Second)
 	var b source.Batch
-	for len(out) < n && time.Now().Before(deadline) {
+	for first := true; (first || len(out) < n) && time.Now().Before(deadline); first = false {
 		b.Reset()
 		if _, err := s.Next(context.Background(), &b, 100); err != nil {
 			t.Fatalf("Next: %v", err)

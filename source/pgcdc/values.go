@@ -169,6 +169,9 @@ func (c *fieldConv) set(b []byte, r *row.Row, a *source.Arena) *source.DecodeErr
 // reading. It returns a reason for infinity, BC dates and anything else.
 func parseTimestamp(b []byte, loc *time.Location) (int64, string) {
 	s := string(b) // short: on the stack
+	if len(s) > 3 && s[len(s)-3:] == " BC" {
+		return 0, "a BC date is out of range"
+	}
 	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
 		if s == "infinity" || s == "-infinity" {
 			return 0, "infinity is not an instant"
@@ -178,7 +181,7 @@ func parseTimestamp(b []byte, loc *time.Location) (int64, string) {
 	y, ok1 := digits(s[0:4])
 	mo, ok2 := digits(s[5:7])
 	d, ok3 := digits(s[8:10])
-	if !ok1 || !ok2 || !ok3 || mo < 1 || mo > 12 || d < 1 || d > 31 {
+	if !ok1 || !ok2 || !ok3 || y < 1 || mo < 1 || mo > 12 || d < 1 || d > 31 {
 		return 0, "not a PostgreSQL timestamp"
 	}
 	i := 10
@@ -245,9 +248,6 @@ func parseTimestamp(b []byte, loc *time.Location) (int64, string) {
 		i = len(s)
 	}
 	if i != len(s) {
-		if s[i:] == " BC" || len(s) > i+3 && s[len(s)-3:] == " BC" {
-			return 0, "a BC date is out of range"
-		}
 		return 0, "not a PostgreSQL timestamp"
 	}
 	var t time.Time
