@@ -124,7 +124,7 @@ var (
 func Rules() []Rule {
 	return []Rule{
 		ruleDedupMissing, ruleDedupKey, ruleNoCheckpoint, ruleRetention, ruleTimestampRules,
-		ruleQuarantine, ruleConflicts, ruleOrdering, ruleKeyFieldUndeclared, ruleRegistryCompat, ruleDeprecatedProduced, ruleJoinKeyUndeclared,
+		ruleQuarantine, ruleConflicts, ruleOrdering, ruleKeyFieldUndeclared, ruleRegistryCompat, ruleDeprecatedProduced, ruleJoinKeyUndeclared, ruleCDCNoCheckpoint, ruleCDCDatabase,
 		ruleProcessingTime, ruleLatenessBelowDelay, ruleDropMoney, ruleIdleTimeout, ruleCalendarZone, ruleStageLateness, ruleJoinInputStall,
 		ruleDedupTTL, ruleCheckpointSettings, ruleJoinStateBound,
 		ruleAppendSink, ruleProvisionalRows, ruleSharedOutput, ruleOutputOverlap, ruleSmallFiles, ruleUpdateIdentity,
@@ -160,7 +160,7 @@ func RunWith(p *spec.Pipeline, c *contract.Contract, now time.Time, facts *Facts
 	}
 	for _, f := range []func(){
 		ck.dedupMissing, ck.dedupKey, ck.noCheckpoint, ck.retention, ck.timestampRules,
-		ck.quarantine, ck.conflicts, ck.ordering, ck.keyFieldUndeclared, ck.registryCompat, ck.deprecatedProduced, ck.joinKeyUndeclared,
+		ck.quarantine, ck.conflicts, ck.ordering, ck.keyFieldUndeclared, ck.registryCompat, ck.deprecatedProduced, ck.joinKeyUndeclared, ck.cdcNoCheckpoint, ck.cdcDatabase,
 		ck.processingTime, ck.latenessBelowDelay, ck.dropMoney, ck.idleTimeout, ck.calendarZone, ck.stageLateness, ck.joinInputStall,
 		ck.dedupTTL, ck.checkpointSettings, ck.joinStateBound,
 		ck.appendSink, ck.provisionalRows, ck.sharedOutput, ck.outputOverlap, ck.smallFiles, ck.updateIdentity,

@@ -140,6 +140,12 @@ var ruleCases = []struct {
 	{"join-key-undeclared/pass.yaml", nil},
 	{"join-key-undeclared/pass-string.yaml", nil},
 
+	{"cdc-without-checkpoints/fail.yaml", []string{"warning TM113 checkpoint"}},
+	{"cdc-without-checkpoints/pass.yaml", nil},
+
+	{"cdc-database-not-ready/fail.yaml", []string{"info TM114 source.dsn"}},
+	{"cdc-database-not-ready/pass.yaml", nil},
+
 	{"join-input-can-stall/fail.yaml", []string{"warning TM207 stages[0].join.right.input"}},
 	{"join-input-can-stall/pass.yaml", nil},
 
@@ -449,5 +455,36 @@ func TestOutputOverlapThroughLinks(t *testing.T) {
 	}
 	if b, err := os.ReadFile(in); err != nil || len(b) == 0 {
 		t.Fatalf("check changed the input: %q, %v", b, err)
+	}
+}
+
+// TestCDCDatabaseFacts: with --connect, each problem the database has is
+// an error with its fix; none, nothing.
+func TestCDCDatabaseFacts(t *testing.T) {
+	p, err := tidemark.Load("testdata/cdc-database-not-ready/fail.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := tidemark.Compile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := &check.Facts{Asked: true, Database: []check.DatabaseProblem{{What: "wal_level is replica; logical replication needs logical", Fix: "ALTER SYSTEM SET wal_level = logical; then restart PostgreSQL (as a superuser)"}}}
+	var got []check.Finding
+	for _, f := range check.RunWith(pl.Spec, pl.Contract, now, facts) {
+		if f.ID == "TM114" {
+			got = append(got, f)
+		}
+	}
+	want := []check.Finding{{ID: "TM114", Rule: "cdc-database-not-ready", Severity: check.Error, Key: "source",
+		Why: facts.Database[0].What, Fix: facts.Database[0].Fix}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	facts.Database = nil
+	for _, f := range check.RunWith(pl.Spec, pl.Contract, now, facts) {
+		if f.ID == "TM114" {
+			t.Fatalf("a database with everything: %+v", f)
+		}
 	}
 }

@@ -27,7 +27,14 @@ type Facts struct {
 	// and version; a version absent or with zero Records is no longer
 	// produced.
 	Produced []Produced
+	// Database lists what the database of a postgres_cdc source lacks
+	// (TM114), empty when it has everything.
+	Database []DatabaseProblem
 }
+
+// DatabaseProblem is one thing a postgres_cdc source's database lacks,
+// with its fix.
+type DatabaseProblem struct{ What, Fix string }
 
 // Produced counts the records of one version of a subject in the source
 // topics whose Kafka timestamp is on or after Since.

@@ -23,7 +23,8 @@ func (ck *checker) redelivers() bool {
 // dedupMissing is TM101: no dedup on a source that may deliver an event
 // twice.
 func (ck *checker) dedupMissing() {
-	if ck.p.Dedup != nil {
+	if ck.p.Dedup != nil || ck.p.Source.ChangeStream() {
+		// A change stream knows a change seen again by its LSN and key.
 		return
 	}
 	const fix = "add dedup: {key: <event id>, ttl: <longer than the latest redelivery>} (with a contract, dedup: {ttl: ...} takes its event_id)"

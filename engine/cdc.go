@@ -11,10 +11,24 @@ import (
 )
 
 // openCDC opens a postgres_cdc source (docs/connectors/postgres-cdc.md).
-// Without a checkpoint section its slot is temporary: nothing would ever
-// confirm a position, and the slot would pin the server's WAL after the
-// run.
 func openCDC(p *plan.Plan, fields format.Fields, logf func(string, ...any)) (source.Source, error) {
+	cfg, err := cdcConfig(p, fields, logf)
+	if err != nil {
+		return nil, err
+	}
+	return pgcdc.New(cfg)
+}
+
+// CDCConfig returns the configuration of plan p's postgres_cdc source, for
+// `tidemark check --connect` (pgcdc.Check).
+func CDCConfig(p *plan.Plan) (pgcdc.Config, error) {
+	return cdcConfig(p, format.Fields{Schema: p.SourceSchema, Time: p.TimeParsers}, nil)
+}
+
+// cdcConfig builds a postgres_cdc source's configuration. Without a
+// checkpoint section its slot is temporary: nothing would ever confirm a
+// position, and the slot would pin the server's WAL after the run.
+func cdcConfig(p *plan.Plan, fields format.Fields, logf func(string, ...any)) (pgcdc.Config, error) {
 	sp := &p.Spec.Source
 	cfg := pgcdc.Config{
 		DSN:                 sp.DSN,
@@ -38,7 +52,7 @@ func openCDC(p *plan.Plan, fields format.Fields, logf func(string, ...any)) (sou
 	if sp.Timezone != "" {
 		loc, err := time.LoadLocation(sp.Timezone)
 		if err != nil {
-			return nil, fmt.Errorf("source.timezone: %w", err)
+			return pgcdc.Config{}, fmt.Errorf("source.timezone: %w", err)
 		}
 		cfg.Timezone = loc
 	}
@@ -52,5 +66,5 @@ func openCDC(p *plan.Plan, fields format.Fields, logf func(string, ...any)) (sou
 			}
 		}
 	}
-	return pgcdc.New(cfg)
+	return cfg, nil
 }

@@ -32,8 +32,9 @@ late money, append-only sinks that write rows again, provisional rows in
 upsert tables, a Kafka source without checkpoints, a missing idle timeout,
 retention. docs/check.md defines every rule.
 
-With --connect it also asks what only the outside knows, for a pipeline
-whose contract lists schema versions of Avro or Protobuf records: the
+With --connect it also asks what only the outside knows: what the
+database of a postgres_cdc source lacks for logical replication (TM114);
+for a pipeline whose contract lists schema versions of Avro or Protobuf records: the
 compatibility level of each subject in source.schema_registry (TM110),
 and, reading the source topics from each deprecated version's
 deprecated_after date to their end, whether that version is still
@@ -75,7 +76,7 @@ error or a pipeline or contract that does not load.`,
 	f.StringVar(&reportFormat, "format", "text", "report format: text or json (an array of findings)")
 	f.StringVar(&contractPath, "contract", "", "data contract (YAML) to check against; overrides the pipeline's contract key")
 	f.StringVar(&previous, "previous", "", "the pipeline deployed now (YAML or SQL): name the state deploying this one would discard")
-	f.BoolVar(&connect, "connect", false, "also ask the schema registry (subjects' compatibility levels) and read the source topics since each deprecated schema version's date")
+	f.BoolVar(&connect, "connect", false, "also ask the schema registry (subjects' compatibility levels), read the source topics since each deprecated schema version's date, and ask a postgres_cdc source's database what it lacks")
 	return cmd
 }
 

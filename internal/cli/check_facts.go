@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/check"
+	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/format/confluent"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/source/kafka"
+	"github.com/tidemark/tidemark/source/pgcdc"
 )
 
 // gatherFacts is check --connect: the compatibility level of each subject
@@ -23,6 +25,19 @@ import (
 // source topics from that date, by Kafka record timestamp, to their end).
 func gatherFacts(ctx context.Context, pl *plan.Plan, now time.Time) (*check.Facts, error) {
 	facts := &check.Facts{Asked: true, Compatibility: map[string]string{}}
+	if pl.Spec.Source.Type == "postgres_cdc" {
+		cfg, err := engine.CDCConfig(pl)
+		if err != nil {
+			return nil, err
+		}
+		probs, err := pgcdc.Check(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range probs {
+			facts.Database = append(facts.Database, check.DatabaseProblem{What: p.What, Fix: p.Fix})
+		}
+	}
 	c := pl.Contract
 	subjects := check.Subjects(pl.Spec, c)
 	if len(subjects) == 0 {
