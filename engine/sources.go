@@ -57,6 +57,9 @@ func (rt *runtime) openSource() (source.Source, error) {
 		if cfg.EventTimeFrom == "" {
 			cfg.EventTimeFrom = kafka.EventTimePayload
 		}
+		if sp.Format == kafka.FormatDebeziumJSON {
+			cfg.Format, cfg.KeyColumns = sp.Format, sp.KeyColumns
+		}
 		if err := kafkaFormat(&cfg, p); err != nil {
 			return nil, err
 		}
@@ -118,9 +121,10 @@ func avroFileVersions(p *plan.Plan, fields format.Fields) (file.AvroProjection, 
 // their registry, and the contract's schema versions.
 func kafkaFormat(cfg *kafka.Config, p *plan.Plan) error {
 	sp := &p.Spec.Source
-	if sp.Format != "avro" && sp.Format != "protobuf" {
+	if sp.Format != "avro" && sp.Format != "protobuf" && sp.Format != kafka.FormatDebeziumAvro {
 		return nil
 	}
+	cfg.KeyColumns = sp.KeyColumns
 	reg, err := schemaRegistry(sp.SchemaRegistry)
 	if err != nil {
 		return fmt.Errorf("source.%w", err)

@@ -1121,7 +1121,7 @@ func notFor(typ string, s *Source, add func(key, format string, args ...any), ot
 			"transaction_timeout", s.TransactionTimeout != 0),
 		"postgres_cdc": setKeys(
 			"dsn", s.DSN != "", "table", s.Table != "", "publication", s.Publication != "", "slot", s.Slot != "",
-			"snapshot", s.Snapshot != "" && typ != "postgres_cdc", "key_columns", len(s.KeyColumns) > 0, "timezone", s.Timezone != "",
+			"snapshot", s.Snapshot != "" && typ != "postgres_cdc", "key_columns", len(s.KeyColumns) > 0 && !(typ == "kafka" && s.ChangeStream()), "timezone", s.Timezone != "",
 			"status_interval", s.StatusInterval != 0 && typ != "postgres_cdc", "heartbeat_interval", s.HeartbeatInterval != 0,
 			"heartbeat_table", s.HeartbeatTable != ""),
 		"nexmark": setKeys(
@@ -1166,14 +1166,17 @@ func validateKafkaSource(s *Source, add func(key, format string, args ...any)) {
 		seen[t] = true
 	}
 	switch s.Format {
-	case "jsonl":
+	case "jsonl", "debezium_json":
 		if s.SchemaRegistry != nil {
-			add("source.schema_registry", "only with format avro or protobuf")
+			add("source.schema_registry", "only with format avro, protobuf or debezium_avro")
 		}
-	case "avro", "protobuf":
+	case "avro", "protobuf", "debezium_avro":
 		validateRegistry("source.schema_registry", s.SchemaRegistry, add)
 	default:
-		add("source.format", "%q: a kafka source reads jsonl (JSON values), avro or protobuf", s.Format)
+		add("source.format", "%q: a kafka source reads jsonl (JSON values), avro, protobuf, debezium_json or debezium_avro", s.Format)
+	}
+	if s.ChangeStream() && len(s.KeyColumns) == 0 {
+		add("source.key_columns", "required with format %s: the columns that identify a row (the table's primary key)", s.Format)
 	}
 	if s.Message != "" && s.Format != "protobuf" {
 		add("source.message", "only with format protobuf")

@@ -56,25 +56,26 @@ func TestRestoreRefusesCountDistinctValues(t *testing.T) {
 		if err != nil || c == nil {
 			t.Fatalf("latest checkpoint: %v", err)
 		}
-		if c.Payload[0] != 8 {
-			t.Fatalf("manifest version %d, want 8", c.Payload[0])
+		if c.Payload[0] != 9 {
+			t.Fatalf("manifest version %d, want 9", c.Payload[0])
 		}
 		// The same state as an earlier build would have written it: labelled
 		// version 5 and without version 7's inputs section (for one input,
-		// its count alone: one zero byte) and version 8's state stores (on
+		// its count alone: one zero byte), version 8's state stores (on
 		// the memory backend, an empty segment name and no store: two zero
-		// bytes at the manifest's end).
-		if tail := c.Payload[len(c.Payload)-3:]; string(tail) != "\x00\x00\x00" {
-			t.Fatalf("manifest ends with %v, want the empty inputs and stores sections", tail)
+		// bytes) and version 9's count of deletes (0: one zero byte) at the
+		// manifest's end.
+		if tail := c.Payload[len(c.Payload)-4:]; string(tail) != "\x00\x00\x00\x00" {
+			t.Fatalf("manifest ends with %v, want the empty inputs and stores sections and no deletes", tail)
 		}
-		c.Payload = c.Payload[:len(c.Payload)-3]
+		c.Payload = c.Payload[:len(c.Payload)-4]
 		c.Payload[0] = 5
 		if _, _, err := checkpoint.Write(ck, c); err != nil {
 			t.Fatal(err)
 		}
 		err = run(ck, distinct)
 		if distinct {
-			if err == nil || !strings.Contains(err.Error(), "it holds the values of revenue_minute's count_distinct (order_count) where this build keeps their hashes (manifest version 5, this build writes 8)") {
+			if err == nil || !strings.Contains(err.Error(), "it holds the values of revenue_minute's count_distinct (order_count) where this build keeps their hashes (manifest version 5, this build writes 9)") {
 				t.Errorf("restore of a version 5 manifest with count_distinct: %v", err)
 			}
 		} else if err != nil {

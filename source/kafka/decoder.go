@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/format/confluent"
+	"github.com/tidemark/tidemark/format/debezium"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 )
@@ -29,6 +30,11 @@ type RecordDecoder struct {
 	schema *row.Schema
 	json   *format.JSON
 	decs   map[string]*confluent.Decoder // by topic, with Avro and Protobuf
+	// A Debezium format: dbz decodes debezium_json; with debezium_avro,
+	// decs decode envelopes into dbzRow, which env maps onto the row.
+	dbz    *debezium.JSON
+	env    *debezium.Envelope
+	dbzRow *row.Row
 	render *confluent.Renderer
 	et     row.Field
 	tsTime bool // event time from the record timestamp
@@ -64,7 +70,24 @@ func NewRecordDecoder(cfg Config) (*RecordDecoder, error) {
 		d.tsTime = true
 		fields.Derived = append(slices.Clone(fields.Derived), d.et.Index)
 	}
+	format_ := cfg.Format
 	switch cfg.Format {
+	case FormatDebeziumJSON:
+		dbz, err := debezium.NewJSON(debezium.Config{Fields: fields, Key: cfg.KeyColumns})
+		if err != nil {
+			return nil, err
+		}
+		d.dbz = dbz
+		return d, nil
+	case FormatDebeziumAvro:
+		env, err := debezium.New(debezium.Config{Fields: fields, Key: cfg.KeyColumns})
+		if err != nil {
+			return nil, err
+		}
+		d.env, d.dbzRow = env, env.WideSchema().NewRow()
+		fields, format_ = env.Wide(""), confluent.FormatAvro
+	}
+	switch format_ {
 	case "", FormatJSON, "jsonl":
 		d.json = format.NewJSON(fields)
 	case confluent.FormatAvro, confluent.FormatProtobuf:
@@ -72,7 +95,7 @@ func NewRecordDecoder(cfg Config) (*RecordDecoder, error) {
 		d.render = &confluent.Renderer{}
 		for _, t := range cfg.Topics {
 			dec, err := confluent.NewDecoder(confluent.DecoderConfig{
-				Registry: cfg.Registry, Format: cfg.Format, Fields: fields, Topic: t,
+				Registry: cfg.Registry, Format: format_, Fields: fields, Topic: t,
 				Message: cfg.Message, Versions: cfg.Versions, Contract: cfg.Contract, Renderer: d.render,
 				Subject: cfg.Subject,
 			})
@@ -82,7 +105,7 @@ func NewRecordDecoder(cfg Config) (*RecordDecoder, error) {
 			d.decs[t] = dec
 		}
 	default:
-		return nil, fmt.Errorf("source.format: %q: want json, avro or protobuf", cfg.Format)
+		return nil, fmt.Errorf("source.format: %q: want json, avro, protobuf, debezium_json or debezium_avro", cfg.Format)
 	}
 	return d, nil
 }
@@ -100,6 +123,12 @@ func (d *RecordDecoder) Append(ctx context.Context, rec *kgo.Record, part int, b
 	m.Partition = part
 	m.Pos = changelog.Position{Source: rec.Topic, Partition: itoa32(rec.Partition), Offset: rec.Offset}
 	m.Raw = rec.Value
+	if rec.Value == nil && (d.dbz != nil || d.env != nil) {
+		// Debezium's tombstone after a delete (for log compaction): the
+		// delete event before it carried the change.
+		b.Rows, b.Meta = b.Rows[:len(b.Rows)-1], b.Meta[:len(b.Meta)-1]
+		return nil
+	}
 	if rec.Value == nil {
 		// A tombstone (a delete marker on a compacted topic) is not an
 		// event: quarantined with a reason that says so.
@@ -111,14 +140,36 @@ func (d *RecordDecoder) Append(ctx context.Context, rec *kgo.Record, part int, b
 			b.Rows, b.Meta = b.Rows[:len(b.Rows)-1], b.Meta[:len(b.Meta)-1]
 			return fmt.Errorf("kafka source: topic %s is not one of the source's topics", rec.Topic)
 		}
-		de, err := dec.Decode(ctx, rec.Value, r, b.Arena())
+		into := r
+		if d.env != nil {
+			into = d.dbzRow
+			d.env.WideSchema().Clear(into)
+		}
+		de, err := dec.Decode(ctx, rec.Value, into, b.Arena())
 		if err != nil {
 			// Not judged: the record is taken back out of the batch.
 			b.Rows, b.Meta = b.Rows[:len(b.Rows)-1], b.Meta[:len(b.Meta)-1]
 			return fmt.Errorf("kafka source: topic %s partition %d offset %d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 		}
+		if d.env != nil && de == nil {
+			var skip bool
+			if skip, de = d.env.Map(into, r, b.Arena()); skip {
+				b.Rows, b.Meta = b.Rows[:len(b.Rows)-1], b.Meta[:len(b.Meta)-1]
+				return nil
+			}
+		}
 		d.stamp(rec, r)
 		m.Err = de
+		return nil
+	}
+	if d.dbz != nil {
+		skip, de := d.dbz.Decode(rec.Value, r, b.Arena())
+		if skip {
+			b.Rows, b.Meta = b.Rows[:len(b.Rows)-1], b.Meta[:len(b.Meta)-1]
+			return nil
+		}
+		m.Err = de
+		d.stamp(rec, r)
 		return nil
 	}
 	m.Err = d.json.Decode(rec.Value, r, b.Arena())

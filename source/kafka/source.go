@@ -120,6 +120,9 @@ type Config struct {
 	Versions map[int]confluent.Version
 	// Contract names the contract of Versions, in reasons.
 	Contract string
+	// KeyColumns, with a Debezium format, are the columns identifying a
+	// row (source.key_columns). Required with those formats.
+	KeyColumns []string
 	// Subject is the registry subject whose versions Versions lists.
 	// Default "<topic>-value" for each topic (TopicNameStrategy).
 	Subject string
@@ -137,8 +140,13 @@ type Config struct {
 // enough that a run whose registry is gone says so the same day.
 const DefaultRegistryMaxWaitMs = 300_000
 
-// FormatJSON is Config.Format for JSON values.
-const FormatJSON = "json"
+// Config.Format values: JSON objects, and Debezium change events in JSON
+// or in Avro through the registry (package format/debezium).
+const (
+	FormatJSON         = "json"
+	FormatDebeziumJSON = "debezium_json"
+	FormatDebeziumAvro = "debezium_avro"
+)
 
 // ErrClosed is returned by Next, Seek and CommitOffsets after Close.
 var ErrClosed = errors.New("kafka source is closed")
