@@ -40,15 +40,7 @@ func TestPipeline(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		// The run has stopped (its cleanup ran first): its slot can go.
-		for range 100 {
-			var n int
-			conn.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&n)
-			if n == 0 {
-				break
-			}
-			conn.Exec(ctx, `SELECT pg_drop_replication_slot($1) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`, slot)
-			time.Sleep(50 * time.Millisecond)
-		}
+		pgtest.DropSlot(t, dsn, slot)
 		conn.Exec(ctx, `DROP PUBLICATION IF EXISTS "`+pub+`"`)
 		conn.Close(ctx)
 	})

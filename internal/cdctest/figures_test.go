@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/internal/pgtest"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/source/pgcdc"
@@ -86,7 +87,7 @@ func TestFigures(t *testing.T) {
 		wall, c := drain(t, s, rows)
 		s.Close()
 		t.Logf("snapshot, source alone: %d rows of %s bytes in %s: %.0f rows/s, %.0f rows per CPU-second (CPU %s)", rows, avg, wall.Round(time.Millisecond), rows/wall.Seconds(), rows/c.Seconds(), c.Round(time.Millisecond))
-		dropSlot(t, f.dsn, f.slot)
+		pgtest.DropSlot(t, f.dsn, f.slot)
 		r := f.start(`name: {{NAME}}
 source: {type: postgres_cdc, dsn: {{DSN}}, table: {{SCHEMA}}.wide, publication: {{PUB}}, schema: {amount: decimal, created_at: timestamp, payload: string}}
 event_time: {field: created_at}

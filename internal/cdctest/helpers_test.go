@@ -27,7 +27,7 @@ const namePrefix = "tmtest_cdc_"
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if left := dropLeftovers(); left != "" {
+	if left := pgtest.DropLeftovers(dsn(), "tidemark_"+namePrefix, namePrefix); left != "" {
 		fmt.Fprintf(os.Stderr, "replication slots or publications left by the tests (dropped now): %s\n", left)
 		code = 1
 	}
@@ -42,34 +42,6 @@ func dsn() string {
 		return d
 	}
 	return pgtest.DefaultDSN
-}
-
-// dropLeftovers drops the slots and publications of these tests that
-// still exist, and names them.
-func dropLeftovers() string {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn())
-	if err != nil {
-		return ""
-	}
-	defer conn.Close(ctx)
-	var left []string
-	if rows, err := conn.Query(ctx, `SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'tidemark_' || $1 || '%'`, namePrefix); err == nil {
-		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
-		for _, n := range names {
-			conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, n)
-			left = append(left, "slot "+n)
-		}
-	}
-	if rows, err := conn.Query(ctx, `SELECT pubname FROM pg_publication WHERE pubname LIKE $1 || '%'`, namePrefix); err == nil {
-		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
-		for _, n := range names {
-			conn.Exec(ctx, `DROP PUBLICATION "`+n+`"`)
-			left = append(left, "publication "+n)
-		}
-	}
-	return strings.Join(left, ", ")
 }
 
 // fixture is a test's schema, pipeline name, publication and slot (the
@@ -101,7 +73,7 @@ func newFixture(t *testing.T, ddl ...string) *fixture {
 	}
 	f.conn = conn
 	t.Cleanup(func() {
-		dropSlot(t, d, f.slot)
+		pgtest.DropSlot(t, d, f.slot)
 		f.exec(`DROP PUBLICATION IF EXISTS "` + f.pub + `"`)
 		conn.Close(ctx)
 	})
@@ -118,32 +90,6 @@ func (f *fixture) publish(tables ...string) {
 		q = append(q, `"`+f.schema+`"."`+t+`"`)
 	}
 	f.exec(`CREATE PUBLICATION "` + f.pub + `" FOR TABLE ` + strings.Join(q, ", ") + ` WITH (publish = 'insert, update, delete')`)
-}
-
-// dropSlot drops a slot if it exists, waiting up to 10 s for its reader
-// to go.
-func dropSlot(t testing.TB, d, slot string) {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, d)
-	if err != nil {
-		t.Errorf("dropping slot %s: %v", slot, err)
-		return
-	}
-	defer conn.Close(ctx)
-	for range 200 {
-		var active bool
-		err := conn.QueryRow(ctx, `SELECT active FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&active)
-		if err == pgx.ErrNoRows {
-			return
-		}
-		if err == nil && !active {
-			if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slot); err == nil {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Errorf("slot %s could not be dropped", slot)
 }
 
 // newConn opens a connection with the fixture's schema on its search path,

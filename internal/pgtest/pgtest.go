@@ -144,3 +144,61 @@ func Check(t testing.TB, dsn, query, want string) {
 		t.Fatalf("%s\ngot\n%s\nwant\n%s", query, got, want)
 	}
 }
+
+// DropSlot drops the replication slot if it exists, waiting up to 10 s
+// for its reader to let it go (a test's run that just stopped); it
+// reports an error to t when the slot stays. A slot a test leaves pins
+// the server's WAL for everyone.
+func DropSlot(t testing.TB, dsn, slot string) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Errorf("dropping slot %s: %v", slot, err)
+		return
+	}
+	defer conn.Close(ctx)
+	for range 200 {
+		var active bool
+		err := conn.QueryRow(ctx, `SELECT active FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&active)
+		if err == pgx.ErrNoRows {
+			return
+		}
+		if err == nil && !active {
+			if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slot); err == nil {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("slot %s could not be dropped", slot)
+}
+
+// DropLeftovers drops the replication slots whose names start with
+// slotPrefix and the publications whose names start with pubPrefix, and
+// names them ("" when there were none): a package's TestMain reports
+// what its tests left behind.
+func DropLeftovers(dsn, slotPrefix, pubPrefix string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return ""
+	}
+	defer conn.Close(ctx)
+	var left []string
+	if rows, err := conn.Query(ctx, `SELECT slot_name FROM pg_replication_slots WHERE starts_with(slot_name, $1)`, slotPrefix); err == nil {
+		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+		for _, n := range names {
+			conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, n)
+			left = append(left, "slot "+n)
+		}
+	}
+	if rows, err := conn.Query(ctx, `SELECT pubname FROM pg_publication WHERE starts_with(pubname, $1)`, pubPrefix); err == nil {
+		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+		for _, n := range names {
+			conn.Exec(ctx, `DROP PUBLICATION `+pgx.Identifier{n}.Sanitize())
+			left = append(left, "publication "+n)
+		}
+	}
+	return strings.Join(left, ", ")
+}

@@ -24,46 +24,17 @@ const testSlotPrefix = "tmtest_pgcdc_"
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if dsn := os.Getenv("TIDEMARK_TEST_POSTGRES"); dsn != "" || code == 0 {
-		if left := dropLeftovers(dsn); left != "" {
+	dsn := os.Getenv("TIDEMARK_TEST_POSTGRES")
+	if dsn == "" {
+		dsn = pgtest.DefaultDSN
+	}
+	{
+		if left := pgtest.DropLeftovers(dsn, testSlotPrefix, testSlotPrefix); left != "" {
 			fmt.Fprintf(os.Stderr, "replication slots or publications left by the tests (dropped now): %s\n", left)
 			code = 1
 		}
 	}
 	os.Exit(code)
-}
-
-// dropLeftovers drops the slots and publications of this package's tests
-// that still exist and names them.
-func dropLeftovers(dsn string) string {
-	if dsn == "" {
-		dsn = pgtest.DefaultDSN
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return ""
-	}
-	defer conn.Close(ctx)
-	var left []string
-	rows, err := conn.Query(ctx, `SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE $1 || '%'`, testSlotPrefix)
-	if err == nil {
-		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
-		for _, n := range names {
-			conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, n)
-			left = append(left, "slot "+n)
-		}
-	}
-	rows, err = conn.Query(ctx, `SELECT pubname FROM pg_publication WHERE pubname LIKE $1 || '%'`, testSlotPrefix)
-	if err == nil {
-		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
-		for _, n := range names {
-			conn.Exec(ctx, `DROP PUBLICATION `+quoteIdent(n))
-			left = append(left, "publication "+n)
-		}
-	}
-	return strings.Join(left, ", ")
 }
 
 // fixture is a test's own schema, table, publication and slot, dropped
@@ -95,7 +66,7 @@ func newFixture(t *testing.T, table string, ddl ...string) *fixture {
 	f.conn = conn
 	t.Cleanup(func() {
 		// Registered after pgtest.Schema's: runs before the schema drop.
-		dropSlot(t, dsn, f.slot)
+		pgtest.DropSlot(t, dsn, f.slot)
 		f.exec(`DROP PUBLICATION IF EXISTS ` + quoteIdent(f.pub))
 		conn.Close(ctx)
 	})
@@ -105,31 +76,6 @@ func newFixture(t *testing.T, table string, ddl ...string) *fixture {
 	}
 	f.exec(`CREATE PUBLICATION ` + quoteIdent(f.pub) + ` FOR TABLE ` + quoteTable(schema, table))
 	return f
-}
-
-// dropSlot drops a slot if it exists, waiting for its reader to go.
-func dropSlot(t testing.TB, dsn, slot string) {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Errorf("dropping slot %s: %v", slot, err)
-		return
-	}
-	defer conn.Close(ctx)
-	for range 100 {
-		var active *bool
-		err := conn.QueryRow(ctx, `SELECT active FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&active)
-		if err == pgx.ErrNoRows {
-			return
-		}
-		if err == nil && active != nil && !*active {
-			if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slot); err == nil {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Errorf("slot %s could not be dropped", slot)
 }
 
 // query returns the first value of the first row of q, as text.

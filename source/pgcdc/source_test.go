@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidemark/tidemark/internal/pgtest"
 	"github.com/tidemark/tidemark/source"
 )
 
@@ -149,7 +150,7 @@ func TestSlotGone(t *testing.T) {
 	}
 	pos := s.Position()
 	s.Close()
-	dropSlot(t, f.dsn, f.slot)
+	pgtest.DropSlot(t, f.dsn, f.slot)
 	s2, err := New(f.config(sc))
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestSlotGone(t *testing.T) {
 		}
 	}
 	f.exec(`SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '` + f.slot + `'`)
-	dropSlot(t, f.dsn, f.slot)
+	pgtest.DropSlot(t, f.dsn, f.slot)
 	for range 20 {
 		if _, err = s3.Next(context.Background(), &b, 10); err != nil {
 			break
