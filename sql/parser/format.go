@@ -28,6 +28,10 @@ func FormatScript(s *Script) string {
 
 type formatter struct{ b *strings.Builder }
 
+// w is not inlined: it is called at some 200 places, and inlined each
+// would copy strings.Builder's append there (the binary's size).
+//
+//go:noinline
 func (f *formatter) w(parts ...string) {
 	for _, p := range parts {
 		f.b.WriteString(p)

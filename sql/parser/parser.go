@@ -81,6 +81,7 @@ type parser struct {
 
 func (p *parser) peek() Token { return p.toks[p.i] }
 
+//go:noinline
 func (p *parser) peekN(n int) Token {
 	if p.i+n < len(p.toks) {
 		return p.toks[p.i+n]
@@ -88,6 +89,7 @@ func (p *parser) peekN(n int) Token {
 	return p.toks[len(p.toks)-1]
 }
 
+//go:noinline
 func (p *parser) next() Token {
 	t := p.toks[p.i]
 	if t.Kind != TokEOF {
@@ -96,6 +98,7 @@ func (p *parser) next() Token {
 	return t
 }
 
+//go:noinline
 func (p *parser) failAt(at Pos, format string, args ...any) {
 	panic(bailout{p.src.Errorf(at, format, args...)})
 }
@@ -128,6 +131,8 @@ func (p *parser) try(f func()) (ok bool) {
 }
 
 // isKw reports whether t is the unquoted keyword kw (upper case).
+//
+//go:noinline
 func isKw(t Token, kw string) bool {
 	return t.Kind == TokIdent && len(t.Text) == len(kw) && strings.EqualFold(t.Text, kw)
 }
@@ -166,6 +171,7 @@ func (p *parser) atOp(op string) bool {
 	return t.Kind == TokOp && t.Text == op
 }
 
+//go:noinline
 func (p *parser) acceptOp(op string) bool {
 	if p.atOp(op) {
 		p.next()

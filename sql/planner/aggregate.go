@@ -539,7 +539,7 @@ func (pl *planner) aggOf(fc *parser.FuncCall, in *rel) (*aggCall, error) {
 		// (as a pipeline file would write it), else the expression inline.
 		text := guard(v)
 		if ref, ok := fc.Args[0].(*parser.ColumnRef); ok && cond == nil && v.field == "" {
-			if c, err := pl.resolve(in, ref); err == nil {
+			if c, err := pl.lookup(in, ref, false); err == nil {
 				text = c.name
 				a.sig = fn + "(" + v.text + ")"
 				a.expr = fn + "(\x00col:" + c.name + "\x00" + v.text + ")"

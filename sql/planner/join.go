@@ -32,14 +32,13 @@ func (pl *planner) sideOf(e parser.Expr, l, r *rel) (int, error) {
 		if !ok || err != nil {
 			return err == nil
 		}
-		_, errL := pl.resolve(l, ref)
-		_, errR := pl.resolve(r, ref)
+		inL, inR := pl.has(l, ref), pl.has(r, ref)
 		switch {
-		case errL == nil && errR == nil:
+		case inL && inR:
 			err = pl.errAt(ref.Position(), "column %s is on both sides of the join: qualify it (%s.%s)", ref.String(), firstQual(l), ref.String())
-		case errL == nil:
+		case inL:
 			side |= 1
-		case errR == nil:
+		case inR:
 			side |= 2
 		default:
 			both := &rel{cols: append(append([]*col(nil), l.cols...), r.cols...)}

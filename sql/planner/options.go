@@ -35,6 +35,8 @@ func (pl *planner) newOptSet(opts []*parser.Option) (*optSet, error) {
 }
 
 // get returns option key (marking it used).
+//
+//go:noinline
 func (s *optSet) get(key string) (*parser.Option, bool) {
 	for _, o := range s.list {
 		if o.Key == key {

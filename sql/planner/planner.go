@@ -23,7 +23,9 @@
 //     value, stage keys (allowed lateness, emit, late output) the value
 //     in force at each INSERT.
 //
-// Errors are *parser.Error values positioned in the script.
+// Errors are *parser.Error values positioned in the script. errAt and
+// the other helpers called from many places are //go:noinline, for the
+// binary's size (as in package parser).
 package planner
 
 import (
@@ -102,6 +104,7 @@ type insertCtx struct {
 	at    parser.Pos
 }
 
+//go:noinline
 func (pl *planner) errAt(p parser.Pos, format string, args ...any) error {
 	return pl.src.Errorf(p, format, args...)
 }

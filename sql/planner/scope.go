@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"sort"
 	"strings"
 
@@ -34,6 +35,8 @@ type val struct {
 func (v val) compound() bool { return v.field == "" && !isSimpleText(v.text) }
 
 // paren returns v's text, in parentheses when compound.
+//
+//go:noinline
 func (v val) paren() string {
 	if v.compound() {
 		return "(" + v.text + ")"
@@ -122,6 +125,21 @@ func (r *rel) visible(qual string) []*col {
 // nested field name.field (of a ROW column), qual.name.field. Errors name
 // the reference and the columns close to it.
 func (pl *planner) resolve(r *rel, ref *parser.ColumnRef) (*col, error) {
+	return pl.lookup(r, ref, true)
+}
+
+// errNoColumn is lookup's error when it is not asked to explain.
+var errNoColumn = errors.New("no such column")
+
+// has reports whether ref resolves in r (without the cost of an error's
+// hints: a join asks it of both sides for every reference).
+func (pl *planner) has(r *rel, ref *parser.ColumnRef) bool {
+	_, err := pl.lookup(r, ref, false)
+	return err == nil
+}
+
+// lookup is resolve; with explain false its errors are errNoColumn.
+func (pl *planner) lookup(r *rel, ref *parser.ColumnRef, explain bool) (*col, error) {
 	parts := ref.Parts
 	// Candidates: a qualifier first (the longest that matches), then a
 	// column, then nested fields.
@@ -137,7 +155,7 @@ func (pl *planner) resolve(r *rel, ref *parser.ColumnRef) (*col, error) {
 		if len(matches) == 1 {
 			base, rest = matches[0], parts[2:]
 		} else if len(matches) > 1 {
-			return nil, pl.errAt(parts[1].At, "column %s.%s is ambiguous", parts[0].Name, parts[1].Name)
+			return nil, pl.colErr(explain, parts[1].At, "column %s.%s is ambiguous", parts[0].Name, parts[1].Name)
 		}
 	}
 	if base == nil {
@@ -149,10 +167,13 @@ func (pl *planner) resolve(r *rel, ref *parser.ColumnRef) (*col, error) {
 		}
 		switch len(matches) {
 		case 0:
-			if len(parts) > 1 && pl.hasQual(r, parts[0].Name) {
-				return nil, pl.errAt(parts[1].At, "%s has no column %s%s", parts[0].Name, parts[1].Name, suggest.Hint(parts[1].Name, colNames(r, parts[0].Name)))
+			if !explain {
+				return nil, errNoColumn
 			}
-			return nil, pl.errAt(parts[0].At, "unknown column %s%s", ref.String(), pl.hint(r, ref))
+			if len(parts) > 1 && pl.hasQual(r, parts[0].Name) {
+				return nil, pl.colErr(explain, parts[1].At, "%s has no column %s%s", parts[0].Name, parts[1].Name, suggest.Hint(parts[1].Name, colNames(r, parts[0].Name)))
+			}
+			return nil, pl.colErr(explain, parts[0].At, "unknown column %s%s", ref.String(), pl.hint(r, ref))
 		case 1:
 			base, rest = matches[0], parts[1:]
 		default:
@@ -160,13 +181,13 @@ func (pl *planner) resolve(r *rel, ref *parser.ColumnRef) (*col, error) {
 			for i, m := range matches {
 				quals[i] = m.qual + "." + m.name
 			}
-			return nil, pl.errAt(parts[0].At, "column %s is ambiguous (%s): qualify it", parts[0].Name, strings.Join(quals, ", "))
+			return nil, pl.colErr(explain, parts[0].At, "column %s is ambiguous (%s): qualify it", parts[0].Name, strings.Join(quals, ", "))
 		}
 	}
 	c := base
 	for _, p := range rest {
 		if c.fields == nil {
-			return nil, pl.errAt(p.At, "%s is %s, not a ROW: it has no field %s", c.name, c.v.t, p.Name)
+			return nil, pl.colErr(explain, p.At, "%s is %s, not a ROW: it has no field %s", c.name, c.v.t, p.Name)
 		}
 		var next *col
 		for _, f := range c.fields {
@@ -175,15 +196,26 @@ func (pl *planner) resolve(r *rel, ref *parser.ColumnRef) (*col, error) {
 			}
 		}
 		if next == nil {
+			if !explain {
+				return nil, errNoColumn
+			}
 			names := make([]string, len(c.fields))
 			for i, f := range c.fields {
 				names[i] = f.name
 			}
-			return nil, pl.errAt(p.At, "%s has no field %s%s", c.name, p.Name, suggest.Hint(p.Name, names))
+			return nil, pl.colErr(explain, p.At, "%s has no field %s%s", c.name, p.Name, suggest.Hint(p.Name, names))
 		}
 		c = next
 	}
 	return c, nil
+}
+
+// colErr is lookup's error: errNoColumn unless asked to explain.
+func (pl *planner) colErr(explain bool, p parser.Pos, format string, args ...any) error {
+	if !explain {
+		return errNoColumn
+	}
+	return pl.errAt(p, format, args...)
 }
 
 func (pl *planner) hasQual(r *rel, q string) bool {
