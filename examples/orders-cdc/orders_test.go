@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,9 +74,16 @@ func TestPipeline(t *testing.T) {
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	var sum *engine.Summary
+	var snapshotted atomic.Bool
+	logf := func(format string, args ...any) {
+		if strings.HasPrefix(format, "postgres_cdc source: initial snapshot of") {
+			snapshotted.Store(true)
+		}
+		t.Logf(format, args...)
+	}
 	go func() {
 		var err error
-		sum, err = engine.Run(rctx, pl, engine.Options{Logf: t.Logf})
+		sum, err = engine.Run(rctx, pl, engine.Options{Logf: logf})
 		done <- err
 	}()
 	t.Cleanup(func() { stop(); <-done })
@@ -99,8 +107,9 @@ func TestPipeline(t *testing.T) {
 			}
 		}
 	}
+	// (A slot being created is active too: the snapshot's end is logged.)
 	wait("the stream", func() bool {
-		return len(query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = '`+slot+`' AND active`)) == 1
+		return snapshotted.Load() && len(query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = '`+slot+`' AND active`)) == 1
 	})
 	st, err := orderscdc.Generate(ctx, conn, orderscdc.Options{Schema: schema, Orders: 300, Seed: 4, FirstID: 301})
 	if err != nil {

@@ -157,6 +157,16 @@ func TestSnapshotAndStream(t *testing.T) {
 			if d := f.diff(); d != "" {
 				t.Fatal(d)
 			}
+			// Every change ends in one counter: a stage input (an insert,
+			// an update, a snapshot row), a delete, a duplicate, a stale
+			// version or quarantine.
+			st := sum.Stages[0].Counters
+			if ends := st.In + sum.Deletes + sum.Duplicates + sum.StaleVersions + sum.Quarantined; ends != sum.EventsRead || sum.Quarantined != 0 {
+				t.Errorf("%d changes read, %d counted (in %d, deletes %d, duplicates %d, stale %d, quarantined %d)", sum.EventsRead, ends, st.In, sum.Deletes, sum.Duplicates, sum.StaleVersions, sum.Quarantined)
+			}
+			if st.Retractions != sum.Superseded {
+				t.Errorf("%d retractions reached the stage, %d rows superseded", st.Retractions, sum.Superseded)
+			}
 			if sum.Deletes != int64(w.dels-before) {
 				t.Errorf("summary: %d deletes, the writer made %d after the snapshot", sum.Deletes, w.dels-before)
 			}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,6 +158,8 @@ type run struct {
 	err    error
 	mu     sync.Mutex
 	live   *engine.Live
+	// snapshotted: the source logged the end of its initial snapshot.
+	snapshotted atomic.Bool
 }
 
 // start runs a pipeline in-process.
@@ -172,8 +175,15 @@ func (f *fixture) start(text string, opts engine.Options) *run {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &run{cancel: cancel, done: make(chan struct{})}
-	if opts.Logf == nil {
-		opts.Logf = f.t.Logf
+	logf := opts.Logf
+	if logf == nil {
+		logf = f.t.Logf
+	}
+	opts.Logf = func(format string, args ...any) {
+		if strings.HasPrefix(format, "postgres_cdc source: initial snapshot of") {
+			r.snapshotted.Store(true)
+		}
+		logf(format, args...)
 	}
 	user := opts.Live
 	opts.Live = func(l *engine.Live) {
@@ -212,12 +222,15 @@ func (r *run) failed() error {
 	}
 }
 
-// waitStreaming waits until the fixture's slot is read (the initial
-// snapshot is done and the stream started).
+// waitStreaming waits until the initial snapshot is done (its log line)
+// and the fixture's slot is read: a change committed afterwards reaches
+// the run through the stream. (A slot being created is active too, and
+// changes committed before it reaches its consistent point are in the
+// snapshot.)
 func (f *fixture) waitStreaming(r *run) {
 	f.t.Helper()
 	f.waitFor(r, 30*time.Second, "the slot to stream", func() bool {
-		return len(f.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = '`+f.slot+`' AND active`)) == 1
+		return r.snapshotted.Load() && len(f.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = '`+f.slot+`' AND active`)) == 1
 	})
 }
 
