@@ -102,6 +102,7 @@ var (
 	ruleOrdering           = Rule{"TM108", "ordering-unused", "source", "the contract orders state events by version, the pipeline has no order_by"}
 	ruleKeyFieldUndeclared = Rule{"TM109", "key-field-undeclared", "source", "a group-key field that no schema declares: a misspelt name reads as null in every record"}
 	ruleJoinKeyUndeclared  = Rule{"TM112", "join-key-undeclared", "source", "a join key whose field neither side declares: compared by its text, so 1 and 1.0 do not match"}
+	ruleQuarantineShare    = Rule{"TM115", "quarantine-share-unbounded", "source", "no quarantine.max_fraction: a run whose every record is quarantined (a wrong format) exits 0"}
 	ruleProcessingTime     = Rule{"TM201", "processing-time-window", "time", "windows over a processing or ingestion time instead of the event time"}
 	ruleLatenessBelowDelay = Rule{"TM202", "lateness-below-delay", "time", "out_of_orderness + allowed_lateness below the normal delay, and late events not kept"}
 	ruleDropMoney          = Rule{"TM203", "drop-money-metric", "time", "late.policy drop on a stage that sums money"}
@@ -124,7 +125,7 @@ var (
 func Rules() []Rule {
 	return []Rule{
 		ruleDedupMissing, ruleDedupKey, ruleNoCheckpoint, ruleRetention, ruleTimestampRules,
-		ruleQuarantine, ruleConflicts, ruleOrdering, ruleKeyFieldUndeclared, ruleRegistryCompat, ruleDeprecatedProduced, ruleJoinKeyUndeclared, ruleCDCNoCheckpoint, ruleCDCDatabase,
+		ruleQuarantine, ruleConflicts, ruleOrdering, ruleKeyFieldUndeclared, ruleRegistryCompat, ruleDeprecatedProduced, ruleJoinKeyUndeclared, ruleCDCNoCheckpoint, ruleCDCDatabase, ruleQuarantineShare,
 		ruleProcessingTime, ruleLatenessBelowDelay, ruleDropMoney, ruleIdleTimeout, ruleCalendarZone, ruleStageLateness, ruleJoinInputStall,
 		ruleDedupTTL, ruleCheckpointSettings, ruleJoinStateBound,
 		ruleAppendSink, ruleProvisionalRows, ruleSharedOutput, ruleOutputOverlap, ruleSmallFiles, ruleUpdateIdentity,
@@ -160,7 +161,7 @@ func RunWith(p *spec.Pipeline, c *contract.Contract, now time.Time, facts *Facts
 	}
 	for _, f := range []func(){
 		ck.dedupMissing, ck.dedupKey, ck.noCheckpoint, ck.retention, ck.timestampRules,
-		ck.quarantine, ck.conflicts, ck.ordering, ck.keyFieldUndeclared, ck.registryCompat, ck.deprecatedProduced, ck.joinKeyUndeclared, ck.cdcNoCheckpoint, ck.cdcDatabase,
+		ck.quarantine, ck.conflicts, ck.ordering, ck.keyFieldUndeclared, ck.registryCompat, ck.deprecatedProduced, ck.joinKeyUndeclared, ck.cdcNoCheckpoint, ck.cdcDatabase, ck.quarantineShare,
 		ck.processingTime, ck.latenessBelowDelay, ck.dropMoney, ck.idleTimeout, ck.calendarZone, ck.stageLateness, ck.joinInputStall,
 		ck.dedupTTL, ck.checkpointSettings, ck.joinStateBound,
 		ck.appendSink, ck.provisionalRows, ck.sharedOutput, ck.outputOverlap, ck.smallFiles, ck.updateIdentity,

@@ -165,6 +165,9 @@ var ruleCases = []struct {
 	{"shared-output/fail.yaml", []string{"error TM403 stages[1].sinks[0].table", "error TM403 stages[1].late.sink.path"}},
 	{"shared-output/pass.yaml", nil},
 
+	{"quarantine-share-unbounded/fail.yaml", []string{"info TM115 quarantine.max_fraction"}},
+	{"quarantine-share-unbounded/pass.yaml", nil},
+
 	{"small-files/fail.yaml", []string{"warning TM405 sinks[0].partition_by", "warning TM405 sinks[1].partition_by"}},
 	{"small-files/pass.yaml", nil},
 
@@ -267,7 +270,7 @@ func TestClean(t *testing.T) {
 // TestOrder: errors first, then warnings, then infos.
 func TestOrder(t *testing.T) {
 	got := brief(findings(t, "testdata/processing-time-window/fail-kafka-timestamp.yaml"))
-	want := []string{"warning TM105 event_time.max_past", "warning TM109 key", "warning TM201 event_time.from", "info TM104 source"}
+	want := []string{"warning TM105 event_time.max_past", "warning TM109 key", "warning TM201 event_time.from", "info TM104 source", "info TM115 quarantine.max_fraction"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -279,9 +282,11 @@ func TestBundledExamples(t *testing.T) {
 	t.Chdir("..") // the examples name their contract relative to the repository root
 	cases := map[string][]string{
 		"examples/online-retail/pipeline.yaml": {
+			"info TM115 quarantine.max_fraction",
 			"info TM402 sinks[0]",
 		},
 		"examples/online-retail/regions.yaml": {
+			"info TM115 quarantine.max_fraction",
 			"info TM402 stages[1].sinks[0]",
 		},
 		"examples/online-retail/kafka.yaml": {
@@ -290,6 +295,7 @@ func TestBundledExamples(t *testing.T) {
 			"warning TM106 quarantine.sink",
 			"warning TM109 key",
 			"info TM104 source",
+			"info TM115 quarantine.max_fraction",
 			"info TM402 sinks[1]",
 		},
 	}

@@ -136,6 +136,18 @@ func (ck *checker) quarantine() {
 		"add quarantine: {sink: {type: jsonl, path: out/quarantine.jsonl}} (or a kafka topic)")
 }
 
+// quarantineShare is TM115: nothing bounds the share of records a run
+// may quarantine, so a run reading the wrong format quarantines every
+// record and exits 0.
+func (ck *checker) quarantineShare() {
+	if ck.p.Quarantine.MaxFraction != nil || ck.p.Source.Assignment == "group" {
+		return // (a group run cannot have one: each instance sees only its partitions)
+	}
+	ck.add(ruleQuarantineShare, Info, "quarantine.max_fraction",
+		"nothing bounds the share of records the run may quarantine: a source read in the wrong format (Avro over a JSON topic) quarantines every record, and the run exits 0",
+		"set quarantine.max_fraction: 0.01 (or the share the source may really have) to fail the run above it")
+}
+
 // conflicts is TM107: deliveries that reuse an event id with another
 // payload are only counted.
 func (ck *checker) conflicts() {

@@ -820,6 +820,7 @@ func (rt *runtime) restore(ctx context.Context) error {
 		}
 	}
 	rt.cnt = m.cnt
+	rt.initQuarantineShare(&m.cnt)
 	closedHorizons(c.Spec, &m.globals)
 	if len(rt.ins) > 0 {
 		m.globals.Inputs = rt.inputWatermarks()
@@ -892,6 +893,6 @@ func (rt *runtime) restore(ctx context.Context) error {
 	case rt.wm != changelog.WatermarkNone:
 		wm = row.FormatTime(rt.wm, rt.plan.Stages[0].Loc)
 	}
-	rt.logf("restored checkpoint %d from %s (%d records in, watermark %s; written by %d tasks, restored into %d)", c.ID, ck.dir, rt.events, wm, m.tasks, rt.par)
+	rt.logf("restored checkpoint %d from %s (%d records in, watermark %s; written by %s, restored into %d)", c.ID, ck.dir, rt.events, wm, count(m.tasks, "task"), rt.par)
 	return nil
 }

@@ -239,6 +239,10 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 	}
 	stopped, err := rt.run(ctx)
 	if err != nil {
+		var rf *startRefusal
+		if errors.As(err, &rf) {
+			rt.refuseStart(ctx)
+		}
 		return nil, err
 	}
 	if c, ok := rt.src.(interface{ CommitOffsets(context.Context) error }); ok && rt.ck != nil {
@@ -259,13 +263,15 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 // and by the writer only for what the router hands it), the sinks (the
 // writer's), and the tasks (each its goroutine's).
 type runtime struct {
-	plan  *plan.Plan
-	opts  Options
-	env   Env
-	src   source.Source
-	g     *task.Graph
-	tasks []*task.Task
-	par   int // tasks
+	// qshare counts for quarantine.max_fraction (nil without it).
+	qshare *quarantineShare
+	plan   *plan.Plan
+	opts   Options
+	env    Env
+	src    source.Source
+	g      *task.Graph
+	tasks  []*task.Task
+	par    int // tasks
 	// disk is the disk state backend (state.go); nil on the memory
 	// backend.
 	disk *diskState

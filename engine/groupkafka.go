@@ -308,7 +308,7 @@ func (gr *groupRun) setup(ctx context.Context) error {
 		g.HasLate[si] = st.Late.Policy == "side_output" && st.Late.Sink != nil
 		g.HasContrib[si] = st.Contributions != nil && st.Contributions.Sink != nil && st.Input < 0 && !st.Desc.Stateless
 	}
-	gr.env = Env{Stdout: gr.opts.Stdout, Pipeline: pl.Spec.Name, Checkpoints: true}
+	gr.env = Env{Stdout: gr.opts.Stdout, Pipeline: pl.Spec.Name, Checkpoints: true, Group: gr.group}
 	name := gr.opts.InstanceID
 	if name == "" {
 		name = randomName()
@@ -643,7 +643,7 @@ func (gr *groupRun) applyAssignment(ctx context.Context) error {
 	gr.sum.Rebalances++
 	for _, ev := range evs {
 		if !ev.full {
-			gr.logf("group %s: %s %v", gr.group, map[bool]string{true: "assigned", false: "revoked"}[ev.assigned], ev.tps)
+			gr.logf("group %s: %s %s", gr.group, map[bool]string{true: "assigned", false: "revoked"}[ev.assigned], partitionList(ev.tps))
 		}
 	}
 	var add []taskKey

@@ -220,7 +220,7 @@ func (rt *runtime) routeInputs(ctx context.Context, pl *pipeline) (stopped bool,
 			rt.tick(rt.opts.Clock())
 		}
 		if all {
-			ro.flags = roundFlags{last: true, snapshot: rt.ck != nil, stats: true}
+			ro.flags = roundFlags{last: true, end: true, snapshot: rt.ck != nil, stats: true}
 		} else {
 			ro.flags.snapshot = rt.ck != nil && rt.due()
 			ro.flags.stats = rt.liveDue()

@@ -163,8 +163,8 @@ func (rt *runtime) checkFirstBatch(b *source.Batch, in int, src source.Source) e
 		if w.filter != nil {
 			records = fmt.Sprintf("all %d records of the first batch read that the side's filter keeps", kept)
 		}
-		return fmt.Errorf("stage %s: %s is null or missing in %s (from %s)%s; nothing was written. A misspelt field? If it really is null in these records, declare it in source.schema",
-			w.stage, w.what, records, b.Meta[first].Pos, hint)
+		return &startRefusal{fmt.Errorf("stage %s: %s is null or missing in %s (from %s)%s; nothing was written. A misspelt field? If it really is null in these records, declare it in source.schema",
+			w.stage, w.what, records, b.Meta[first].Pos, hint)}
 	}
 	return nil
 }

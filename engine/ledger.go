@@ -59,6 +59,7 @@ func (rt *runtime) openLedger(ctx context.Context, si int, s spec.Sink, id strin
 		Keys:           p.Desc.Key,
 		Pipeline:       rt.plan.Spec.Name,
 		Sink:           s.LedgerTable,
+		Group:          rt.env.Group,
 	}
 	for i, a := range p.Aggs {
 		la := postgres.LedgerAggregate{Name: a.Name, Func: postgres.LedgerSum, Kind: p.Desc.Values[i].Kind}

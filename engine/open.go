@@ -182,6 +182,7 @@ func (rt *runtime) open(ctx context.Context) error {
 		rt.tasks = append(rt.tasks, t)
 	}
 	rt.cnt = task.NewCounters(len(p.Stages))
+	rt.initQuarantineShare(nil)
 	rt.rcnt = task.NewCounters(len(p.Stages))
 	rt.opGlob = rt.tasks[0].Globals()
 	if p.Spec.State.Backend == state.BackendDisk {

@@ -46,6 +46,11 @@ type Env struct {
 	// ("<table>@<task>"), and never empties a table (the other tasks of
 	// the group write it too). Empty otherwise.
 	Task string
+	// Group, in a group run, is its consumer group: the instances' SQL
+	// sinks share the tables' writer locks, which a run outside the group
+	// cannot take (docs/connectors/postgres.md, "One writer per table").
+	// Empty otherwise.
+	Group string
 	// Fault is Options.FaultHook, for the named points inside a sink's
 	// commit (parquet, iceberg); nil when none.
 	Fault func(point string, id int64)
@@ -102,7 +107,7 @@ func DefaultRegistry() *Registry {
 					Pipeline: env.Pipeline, Sink: env.marker(s.Table),
 					Fresh: env.fresh(), Resume: env.Restoring, ReplaceLayout: s.Replace,
 					Lineage: LineageColumn, NoLineage: s.Lineage != nil && !*s.Lineage, Serve: isLive(s.Table),
-					AtLeastOnce: !env.exactlyOnce(s), Retry: pgRetry(s)})
+					AtLeastOnce: !env.exactlyOnce(s), Retry: pgRetry(s), Group: env.Group})
 			},
 			"kafka": func(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
 				o, err := kafkaOptions(s, env)
@@ -133,7 +138,7 @@ func DefaultRegistry() *Registry {
 			"postgres": func(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {
 				return postgres.NewRecords(ctx, s.DSN, s.Table, postgres.RecordsOptions{
 					Pipeline: env.Pipeline, Sink: env.marker(s.Table), Fresh: env.fresh(), Resume: env.Restoring,
-					ReplaceLayout: s.Replace, AtLeastOnce: !env.exactlyOnce(s), Retry: pgRetry(s)})
+					ReplaceLayout: s.Replace, AtLeastOnce: !env.exactlyOnce(s), Retry: pgRetry(s), Group: env.Group})
 			},
 			"kafka": func(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {
 				o, err := kafkaOptions(s, env)

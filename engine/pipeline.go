@@ -41,6 +41,7 @@ type roundFlags struct {
 	snapshot bool // checkpoint after this round
 	stats    bool // report state sizes after this round (Live)
 	last     bool // the run ends after this round
+	end      bool // and the input ended (not a stop)
 }
 
 // pktMsg is a packet from node up of one task to a node of another.
@@ -403,7 +404,7 @@ func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, er
 			// The end of a bounded input: every window fires and closes,
 			// and a last checkpoint commits the rest.
 			rt.advance(rt.tracker.End())
-			ro.flags = roundFlags{last: true, snapshot: rt.ck != nil, stats: true}
+			ro.flags = roundFlags{last: true, end: true, snapshot: rt.ck != nil, stats: true}
 		} else {
 			ro.flags.snapshot = rt.ck != nil && rt.atBoundary() && rt.due()
 			ro.flags.stats = rt.liveDue()
@@ -495,6 +496,9 @@ func (rt *runtime) beginRound(pl *pipeline) *routerOut {
 // endRound sends the round to the tasks and the writer (or, with one
 // task, runs it).
 func (rt *runtime) endRound(pl *pipeline, ro *routerOut) error {
+	if err := rt.checkQuarantineShare(ro); err != nil {
+		return err
+	}
 	if ro.flags.snapshot {
 		ro.state = rt.routerState()
 	}

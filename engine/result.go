@@ -51,7 +51,7 @@ func (rt *runtime) summary() *Summary {
 			LastBytes: ck.bytes, LastDuration: ck.duration, Total: ck.total, Bytes: ck.allBytes, Longest: ck.longest,
 			Sections: ck.sections, Deltas: ck.deltas}
 	}
-	if rt.events > 0 {
+	if rt.events > c.Quarantined { // fields absent from the records that decoded, when some did
 		change := rt.plan.Changes != nil
 		for i, seen := range rt.present {
 			// A change stream's metadata fields are no misspelling

@@ -274,6 +274,22 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 		}
 		fmt.Fprintln(w)
 	}
+	if s.EventsRead > 0 && s.Quarantined == s.EventsRead {
+		// One reason, not a warning per field: no record decoded, so every
+		// field is absent from the records that did.
+		why := ""
+		if len(s.Rules) > 0 {
+			top := s.Rules[0]
+			for _, r := range s.Rules[1:] {
+				if r.Count > top.Count {
+					top = r
+				}
+			}
+			why = fmt.Sprintf(", %d of them by rule %s", top.Count, top.Rule)
+		}
+		fmt.Fprintf(w, "  warning: every record read was quarantined (%d of %d%s; first: %s): does source.format or the schema match the records? quarantine.max_fraction fails such a run\n",
+			s.Quarantined, s.EventsRead, why, s.FirstViolation)
+	}
 	for _, f := range s.AbsentFields {
 		fmt.Fprintf(w, "  warning: field %q was null or missing in every record (misspelt?)\n", f)
 	}

@@ -136,6 +136,16 @@ func (e *StartInterruptedError) Unwrap() error { return e.Err }
 
 // startError is err of a start step (phase), as a *StartInterruptedError
 // when ctx was cancelled.
+// startRefusal marks an error that refuses the run before it wrote
+// anything, once it has read its first records (a key field null in every
+// record of the first batch): Run then undoes its start as for a refusal
+// while opening — the sinks aborted (a table a sink created, still empty,
+// dropped), the files and directories the start created removed — so
+// that the corrected pipeline starts on what was there before.
+type startRefusal struct{ error }
+
+func (r *startRefusal) Unwrap() error { return r.error }
+
 func (rt *runtime) startError(ctx context.Context, phase string, err error) error {
 	if ctx.Err() == nil {
 		return err

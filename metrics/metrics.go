@@ -46,6 +46,7 @@ type Exporter struct {
 	commits    *prometheus.CounterVec
 	commitErrs *prometheus.CounterVec
 	lastCkID   int64
+	ckOn       bool // the checkpoint histograms are registered
 	slo        func() []slo.State
 }
 
@@ -85,7 +86,11 @@ func New(pipeline string) *Exporter {
 		Name: "tidemark_sink_commit_failures_total", ConstLabels: labels,
 		Help: "Failed checkpoint commits per sink (the run stops; a restart recovers the checkpoint).",
 	}, []string{"sink"})
-	x.reg.MustRegister(x.ckDuration, x.ckBytes, x.commit, x.commits, x.commitErrs, &collector{x: x, pipeline: pipeline})
+	// The checkpoint histograms are registered by the first snapshot of a
+	// run that takes checkpoints: without checkpoints they are absent, as
+	// every metric of a feature the pipeline does not use (a histogram
+	// would otherwise show with a zero count).
+	x.reg.MustRegister(x.commit, x.commits, x.commitErrs, &collector{x: x, pipeline: pipeline})
 	return x
 }
 
@@ -94,6 +99,10 @@ func (x *Exporter) Update(l *engine.Live) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.last = l
+	if l.Checkpoints.Enabled && !x.ckOn {
+		x.ckOn = true
+		x.reg.MustRegister(x.ckDuration, x.ckBytes)
+	}
 	if c := l.Checkpoints; c.LastID != 0 && c.LastID != x.lastCkID {
 		x.lastCkID = c.LastID
 		x.ckDuration.Observe(c.LastDuration.Seconds())
@@ -155,7 +164,7 @@ func (c *collector) descs() map[string]desc {
 			"part_recs":  newDesc("tidemark_source_partition_records_total", "Valid records observed on the partition.", k, p, "partition"),
 			"wait":       newDesc("tidemark_source_waiting_seconds", "How long the source's records have waited, as of the snapshot, on a service they need and cannot reach (a schema registry): held, neither quarantined nor skipped, until it answers or source.schema_registry.max_wait passes; absent while records flow.", g, p, "service"),
 			"waittries":  newDesc("tidemark_source_wait_failed_attempts", "Requests to the service that failed during the wait under way (0 while the first one is unanswered); absent while records flow.", g, p, "service"),
-			"part_last":  newDesc("tidemark_source_partition_last_record_timestamp_seconds", "Processing time of the partition's last record, Unix seconds.", g, p, "partition"),
+			"part_last":  newDesc("tidemark_source_partition_last_record_timestamp_seconds", "Processing time of the partition's last record, Unix seconds; absent before its first record.", g, p, "partition"),
 			"wm":         newDesc("tidemark_watermark_seconds", "The pipeline watermark (minimum over non-idle partitions), Unix seconds; +Inf after a bounded input.", g, p),
 			"lag":        newDesc("tidemark_event_time_lag_seconds", "Processing time minus the pipeline watermark. Consumer lag 0 with a growing event-time lag is a stuck watermark.", g, p),
 			"ptime":      newDesc("tidemark_processing_time_seconds", "The runner's processing time (records' arrival times or the clock), Unix seconds.", g, p),
@@ -260,7 +269,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			m("part_cons", float64(p.ConsumerLag), p.Name)
 		}
 		m("part_recs", float64(p.Records), p.Name)
-		m("part_last", seconds(p.LastArrival), p.Name)
+		if p.Records > 0 { // before its first record LastArrival is when the partition was added
+			m("part_last", seconds(p.LastArrival), p.Name)
+		}
 	}
 	for _, w := range l.Waits {
 		m("wait", max(l.At.Sub(w.Since).Seconds(), 0), w.Service)

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/spec"
@@ -361,5 +362,52 @@ state: {backend: `+backend+`}
 				t.Errorf("%s: %v in\n%s", name, m, grep(text, "tidemark_state_"))
 			}
 		}
+	}
+}
+
+// TestNoCheckpointMetricsWithoutCheckpoints (issue 25 item 5): a run
+// without checkpoints exports no checkpoint or sink-commit metric, not
+// even a histogram with a zero count; the same run with checkpoints has
+// them.
+func TestNoCheckpointMetricsWithoutCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	os.WriteFile(in, []byte(`{"ts":"2026-09-01T10:00:10Z","store":"a"}`+"\n"), 0o644)
+	for _, ck := range []string{"", fmt.Sprintf("checkpoint: {dir: %s/ck}\n", dir)} {
+		pl := compile(t, fmt.Sprintf(`name: m
+source: {type: file, path: %s}
+event_time: {field: ts}
+key: [store]
+window: {type: tumbling, size: 1m}
+aggregates: {n: count()}
+sinks: [{type: jsonl, path: %s/out.jsonl}]
+%s`, in, dir, ck))
+		x := New("m")
+		if _, err := engine.Run(context.Background(), pl, engine.Options{Live: x.Update}); err != nil {
+			t.Fatal(err)
+		}
+		text := scrape(t, x)
+		for _, m := range []string{"tidemark_checkpoint_duration_seconds", "tidemark_checkpoint_size_bytes", "tidemark_checkpoints_total", "tidemark_sink_commits_total"} {
+			if got := strings.Contains(text, m); got != (ck != "") {
+				t.Errorf("checkpoints %v: %s present %v", ck != "", m, got)
+			}
+		}
+	}
+}
+
+// TestNoLastRecordBeforeTheFirst (issue 25 item 5): a partition that has
+// delivered no record reports no last-record timestamp (the tracker's
+// LastArrival is then when the partition was added).
+func TestNoLastRecordBeforeTheFirst(t *testing.T) {
+	x := New("m")
+	x.Update(&engine.Live{Partitions: []engine.LivePartition{
+		{Name: "orders/0", Records: 3, LastArrival: 1_000_000, Watermark: 900_000, MaxEventTime: 900_000, ConsumerLag: -1},
+		{Name: "orders/1", Records: 0, LastArrival: 2_000_000, Watermark: changelog.WatermarkNone, MaxEventTime: changelog.WatermarkNone, ConsumerLag: -1},
+	}})
+	text := scrape(t, x)
+	has(t, text, `tidemark_source_partition_last_record_timestamp_seconds{partition="orders/0",pipeline="m"} 1000`,
+		`tidemark_source_partition_records_total{partition="orders/1",pipeline="m"} 0`)
+	if strings.Contains(text, `tidemark_source_partition_last_record_timestamp_seconds{partition="orders/1"`) {
+		t.Errorf("a partition without records has a last-record timestamp:\n%s", grep(text, "tidemark_source_partition_last_record"))
 	}
 }

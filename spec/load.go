@@ -436,6 +436,14 @@ func (p *Pipeline) Validate() error {
 			add("slo.checkpoint_success", "the pipeline takes no checkpoints (add a checkpoint section)")
 		}
 	}
+	if f := p.Quarantine.MaxFraction; f != nil && (*f < 0 || *f >= 1 || *f != *f) {
+		add("quarantine.max_fraction", "%v: want a share from 0 (no quarantined record tolerated) to below 1 (0.01: fail above 1 %%)", *f)
+	} else if f != nil && p.Source.Assignment == "group" {
+		add("quarantine.max_fraction", "not for a group run (source.assignment: group): each instance sees only its partitions' share")
+	}
+	if p.Conflicts.MaxFraction != nil {
+		add("conflicts.max_fraction", "only for quarantine (conflicting redeliveries are not invalid records)")
+	}
 	if p.Quarantine.Sink != nil {
 		validateSink("quarantine.sink", p.Quarantine.Sink, false, add)
 	}

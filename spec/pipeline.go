@@ -743,7 +743,21 @@ type Quarantine struct {
 	// Sink receives quarantined records: jsonl, kafka, stdout, or a table
 	// of sqlite or postgres. YAML `sink`.
 	Sink *Sink `yaml:"sink"`
+	// MaxFraction fails the run when more than this share (0 to 1) of the
+	// records read were quarantined before the stages (decode, event time,
+	// contract rules, null event ids or keys): checked after every batch
+	// once 1,000 records were read, and at the end of a bounded input,
+	// before the batch's outputs are written — a dead-letter queue's
+	// tolerance, as errors.tolerance in Kafka Connect. 0 tolerates no
+	// quarantined record. YAML `max_fraction`. Default: none (any
+	// share is counted and the run goes on).
+	MaxFraction *float64 `yaml:"max_fraction"`
 }
+
+// MaxFractionMinRecords is the number of records read before
+// quarantine.max_fraction is checked (at the end of a bounded input it is
+// checked whatever the count): a share of a few records says little.
+const MaxFractionMinRecords = 1000
 
 // Sink configures one output.
 type Sink struct {

@@ -342,6 +342,8 @@ func TestValidateErrors(t *testing.T) {
 		{"late sink jsonl without path", pipe("late: {sink: {type: jsonl}}"), []string{"late.sink.path: required for jsonl"}},
 		{"quarantine sink sqlite without path", pipe("quarantine: {sink: {type: sqlite, table: q}}"), []string{"quarantine.sink.path: required for sqlite"}},
 		{"quarantine sink without type", pipe("quarantine: {sink: {path: q.jsonl}}"), []string{"quarantine.sink.type: required (sqlite, postgres, jsonl, kafka, parquet or stdout)"}},
+		{"quarantine max_fraction out of range", pipe("quarantine: {max_fraction: 1.5}"), []string{"quarantine.max_fraction: 1.5: want a share from 0 (no quarantined record tolerated) to below 1 (0.01: fail above 1 %)"}},
+		{"conflicts max_fraction", pipe("conflicts: {max_fraction: 0.1}"), []string{"conflicts.max_fraction: only for quarantine (conflicting redeliveries are not invalid records)"}},
 
 		{"sink without type", pipe("sinks: [{path: a.db}]"), []string{"sinks[0].type: required (sqlite, postgres, jsonl, kafka, parquet, iceberg or stdout)"}},
 		{"parquet sink keys", pipe("sinks: [{type: parquet, path: out/r, decimal_scale: 20, partition_by: [day, day]}]"),

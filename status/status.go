@@ -257,6 +257,13 @@ func contracts(p *spec.Pipeline) Contracts {
 	switch src.Type {
 	case "kafka":
 		c.Source = fmt.Sprintf("Kafka topics %s, one watermark per partition; positions (offsets) live in the checkpoints", strings.Join(src.Topics, ", "))
+		if p.Checkpoint == nil {
+			start := src.Start
+			if start == "" {
+				start = "earliest"
+			}
+			c.Source = fmt.Sprintf("Kafka topics %s, one watermark per partition; positions (offsets) are not kept (no checkpoint): a restart reads from source.start (%s) again", strings.Join(src.Topics, ", "), start)
+		}
 	case "nexmark":
 		c.Source = fmt.Sprintf("the Nexmark generator, %d events", src.Events)
 	default:

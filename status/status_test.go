@@ -279,3 +279,17 @@ func TestDiskState(t *testing.T) {
 		t.Fatalf("state %+v", st)
 	}
 }
+
+// TestKafkaPositionsContract (issue 25 item 5): the source contract of a
+// Kafka pipeline says its positions live in the checkpoints only when it
+// takes checkpoints; without, that a restart reads from source.start.
+func TestKafkaPositionsContract(t *testing.T) {
+	p := &spec.Pipeline{Name: "k", Source: spec.Source{Type: "kafka", Topics: []string{"orders"}}}
+	if got, want := contracts(p).Source, "Kafka topics orders, one watermark per partition; positions (offsets) are not kept (no checkpoint): a restart reads from source.start (earliest) again; no deduplication (every delivery counts)"; got != want {
+		t.Errorf("without checkpoints:\n%s\nwant\n%s", got, want)
+	}
+	p.Checkpoint = &spec.Checkpoint{Dir: "ck"}
+	if got, want := contracts(p).Source, "Kafka topics orders, one watermark per partition; positions (offsets) live in the checkpoints; no deduplication (every delivery counts)"; got != want {
+		t.Errorf("with checkpoints:\n%s\nwant\n%s", got, want)
+	}
+}

@@ -10,7 +10,7 @@ import (
 
 // checkPipeline is the README's ten-line pipeline: late payments dropped
 // from a revenue sum (an error), no quarantine sink and key fields no
-// schema declares (two warnings), and three infos.
+// schema declares (two warnings), and four infos.
 const checkPipeline = `name: revenue_minute
 source: {type: file, path: orders.jsonl, schema: {amount: decimal}}
 event_time: {field: paid_at, out_of_orderness: 2m, idle_timeout: 1m}
@@ -44,6 +44,11 @@ info TM101 dedup-missing
   why  no contract says whether the events can be duplicated, and the pipeline does not deduplicate
   fix  name a contract (duplicates_possible, event_id), or add dedup
 
+info TM115 quarantine-share-unbounded
+  key  quarantine.max_fraction
+  why  nothing bounds the share of records the run may quarantine: a source read in the wrong format (Avro over a JSON topic) quarantines every record, and the run exits 0
+  fix  set quarantine.max_fraction: 0.01 (or the share the source may really have) to fail the run above it
+
 info TM202 lateness-below-delay
   key  allowed_lateness
   why  unknown: nothing states how late events normally arrive, and late.policy drop discards those after 5m
@@ -54,7 +59,7 @@ info TM402 provisional-rows
   why  revenue_minute holds provisional rows (is_final = false) until allowed_lateness 3m after each window's end; each revision raises version
   fix  show rows with is_final = false as provisional; settlement and exports read WHERE is_final (or use emit.mode final)
 
-pipeline.yaml: 1 error, 2 warnings, 3 info
+pipeline.yaml: 1 error, 2 warnings, 4 info
 `
 
 // checkClean answers every question of the checklist.
@@ -63,7 +68,7 @@ source: {type: file, path: orders.jsonl, schema: {amount: decimal, store_id: str
 event_time: {field: paid_at, out_of_orderness: 2m}
 dedup: {key: event_id, ttl: 24h}
 conflicts: {sink: {type: jsonl, path: out/conflicts.jsonl}}
-quarantine: {sink: {type: jsonl, path: out/quarantine.jsonl}}
+quarantine: {max_fraction: 0.01, sink: {type: jsonl, path: out/quarantine.jsonl}}
 key: [store_id]
 window: {type: tumbling, size: 1m}
 allowed_lateness: 3m
@@ -139,6 +144,7 @@ func TestCheckJSON(t *testing.T) {
 		"warning TM106 quarantine-not-kept quarantine.sink",
 		"warning TM109 key-field-undeclared key",
 		"info TM101 dedup-missing dedup",
+		"info TM115 quarantine-share-unbounded quarantine.max_fraction",
 		"info TM202 lateness-below-delay allowed_lateness",
 		"info TM402 provisional-rows sinks[0]",
 	}
@@ -191,8 +197,8 @@ func TestCheckExitCodes(t *testing.T) {
 		stdout string // a part of stdout
 	}{
 		{[]string{"check", "clean.yaml"}, 0, "", "clean.yaml: 0 errors, 0 warnings, 0 info\n"},
-		{[]string{"check", "warn.yaml"}, 0, "", "warn.yaml: 0 errors, 1 warning, 1 info\n"},
-		{[]string{"check", "pipeline.yaml"}, 1, "pipeline.yaml has 1 error", "1 error, 2 warnings, 3 info"},
+		{[]string{"check", "warn.yaml"}, 0, "", "warn.yaml: 0 errors, 1 warning, 2 info\n"},
+		{[]string{"check", "pipeline.yaml"}, 1, "pipeline.yaml has 1 error", "1 error, 2 warnings, 4 info"},
 		{[]string{"check"}, 2, "accepts 1 arg(s), received 0", ""},
 		{[]string{"check", "a.yaml", "b.yaml"}, 2, "accepts 1 arg(s), received 2", ""},
 		{[]string{"check", "--format", "xml", "clean.yaml"}, 2, `check: --format "xml": want text or json`, ""},
@@ -246,7 +252,7 @@ late: {policy: side_output, sink: {type: jsonl, path: out/late.jsonl}}
 	for _, f := range fs {
 		got = append(got, f["severity"]+" "+f["id"]+" "+f["key"])
 	}
-	want := []string{"error TM101 dedup", "info TM108 order_by"}
+	want := []string{"error TM101 dedup", "info TM108 order_by", "info TM115 quarantine.max_fraction"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}

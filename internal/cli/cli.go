@@ -30,7 +30,9 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // Main runs the command line with args and returns the exit status:
-// 0 success (also a run stopped by SIGINT or SIGTERM), 1 runtime failure,
+// 0 success (also a run with checkpoints stopped by SIGINT or SIGTERM: it
+// took a final checkpoint), 1 runtime failure (also a run without
+// checkpoints stopped by a signal: its results are partial),
 // 2 usage or configuration error, 3 a group instance fenced by another
 // process with its --instance-id (engine.FencedError).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +13,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/format/confluent"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/source/kafka"
 )
 
 // openTransactions returns the partitions of topic ("topic[p]: offsets
@@ -41,6 +48,50 @@ func openTransactions(ctx context.Context, cl *kgo.Client, topic string) ([]stri
 	return open, nil
 }
 
+// consumeRenderer returns, for --format avro or protobuf, the function
+// turning a record's value into JSON through the registry — the Kafka
+// source's decoder (kafka.RecordDecoder) and its rendering of records for
+// side outputs — or nil for json. registrySet says --registry was given
+// (an environment default applies only to the formats that use it).
+func consumeRenderer(topic, valueFormat, registry, message string, registrySet bool) (func(context.Context, *kgo.Record) ([]byte, error), error) {
+	switch valueFormat {
+	case "", "json", "jsonl":
+		if registrySet || message != "" {
+			return nil, usageErr("--registry and --message: only with --format avro or protobuf")
+		}
+		return nil, nil
+	case confluent.FormatAvro, confluent.FormatProtobuf:
+	default:
+		return nil, usageErr("--format %q: want json, avro or protobuf", valueFormat)
+	}
+	if registry == "" {
+		return nil, usageErr("--format %s needs --registry URL (or $SCHEMA_REGISTRY_URL)", valueFormat)
+	}
+	var urls []string
+	for _, u := range strings.Split(registry, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	reg, err := confluent.NewRegistry(confluent.RegistryConfig{URLs: urls})
+	if err != nil {
+		return nil, usageErr("--registry: %v", err)
+	}
+	dec, err := kafka.NewRecordDecoder(kafka.Config{Topics: []string{topic}, Fields: format.Fields{Schema: row.NewSchema()},
+		Format: valueFormat, Registry: reg, Message: message})
+	if err != nil {
+		return nil, err
+	}
+	var b source.Batch
+	return func(ctx context.Context, r *kgo.Record) ([]byte, error) {
+		b.Reset()
+		if err := dec.Append(ctx, r, 0, &b); err != nil {
+			return nil, err
+		}
+		return dec.EventJSON(nil, &b.Meta[0]), nil
+	}, nil
+}
+
 // newConsumeCmd is tidemark consume: a topic's committed records on
 // stdout, for demos and checks.
 func newConsumeCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -48,6 +99,7 @@ func newConsumeCmd(stdout, stderr io.Writer) *cobra.Command {
 	var brokers []string
 	var final bool
 	var timeout, idle time.Duration
+	var valueFormat, registry, message string
 	cmd := &cobra.Command{
 		Use:   "consume --topic TOPIC [flags]",
 		Short: "Print a Kafka topic's committed records, or with --final the newest row of each key (for demos and checks)",
@@ -63,11 +115,23 @@ With --final the topic is read as tidemark's result rows (the kafka sink's
 records: the key is window_start and the group key, the value a row with its
 version): only the row with the highest version of each key is printed,
 sorted by key — the result table the topic's changelog converges to. A
-summary (records read, keys) goes to stderr.`,
+summary (records read, keys) goes to stderr.
+
+With --format avro or protobuf the values are in the Confluent wire format
+(a magic byte, a schema id, for Protobuf message indexes) and are printed
+as JSON, each schema id's writer schema fetched from --registry (default
+$SCHEMA_REGISTRY_URL) as the Kafka source does: Avro fields with RFC 3339
+times and exact decimals, Protobuf messages as protojson, "_schema_id"
+added; a value the schema cannot read is printed with "_raw_base64". A
+registry that cannot be asked fails the command, naming it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if topic == "" {
 				return fmt.Errorf("--topic: required")
+			}
+			render, err := consumeRenderer(topic, valueFormat, registry, message, cmd.Flags().Changed("registry"))
+			if err != nil {
+				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
@@ -114,8 +178,17 @@ summary (records read, keys) goes to stderr.`,
 						return fmt.Errorf("topic %s partition %d: %w", fe.Topic, fe.Partition, fe.Err)
 					}
 				}
+				var rerr error
 				fs.EachPartition(func(p kgo.FetchTopicPartition) {
 					for _, r := range p.Records {
+						if rerr != nil {
+							return
+						}
+						if render != nil && r.Value != nil {
+							if r.Value, rerr = render(ctx, r); rerr != nil {
+								return
+							}
+						}
 						n++
 						if !final {
 							fmt.Fprintf(stdout, "%s\n", r.Value)
@@ -132,6 +205,9 @@ summary (records read, keys) goes to stderr.`,
 						}
 					}
 				})
+				if rerr != nil {
+					return rerr
+				}
 			}
 			if final {
 				keys := make([]string, 0, len(rows))
@@ -156,5 +232,8 @@ summary (records read, keys) goes to stderr.`,
 	cmd.Flags().BoolVar(&final, "final", false, "print only the newest row (highest version) of each key, sorted by key")
 	cmd.Flags().DurationVar(&idle, "idle", time.Second, "stop once no record came for this long")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "give up when records still come after this")
+	cmd.Flags().StringVar(&valueFormat, "format", "json", "record values: json (printed as they are), avro or protobuf (the Confluent wire format, printed as JSON through --registry)")
+	cmd.Flags().StringVar(&registry, "registry", os.Getenv("SCHEMA_REGISTRY_URL"), "with --format avro or protobuf: the Schema Registry URL (default $SCHEMA_REGISTRY_URL)")
+	cmd.Flags().StringVar(&message, "message", "", "with --format protobuf: the message type every value must be (default: any)")
 	return cmd
 }

@@ -2,12 +2,15 @@ package cli
 
 import (
 	"context"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tidemark/tidemark/internal/devregistry"
 )
 
 // TestConsume: consume prints a topic's committed records (never those of
@@ -107,5 +110,52 @@ func TestConsumeWaitsForOpenTransactions(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "waiting for open transactions on rows[0]: offsets 0–") {
 		t.Fatalf("stderr does not say it waited: %s", errOut)
+	}
+}
+
+// TestConsumeAvro (issue 25 item 5): consume --format avro prints Avro
+// values in the Confluent wire format as JSON, through the registry
+// (here $SCHEMA_REGISTRY_URL), exact decimals (with the fewest digits
+// that hold them, as the side outputs render them) and RFC 3339 times; with
+// --final the newest version of each key. Without --format it prints the
+// bytes as they are; a registry that cannot be reached fails it, naming
+// the registry.
+func TestConsumeAvro(t *testing.T) {
+	addr := kafkaCluster(t, 1, "rows")
+	srv := httptest.NewServer(devregistry.New().Handler())
+	defer srv.Close()
+	schema := writeFile(t, "row.avsc", `{"type":"record","name":"Row","fields":[
+	  {"name":"k","type":"string"},
+	  {"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},
+	  {"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}},
+	  {"name":"version","type":"long"}]}`)
+	in := writeFile(t, "rows.jsonl", `{"k":"b","amount":"1.50","at":"2026-09-01T10:00:00Z","version":1}
+{"k":"a","amount":"20.00","at":"2026-09-01T10:01:00Z","version":1}
+{"k":"a","amount":"25.00","at":"2026-09-01T10:02:00Z","version":2}
+`)
+	if code, _, stderr := run(t, "produce", in, "--topic", "rows", "--brokers", addr, "--key-field", "k", "-q",
+		"--format", "avro", "--schema", schema, "--registry", srv.URL); code != 0 {
+		t.Fatalf("produce: exit %d: %s", code, stderr)
+	}
+	t.Setenv("SCHEMA_REGISTRY_URL", srv.URL)
+	code, out, stderr := run(t, "consume", "--brokers", addr, "--topic", "rows", "--format", "avro", "--idle", "500ms")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], `"k":"b"`) || !strings.Contains(lines[0], `"amount":1.5,`) ||
+		!strings.Contains(lines[0], `"at":"2026-09-01T10:00:00Z"`) || !strings.Contains(lines[0], `"_schema_id":`) {
+		t.Fatalf("consume --format avro: exit %d, stdout %q, stderr %s", code, out, stderr)
+	}
+	code, out, stderr = run(t, "consume", "--brokers", addr, "--topic", "rows", "--format", "avro", "--final", "--idle", "500ms")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 || !strings.Contains(out, `"amount":25,`) || strings.Contains(out, `"amount":20,`) {
+		t.Fatalf("consume --format avro --final: exit %d, stdout %q, stderr %s", code, out, stderr)
+	}
+	if code, out, _ = run(t, "consume", "--brokers", addr, "--topic", "rows", "--idle", "500ms"); code != 0 || strings.Contains(out, `"k":"a"`) {
+		t.Fatalf("consume without --format printed decoded values: %q", out)
+	}
+	dead := httptest.NewServer(nil)
+	dead.Close()
+	code, _, stderr = run(t, "consume", "--brokers", addr, "--topic", "rows", "--format", "avro", "--registry", dead.URL, "--idle", "500ms")
+	if code != 1 || !strings.Contains(stderr, "schema registry at "+dead.URL) {
+		t.Fatalf("consume with a registry that is down: exit %d, %q", code, stderr)
 	}
 }

@@ -36,6 +36,7 @@ type produceFlags struct {
 	format         string // json, avro, protobuf
 	schemaFile     string // --schema: .avsc or .proto
 	registry       string // --registry URL
+	registrySet    bool   // --registry given, not only $SCHEMA_REGISTRY_URL
 	message        string // --message: the Protobuf message type
 }
 
@@ -91,6 +92,7 @@ usage error.`,
 		Args: usage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			partitionsSet := cmd.Flags().Changed("partitions")
+			f.registrySet = cmd.Flags().Changed("registry")
 			return runProduce(cmd.Context(), args[0], &f, partitionsSet, stderr)
 		},
 	}

@@ -30,7 +30,9 @@ type valueEncoder interface {
 // --registry and returns the encoder of its records (nil for json).
 func newValueEncoder(ctx context.Context, f *produceFlags) (valueEncoder, string, error) {
 	if f.format == "" || f.format == "json" {
-		if f.schemaFile != "" || f.registry != "" {
+		// $SCHEMA_REGISTRY_URL is only a default, for the formats that use
+		// a registry: JSON ignores it; a --registry given is a mistake.
+		if f.schemaFile != "" || f.registrySet {
 			return nil, "", usageErr("--schema and --registry: only with --format avro or protobuf")
 		}
 		return nil, "", nil

@@ -598,3 +598,23 @@ func TestDevKafkaUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestProduceJSONIgnoresRegistryEnv (issue 25 item 5): with
+// SCHEMA_REGISTRY_URL set in the environment, as for the Avro examples,
+// produce in JSON uses no registry and does not refuse; a --registry
+// given with JSON is still refused.
+func TestProduceJSONIgnoresRegistryEnv(t *testing.T) {
+	addr := kafkaCluster(t, 1, "t")
+	in := writeFile(t, "in.jsonl", `{"a":1}`+"\n")
+	t.Setenv("SCHEMA_REGISTRY_URL", "http://127.0.0.1:1")
+	if code, _, stderr := run(t, "produce", in, "--topic", "t", "--brokers", addr, "-q"); code != 0 {
+		t.Fatalf("JSON with SCHEMA_REGISTRY_URL set: exit %d: %s", code, stderr)
+	}
+	if n := endOffsets(t, addr, "t"); n != 1 {
+		t.Fatalf("%d records produced, want 1", n)
+	}
+	code, _, stderr := run(t, "produce", in, "--topic", "t", "--brokers", addr, "--registry", "http://127.0.0.1:1")
+	if code != 2 || !strings.Contains(stderr, "--schema and --registry: only with --format avro or protobuf") {
+		t.Errorf("JSON with --registry: exit %d, %q", code, stderr)
+	}
+}

@@ -45,9 +45,13 @@ directory; ${VAR} and ${VAR:-default} are expanded from the environment.
 At the end a summary goes to stdout; a progress line goes to stderr when it
 is a terminal.
 
-Exit status: 0 when the run completed, 1 when it failed (source or sink
-error, an aggregate overflow, interrupted), 2 for a usage or pipeline
-configuration error (nothing was read or written).`,
+Exit status: 0 when the run completed, or when SIGINT or SIGTERM stopped a
+run that takes checkpoints (it takes a final one: run again to resume); 1
+when it failed (source or sink error, an aggregate overflow, a schema
+registry unreachable past its max_wait, another run writing its tables), or
+when a signal stopped a run without checkpoints (its results are partial:
+a new run starts over); 2 for a usage or pipeline configuration error
+(nothing was read or written).`,
 		Args: usage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, pl, err := compilePipeline(args[0], contractPath, stateFlags(stateBackend, memory))
@@ -88,7 +92,7 @@ configuration error (nothing was read or written).`,
 					return &exitError{code: 2, err: fmt.Errorf("--metrics-addr: %w", err)}
 				}
 				defer stop()
-				fmt.Fprintf(stderr, "tidemark: metrics at http://%s/metrics, status at http://%s/\n", addr, addr)
+				fmt.Fprintf(stderr, "tidemark: %s\n", monitoringLine(addr))
 				opts.Live = func(l *engine.Live) {
 					ev.Update(l)
 					x.Update(l)
@@ -159,7 +163,10 @@ configuration error (nothing was read or written).`,
 			}
 			if err != nil && cmd.Context().Err() != nil {
 				if errors.Is(err, context.Canceled) {
-					return fmt.Errorf("interrupted; the rows and records emitted so far were flushed to the sinks")
+					// Without checkpoints a stop is not a pause: nothing
+					// records where the run was, so its results are partial
+					// and the next run starts over (exit status 1).
+					return fmt.Errorf("interrupted; the rows and records emitted so far were flushed to the sinks, but the pipeline takes no checkpoints: its results are partial, and a new run recomputes from the start of the input (exit status 1; with checkpoint: a stop takes a final checkpoint and exits 0)")
 				}
 				// Stopped by a signal while failing: the failure is named
 				// (a group instance's last commit failed, say), not hidden.
@@ -217,7 +224,7 @@ configuration error (nothing was read or written).`,
 	cmd.Flags().StringVar(&memory, "memory", "", "the disk backend's memory budget, with a unit (e.g. 2GiB; overrides state.memory)")
 	cmd.Flags().IntVar(&batchSize, "batch-size", 1024, "records read per source call; checkpoints are taken between batches")
 	cmd.Flags().StringVar(&contractPath, "contract", "", "data contract (YAML) to follow; overrides the pipeline's contract key")
-	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0 picks one); default off")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics and the status page at http://ADDR/ (127.0.0.1:9464: this machine only; :9464 or 0.0.0.0:9464: every interface, which the read-only pages allow; port 0 picks one); default off")
 	cmd.Flags().BoolVar(&failOnSLO, "fail-on-slo", false, "exit with status 1 when the run ends with a service-level objective (pipeline key slo) missed")
 	cmd.Flags().IntVar(&hotKeys, "hot-keys", 5, "with --metrics-addr: how many keys holding the most state each stage reports")
 	return cmd

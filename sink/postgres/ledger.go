@@ -64,6 +64,8 @@ type LedgerConfig struct {
 	// sink.Committer.
 	Pipeline string
 	Sink     string
+	// Group: as Options.Group (the writer lock's shared mode).
+	Group string
 }
 
 // Validate checks the configuration: table names given and distinct,
@@ -134,6 +136,7 @@ type Ledger struct {
 	args     []any
 	closed   bool
 	stageBuf []int // indices of the first delivery of each id
+	group    string
 }
 
 var _ sink.Committer = (*Ledger)(nil)
@@ -180,6 +183,7 @@ func openLedger(ctx context.Context, dsn string, cfg LedgerConfig) (*Ledger, err
 		dsn: dsn, table: lt, agg: at, cols: cols, aggCols: aggCols, nKey: nKey,
 		funcs: cfg.Aggregates,
 		mark:  marker{table: lt.sibling(CommitsTable), pipeline: cfg.Pipeline, sink: cfg.Sink},
+		group: cfg.Group,
 	}
 	l.st = newLedgerStatements(l)
 	if err := l.ensureConn(ctx); err != nil {
@@ -275,8 +279,13 @@ func (l *Ledger) ensureConn(ctx context.Context) error {
 	if l.conn != nil && !l.conn.IsClosed() {
 		return nil
 	}
-	conn, err := connect(ctx, l.dsn)
+	conn, err := connect(ctx, l.dsn, ApplicationName(l.mark.pipeline))
 	if err != nil {
+		return err
+	}
+	lock := writerLock{tables: []tableName{l.table, l.agg}, markers: []marker{l.mark}, group: l.group}
+	if err := lock.take(ctx, conn); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
 		return err
 	}
 	if _, err := conn.Exec(ctx, l.st.createStage); err != nil {
@@ -541,6 +550,7 @@ func (l *Ledger) Close(ctx context.Context) error {
 	}
 	l.closed = true
 	if l.conn != nil {
+		release(ctx, l.conn)
 		if err := l.conn.Close(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("postgres ledger %s: %w", l.table, err)
 		}

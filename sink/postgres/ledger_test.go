@@ -29,6 +29,13 @@ func revenueLedger(schema string) LedgerConfig {
 
 func newLedger(t testing.TB, dsn string, cfg LedgerConfig) *Ledger {
 	t.Helper()
+	var l *Ledger
+	succeed(cfg.Table, func() { // a new run: the previous one is gone
+		if l.conn != nil && !l.conn.IsClosed() {
+			release(context.Background(), l.conn)
+			l.conn.Close(context.Background())
+		}
+	})
 	l, err := NewLedger(context.Background(), dsn, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -287,6 +294,7 @@ func TestLedgerErrors(t *testing.T) {
 	other := base
 	other.Aggregates = other.Aggregates[:1]
 	var se *SchemaError
+	succeed(base.Table, func() {}) // l2's run is over
 	if _, err := NewLedger(ctx, dsn, other); !errors.As(err, &se) || fmt.Sprint(se.Extra) != "[accepted_events]" {
 		t.Fatalf("got %v", err)
 	}

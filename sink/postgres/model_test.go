@@ -46,8 +46,10 @@ func TestMatchesNaiveModel(t *testing.T) {
 		}
 		defer conn.Close(ctx)
 		table := schema + ".model"
-		s := newSink(t, dsn, table, d, Options{})
-		flush := newSink(t, dsn, table, d, Options{AtLeastOnce: true})
+		// Two sinks on one table at once, as the instances of a group write
+		// it (one writer per table otherwise).
+		s := newSink(t, dsn, table, d, Options{Group: "model"})
+		flush := newSink(t, dsn, table, d, Options{AtLeastOnce: true, Group: "model"})
 		s.method, flush.method = method, method
 		var id int64 // checkpoint ids increase across iterations
 		rapid.Check(t, func(rt *rapid.T) {

@@ -93,9 +93,17 @@ func quoteAll(names []string) []string {
 	return q
 }
 
-// connect opens a connection and checks the server version.
-func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
-	conn, err := pgx.Connect(ctx, dsn)
+// connect opens a connection, named app (application_name) unless the
+// URL names it, and checks the server version.
+func connect(ctx context.Context, dsn, app string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if _, set := cfg.RuntimeParams["application_name"]; !set && app != "" {
+		cfg.RuntimeParams["application_name"] = app
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

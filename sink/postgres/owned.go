@@ -89,6 +89,30 @@ ON CONFLICT (table_name) DO UPDATE SET table_oid = excluded.table_oid, pipeline 
 	return nil
 }
 
+// dropNew drops t, which the sink created from nothing when it opened,
+// while it is still empty, and its record in tidemark_tables: a run
+// whose start is refused after the sink opened (Abort) leaves no table
+// behind — nor one whose layout would then block the corrected pipeline.
+// A table that holds rows, or that a view reads (the serving view the
+// sink made), stays.
+func dropNew(ctx context.Context, x *txRunner, t tableName) error {
+	return x.inTx(ctx, func(tx pgx.Tx) error {
+		var empty bool
+		if err := tx.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM "+t.sql()+")").Scan(&empty); err != nil || !empty {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SAVEPOINT drop_new"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "DROP TABLE "+t.sql()); err != nil {
+			_, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT drop_new") // a view depends on it: it stays
+			return rerr
+		}
+		_, err := tx.Exec(ctx, "DELETE FROM "+t.sibling(TablesTable).sql()+" WHERE table_name = $1", t.name)
+		return err
+	})
+}
+
 // MissingTableError is returned by New, NewRecords and Recover when a run
 // resumes from a checkpoint but the table its rows were committed to does
 // not exist any more: it was dropped or renamed while the pipeline was

@@ -64,6 +64,8 @@ type RecordsOptions struct {
 	Resume        bool
 	AtLeastOnce   bool
 	Retry         Retry
+	// Group: as Options.Group (the writer lock's shared mode).
+	Group string
 }
 
 // Records writes side-output records (late, quarantine, conflict) into a
@@ -86,6 +88,7 @@ type Records struct {
 	x       txRunner
 	created bool
 	owned   bool
+	made    bool // the table did not exist when the sink opened (Abort drops it while empty)
 	replace bool // the emptying of a Fresh run still to do
 	notes   []string
 
@@ -132,8 +135,9 @@ func openRecords(ctx context.Context, dsn, table string, o RecordsOptions) (*Rec
 	r := &Records{
 		table: t, o: o, cols: recordColumns(),
 		mark: marker{table: t.sibling(CommitsTable), pipeline: o.Pipeline, sink: o.Sink},
-		x:    txRunner{dsn: dsn, retry: o.Retry},
+		x:    txRunner{dsn: dsn, retry: o.Retry, app: ApplicationName(o.Pipeline)},
 	}
+	r.x.lock = &writerLock{tables: []tableName{t}, markers: []marker{r.mark}, group: o.Group}
 	if err := r.x.inTx(ctx, r.init(ctx)); err != nil {
 		r.x.close(ctx)
 		return nil, err
@@ -144,7 +148,7 @@ func openRecords(ctx context.Context, dsn, table string, o RecordsOptions) (*Rec
 
 func (r *Records) init(ctx context.Context) func(pgx.Tx) error {
 	return func(tx pgx.Tx) error {
-		r.created, r.owned, r.notes = false, false, nil
+		r.created, r.owned, r.notes, r.made = false, false, nil, false
 		r.cols = recordColumns()
 		if err := createBookkeeping(ctx, tx, r.table); err != nil {
 			return err
@@ -163,7 +167,7 @@ func (r *Records) init(ctx context.Context) func(pgx.Tx) error {
 			if err := createOwned(ctx, tx, r.table, create, r.o.Pipeline, false); err != nil {
 				return err
 			}
-			r.created, r.owned = true, true
+			r.created, r.owned, r.made = true, true, true
 		default:
 			mine, err := owned(ctx, tx, r.table, ti.oid)
 			if err != nil {
@@ -566,9 +570,16 @@ func (r *Records) Abort(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
+	var derr error
+	if r.made {
+		derr = dropNew(ctx, &r.x, r.table)
+	}
 	r.stage, r.prep = nil, nil
 	if err := r.x.close(ctx); err != nil {
 		return fmt.Errorf("postgres %s: %w", r.table, err)
+	}
+	if derr != nil {
+		return fmt.Errorf("postgres %s: drop the table this run created: %w", r.table, derr)
 	}
 	return nil
 }

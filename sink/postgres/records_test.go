@@ -41,6 +41,8 @@ func sideRecords(t testing.TB) (late, quarantine, conflict []byte) {
 
 func newRecords(t testing.TB, dsn, table string, o RecordsOptions) *Records {
 	t.Helper()
+	var r *Records
+	succeed(table, func() { r.x.crash() }) // a new run: the previous one is gone
 	r, err := NewRecords(context.Background(), dsn, table, o)
 	if err != nil {
 		t.Fatal(err)

@@ -78,6 +78,12 @@ type Options struct {
 	// Retry bounds the retries of a transaction that failed for a
 	// transient reason (see Transient). Default: DefaultRetries retries.
 	Retry Retry
+	// Group names the group of instances the run belongs to (a Kafka
+	// consumer group sharing the table on purpose): its sinks take the
+	// table's writer lock in shared mode, and a run outside the group is
+	// refused (see WriterLockError). Default "": the run writes the table
+	// alone.
+	Group string
 }
 
 // Results keeps a stage's result rows in an upsert table in PostgreSQL,
@@ -101,7 +107,10 @@ type Results struct {
 	// opened), tidemark's (recorded in tidemark_tables), and whether its
 	// unique key treats NULL keys as equal.
 	created, owned, nullsEqual bool
-	notes                      []string
+	// made: the table did not exist when the sink opened (Abort drops
+	// it while it is empty).
+	made  bool
+	notes []string
 
 	stage *batch // rows written since the last Prepare (or Flush)
 	prep  *batch // rows prepared and not yet committed; nil when none
@@ -187,8 +196,9 @@ func open(ctx context.Context, dsn, table string, d changelog.Desc, o Options) (
 		table: t, nKey: len(d.Key), o: o, loc: loc, linIdx: -1,
 		mark:   marker{table: t.sibling(CommitsTable), pipeline: o.Pipeline, sink: o.Sink},
 		method: defaultMethod,
-		x:      txRunner{dsn: dsn, retry: o.Retry},
+		x:      txRunner{dsn: dsn, retry: o.Retry, app: ApplicationName(o.Pipeline)},
 	}
+	r.x.lock = &writerLock{tables: []tableName{t}, markers: []marker{r.mark}, group: o.Group}
 	for _, k := range d.Key {
 		r.keyNames = append(r.keyNames, k.Name)
 	}
@@ -246,7 +256,7 @@ func (r *Results) serve(ctx context.Context, dsn string) error {
 // it, replaces it, or checks it, and sets the columns written (r.cols).
 // It may run again (a retried transaction): it starts from scratch.
 func (r *Results) init(ctx context.Context, tx pgx.Tx, d changelog.Desc) error {
-	r.created, r.owned, r.nullsEqual, r.notes, r.linIdx = false, false, true, nil, -1
+	r.created, r.owned, r.nullsEqual, r.notes, r.linIdx, r.made = false, false, true, nil, -1, false
 	if err := createBookkeeping(ctx, tx, r.table); err != nil {
 		return err
 	}
@@ -286,7 +296,7 @@ func (r *Results) init(ctx context.Context, tx pgx.Tx, d changelog.Desc) error {
 		if err := createOwned(ctx, tx, r.table, create, r.o.Pipeline, false); err != nil {
 			return err
 		}
-		r.created, r.owned = true, true
+		r.created, r.owned, r.made = true, true, true
 	case mine:
 		r.owned = true
 		err := checkExact(ti, r.table, cols, key, true)
@@ -736,10 +746,17 @@ func (r *Results) Abort(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
+	var derr error
+	if r.made {
+		derr = dropNew(ctx, &r.x, r.table)
+	}
 	r.stage.reset()
 	r.releasePrep()
 	if err := r.x.close(ctx); err != nil {
 		return fmt.Errorf("postgres %s: %w", r.table, err)
+	}
+	if derr != nil {
+		return fmt.Errorf("postgres %s: drop the table this run created: %w", r.table, derr)
 	}
 	return nil
 }

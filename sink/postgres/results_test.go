@@ -56,6 +56,10 @@ func res(t testing.TB, op changelog.Op, store row.Value, version uint64, amount 
 // newSink opens a sink closed when the test ends.
 func newSink(t testing.TB, dsn, table string, d changelog.Desc, o Options) *Results {
 	t.Helper()
+	var s *Results
+	if o.Group == "" {
+		succeed(table, func() { s.x.crash() }) // a new run: the previous one is gone
+	}
 	s, err := New(context.Background(), dsn, table, d, o)
 	if err != nil {
 		t.Fatal(err)
@@ -747,7 +751,8 @@ func TestConcurrentCreate(t *testing.T) {
 // TestAbortKeepsTheTable: an at-least-once sink of a run from the start
 // (Fresh) that is aborted — the run's start was refused after it opened —
 // neither empties the table nor writes its buffered rows; closed, it
-// would have done both.
+// would have done both. A table the aborted sink created, still empty, is
+// dropped.
 func TestAbortKeepsTheTable(t *testing.T) {
 	ctx := context.Background()
 	dsn, schema := testSchema(t)
@@ -777,5 +782,21 @@ func TestAbortKeepsTheTable(t *testing.T) {
 	if err := r.Abort(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check(t, dsn, `SELECT count(*) FROM `+schema+`.late`, "0\n")
+	// The records table did not exist: its sink created it, and the
+	// aborted start leaves none (nor its record in tidemark_tables), so
+	// that a corrected pipeline finds no table of a layout it would be
+	// refused.
+	check(t, dsn, `SELECT to_regclass('`+schema+`.late') IS NULL, (SELECT count(*) FROM `+schema+`.tidemark_tables WHERE table_name = 'late')`, "t | 0\n")
+	s = newSink(t, dsn, schema+".fresh", revenue, Options{Pipeline: "p"})
+	if err := s.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(t, dsn, `SELECT to_regclass('`+schema+`.fresh') IS NULL, (SELECT count(*) FROM `+schema+`.tidemark_tables WHERE table_name = 'fresh')`, "t | 0\n")
+	// One that holds rows stays, also when this sink created it.
+	s = newSink(t, dsn, schema+".kept", revenue, Options{Pipeline: "p", AtLeastOnce: true})
+	write(t, s, res(t, changelog.Insert, row.Str("c"), 1, "3", 1))
+	if err := s.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(t, dsn, `SELECT store, revenue FROM `+schema+`.kept`, "c | 3\n")
 }

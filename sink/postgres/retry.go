@@ -124,6 +124,11 @@ type txRunner struct {
 	dsn   string
 	conn  *pgx.Conn
 	retry Retry
+	// app is the connections' application_name (ApplicationName).
+	app string
+	// lock, when set, is taken on every new connection before anything
+	// else (one writer per table).
+	lock *writerLock
 	// setup runs on every new connection (the staging table).
 	setup func(ctx context.Context, conn *pgx.Conn) error
 	// sleep waits d or until ctx is done (a test may replace it).
@@ -152,9 +157,15 @@ func (x *txRunner) ensure(ctx context.Context) error {
 	if x.conn != nil && !x.conn.IsClosed() {
 		return nil
 	}
-	conn, err := connect(ctx, x.dsn)
+	conn, err := connect(ctx, x.dsn, x.app)
 	if err != nil {
 		return err
+	}
+	if x.lock != nil {
+		if err := x.lock.take(ctx, conn); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return err
+		}
 	}
 	if x.setup != nil {
 		if err := x.setup(ctx, conn); err != nil {
@@ -245,6 +256,7 @@ func (x *txRunner) close(ctx context.Context) error {
 	if x.conn == nil {
 		return nil
 	}
+	release(ctx, x.conn)
 	err := x.conn.Close(context.WithoutCancel(ctx))
 	x.conn = nil
 	return err
