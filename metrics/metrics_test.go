@@ -222,6 +222,7 @@ func TestDocsListEveryMetric(t *testing.T) {
 		documented[m[1]] = true
 	}
 	x := New("p")
+	x.Update(&engine.Live{Checkpoints: engine.LiveCheckpoints{Enabled: true}}) // registers the checkpoint histograms
 	exported := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 256)
 	go func() { x.Registry().Describe(ch); close(ch) }()
