@@ -12,7 +12,6 @@ import (
 
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/format"
-	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/source/file"
 	"github.com/tidemark/tidemark/spec"
@@ -42,14 +41,7 @@ func (f *failingSource) Next(ctx context.Context, b *source.Batch, max int) (sou
 // file source of p's source spec, failing at its failAt-th read.
 func runWithSource(t *testing.T, p *spec.Pipeline, failAt, parallelism int) error {
 	t.Helper()
-	p.Defaults()
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	pl, err := plan.Compile(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := compiled(t, p)
 	fs, err := file.New(file.Config{Spec: p.Source, Fields: format.Fields{Schema: pl.SourceSchema, Time: pl.TimeParsers}, EventTimeField: pl.EventTimeField})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/engine"
-	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -49,15 +48,7 @@ func TestQuarantineShare(t *testing.T) {
 			Quarantine: spec.Quarantine{MaxFraction: max},
 			Sinks:      []spec.Sink{{Type: "jsonl", Path: in + ".out"}},
 		}
-		p.Defaults()
-		if err := p.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		pl, err := plan.Compile(p, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return engine.Run(context.Background(), pl, engine.Options{BatchSize: 256})
+		return engine.Run(context.Background(), compiled(t, p), engine.Options{BatchSize: 256})
 	}
 	all := write("all.jsonl", 1500, func(int) bool { return true })
 	sum, err := run(all, nil)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/internal/pgtest"
-	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -44,15 +43,7 @@ func TestMisspeltKeyLeavesNothing(t *testing.T) {
 			Sinks:      []spec.Sink{{Type: "postgres", DSN: dsn, Table: schema + ".revenue_minute"}},
 			Checkpoint: &spec.Checkpoint{Dir: filepath.Join(out, "ck")},
 		}
-		p.Defaults()
-		if err := p.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		pl, err := plan.Compile(p, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = engine.Run(context.Background(), pl, engine.Options{BatchSize: 100})
+		_, err := engine.Run(context.Background(), compiled(t, p), engine.Options{BatchSize: 100})
 		return err
 	}
 	if err := run("stor_id"); err == nil || !strings.Contains(err.Error(), `key field "stor_id" is null or missing in all 100 records of the first batch read`) {
