@@ -11,7 +11,8 @@ import (
 
 // TestFrontFilter checks a stage filter run as a direct test (front's
 // IntTest) against the same filter written so that evaluate runs it
-// (a + 0 …) and against a derived field beside it (evaluate too): for a
+// (a + 0 …) and with a derived field beside it (the test runs on the
+// input, then evaluate computes the field of the rows it keeps): for a
 // = 0, 1, 2, 3, null and 7, the filter a > 1 keeps 2, 3 and 7 (three
 // rows, counted In 6, Filtered 3), a != 3 keeps 0, 1, 2 and 7 (four, the
 // null one filtered). The same six records sent again as retractions
@@ -28,7 +29,7 @@ func TestFrontFilter(t *testing.T) {
 	}{
 		{"a > 1", "", true, 3, 70},
 		{"a + 0 > 1", "", false, 3, 70},
-		{"a > 1", "fields: {c: a + 1}\n", false, 3, 70},
+		{"a > 1", "fields: {c: a + 1}\n", true, 3, 70},
 		{"1 < a", "", true, 3, 70},
 		{"a != 3", "", true, 4, 70},
 		{"3 != a + 0", "", false, 4, 70},
@@ -38,7 +39,7 @@ func TestFrontFilter(t *testing.T) {
 		{"a == 3", "", true, 1, 30},
 	} {
 		y := "name: sel\nsource: {type: file, path: in.jsonl, schema: {a: int, b: int, ts: timestamp}}\n" +
-			"event_time: {field: ts}\nfilter: " + tc.filter + "\n" + tc.fields + "select: [b, a]\n"
+			"event_time: {field: ts}\nfilter: " + tc.filter + "\n" + tc.fields + "select: [b, a" + map[bool]string{true: ", c"}[tc.fields != ""] + "]\n"
 		sp, err := spec.Parse("p.yaml", []byte(y))
 		if err != nil {
 			t.Fatal(err)
@@ -56,8 +57,8 @@ func TestFrontFilter(t *testing.T) {
 		cnt := NewCounters(len(p.Stages))
 		s := NewSender(g, &Log{W: w}, &cnt)
 		s.SetDirect(func(int, *Packet, *Item) error { return nil })
-		if f := s.fronts[0]; f.hasTest != tc.test || f.eval == tc.test {
-			t.Errorf("%s %s: front hasTest %v, eval %v; want hasTest %v", tc.filter, tc.fields, f.hasTest, f.eval, tc.test)
+		if f, eval := s.fronts[0], !tc.test || tc.fields != ""; f.hasTest != tc.test || f.eval != eval {
+			t.Errorf("%s %s: front hasTest %v, eval %v; want %v, %v", tc.filter, tc.fields, f.hasTest, f.eval, tc.test, eval)
 		}
 		sc := p.SourceSchema
 		fa, _ := sc.Lookup("a")
@@ -78,6 +79,9 @@ func TestFrontFilter(t *testing.T) {
 		}
 		if len(w.last) == 0 || w.last[0].I != tc.last {
 			t.Errorf("%s %s: last row %v; want b = %d", tc.filter, tc.fields, w.last, tc.last)
+		}
+		if tc.fields != "" && (len(w.last) != 3 || w.last[2].I != tc.last/10+1) {
+			t.Errorf("%s %s: last row %v; want c = %d", tc.filter, tc.fields, w.last, tc.last/10+1)
 		}
 		for i, v := range vals {
 			r := sc.NewRow()

@@ -140,8 +140,10 @@ func NewSender(g *Graph, log *Log, cnt *Counters) *Sender {
 // from the plan instead of per input.
 type front struct {
 	// test is the stage's filter as a direct test (hasTest): a
-	// comparison of an int or time field with an int literal, and no
-	// derived fields. evaluate runs the other fronts (eval).
+	// comparison of an int or time field with an int literal. It reads
+	// the input (a filter never reads derived fields: they come after
+	// it), so it runs before the input is copied for derived fields.
+	// evaluate runs the rest (eval).
 	test    expr.IntTest
 	hasTest bool
 	eval    bool // a filter that is not test, or derived fields
@@ -153,10 +155,10 @@ type front struct {
 // newFront returns stage st's front.
 func newFront(st *plan.Stage) front {
 	f := front{derived: len(st.Derived) > 0, stateless: st.Desc.Stateless}
-	if st.Filter != nil && !f.derived {
+	if st.Filter != nil {
 		f.test, f.hasTest = st.Filter.IntTest()
 	}
-	f.eval = !f.hasTest && (st.Filter != nil || f.derived)
+	f.eval = !f.hasTest && st.Filter != nil || f.derived
 	return f
 }
 
@@ -388,7 +390,13 @@ func (s *Sender) Invalid(r *row.Row) (reason, field string, bad bool) {
 // for an expression error, with its reason and the derived field at fault
 // ("" for the filter).
 func evaluate(st *plan.Stage, r *row.Row) (keep bool, reason, field string, bad bool) {
-	if st.Filter != nil {
+	return evaluateFront(st, r, false)
+}
+
+// evaluateFront is evaluate, without the filter when tested says it has
+// run already (front.test).
+func evaluateFront(st *plan.Stage, r *row.Row, tested bool) (keep bool, reason, field string, bad bool) {
+	if st.Filter != nil && !tested {
 		k, ok, err := st.Filter.EvalBool(r)
 		if err != nil {
 			return false, "filter: " + err.Error(), "", true
@@ -457,21 +465,23 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 	} else {
 		c.Retractions++
 	}
-	w := r
-	if f.derived && r != s.scratch[si] {
-		w = s.scratch[si]
-		w.CopyShallow(r)
-	}
 	if f.hasTest {
-		// evaluate's filter without the calls (expr.IntTest).
-		if k, ok := f.test.Holds(w); !ok || !k {
+		// evaluate's filter without the calls (expr.IntTest), on the
+		// input before any copy.
+		if k, ok := f.test.Holds(r); !ok || !k {
 			if weight > 0 {
 				c.Filtered++
 			}
 			return
 		}
-	} else if f.eval {
-		keep, reason, field, bad := evaluate(st, w)
+	}
+	w := r
+	if f.derived && r != s.scratch[si] {
+		w = s.scratch[si]
+		w.CopyShallow(r)
+	}
+	if f.eval {
+		keep, reason, field, bad := evaluateFront(st, w, f.hasTest)
 		if bad {
 			o.loc = st.Loc
 			s.quarantineStage(si, step, o, reason, field, "expression")
