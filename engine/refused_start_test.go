@@ -17,8 +17,9 @@ import (
 // first batch (key [stor_id, currency], a field no record has) leaves
 // nothing it created: no PostgreSQL table — whose stor_id column would
 // then refuse the corrected pipeline ("another layout … set replace:
-// true") —, no record of it in tidemark_tables, no JSONL file of late
-// records, no checkpoint directory. The corrected pipeline then runs.
+// true") —, no record of it in tidemark_tables, no SQLite database, no
+// JSONL file of rows or late records, no checkpoint directory. The
+// corrected pipeline then runs.
 func TestMisspeltKeyLeavesNothing(t *testing.T) {
 	dsn, schema := pgtest.Schema(t)
 	dir := t.TempDir()
@@ -40,7 +41,11 @@ func TestMisspeltKeyLeavesNothing(t *testing.T) {
 			Window:     spec.Window{Type: "tumbling", Size: spec.Duration(time.Minute)},
 			Aggregates: spec.NamedExprs{{Name: "n", Expr: "count()"}},
 			Late:       spec.Late{Policy: "side_output", Sink: &spec.Sink{Type: "jsonl", Path: filepath.Join(out, "late.jsonl")}},
-			Sinks:      []spec.Sink{{Type: "postgres", DSN: dsn, Table: schema + ".revenue_minute"}},
+			Sinks: []spec.Sink{
+				{Type: "postgres", DSN: dsn, Table: schema + ".revenue_minute"},
+				{Type: "sqlite", Path: filepath.Join(out, "db", "revenue.db"), Table: "revenue_minute"},
+				{Type: "jsonl", Path: filepath.Join(out, "rows", "revenue.jsonl")},
+			},
 			Checkpoint: &spec.Checkpoint{Dir: filepath.Join(out, "ck")},
 		}
 		_, err := engine.Run(context.Background(), compiled(t, p), engine.Options{BatchSize: 100})
@@ -58,4 +63,9 @@ func TestMisspeltKeyLeavesNothing(t *testing.T) {
 		t.Fatalf("the corrected pipeline: %v", err)
 	}
 	pgtest.Check(t, dsn, `SELECT store_id, sum(n) FROM "`+schema+`".revenue_minute GROUP BY store_id ORDER BY store_id`, "s0 | 67\ns1 | 67\ns2 | 66\n")
+	for _, f := range []string{"db/revenue.db", "rows/revenue.jsonl"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("the corrected pipeline wrote no %s: %v", f, err)
+		}
+	}
 }
