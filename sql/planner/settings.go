@@ -51,7 +51,7 @@ var stageSettingKeys = map[string]bool{
 var pipelineSettingRoots = map[string]bool{
 	"name": true, "contract": true, "dedup": true, "order_by": true, "conflicts": true,
 	"quarantine": true, "reference": true, "parallelism": true, "key_groups": true,
-	"checkpoint": true, "slo": true,
+	"checkpoint": true, "state": true, "slo": true,
 }
 
 // checkSetKey refuses an unknown key when it is SET (not when used).
