@@ -164,6 +164,8 @@ var ruleCases = []struct {
 
 	{"shared-output/fail.yaml", []string{"error TM403 stages[1].sinks[0].table", "error TM403 stages[1].late.sink.path"}},
 	{"shared-output/pass.yaml", nil},
+	{"shared-output/fail-lake.yaml", []string{"error TM403 stages[1].sinks[0].path", "error TM403 stages[1].sinks[1].table"}},
+	{"shared-output/pass-lake.yaml", nil},
 
 	{"quarantine-share-unbounded/fail.yaml", []string{"info TM115 quarantine.max_fraction"}},
 	{"quarantine-share-unbounded/pass.yaml", nil},

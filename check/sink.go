@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/sink/iceberg"
 )
 
 // Sink-contract rules (TM4xx): how results reach the outside, and why a
@@ -95,8 +96,10 @@ func (ck *checker) provisionalRows() {
 	}
 }
 
-// sharedOutput is TM403: two outputs write the same file, or the same
-// table of the same database.
+// sharedOutput is TM403: two outputs write the same file, the same
+// Parquet directory, the same table of the same database, or the same
+// Iceberg table (by its directory, and in a sql or rest catalog by the
+// catalog and its name, whatever the warehouse).
 func (ck *checker) sharedOutput() {
 	type file struct {
 		key, typ string
@@ -124,6 +127,35 @@ func (ck *checker) sharedOutput() {
 			if s.Type == "sqlite" {
 				ck.table(tables, "sqlite "+p, s.Table, ns.key)
 			}
+		case "parquet":
+			if s.Path == "" {
+				continue
+			}
+			p := filepath.Clean(s.Path)
+			if prev, seen := files[p]; seen {
+				ck.add(ruleSharedOutput, Error, ns.key+".path",
+					fmt.Sprintf("%s is also written by %s: two writers of one Parquet directory overwrite and delete each other's files and manifests (the second run is refused by the directory's lock)", s.Path, prev.key),
+					"give every parquet output its own directory")
+				continue
+			}
+			files[p] = file{ns.key, s.Type}
+		case "iceberg":
+			nsName, table, ok := strings.Cut(s.Table, ".")
+			if !ok {
+				nsName, table = "default", s.Table
+			}
+			name := nsName + "." + table
+			// A sql or rest catalog names the table whatever the
+			// warehouse; a hadoop table is its directory.
+			where := "iceberg directory " + filepath.Clean(iceberg.TableDir(s.Path, nsName, table))
+			if c := s.Catalog; c != nil && (c.Type == "sql" || c.Type == "rest") && c.URI != "" {
+				catalogName := c.Name
+				if catalogName == "" {
+					catalogName = "tidemark"
+				}
+				where = "iceberg " + c.Type + " catalog " + c.URI + " " + catalogName
+			}
+			ck.table(tables, where, name, ns.key)
 		case "postgres":
 			db := "postgres " + s.DSN
 			if s.Mode == "ledger" {
@@ -140,7 +172,7 @@ func (ck *checker) sharedOutput() {
 // (the checkpoint directory included), compared by file identity after
 // resolving symbolic links (engine.OutputOverlap: a hard link, a symlink,
 // a path through a linked directory, a file inside the checkpoint
-// directory). The run refuses such a pipeline when it starts (exit 2);
+// directory, a Parquet directory or an Iceberg table's directory). The run refuses such a pipeline when it starts (exit 2);
 // this says so before. Not reported when TM403 found two outputs on one
 // path already.
 func (ck *checker) outputOverlap() {

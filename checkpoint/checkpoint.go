@@ -32,6 +32,8 @@ import (
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/tidemark/tidemark/internal/durable"
 )
 
 // FormatVersion is the version of the file layout and of the engine
@@ -189,18 +191,9 @@ func WriteEncoded(dir string, id int64, data []byte) (string, int, error) {
 	return final, len(data), nil
 }
 
-// SyncDir fsyncs a directory, making renames and creations in it durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// SyncDir fsyncs a directory, making renames and creations in it durable
+// (internal/durable.SyncDir; errors: opening, syncing, closing dir).
+func SyncDir(dir string) error { return durable.SyncDir(dir) }
 
 // List returns the ids of the checkpoint files in dir, newest first. A
 // missing directory has none.

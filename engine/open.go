@@ -37,6 +37,7 @@ func (rt *runtime) open(ctx context.Context) error {
 		return err
 	}
 	rt.release, rt.created = release, created
+	rt.env.held = created.held
 	if r := p.Spec.Reference; r != nil {
 		ref, err := rt.loadReference(r)
 		if err != nil {

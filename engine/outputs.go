@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -54,6 +56,23 @@ type Env struct {
 	// Fault is Options.FaultHook, for the named points inside a sink's
 	// commit (parquet, iceberg); nil when none.
 	Fault func(point string, id int64)
+	// held are the lock files of parquet and iceberg outputs the run's
+	// output guard holds (engine/paths.go): their sinks take none.
+	held []string
+}
+
+// holds reports whether the run holds lock, a lock file of a parquet or
+// iceberg output (compared after resolving the links of its directory,
+// as the guard names it).
+func (e *Env) holds(lock string) bool {
+	if len(e.held) == 0 {
+		return false
+	}
+	d, err := resolve(filepath.Dir(lock))
+	if err != nil {
+		return false
+	}
+	return slices.Contains(e.held, filepath.Join(d.real, filepath.Base(lock)))
 }
 
 // fresh reports whether a SQL sink of the run starts its table over
@@ -166,6 +185,7 @@ func parquetOptions(s spec.Sink, env *Env) parquet.Options {
 		Dir: s.Path, PartitionBy: s.PartitionBy, Compression: s.Compression, RowGroupRows: s.RowGroupRows,
 		RollBytes: s.RollBytes, DecimalScale: s.DecimalScale, ExactlyOnce: env.exactlyOnce(s),
 		PublishOnFlush: env.Checkpoints, Restoring: env.Restoring, Pipeline: env.Pipeline, Sink: s.Path, Fault: env.Fault,
+		LockHeld: env.holds(parquet.LockFile(s.Path)),
 	}
 }
 
@@ -180,6 +200,7 @@ func icebergOptions(s spec.Sink, env *Env) iceberg.Options {
 		Warehouse: s.Path, Namespace: ns, Table: table, PartitionBy: s.PartitionBy, Compression: s.Compression,
 		RowGroupRows: s.RowGroupRows, RollBytes: s.RollBytes, DecimalScale: s.DecimalScale, ExactlyOnce: env.exactlyOnce(s),
 		PublishOnFlush: env.Checkpoints, Restoring: env.Restoring, Pipeline: env.Pipeline, Sink: s.Table, Fault: env.Fault,
+		LockHeld: env.holds(iceberg.LockFile(iceberg.TableDir(s.Path, ns, table))),
 	}
 	if c := s.Catalog; c != nil {
 		o.Catalog, o.CatalogURI, o.CatalogName, o.CatalogToken = c.Type, c.URI, c.Name, c.Token

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/internal/flock"
+	"github.com/tidemark/tidemark/sink/iceberg"
+	"github.com/tidemark/tidemark/sink/parquet"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -22,6 +24,12 @@ import (
 //   - checkpoint.dir: DIR/LOCK (the directory is created if absent);
 //   - a jsonl output PATH: PATH.lock beside the file (none for a device or
 //     a named pipe);
+//   - a parquet output directory DIR: DIR/_tidemark/LOCK, and an iceberg
+//     table's directory TABLE (WAREHOUSE/<namespace>/<table>):
+//     TABLE/.tidemark.lock — the locks their sinks would take, taken here
+//     so that the directories the sinks make when they open are noted as
+//     created, for a refused start to remove; the sinks then take none
+//     (parquet.Options.LockHeld, iceberg.Options.LockHeld);
 //   - a sqlite output PATH, table T: PATH.T.lock (T in lower case), so that
 //     two runs may write different tables of one database (a backfill
 //     beside the live pipeline) but never the same table. SQLite's own
@@ -94,12 +102,17 @@ func guardOutputsAt(p *spec.Pipeline, specSource bool) (release func(), created 
 			return nil, nil, fmt.Errorf("%s %s: %w", o.key, o.name(), err)
 		}
 		locks = append(locks, l)
+		if o.typ == "parquet" || o.typ == "iceberg" {
+			sf.held = append(sf.held, path)
+		}
 	}
 	return release, created, nil
 }
 
 // checkOutputPaths refuses outputs that are, or would become, inputs or
-// other outputs. Files are compared by identity (os.SameFile), after
+// other outputs (a parquet directory or an iceberg table directory also
+// when another output, an input or the checkpoint directory lies inside
+// it, or it inside the checkpoint directory). Files are compared by identity (os.SameFile), after
 // resolving symbolic links, so a symlink or a hard link to an input is
 // caught; a file that does not exist yet is identified by the directory it
 // will be created in and its name. Outputs are result sinks, late,
@@ -421,13 +434,18 @@ func sourceInput(path string) (*input, error) {
 // output is one thing the pipeline writes.
 type output struct {
 	key, path   string
-	typ         string  // "jsonl", "sqlite" or "checkpoint"
-	table       string  // sqlite: the table, in lower case
-	exactlyOnce bool    // jsonl: staged for checkpoints
-	id          fileID  // the file (the directory, for checkpoints)
-	files       []owned // id and the files the sink writes beside it
-	ckDir       *fileID // checkpoint: the directory, once it exists
+	typ         string   // "jsonl", "sqlite", "parquet", "iceberg" or "checkpoint"
+	table       string   // sqlite: the table, in lower case
+	exactlyOnce bool     // jsonl: staged for checkpoints
+	id          fileID   // the file (the directory, for checkpoints)
+	files       []owned  // id and the files the sink writes beside it
+	ckDir       *fileID  // checkpoint: the directory, once it exists
+	dirs        []string // parquet, iceberg: the directories the sink makes when it opens
 }
+
+// isDir reports whether o is a directory the sink owns (parquet, iceberg):
+// nothing else may be written inside it.
+func (o *output) isDir() bool { return o.typ == "parquet" || o.typ == "iceberg" }
 
 // owned is a file an output writes: the output itself or a file beside it.
 type owned struct {
@@ -459,6 +477,10 @@ func (o *output) lockPath() (path, what string) {
 			return "", ""
 		}
 		return o.id.real + "." + o.table + ".lock", "this table"
+	case "parquet":
+		return parquet.LockFile(o.id.real), "this directory"
+	case "iceberg":
+		return iceberg.LockFile(o.id.real), "this table"
 	}
 	return "", ""
 }
@@ -488,7 +510,39 @@ func outputsOf(p *spec.Pipeline) ([]*output, error) {
 		}
 		outs = append(outs, o)
 	}
+	lake := func(key string, s *spec.Sink) error {
+		path, typ := s.Path, s.Type
+		var dirs []string
+		if typ == "iceberg" {
+			ns, table, ok := strings.Cut(s.Table, ".")
+			if !ok {
+				ns, table = "", s.Table
+			}
+			path = iceberg.TableDir(s.Path, ns, table)
+			dirs = []string{iceberg.DataDir(path)}
+		} else {
+			dirs = parquet.MetaDirs(path)
+		}
+		id, err := resolve(path)
+		if err != nil {
+			return &ConfigError{Err: fmt.Errorf("%s: %s: %w", key, path, err)}
+		}
+		if id.fi != nil && !id.fi.IsDir() {
+			return &ConfigError{Err: fmt.Errorf("%s: %s is %s, not a directory: a %s sink writes a directory of files", key, path, kindOf(id.fi), typ)}
+		}
+		o := &output{key: key, path: path, typ: typ, id: id, files: []owned{{path, id}}, dirs: dirs}
+		if lock, _ := o.lockPath(); lock != "" {
+			if lid, err := resolve(lock); err == nil {
+				o.files = append(o.files, owned{lock, lid})
+			}
+		}
+		outs = append(outs, o)
+		return nil
+	}
 	add := func(key string, s *spec.Sink) error {
+		if s != nil && s.Path != "" && (s.Type == "parquet" || s.Type == "iceberg") {
+			return lake(key, s)
+		}
 		if s == nil || s.Path == "" || (s.Type != "jsonl" && s.Type != "sqlite") {
 			return nil
 		}
@@ -574,6 +628,13 @@ func (o *output) against(in *input) error {
 		}
 		return nil
 	}
+	if o.isDir() {
+		for _, g := range in.files {
+			if !g.same(o.id) && within(g, o.id) {
+				return &ConfigError{Err: fmt.Errorf("%s: %s holds %s %s: the %s sink writes, renames and deletes files in its directory: keep inputs elsewhere", o.key, o.path, in.key, g.abs, o.typ)}
+			}
+		}
+	}
 	for _, f := range o.files {
 		for _, g := range in.files {
 			if f.id.same(g) {
@@ -602,8 +663,24 @@ func (o *output) against(in *input) error {
 }
 
 // overlaps refuses two outputs that write one file (or one directory),
-// except two sqlite sinks writing different tables of one database.
+// except two sqlite sinks writing different tables of one database, and
+// an output inside a directory another output owns (the checkpoint
+// directory, a parquet directory, an iceberg table's directory).
 func (a *output) overlaps(b *output) error {
+	for _, pair := range [][2]*output{{a, b}, {b, a}} {
+		d, o := pair[0], pair[1]
+		if !d.isDir() {
+			continue
+		}
+		for _, f := range o.files {
+			if f.id.same(d.id) {
+				return &ConfigError{Err: fmt.Errorf("%s: %s is also written by %s (%s): two writers of one directory would overwrite and delete each other's files: give each its own directory", b.key, b.path, a.key, a.path)}
+			}
+			if !f.id.null && within(f.id, d.id) {
+				return &ConfigError{Err: fmt.Errorf("%s: %s is inside %s %s: the %s sink writes, renames and deletes files in its directory: put outputs elsewhere", o.key, f.path, d.key, d.path, d.typ)}
+			}
+		}
+	}
 	if a.typ == "checkpoint" || b.typ == "checkpoint" {
 		ck, o := a, b
 		if b.typ == "checkpoint" {

@@ -179,6 +179,56 @@ func TestOutputPathsRefused(t *testing.T) {
 			p.Checkpoint = &spec.Checkpoint{Dir: out("ck")}
 			return p
 		}, []string{"sinks[0].path: " + os.DevNull + " is a character device, not a regular file", "set delivery: at_least_once"}},
+		{"two parquet sinks in one directory, one through a link", func() *spec.Pipeline {
+			p := f.p(f.in)
+			p.Sinks = []spec.Sink{{Type: "parquet", Path: out("lake")}, {Type: "parquet", Path: filepath.Join(f.dir, "out-link", "lake")}}
+			return p
+		}, []string{"sinks[1].path: " + filepath.Join(f.dir, "out-link", "lake") + " is also written by sinks[0].path (" + out("lake") + "): two writers of one directory"}},
+		{"a late parquet output in the results' parquet directory", func() *spec.Pipeline {
+			p := f.p(f.in)
+			p.Sinks = []spec.Sink{{Type: "parquet", Path: out("lake")}}
+			p.Late = spec.Late{Policy: "side_output", Sink: &spec.Sink{Type: "parquet", Path: out("lake/late")}}
+			return p
+		}, []string{"late.sink.path: " + out("lake/late") + " is inside sinks[0].path " + out("lake") + ": the parquet sink writes, renames and deletes files in its directory"}},
+		{"a jsonl file in a parquet directory", func() *spec.Pipeline {
+			p := f.p(f.in)
+			p.Sinks = append(p.Sinks, spec.Sink{Type: "parquet", Path: out("")})
+			return p
+		}, []string{"sinks[0].path: " + out("rows.jsonl") + " is inside sinks[1].path " + out("")}},
+		{"two iceberg sinks of one table", func() *spec.Pipeline {
+			p := f.p(f.in)
+			p.Sinks = []spec.Sink{{Type: "iceberg", Path: out("wh"), Table: "shop.revenue"}, {Type: "iceberg", Path: filepath.Join(f.dir, "out-link", "wh"), Table: "shop.revenue"}}
+			return p
+		}, []string{"sinks[1].path: " + filepath.Join(f.dir, "out-link", "wh", "shop", "revenue") + " is also written by sinks[0].path (" + out("wh/shop/revenue") + ")"}},
+		{"an iceberg table in the default namespace written as two names", func() *spec.Pipeline {
+			p := f.p(f.in)
+			p.Sinks = []spec.Sink{{Type: "iceberg", Path: out("wh"), Table: "revenue"}, {Type: "iceberg", Path: out("wh"), Table: "default.revenue"}}
+			return p
+		}, []string{"sinks[1].path: " + out("wh/default/revenue") + " is also written by sinks[0].path"}},
+		{"a parquet directory inside the checkpoint directory", func() *spec.Pipeline {
+			p := f.p(f.in)
+			p.Sinks = []spec.Sink{{Type: "parquet", Path: out("ck/lake")}}
+			p.Checkpoint = &spec.Checkpoint{Dir: out("ck")}
+			return p
+		}, []string{"sinks[0].path: " + out("ck/lake") + " is inside checkpoint.dir " + out("ck")}},
+		{"the checkpoint directory inside a parquet directory", func() *spec.Pipeline {
+			p := f.p(f.in)
+			p.Sinks = []spec.Sink{{Type: "parquet", Path: out("lake")}}
+			p.Checkpoint = &spec.Checkpoint{Dir: out("lake/ck")}
+			return p
+		}, []string{"checkpoint.dir: " + out("lake/ck") + " is inside sinks[0].path " + out("lake")}},
+		{"the source directory inside an iceberg table", func() *spec.Pipeline {
+			p := f.p(f.in)
+			p.Sinks = []spec.Sink{{Type: "iceberg", Path: f.dir, Table: "x.data"}}
+			p.Source.Path = filepath.Join(f.dir, "x", "data", "in")
+			must(t, os.MkdirAll(p.Source.Path, 0o755))
+			return p
+		}, []string{"sinks[0].path: " + filepath.Join(f.dir, "x", "data") + " holds source.path " + filepath.Join(f.dir, "x", "data", "in") + ": the iceberg sink writes"}},
+		{"a parquet sink on the input file", func() *spec.Pipeline {
+			p := f.p(f.in)
+			p.Sinks = []spec.Sink{{Type: "parquet", Path: f.in}}
+			return p
+		}, []string{"sinks[0].path: " + f.in + " is not a regular file"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := checkOutputPaths(tc.p(), true)
@@ -268,13 +318,14 @@ func TestGuardOutputsLocks(t *testing.T) {
 	f := newPathsFixture(t)
 	out := func(name string) string { return filepath.Join(f.dir, "out", name) }
 	first := f.p(f.in)
-	first.Sinks = append(first.Sinks, spec.Sink{Type: "sqlite", Path: out("r.db"), Table: "revenue"})
+	first.Sinks = append(first.Sinks, spec.Sink{Type: "sqlite", Path: out("r.db"), Table: "revenue"},
+		spec.Sink{Type: "parquet", Path: out("lake")}, spec.Sink{Type: "iceberg", Path: out("wh"), Table: "shop.revenue"})
 	first.Checkpoint = &spec.Checkpoint{Dir: out("ck")}
 	release, err := guardOutputs(first, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"ck/LOCK", "rows.jsonl.lock", "r.db.revenue.lock"} {
+	for _, name := range []string{"ck/LOCK", "rows.jsonl.lock", "r.db.revenue.lock", "lake/_tidemark/LOCK", "wh/shop/revenue/.tidemark.lock"} {
 		if _, err := os.Stat(out(name)); err != nil {
 			t.Errorf("lock file %s: %v", name, err)
 		}
@@ -292,6 +343,10 @@ func TestGuardOutputsLocks(t *testing.T) {
 			"sinks[0].path " + filepath.Join(f.dir, "out-link", "rows.jsonl") + ": another run is writing this file: lock " + out("rows.jsonl.lock") + " " + holder},
 		{"sqlite table", &spec.Pipeline{Sinks: []spec.Sink{{Type: "sqlite", Path: out("r.db"), Table: "REVENUE"}}},
 			"sinks[0].path " + out("r.db") + " (table revenue): another run is writing this table: lock " + out("r.db.revenue.lock") + " " + holder},
+		{"parquet directory", &spec.Pipeline{Sinks: []spec.Sink{{Type: "parquet", Path: filepath.Join(f.dir, "out-link", "lake")}}},
+			"sinks[0].path " + filepath.Join(f.dir, "out-link", "lake") + ": another run is writing this directory: lock " + out("lake/_tidemark/LOCK") + " " + holder},
+		{"iceberg table", &spec.Pipeline{Sinks: []spec.Sink{{Type: "iceberg", Path: filepath.Join(f.dir, "out-link", "wh"), Table: "shop.revenue"}}},
+			"sinks[0].path " + filepath.Join(f.dir, "out-link", "wh", "shop", "revenue") + ": another run is writing this table: lock " + out("wh/shop/revenue/.tidemark.lock") + " " + holder},
 	} {
 		_, err := guardOutputs(tc.p, true)
 		var he *flock.HeldError

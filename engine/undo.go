@@ -28,6 +28,9 @@ import (
 type startFiles struct {
 	files []string // absolute paths, absent at the start
 	dirs  []string // absolute paths, absent at the start, deepest first
+	// held are the lock files of the parquet and iceberg outputs the run
+	// holds (their sinks then take none: Env.holds).
+	held []string
 }
 
 // absentDirs records the directories above path (path itself too, when
@@ -73,6 +76,9 @@ func (sf *startFiles) absentOutput(o *output) {
 	}
 	for _, f := range o.files {
 		sf.absentFile(f.path)
+	}
+	for _, d := range o.dirs {
+		sf.absentDirs(d, true)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL driver of sql catalogs
 	_ "modernc.org/sqlite"             // the SQLite driver of sql catalogs
 
+	"github.com/tidemark/tidemark/internal/durable"
 	"github.com/tidemark/tidemark/sink/parquet"
 )
 
@@ -116,7 +117,7 @@ func (h *hadoopCatalog) commit(ctx context.Context, base string, _, _ *Metadata,
 		}
 		return "", err
 	}
-	if err := parquet.SyncDir(h.metaDir()); err != nil {
+	if err := durable.SyncDir(h.metaDir()); err != nil {
 		return "", err
 	}
 	// The hint is an optimisation: current() finds newer versions
@@ -206,7 +207,7 @@ func (c *sqlCatalog) commit(ctx context.Context, base string, _, _ *Metadata, ve
 	if err := writeSynced(loc, data); err != nil {
 		return "", err
 	}
-	if err := parquet.SyncDir(md); err != nil {
+	if err := durable.SyncDir(md); err != nil {
 		return "", err
 	}
 	fault("iceberg-metadata")

@@ -22,6 +22,7 @@ import (
 	"github.com/parquet-go/parquet-go/compress"
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/internal/durable"
 	"github.com/tidemark/tidemark/internal/flock"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
@@ -69,6 +70,11 @@ type Options struct {
 	// Pipeline and Sink name the writer in the table's properties and
 	// snapshot summaries.
 	Pipeline, Sink string
+	// LockHeld says the caller holds LockFile(TableDir(…)) for as long as
+	// the sink is open (the engine takes its outputs' locks before it
+	// opens any sink, engine/paths.go): the sink then takes no lock of
+	// its own. Otherwise it takes the lock when it opens.
+	LockHeld bool
 	// Fault, for crash tests, is called with the checkpoint id at
 	// "iceberg-files" (data and delete files written, the checkpoint not
 	// yet), "iceberg-manifest" (manifests and manifest list written),
@@ -146,6 +152,24 @@ type pendRow struct {
 	delete bool // an equality delete is written (the identity may have rows committed before)
 }
 
+// TableDir is the directory of table ns.table in warehouse (namespace
+// "" is "default"): WAREHOUSE/<ns>/<table>, where the sink writes the
+// table's data and (hadoop catalog) metadata.
+func TableDir(warehouse, ns, table string) string {
+	if ns == "" {
+		ns = "default"
+	}
+	return filepath.Join(warehouse, ns, table)
+}
+
+// LockFile is the lock file held by the run writing the table in
+// directory dir (TableDir's): dir/.tidemark.lock.
+func LockFile(dir string) string { return filepath.Join(dir, ".tidemark.lock") }
+
+// DataDir is the directory of the data and delete files of the table in
+// dir, made when the sink opens: dir/data.
+func DataDir(dir string) string { return filepath.Join(dir, "data") }
+
 // NewResults opens a table for rows of d: it reads the table (if it
 // exists) from its catalog, checks the schema under the data contract's
 // rules and adds the new columns (SchemaError names a column it cannot
@@ -165,7 +189,7 @@ func NewResults(ctx context.Context, d changelog.Desc, o Options) (*Results, err
 		o.RollBytes = parquet.DefaultRollBytes
 	}
 	r := &Results{o: o, name: o.Namespace + "." + o.Table, writers: map[string]*fileOut{}, pend: map[string]int{}}
-	abs, err := filepath.Abs(filepath.Join(o.Warehouse, o.Namespace, o.Table))
+	abs, err := filepath.Abs(TableDir(o.Warehouse, o.Namespace, o.Table))
 	if err != nil {
 		return nil, err
 	}
@@ -189,11 +213,13 @@ func NewResults(ctx context.Context, d changelog.Desc, o Options) (*Results, err
 	if r.codec, err = parquet.Codec(o.Compression); err != nil {
 		return fail(err)
 	}
-	if err := os.MkdirAll(filepath.Join(r.dir, "data"), 0o755); err != nil {
+	if err := os.MkdirAll(DataDir(r.dir), 0o755); err != nil {
 		return fail(err)
 	}
-	if r.lock, err = flock.Acquire(filepath.Join(r.dir, ".tidemark.lock")); err != nil {
-		return fail(err)
+	if !o.LockHeld {
+		if r.lock, err = flock.Acquire(LockFile(r.dir)); err != nil {
+			return fail(err)
+		}
 	}
 	switch o.Catalog {
 	case "", "hadoop":
@@ -512,7 +538,7 @@ func syncTree(dir string) error {
 			return err
 		}
 		if d.IsDir() {
-			return parquet.SyncDir(p)
+			return durable.SyncDir(p)
 		}
 		return nil
 	})

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/tidemark/tidemark/internal/durable"
 )
 
 // bufferSize is the write buffer of every file sink.
@@ -84,7 +86,7 @@ func openWith(path string, flag int) (*file, error) {
 	}
 	dev := !st.Mode().IsRegular()
 	if !dev {
-		if err := syncDir(dir); err != nil {
+		if err := durable.SyncDir(dir); err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -97,18 +99,6 @@ func openWith(path string, flag int) (*file, error) {
 func device(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && !st.Mode().IsRegular() && !st.IsDir()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // check returns the error for a call after Close or with a done context.

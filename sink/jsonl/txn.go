@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tidemark/tidemark/internal/durable"
 	"github.com/tidemark/tidemark/state"
 )
 
@@ -62,7 +63,7 @@ func openFile(path string, o Options) (*file, error) {
 		}
 		return nil, err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		if main != nil {
 			main.Close()
 		}
@@ -136,7 +137,7 @@ func (f *file) ensureMain() error {
 	if err != nil {
 		return err
 	}
-	if err := syncDir(filepath.Dir(f.path)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(f.path)); err != nil {
 		m.Close()
 		return err
 	}
@@ -228,7 +229,7 @@ func (f *file) writeMarker(m marker) error {
 	if err := os.Rename(tmp, f.markerPath()); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(f.path))
+	return durable.SyncDir(filepath.Dir(f.path))
 }
 
 func writeSynced(path string, data []byte) error {

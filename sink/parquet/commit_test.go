@@ -147,11 +147,24 @@ func TestCommitProtocol(t *testing.T) {
 	}
 
 	// A fresh start removes what the sink published, not a file of the
-	// user's.
+	// user's — at its first Prepare, not at Recover(0): a start refused
+	// before its first checkpoint changes nothing.
 	must(os.WriteFile(filepath.Join(dir, "mine.parquet.txt"), []byte("x"), 0o644))
 	must(s.Recover(ctx, 0, nil))
+	if files, _ := published(t, dir); len(files) != 4 {
+		t.Fatalf("after Recover(0), before the first Prepare: %v", files)
+	}
+	if mk, _ := s.d.marker(); mk != 2 {
+		t.Fatalf("marker %d after Recover(0)", mk)
+	}
+	if _, err := s.Prepare(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
 	if files, _ := published(t, dir); len(files) != 0 {
-		t.Fatalf("after a fresh start: %v", files)
+		t.Fatalf("after a fresh start's first Prepare: %v", files)
+	}
+	if mk, _ := s.d.marker(); mk != 0 {
+		t.Fatalf("marker %d after the first Prepare", mk)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "mine.parquet.txt")); err != nil {
 		t.Fatalf("a file the sink did not write was touched: %v", err)

@@ -15,6 +15,7 @@ import (
 
 	pq "github.com/parquet-go/parquet-go"
 
+	"github.com/tidemark/tidemark/internal/durable"
 	"github.com/tidemark/tidemark/internal/flock"
 	"github.com/tidemark/tidemark/state"
 )
@@ -38,6 +39,17 @@ const (
 	lockFile     = "_tidemark/LOCK"
 	stagedSuffix = ".parquet.inprogress"
 )
+
+// LockFile is the lock file held by the run writing the output
+// directory dir: dir/_tidemark/LOCK.
+func LockFile(dir string) string { return filepath.Join(dir, filepath.FromSlash(lockFile)) }
+
+// MetaDirs are the directories a sink makes in the output directory dir
+// when it opens (besides LockFile's): the staging and the manifests
+// directories under dir/_tidemark.
+func MetaDirs(dir string) []string {
+	return []string{filepath.Join(dir, filepath.FromSlash(stagingDir)), filepath.Join(dir, filepath.FromSlash(manifestDir))}
+}
 
 // DefaultRollBytes is the size at which a file is closed and the next
 // one started (spec key roll_bytes): 128 MiB, Flink's FileSink default.
@@ -69,12 +81,21 @@ type Options struct {
 	// at-least-once sink in a pipeline with checkpoints, flushed at each).
 	PublishOnFlush bool
 	// Restoring keeps what earlier runs published (a run resuming from a
-	// checkpoint); otherwise a sink that is not ExactlyOnce removes, when
-	// it opens, the files its earlier runs published, and an ExactlyOnce
-	// one does in Recover(0).
+	// checkpoint); otherwise the files earlier runs published are removed
+	// at the run's first publication — a sink that is not ExactlyOnce at
+	// its first publishing flush or at Close, an ExactlyOnce one (after
+	// Recover(0)) at its first Prepare, before the checkpoint can complete
+	// — so that a start refused before then (Abort) leaves them as they
+	// were.
 	Restoring bool
 	// Pipeline and Sink name the output in its manifests.
 	Pipeline, Sink string
+	// LockHeld says the caller holds LockFile(Dir) for as long as the
+	// sink is open (the engine takes its outputs' locks before it opens
+	// any sink, engine/paths.go, so that a refused start can remove what
+	// it created): the sink then takes no lock of its own. Otherwise the
+	// sink takes it when it opens and releases it when it closes.
+	LockHeld bool
 	// Fault, for crash tests, is called at "parquet-renamed" (a
 	// checkpoint's first file renamed into place, its manifest not yet
 	// written) and "parquet-manifest" (its manifest written, the commit
@@ -113,6 +134,9 @@ type dir struct {
 	rows   []pq.Row
 	notes  []string
 	closed bool
+	// fresh: the run starts over, and the files earlier runs published
+	// are removed at its first publication (begin), not when it opens.
+	fresh bool
 }
 
 // staged is one file written since the last publication.
@@ -131,14 +155,18 @@ func openDir(o Options, schema *pq.Schema, meta map[string]string) (*dir, error)
 	if o.RollBytes <= 0 {
 		o.RollBytes = DefaultRollBytes
 	}
-	for _, sub := range []string{stagingDir, manifestDir} {
-		if err := os.MkdirAll(filepath.Join(o.Dir, sub), 0o755); err != nil {
+	for _, sub := range MetaDirs(o.Dir) {
+		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return nil, fmt.Errorf("parquet %s: %w", o.Dir, err)
 		}
 	}
-	lock, err := flock.Acquire(filepath.Join(o.Dir, lockFile))
-	if err != nil {
-		return nil, fmt.Errorf("parquet %s: %w", o.Dir, err)
+	var lock *flock.Lock
+	if !o.LockHeld {
+		l, err := flock.Acquire(LockFile(o.Dir))
+		if err != nil {
+			return nil, fmt.Errorf("parquet %s: %w", o.Dir, err)
+		}
+		lock = l
 	}
 	d := &dir{o: o, schema: schema, meta: meta, lock: lock, open: map[string]*staged{}}
 	if !o.ExactlyOnce {
@@ -154,10 +182,7 @@ func openDir(o Options, schema *pq.Schema, meta map[string]string) (*dir, error)
 			}
 			d.seq = m + 1
 		} else {
-			if err := d.unpublishAfter(0); err != nil {
-				d.lock.Release()
-				return nil, err
-			}
+			d.fresh = true
 			d.seq = 1
 		}
 	}
@@ -225,7 +250,7 @@ func (d *dir) stage(id int64) ([]pendingFile, error) {
 			return nil, err
 		}
 	}
-	if err := SyncDir(d.path(stagingDir)); err != nil {
+	if err := durable.SyncDir(d.path(stagingDir)); err != nil {
 		return nil, fmt.Errorf("parquet %s: %w", d.o.Dir, err)
 	}
 	files := slices.Clone(d.files)
@@ -354,7 +379,7 @@ func (d *dir) publish(id int64, files []pendingFile) error {
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(dirs)) {
-		if err := SyncDir(p); err != nil {
+		if err := durable.SyncDir(p); err != nil {
 			return fail(err)
 		}
 	}
@@ -464,7 +489,7 @@ func (d *dir) unpublishAfter(id int64) error {
 		}
 		d.notes = append(d.notes, fmt.Sprintf("removed %d %s from %s", removed, what, d.o.Dir))
 	}
-	if err := SyncDir(d.path(manifestDir)); err != nil {
+	if err := durable.SyncDir(d.path(manifestDir)); err != nil {
 		return fmt.Errorf("parquet %s: %w", d.o.Dir, err)
 	}
 	m, err := d.marker()
@@ -505,8 +530,25 @@ func (d *dir) clearStaging() error {
 	return nil
 }
 
+// begin removes, once, the files earlier runs published when the run
+// starts over (fresh): at its first publication, so that a run refused
+// before it (aborted) changes nothing it found.
+func (d *dir) begin() error {
+	if !d.fresh {
+		return nil
+	}
+	if err := d.unpublishAfter(0); err != nil {
+		return err
+	}
+	d.fresh = false
+	return nil
+}
+
 // publishNow publishes the closed files at once (not ExactlyOnce).
 func (d *dir) publishNow() error {
+	if err := d.begin(); err != nil {
+		return err
+	}
 	var closed []*staged
 	for _, s := range d.files {
 		if s.w == nil {
@@ -545,6 +587,12 @@ func (d *dir) prepare(ctx context.Context, id int64) ([]byte, error) {
 	if !d.o.ExactlyOnce {
 		return nil, fmt.Errorf("parquet %s: not opened for exactly-once delivery", d.o.Dir)
 	}
+	// A run from the start removes the earlier publications before its
+	// first checkpoint can complete: a restore from that checkpoint then
+	// finds the marker at 0 and publishes the checkpoint's own files.
+	if err := d.begin(); err != nil {
+		return nil, err
+	}
 	files, err := d.stage(id)
 	if err != nil {
 		return nil, err
@@ -578,7 +626,8 @@ func (d *dir) recover(ctx context.Context, id int64, prepared []byte) error {
 		if err := d.clearStaging(); err != nil {
 			return err
 		}
-		return d.unpublishAfter(0)
+		d.fresh = true // the earlier publications go at the first Prepare
+		return nil
 	}
 	files, err := decodePending(d.o.Dir, prepared)
 	if err != nil {

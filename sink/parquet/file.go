@@ -7,6 +7,8 @@ import (
 
 	pq "github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
+
+	"github.com/tidemark/tidemark/internal/durable"
 )
 
 // Codec returns the Parquet compression codec named by the spec key
@@ -108,19 +110,6 @@ func (w *FileWriter) Abort() {
 	os.Remove(w.Path)
 }
 
-// SyncDir fsyncs a directory, so that the names created in it last.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // WriteAtomic replaces path with data: a temporary file beside it,
 // fsynced, renamed over path, and the directory fsynced.
 func WriteAtomic(path string, data []byte) error {
@@ -142,5 +131,5 @@ func WriteAtomic(path string, data []byte) error {
 		os.Remove(tmp)
 		return err
 	}
-	return SyncDir(filepath.Dir(path))
+	return durable.SyncDir(filepath.Dir(path))
 }
