@@ -256,20 +256,34 @@ func (c *Calendar) midnight(n int64) int64 {
 		t := time.Unix(u, 0).In(c.Loc)
 		_, off := t.Zone()
 		start, end := t.ZoneBounds()
-		cand := l - int64(off)
-		if !start.IsZero() && cand < start.Unix() {
-			cand = start.Unix()
+		open := end.IsZero() // the last period: no end
+		s, e := start.Unix(), end.Unix()
+		if !open && e <= u {
+			// Past a zone's last transition (its rule string), Go's
+			// ZoneBounds can answer a period that ended before u
+			// (Africa/Cairo on 1 January after a leap year, from
+			// 2041): u's offset holds for [u, u+zoneStep), and asking
+			// again at the period's end would loop for ever.
+			s, e = u, u+zoneStep
 		}
-		if (end.IsZero() || cand < end.Unix()) && cand < first {
+		cand := l - int64(off)
+		if !start.IsZero() && cand < s {
+			cand = s
+		}
+		if (open || cand < e) && cand < first {
 			first = cand
 		}
-		if end.IsZero() {
+		if open {
 			break
 		}
-		u = end.Unix()
+		u = e
 	}
 	return first * 1000
 }
+
+// zoneStep is how far midnight steps (seconds) where ZoneBounds gives no
+// period containing the instant asked: no zone period is shorter.
+const zoneStep = 900
 
 // maxOffset bounds the UTC offset of any zone (seconds; the largest in the
 // tz database are under 16 h).

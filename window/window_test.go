@@ -624,7 +624,7 @@ var zonesForTiling = []string{
 	"UTC", "Europe/London", "Asia/Seoul", "America/New_York", "America/Sao_Paulo",
 	"America/Havana", "America/Santiago", "Asia/Amman", "Asia/Beirut", "Asia/Tehran",
 	"America/Asuncion", "America/St_Johns", "Australia/Lord_Howe", "Antarctica/Troll",
-	"Pacific/Apia", "Asia/Kathmandu", "Pacific/Chatham",
+	"Pacific/Apia", "Asia/Kathmandu", "Pacific/Chatham", "Africa/Cairo",
 }
 
 // TestCalendarTiling walks the day windows of 2005–2020 in each zone:
@@ -762,5 +762,39 @@ func BenchmarkAssign(b *testing.B) {
 				dst = c.a.Assign(base+int64(i)*1000, dst[:0])
 			}
 		})
+	}
+}
+
+// TestCalendarCairoAfterLastTransition: past the last transition of its
+// tz data (2037), Africa/Cairo's zone periods come from its rule string,
+// and Go's ZoneBounds ends the period at 1 January 00:00 UTC after a
+// leap year (2041, 2045, …) at that instant itself: midnight asked for
+// the same period for ever, and a day window of any event time near
+// that instant hung (found by TestCalendarSlices with Africa/Cairo among
+// its zones at -rapid.checks=10000). Each of the 8 days around 1 January
+// 2041, 2045 and 43021 is [local midnight, next local midnight) in EET
+// (+2 h; no daylight saving time in winter), answered within a second
+// (the first fix stepped on but took the ended period's bounds: 43021's
+// window began at 00:00 UTC).
+func TestCalendarCairoAfterLastTransition(t *testing.T) {
+	loc := load(t, "Africa/Cairo")
+	for _, y := range []int{2041, 2045, 43021} {
+		for d := -4; d < 4; d++ {
+			day := time.Date(y, 1, 1+d, 0, 0, 0, 0, time.UTC)
+			want := Window{Start: day.Add(-2 * time.Hour).UnixMilli(), End: day.Add(22 * time.Hour).UnixMilli()}
+			for _, ts := range []int64{want.Start, want.Start + 7_200_000, want.End - 1} {
+				c := &Calendar{SizeDays: 1, SlideDays: 1, Loc: loc}
+				got := make(chan []Window, 1)
+				go func() { got <- c.Assign(ts, nil) }()
+				select {
+				case ws := <-got:
+					if len(ws) != 1 || ws[0] != want {
+						t.Errorf("%s: Assign(%d) = %v, want %v", day.Format("2006-01-02"), ts, ws, want)
+					}
+				case <-time.After(time.Second):
+					t.Fatalf("%s: Assign(%d) did not return within 1 s", day.Format("2006-01-02"), ts)
+				}
+			}
+		}
 	}
 }
