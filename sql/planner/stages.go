@@ -316,6 +316,17 @@ func (pl *planner) assignable(from, to typ) error {
 	return fmt.Errorf("CAST it AS %s", to)
 }
 
+// hasIntAvg reports whether aggregation sd holds a BIGINT AVG's sum and
+// count columns (aggCall.avgInt).
+func hasIntAvg(sd *stageDef) bool {
+	for _, a := range sd.st.Aggregates {
+		if strings.HasPrefix(a.Name, "__sum_") {
+			return true
+		}
+	}
+	return false
+}
+
 // materialize returns the stage whose rows are r's, with output columns
 // named as the sink's: r's own stage when its columns are that stage's
 // fields by the sink's names, else a select stage reading r's producer.
@@ -353,6 +364,19 @@ func (pl *planner) materialize(r *rel, vis []*col, cols []*physCol) (*stageDef, 
 	}
 	if r.prod.kind == prodStage && r.prod.stage.kind == stageSelect {
 		return nil, pl.errAt(r.at, "a select stage's rows are read by no other stage: select from its source directly (views and subqueries inline)")
+	}
+	// A select stage's rows are inserts of their columns alone: no
+	// window_start, window_end or version of their own to write, and
+	// these names are the engine's (reserved).
+	for i := range vis {
+		if !reservedOut[strings.ToLower(cols[i].name)] {
+			continue
+		}
+		why := "these rows need a select stage after their producer (an expression of its columns, a filter, or columns other than its own)"
+		if r.prod.kind == prodStage && r.prod.stage.kind == stageAgg && hasIntAvg(r.prod.stage) {
+			why = "AVG of a BIGINT is Flink's truncated integer average, which a select stage computes from the aggregation's sum and count; average a DECIMAL instead (AVG(CAST(x AS DECIMAL(20, 2)))) and the aggregation's own rows are written"
+		}
+		return nil, pl.errAt(r.at, "column %d (%s) of the sink is a column only an aggregation's own rows have: %s; a select stage writes inserts of its columns, none named %s (name the sink column otherwise)", i+1, cols[i].name, why, cols[i].name)
 	}
 	b := pl.newBuilder(r.prod)
 	st := spec.Stage{}
