@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -113,5 +114,42 @@ func TestSQLEditsKeepState(t *testing.T) {
 	_, eo, _ := run(t, "explain", p)
 	if fingerprintOf(t, eo) == want {
 		t.Error("the discarding edit kept the fingerprint")
+	}
+}
+
+var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/explain/*.golden from explain's output")
+
+// TestExplainSQLGolden: `tidemark explain` of each script in
+// testdata/explain prints exactly its .golden file — the plan of SESSION
+// and CUMULATE windows, an interval join of two views, dedup with the
+// conflict output and a Top-1 (the stages, keys, windows, joins, state,
+// sinks and the fingerprint). Rewrite with -update-golden after checking
+// the difference by hand.
+func TestExplainSQLGolden(t *testing.T) {
+	scripts, err := filepath.Glob("testdata/explain/*.sql")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	for _, sc := range scripts {
+		t.Run(filepath.Base(sc), func(t *testing.T) {
+			code, out, errOut := run(t, "explain", sc)
+			if code != 0 {
+				t.Fatalf("explain %s: exit %d\n%s", sc, code, errOut)
+			}
+			golden := strings.TrimSuffix(sc, ".sql") + ".golden"
+			if *updateGolden {
+				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out != string(want) {
+				t.Errorf("explain %s differs from %s:\ngot\n%s\nwant\n%s", sc, golden, out, want)
+			}
+		})
 	}
 }
