@@ -68,8 +68,11 @@ type GroupSummary struct {
 	// checkpoints (manifests and sections) and RestoreTime the time
 	// reading and applying them took (not opening the tasks' sinks).
 	Commits, Aborts, Rebalances, Restores int
-	RestoreBytes                          int64
-	RestoreTime                           time.Duration
+	// Rejoins counts the times the instance lost its group session (a
+	// broker pause, an expired member) and joined the group again.
+	Rejoins      int
+	RestoreBytes int64
+	RestoreTime  time.Duration
 }
 
 // groupRun is one instance's runner.
@@ -119,6 +122,10 @@ type groupRun struct {
 	lastCommitDur time.Duration
 	// txnID is the session's transactional id (FencedError).
 	txnID string
+	// txnBegun is when the open transaction began (wall clock), and
+	// commits0 the commits of the instance's earlier sessions (rejoinable).
+	txnBegun time.Time
+	commits0 int
 }
 
 type tpKey struct {
@@ -225,29 +232,104 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 	start := time.Now()
 	cpu0 := cpuTime()
 	sp := &pl.Spec.Source
-	gr := newGroupRun(pl, opts)
-	gr.sum.Group, gr.sum.Topic = sp.Group, gr.repart
 	if sp.Start != "earliest" {
 		return nil, &ConfigError{Err: fmt.Errorf("source.start: %s: a group reads from the earliest offset where it has no committed one", sp.Start)}
 	}
-	if err := gr.setup(ctx); err != nil {
-		gr.close()
-		if ctx.Err() != nil {
-			return nil, &StartInterruptedError{Phase: fmt.Sprintf("joining group %s", gr.group), Group: gr.group, Err: err}
+	var prev *GroupSummary
+	for fails := 0; ; {
+		gr := newGroupRun(pl, opts)
+		gr.sum.Group, gr.sum.Topic = sp.Group, gr.repart
+		if prev != nil {
+			gr.sum.Commits, gr.sum.Aborts, gr.sum.Rebalances, gr.sum.Rejoins = prev.Commits, prev.Aborts, prev.Rebalances, prev.Rejoins
+			gr.sum.Restores, gr.sum.RestoreBytes, gr.sum.RestoreTime = prev.Restores, prev.RestoreBytes, prev.RestoreTime
 		}
-		return nil, err
+		if err := gr.setup(ctx); err != nil {
+			gr.close()
+			if ctx.Err() != nil {
+				return nil, &StartInterruptedError{Phase: fmt.Sprintf("joining group %s", gr.group), Group: gr.group, Err: err}
+			}
+			if prev != nil && fails < maxRejoins && gr.rejoinable(err) {
+				fails++
+				gr.logf("group %s: rejoining failed (%v); trying again", gr.group, err)
+				time.Sleep(rejoinBackoff)
+				continue
+			}
+			return nil, err
+		}
+		stopped, err := gr.loop(ctx)
+		if err != nil {
+			if gr.sum.Commits > gr.commits0 {
+				fails = 0
+			}
+			if ctx.Err() == nil && fails < maxRejoins && gr.rejoinable(err) {
+				fails++
+				gr.sum.Rejoins++
+				gr.logf("group %s: instance %s lost its group session (%v); it leaves the group and joins again, its tasks starting from their committed checkpoints", gr.group, gr.sum.Instance, err)
+				gr.close()
+				sum := gr.sum
+				prev = &sum
+				continue
+			}
+			ferr := gr.fencedError(err)
+			gr.close()
+			return nil, ferr
+		}
+		gr.live(true)
+		s := gr.summary()
+		gr.close()
+		s.Stopped = stopped
+		s.Wall = time.Since(start)
+		s.CPU = cpuTime() - cpu0
+		return s, nil
 	}
-	defer gr.close()
-	stopped, err := gr.loop(ctx)
-	if err != nil {
-		return nil, gr.fencedError(err)
+}
+
+// maxRejoins is how many times in a row an instance joins its group
+// again (rejoinable) without a commit in between before it stops with
+// the error; rejoinBackoff is the wait before a join that failed is
+// tried again.
+const (
+	maxRejoins    = 10
+	rejoinBackoff = 500 * time.Millisecond
+)
+
+// rejoinable reports whether err ends only the instance's group session,
+// not the run: the instance then leaves the group and joins it again,
+// its tasks starting from their committed checkpoints, as a restarted
+// process would (docs/scale-out.md, "Broker pauses"). That is the case
+// for a session the group expired (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+// franz-go's ErrGroupSession), for a broker that stopped answering (a
+// dead connection, a request timed out, any error the broker marks
+// retriable) — a broker stopped for longer than the session timeout
+// expires every member when it runs again — and for a fenced producer
+// whose transaction was open longer than source.transaction_timeout:
+// the broker aborted it and bumped the producer's epoch, which reads as
+// a fence but is no other process. A fence within the transaction
+// timeout of the last commit is another process with the same
+// --instance-id (FencedError): not rejoinable.
+func (gr *groupRun) rejoinable(err error) bool {
+	if errors.Is(err, kerr.FencedInstanceID) {
+		return false // another process has the instance's --instance-id
 	}
-	gr.live(true)
-	s := gr.summary()
-	s.Stopped = stopped
-	s.Wall = time.Since(start)
-	s.CPU = cpuTime() - cpu0
-	return s, nil
+	if _, ok := errors.AsType[*kgo.ErrGroupSession](err); ok {
+		return true
+	}
+	if kgo.IsRetryableBrokerErr(err) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	for _, e := range []error{kerr.UnknownMemberID, kerr.IllegalGeneration, kerr.RebalanceInProgress, kerr.NotCoordinator,
+		kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress, kerr.ConcurrentTransactions} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	if ke, ok := errors.AsType[*kerr.Error](err); ok && ke.Retriable {
+		return true
+	}
+	if _, fenced := gr.fencedError(err).(*FencedError); fenced {
+		return gr.opts.WallClock().Sub(gr.txnBegun) > gr.sp.TransactionTimeout.D()
+	}
+	return false
 }
 
 // newGroupRun returns the runner of an instance of pl's group, not yet
@@ -539,9 +621,11 @@ func (gr *groupRun) Store() checkpoint.TaskStore { return gr.store }
 // loop polls, routes records to their tasks, ticks processing time,
 // commits at every checkpoint interval, and follows the assignment.
 func (gr *groupRun) loop(ctx context.Context) (stopped bool, err error) {
+	gr.commits0 = gr.sum.Commits
 	if err := gr.sess.Begin(); err != nil {
 		return false, fmt.Errorf("beginning a transaction: %w", err)
 	}
+	gr.txnBegun = gr.opts.WallClock()
 	interval := gr.plan.Spec.Checkpoint.Interval.D()
 	lastCommit := gr.opts.WallClock()
 	lastDone := lastCommit
@@ -1186,6 +1270,7 @@ func (gr *groupRun) commit(ctx context.Context) (bool, error) {
 	if err := gr.sess.Begin(); err != nil {
 		return committed, fmt.Errorf("beginning a transaction: %w", err)
 	}
+	gr.txnBegun = gr.opts.WallClock()
 	return committed, nil
 }
 

@@ -186,6 +186,9 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 		fmt.Fprintf(w, "  instance             %12s  of group %s (repartition topic %s, %d partitions)\n", g.Instance, g.Group, g.Topic, g.Partitions)
 		fmt.Fprintf(w, "  tasks at the end     %12d  (input partitions %v, repartition partitions %v; the counts below are theirs, with their earlier owners')\n", len(g.Sources)+len(g.Keyed), g.Sources, g.Keyed)
 		fmt.Fprintf(w, "  transactions         %12d  committed, %d aborted by rebalances; %d assignment changes\n", g.Commits, g.Aborts, g.Rebalances)
+		if g.Rejoins > 0 {
+			fmt.Fprintf(w, "  group rejoins        %12d  (the group session lost: a broker pause, an expired member)\n", g.Rejoins)
+		}
 		if g.Restores > 0 {
 			fmt.Fprintf(w, "  restored tasks       %12d  (%d bytes in %s)\n", g.Restores, g.RestoreBytes, g.RestoreTime.Round(time.Microsecond))
 		}

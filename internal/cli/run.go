@@ -233,11 +233,15 @@ a new run starts over); 2 for a usage or pipeline configuration error
 // faultHook parses TIDEMARK_FAULT, a crash-test aid: "POINT:ID" kills the
 // process with SIGKILL when the checkpoint protocol reaches POINT
 // ("prepared", "written" or "committed:<sink id>") for checkpoint ID (or
-// any checkpoint with ID "*"). Empty: no hook.
+// any checkpoint with ID "*"). "POINT:ID:note" kills nothing: it prints
+// "tidemark fault: POINT ID" to stderr and waits noteWait there, for a
+// harness that acts at that instant (stops the broker during a commit).
+// Empty: no hook.
 func faultHook(v string) (func(string, int64), error) {
 	if v == "" {
 		return nil, nil
 	}
+	v, note := strings.CutSuffix(v, ":note")
 	i := strings.LastIndexByte(v, ':')
 	if i <= 0 {
 		return nil, fmt.Errorf("TIDEMARK_FAULT=%q: want POINT:ID (e.g. written:3)", v)
@@ -253,11 +257,20 @@ func faultHook(v string) (func(string, int64), error) {
 	}
 	return func(p string, ck int64) {
 		if p == point && (id < 0 || ck == id) {
+			if note {
+				fmt.Fprintf(os.Stderr, "tidemark fault: %s %d\n", p, ck)
+				time.Sleep(noteWait)
+				return
+			}
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way
 		}
 	}, nil
 }
+
+// noteWait is how long a TIDEMARK_FAULT note waits at its point (ms
+// enough for a harness polling the process's stderr to act).
+const noteWait = 300 * time.Millisecond
 
 // stateFlags applies run's --state-backend and --memory to the pipeline
 // (nil when neither is given), checked as the pipeline's own keys are.

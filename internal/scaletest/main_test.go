@@ -6,10 +6,13 @@
 // 1 → 3 → 1. The outputs they commit are then checked against a
 // single-instance run over the same topic, against a batch recomputation
 // of the input, and for exactly-once properties of their own (scale_test.go).
+// TestBrokerPauses (pauses_test.go) stops the broker process itself, and
+// single instances, at seeded instants.
 //
-// Flags: -long runs 100 seeds instead of 10; -figures measures the
-// figures of docs/scale-out.md (failover, restore, throughput, the cost
-// of exactly-once) and logs them.
+// Flags: -long runs 100 seeds of TestScaleOut instead of 10 and 200 of
+// TestBrokerPauses instead of 20; -figures measures the figures of
+// docs/scale-out.md (failover, restore, throughput, the cost of
+// exactly-once) and logs them.
 package scaletest
 
 import (
@@ -36,7 +39,7 @@ import (
 )
 
 var (
-	long    = flag.Bool("long", false, "run 100 seeds of the scale-out harness instead of 10")
+	long    = flag.Bool("long", false, "run 100 seeds of the scale-out harness instead of 10, and 200 broker-pause seeds instead of 20")
 	figures = flag.Bool("figures", false, "measure the scale-out figures (failover, restore, throughput, exactly-once cost)")
 )
 
@@ -71,6 +74,17 @@ const (
 type broker struct {
 	addr string
 	adm  *kadm.Client
+	cmd  *exec.Cmd
+}
+
+// pause stops the broker process with SIGSTOP for d and continues it
+// with SIGCONT: every connection stays open and nothing answers, as a
+// broker in a long garbage-collection pause or a frozen virtual machine;
+// its group sessions expire when it runs again.
+func (b *broker) pause(d time.Duration) {
+	b.cmd.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(d)
+	b.cmd.Process.Signal(syscall.SIGCONT)
 }
 
 // startBroker starts `tidemark dev-kafka` on a free loopback port, with
@@ -88,6 +102,7 @@ func startBroker(t *testing.T) *broker {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGCONT) // a test that failed during a pause
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
@@ -104,7 +119,7 @@ func startBroker(t *testing.T) *broker {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return &broker{addr: addr, adm: kadm.NewClient(cl)}
+	return &broker{addr: addr, adm: kadm.NewClient(cl), cmd: cmd}
 }
 
 // createTopics creates topics with partitions partitions each.
@@ -353,6 +368,17 @@ func (p *proc) kill() {
 		p.cmd.Process.Signal(syscall.SIGKILL)
 	}
 	<-p.done
+}
+
+// freeze stops the process with SIGSTOP for d and continues it with
+// SIGCONT: its heartbeats stop, so the group expires its member, and it
+// runs on afterwards as a member the group no longer knows.
+func (p *proc) freeze(d time.Duration) {
+	if p.running() {
+		p.cmd.Process.Signal(syscall.SIGSTOP)
+		time.Sleep(d)
+		p.cmd.Process.Signal(syscall.SIGCONT)
+	}
 }
 
 // term sends SIGTERM: the instance commits and leaves the group.
