@@ -1,6 +1,11 @@
 // Package aggregate implements window aggregate functions as columns of
 // accumulators.
 //
+// In the data flow it is core, below the operators: plan builds a stage's
+// Columns from its spec, and the window operator (package operator) and
+// the task's stages add, retract and merge rows into them; it imports
+// only row and state (for its checkpoint encoding).
+//
 // A Column holds one aggregate's accumulators for every slot of a stage's
 // state table: slot s is one (window, key). Storage is columnar (a []int64
 // of counts, a []Decimal of sums, ...) so the hot path indexes slices and

@@ -11,6 +11,10 @@
 // resolves to the earlier instant, the first occurrence.
 //
 // Sub-millisecond digits are truncated toward the past.
+//
+// In the data flow it sits at the very bottom, beside row: the decoders
+// (package format, its timestamp fields) and the contracts call it to
+// turn a record's text into the event time every later stage works in.
 package eventtime
 
 import (

@@ -1,5 +1,10 @@
 // Package window assigns event times to windows.
 //
+// In the data flow it is core, below the operators: plan builds a stage's
+// assigner from its spec, and the window operator (package operator), the
+// window joins (package join) and the task ask it which windows and
+// slices an event time belongs to. It holds no state and reads no clock.
+//
 // A window is the half-open event-time interval [Start, End) in ms since the
 // epoch. Assigners (after Flink's TumblingEventTimeWindows,
 // SlidingEventTimeWindows and EventTimeSessionWindows):

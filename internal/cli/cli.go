@@ -1,4 +1,12 @@
-// Package cli implements the tidemark command line (cobra).
+// Package cli implements the tidemark command line (cobra): its commands
+// (run, check, validate, explain, bench, backfill, diff, promote, produce,
+// consume, dev-kafka, perturb, serve) each turn their flags and
+// files into a pipeline spec (package spec, or package sql/planner for a SQL
+// script) and hand it to the layers below.
+//
+// It is the outermost layer of the data flow, the face: cmd/tidemark →
+// cli → engine (the runner) → task → plan → the core packages; nothing
+// below imports it.
 package cli
 
 import (
