@@ -56,3 +56,17 @@ func TestOnlineRetailSQLMatchesBatch(t *testing.T) {
 	}
 	compareGroups(t, got, wantRows)
 }
+
+// TestOrdersCDCSQLIsThePipeline: examples/orders-cdc/pipeline.sql, with
+// Flink CDC's postgres-cdc options, compiles to the spec pipeline.yaml
+// decodes into, key for key.
+func TestOrdersCDCSQLIsThePipeline(t *testing.T) {
+	t.Setenv("PGURL", "")
+	y := loadNormalized(t, "orders-cdc/pipeline.yaml")
+	s := loadNormalized(t, "orders-cdc/pipeline.sql")
+	a, _ := json.MarshalIndent(y, "", " ")
+	b, _ := json.MarshalIndent(s, "", " ")
+	if string(a) != string(b) {
+		t.Fatalf("the SQL form's spec differs from the YAML form's:\nYAML\n%s\nSQL\n%s", a, b)
+	}
+}

@@ -133,6 +133,14 @@ func describeSource(s *spec.Source) string {
 		return fmt.Sprintf("nexmark generator, %d events at %d events/s, seed %d", s.Events, s.Rate, s.Seed)
 	case "kafka":
 		return fmt.Sprintf("kafka topics %s (%s)", strings.Join(s.Topics, ", "), orText(s.Format, "jsonl"))
+	case "postgres_cdc":
+		// The connection string is left out: it may hold a password.
+		out := fmt.Sprintf("postgres_cdc table %s, publication %s, slot %s, snapshot %s", s.Table, s.Publication,
+			orText(s.Slot, "named after the pipeline"), orText(s.Snapshot, "initial"))
+		if len(s.KeyColumns) > 0 {
+			out += ", key " + strings.Join(s.KeyColumns, ", ")
+		}
+		return out
 	}
 	out := fmt.Sprintf("file %s (%s)", s.Path, s.Format)
 	if r := s.Replay; r != nil {

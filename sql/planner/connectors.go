@@ -13,14 +13,15 @@ import (
 	"github.com/tidemark/tidemark/sql/parser"
 )
 
-// Connectors ('connector' = …). Sources: nexmark, filesystem, kafka.
+// Connectors ('connector' = …). Sources: nexmark, filesystem, kafka,
+// postgres-cdc (Flink CDC's: source.type postgres_cdc).
 // Sinks: blackhole (no sink: rows are counted), print and stdout,
 // filesystem and jsonl (a JSON-lines file), sqlite, jdbc and postgres,
 // kafka, upsert-kafka.
 var knownConnector = map[string]bool{
 	"nexmark": true, "filesystem": true, "kafka": true, "upsert-kafka": true,
 	"blackhole": true, "print": true, "stdout": true, "jsonl": true,
-	"sqlite": true, "jdbc": true, "postgres": true,
+	"sqlite": true, "jdbc": true, "postgres": true, "postgres-cdc": true,
 }
 
 func connectorNames() []string {
@@ -44,6 +45,9 @@ var SourceOptions = map[string][]string{
 	"kafka": {"topic", "properties.bootstrap.servers", "properties.group.id", "properties.client.id", "properties.isolation.level",
 		"scan.startup.mode", "scan.startup.timestamp-millis", "scan.bounded.mode", "format", "value.format",
 		"avro-confluent.url", "value.avro-confluent.url", "avro-confluent.schema-registry.url", "scan.watermark.idle-timeout"},
+	"postgres-cdc": {"hostname", "port", "username", "password", "database-name", "schema-name", "table-name", "slot.name",
+		"decoding.plugin.name", "debezium.publication.name", "debezium.database.sslmode", "scan.startup.mode", "scan.incremental.snapshot.enabled",
+		"scan.watermark.idle-timeout"},
 }
 
 // SinkOptions: see SourceOptions.
@@ -210,8 +214,85 @@ func (pl *planner) sourceOf(t *table) (spec.Source, spec.EventTime, error) {
 				src.SchemaRegistry = &spec.SchemaRegistry{URL: u.Value}
 			}
 		}
+	case "postgres-cdc":
+		// Flink CDC's PostgreSQL connector: a publication read through
+		// logical replication (docs/connectors/postgres-cdc.md).
+		src.Type = "postgres_cdc"
+		need := func(key string) (*parser.Option, error) {
+			v, ok := o.get(key)
+			if !ok {
+				return nil, pl.errAt(t.connAt, "a postgres-cdc table needs '%s'", key)
+			}
+			return v, nil
+		}
+		tbl, err := need("table-name")
+		if err != nil {
+			return src, et, err
+		}
+		pub, err := need("debezium.publication.name")
+		if err != nil {
+			return src, et, pl.errAt(t.connAt, "a postgres-cdc table needs 'debezium.publication.name': tidemark reads a publication (CREATE PUBLICATION … FOR TABLE …) and never creates one")
+		}
+		// The connection: Flink CDC's options, or a whole connection
+		// string as 'tidemark.dsn' (applied with the other 'tidemark.'
+		// keys below).
+		if _, whole := o.get("tidemark.dsn"); !whole {
+			host, err := need("hostname")
+			if err != nil {
+				return src, et, err
+			}
+			db, err := need("database-name")
+			if err != nil {
+				return src, et, err
+			}
+			u := url.URL{Scheme: "postgres", Host: host.Value, Path: "/" + db.Value}
+			if p, ok := o.get("port"); ok {
+				if _, err := pl.intOpt(p); err != nil {
+					return src, et, err
+				}
+				u.Host += ":" + strings.TrimSpace(p.Value)
+			}
+			if user := o.value("username"); user != "" {
+				if pass := o.value("password"); pass != "" {
+					u.User = url.UserPassword(user, pass)
+				} else {
+					u.User = url.User(user)
+				}
+			}
+			if m := o.value("debezium.database.sslmode"); m != "" {
+				u.RawQuery = url.Values{"sslmode": {m}}.Encode()
+			}
+			src.DSN = u.String()
+		}
+		src.Table = tbl.Value
+		if s := o.value("schema-name"); s != "" && !strings.Contains(tbl.Value, ".") {
+			src.Table = s + "." + tbl.Value
+		}
+		src.Publication = pub.Value
+		src.Slot = o.value("slot.name")
+		if d, ok := o.get("decoding.plugin.name"); ok && d.Value != "pgoutput" {
+			return src, et, pl.errAt(d.ValueAt, "'decoding.plugin.name' = '%s': tidemark decodes pgoutput, PostgreSQL's built-in plugin", d.Value)
+		}
+		if m, ok := o.get("scan.startup.mode"); ok {
+			switch m.Value {
+			case "initial":
+				src.Snapshot = "initial"
+			case "latest-offset":
+				src.Snapshot = "never"
+			default:
+				return src, et, pl.errAt(m.ValueAt, "'scan.startup.mode' = '%s': a postgres-cdc table starts with initial (the rows, then the changes) or latest-offset (the changes only)", m.Value)
+			}
+		}
+		// The snapshot is one transaction in the slot's exported snapshot,
+		// whatever Flink CDC's incremental snapshot option says.
+		o.accept("scan.incremental.snapshot.enabled")
+		if pk := t.def.PrimaryKey; pk != nil {
+			for _, c := range pk.Columns {
+				src.KeyColumns = append(src.KeyColumns, c.Name)
+			}
+		}
 	default:
-		return src, et, pl.errAt(t.connAt, "connector '%s' is a sink; a table read in FROM needs a source connector (nexmark, filesystem, kafka)", t.connector)
+		return src, et, pl.errAt(t.connAt, "connector '%s' is a sink; a table read in FROM needs a source connector (nexmark, filesystem, kafka, postgres-cdc)", t.connector)
 	}
 	if len(t.def.PartitionBy) > 0 {
 		return src, et, pl.errAt(t.def.PartitionBy[0].At, "PARTITIONED BY on a table read in FROM is not supported: tidemark reads the files its 'path' names (a glob reads a partitioned directory)")
@@ -219,7 +300,15 @@ func (pl *planner) sourceOf(t *table) (spec.Source, spec.EventTime, error) {
 	// The columns' types: the non-string ones (a field not declared is a
 	// string) but the event time (always a timestamp); the nexmark
 	// generator's are fixed.
-	if src.Type != "nexmark" {
+	if src.Type == "postgres_cdc" {
+		// A change stream's columns are checked against the table's
+		// (pgcdc.Check: column types): every one declared, in order.
+		for _, pc := range t.phys {
+			if _, shadow := t.shadowed[pc.name]; !shadow {
+				src.Schema = append(src.Schema, spec.FieldType{Name: pc.field, Type: pc.t.specType()})
+			}
+		}
+	} else if src.Type != "nexmark" {
 		for _, pc := range t.phys {
 			if t.wm != nil && pc.field == t.wm.field {
 				continue
