@@ -561,18 +561,103 @@ func (gr *groupRun) topics(ctx context.Context) error {
 	}
 	gr.sum.Partitions = gr.P
 	if sp.StopAtEnd {
-		ends, err := gr.adm.ListCommittedOffsets(ctx, sp.Topics...)
+		stops, err := gr.groupEnds(ctx)
 		if err != nil {
-			return fmt.Errorf("source: listing end offsets: %w", err)
+			return err
 		}
-		gr.stops = map[int]int64{}
-		ends.Each(func(o kadm.ListedOffset) {
-			if i, ok := gr.index[tpKey{o.Topic, o.Partition}]; ok {
-				gr.stops[i] = o.Offset
-			}
-		})
+		gr.stops = stops
 	}
 	return nil
+}
+
+// groupEnds returns the end offsets of a bounded group run (stop_at_end),
+// per input partition index: the ones the group recorded at its start.
+// The first instance lists each input partition's last stable offset
+// and stores them in the checkpoint store (object pipeline/ends, written
+// once); every other instance — one joining later, one restarted, one
+// rejoining after a broker pause — reads them. So a partition's end is
+// the group's, whoever holds the partition and whenever its task starts
+// fresh, and records appended after the group started are not read by
+// some owners and left by others. A partition whose end offset cannot be
+// listed is an error naming it: its end was -1 before, which declared
+// the partition ended at once (+inf for it, and its records late).
+func (gr *groupRun) groupEnds(ctx context.Context) (map[int]int64, error) {
+	const task, name = "pipeline", "ends"
+	data, err := gr.store.Get(ctx, task, name, 0, -1)
+	if errors.Is(err, os.ErrNotExist) {
+		listed, lerr := gr.listEnds(ctx)
+		if lerr != nil {
+			return nil, lerr
+		}
+		var b strings.Builder
+		for i, in := range gr.inputs {
+			fmt.Fprintf(&b, "%s %d\n", in, listed[i])
+		}
+		data = []byte(b.String())
+		if err = gr.store.Put(ctx, task, name, data); errors.Is(err, os.ErrExist) {
+			// Another instance recorded them first: the group's are its.
+			data, err = gr.store.Get(ctx, task, name, 0, -1)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint store: the group's end offsets (%s/%s): %w", task, name, err)
+	}
+	stops := map[int]int64{}
+	for n, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		part, off, ok := strings.Cut(line, " ")
+		var o int64
+		if _, serr := fmt.Sscan(off, &o); !ok || serr != nil || o < 0 {
+			return nil, fmt.Errorf("checkpoint store: the group's end offsets (%s/%s) line %d: %q is not \"topic/partition offset\"", task, name, n+1, line)
+		}
+		i := slices.Index(gr.inputs, part)
+		if i < 0 {
+			return nil, fmt.Errorf("checkpoint store: the group's end offsets (%s/%s) line %d: partition %s is not an input partition of the pipeline", task, name, n+1, part)
+		}
+		stops[i] = o
+	}
+	for i, in := range gr.inputs {
+		if _, ok := stops[i]; !ok {
+			return nil, fmt.Errorf("checkpoint store: the group's end offsets (%s/%s), recorded when the group started, lack input partition %s (the topic gained partitions since): a bounded group reads the partitions it started with; start the group anew with a new checkpoint store", task, name, in)
+		}
+	}
+	return stops, nil
+}
+
+// listEnds lists every input partition's last stable offset, per input
+// index; a partition the broker answers with an error is an error
+// naming it.
+func (gr *groupRun) listEnds(ctx context.Context) (map[int]int64, error) {
+	ends, err := gr.adm.ListCommittedOffsets(ctx, gr.sp.Topics...)
+	if err != nil {
+		return nil, fmt.Errorf("source: listing end offsets: %w", err)
+	}
+	out := map[int]int64{}
+	var errs []error
+	ends.Each(func(o kadm.ListedOffset) {
+		i, ok := gr.index[tpKey{o.Topic, o.Partition}]
+		if !ok {
+			return
+		}
+		if o.Err != nil || o.Offset < 0 {
+			e := o.Err
+			if e == nil {
+				e = fmt.Errorf("the broker answered offset %d", o.Offset)
+			}
+			errs = append(errs, fmt.Errorf("source: topic %s partition %d: listing its end offset: %w", o.Topic, o.Partition, e))
+			return
+		}
+		out[i] = o.Offset
+	})
+	for i, in := range gr.inputs {
+		if _, ok := out[i]; !ok && len(errs) == 0 {
+			errs = append(errs, fmt.Errorf("source: partition %s: no end offset listed", in))
+		}
+	}
+	if len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
 }
 
 func strPtr(s string) *string { return &s }
