@@ -8,8 +8,8 @@ import (
 	"github.com/tidemark/tidemark/contract"
 	"github.com/tidemark/tidemark/expr"
 	"github.com/tidemark/tidemark/internal/suggest"
+	"github.com/tidemark/tidemark/nexschema"
 	"github.com/tidemark/tidemark/source"
-	"github.com/tidemark/tidemark/source/nexmark"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -68,7 +68,7 @@ func SourceFields(p *spec.Pipeline, c *contract.Contract) *FieldList {
 	var from []string
 	if src.Type == "nexmark" {
 		from = append(from, "the Nexmark generator (docs/nexmark.md)")
-		for _, n := range nexmark.Names() {
+		for _, n := range nexschema.Names() {
 			add(n)
 		}
 	}

@@ -21,10 +21,10 @@ import (
 	"github.com/tidemark/tidemark/eventtime"
 	"github.com/tidemark/tidemark/expr"
 	"github.com/tidemark/tidemark/internal/suggest"
+	"github.com/tidemark/tidemark/nexschema"
 	"github.com/tidemark/tidemark/operator"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
-	"github.com/tidemark/tidemark/source/nexmark"
 	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/window"
 )
@@ -403,7 +403,7 @@ func sourceSchema(p *spec.Pipeline, names []string, c *contract.Contract) (*row.
 	var nexmarkKinds map[string]row.Kind
 	if p.Source.Type == "nexmark" {
 		nexmarkKinds = map[string]row.Kind{}
-		for _, f := range nexmark.Fields() {
+		for _, f := range nexschema.Fields() {
 			nexmarkKinds[f.Name] = f.Kind
 		}
 	}
@@ -451,7 +451,7 @@ func sourceSchema(p *spec.Pipeline, names []string, c *contract.Contract) (*row.
 			// The generator's fixed schema (docs/nexmark.md).
 			kk, ok := nexmarkKinds[n]
 			if !ok {
-				errs = append(errs, fmt.Errorf("field %q is not a Nexmark field (%s)%s", n, strings.Join(nexmark.Names(), ", "), suggest.Hint(n, nexmark.Names())))
+				errs = append(errs, fmt.Errorf("field %q is not a Nexmark field (%s)%s", n, strings.Join(nexschema.Names(), ", "), suggest.Hint(n, nexschema.Names())))
 				continue
 			}
 			if _, err := s.Add(n, kk); err != nil {

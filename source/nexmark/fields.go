@@ -4,20 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tidemark/tidemark/nexschema"
 	"github.com/tidemark/tidemark/row"
 )
 
-// FieldDef describes one field of the Nexmark record.
-type FieldDef struct {
-	// Name is the field's name in a pipeline ("bid.price").
-	Name string
-	// Kind is the field's type: KindInt for ids, prices (cents) and
-	// categories, KindTime for times (ms since the epoch), KindString for
-	// text.
-	Kind row.Kind
-	// Doc says what the field holds, with its unit.
-	Doc string
-}
+// FieldDef describes one field of the Nexmark record (package nexschema,
+// the record's schema as data).
+type FieldDef = nexschema.Field
 
 // attr numbers the fields; it indexes defs and a plan's targets.
 type attr int
@@ -56,42 +49,24 @@ const (
 // Event types, the values of event_type (as in Flink's nexmark table).
 const (
 	// EventPerson is event_type of a new person (a seller or bidder).
-	EventPerson = 0
+	EventPerson = nexschema.EventPerson
 	// EventAuction is event_type of a new auction.
-	EventAuction = 1
+	EventAuction = nexschema.EventAuction
 	// EventBid is event_type of a bid.
-	EventBid = 2
+	EventBid = nexschema.EventBid
 )
 
-var defs = [nAttrs]FieldDef{
-	aEventType:       {"event_type", row.KindInt, "0 person, 1 auction, 2 bid"},
-	aPersonID:        {"person.id", row.KindInt, "person id, from 1000"},
-	aPersonName:      {"person.name", row.KindString, `"First Last" from 11 first and 9 last names`},
-	aPersonEmail:     {"person.email_address", row.KindString, "random letters, \"@\", letters, \".com\""},
-	aPersonCard:      {"person.credit_card", row.KindString, "four groups of four digits"},
-	aPersonCity:      {"person.city", row.KindString, "one of 10 US cities"},
-	aPersonState:     {"person.state", row.KindString, "one of 6 US states"},
-	aPersonDateTime:  {"person.date_time", row.KindTime, "event time, ms since the epoch"},
-	aPersonExtra:     {"person.extra", row.KindString, "padding to an average record of 200 bytes"},
-	aAuctionID:       {"auction.id", row.KindInt, "auction id, from 1000"},
-	aAuctionItem:     {"auction.item_name", row.KindString, "random text, up to 19 characters"},
-	aAuctionDesc:     {"auction.description", row.KindString, "random text, up to 99 characters"},
-	aAuctionInitial:  {"auction.initial_bid", row.KindInt, "starting price in cents"},
-	aAuctionReserve:  {"auction.reserve", row.KindInt, "reserve price in cents (above initial_bid)"},
-	aAuctionDateTime: {"auction.date_time", row.KindTime, "event time, ms since the epoch"},
-	aAuctionExpires:  {"auction.expires", row.KindTime, "end of the auction, ms since the epoch"},
-	aAuctionSeller:   {"auction.seller", row.KindInt, "person id of the seller"},
-	aAuctionCategory: {"auction.category", row.KindInt, "category id, 10 to 14"},
-	aAuctionExtra:    {"auction.extra", row.KindString, "padding to an average record of 500 bytes"},
-	aBidAuction:      {"bid.auction", row.KindInt, "auction id bid on"},
-	aBidBidder:       {"bid.bidder", row.KindInt, "person id of the bidder"},
-	aBidPrice:        {"bid.price", row.KindInt, "price in cents"},
-	aBidChannel:      {"bid.channel", row.KindString, `"Google", "Facebook", "Baidu", "Apple" or "channel-N"`},
-	aBidURL:          {"bid.url", row.KindString, "URL of the bid's channel"},
-	aBidDateTime:     {"bid.date_time", row.KindTime, "event time, ms since the epoch"},
-	aBidExtra:        {"bid.extra", row.KindString, "padding to an average record of 100 bytes"},
-	aDateTime:        {"date_time", row.KindTime, "event time of any kind, ms since the epoch (Flink's dateTime column)"},
-}
+// defs is nexschema's record by attr: the attr constants follow its
+// order, which the array's length and TestFieldOrder hold them to.
+var defs = func() (d [nAttrs]FieldDef) {
+	copy(d[:], nexschema.Fields())
+	return d
+}()
+
+// The attrs and nexschema's fields are as many (a compile error
+// otherwise).
+var _ = [1]struct{}{}[nAttrs-attr(nexschema.NumFields)]
+var _ = [1]struct{}{}[attr(nexschema.NumFields)-nAttrs]
 
 var byName = func() map[string]attr {
 	m := make(map[string]attr, nAttrs)

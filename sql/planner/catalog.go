@@ -5,8 +5,8 @@ import (
 	"unicode"
 
 	"github.com/tidemark/tidemark/expr"
+	"github.com/tidemark/tidemark/nexschema"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/source/nexmark"
 	"github.com/tidemark/tidemark/sql/parser"
 )
 
@@ -116,7 +116,7 @@ func (pl *planner) tableColumns(t *table) error {
 	var nexFields map[string]row.Kind
 	if nex {
 		nexFields = map[string]row.Kind{}
-		for _, f := range nexmark.Fields() {
+		for _, f := range nexschema.Fields() {
 			nexFields[f.Name] = f.Kind
 		}
 	}
@@ -371,7 +371,7 @@ func snake(s string) string {
 func nexmarkSQLNames(row string) string {
 	var out []string
 	prefix := snake(row) + "."
-	for _, f := range nexmark.Fields() {
+	for _, f := range nexschema.Fields() {
 		if n, ok := strings.CutPrefix(f.Name, prefix); ok {
 			out = append(out, camel(n))
 		}
