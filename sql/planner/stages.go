@@ -287,6 +287,9 @@ func (pl *planner) insert(ins *parser.Insert) error {
 	if err != nil {
 		return err
 	}
+	if sd.kind == stageSelect && sink != nil && (sink.Type == "sqlite" || sink.Type == "postgres") {
+		return pl.errAt(ins.Query.Position(), "%s is a table rows are upserted into by their key (window and group keys), and this query's rows have none: each is an insert of its columns (a projection or filter without GROUP BY); write them to an appending sink (a filesystem, kafka, print table), or aggregate them with GROUP BY", name)
+	}
 	sd.sinkTables = append(sd.sinkTables, t)
 	if sink != nil {
 		sd.st.Sinks = append(sd.st.Sinks, *sink)
