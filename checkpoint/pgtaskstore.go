@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tidemark/tidemark/sink/postgres"
+	"github.com/tidemark/tidemark/internal/pgutil"
 )
 
 // TaskStoreTable is the table a PGTaskStore keeps objects in, one row per
@@ -34,7 +34,7 @@ import (
 //	  PRIMARY KEY (pipeline, task, name))
 //
 // The store creates it when absent and records it in tidemark_tables
-// beside it (postgres.TablesTable, as the PostgreSQL sink records its
+// beside it (pgutil.TablesTable, as the PostgreSQL sink records its
 // tables, with its oid), in one transaction serialized by an advisory
 // lock, so that instances starting together create it once. A table of
 // that name that tidemark_tables does not record with its oid is someone
@@ -60,7 +60,7 @@ const maxBytea = 1 << 30
 // Task and object names are text: non-empty, valid UTF-8, without NUL
 // (PostgreSQL's text cannot hold the others); the engine's names are
 // ASCII. Each call is one statement on a connection of a pool (pgxpool);
-// one that fails for a transient reason (postgres.Transient: connection
+// one that fails for a transient reason (pgutil.Transient: connection
 // lost or refused, server shutting down, serialization failure) is tried
 // again with exponential backoff — 250 ms doubling to 8 s, 6 retries,
 // about 16 s — before its error is returned. A retried Put whose earlier
@@ -73,7 +73,7 @@ type PGTaskStore struct {
 	table    string // quoted, schema-qualified
 	name     string // schema.table as written in messages
 	where    string // the URL without its password
-	retry    postgres.Retry
+	retry    pgutil.Retry
 	// hook, when set, runs after each statement that succeeded, with the
 	// operation's name ("put", "get", "list", "delete"); an error it
 	// returns fails that attempt as if the reply had been lost (tests).
@@ -92,10 +92,10 @@ var _ TaskStore = (*PGTaskStore)(nil)
 // unreachable after the retries; a table tidemark_checkpoints that
 // tidemark did not create, or of another layout; an empty pipeline name.
 func OpenPGTaskStore(ctx context.Context, url, pipeline string) (*PGTaskStore, error) {
-	return openPGTaskStore(ctx, url, pipeline, postgres.Retry{}, nil)
+	return openPGTaskStore(ctx, url, pipeline, pgutil.Retry{}, nil)
 }
 
-func openPGTaskStore(ctx context.Context, dsn, pipeline string, retry postgres.Retry, sleep func(context.Context, time.Duration) error) (*PGTaskStore, error) {
+func openPGTaskStore(ctx context.Context, dsn, pipeline string, retry pgutil.Retry, sleep func(context.Context, time.Duration) error) (*PGTaskStore, error) {
 	where := RedactURL(dsn)
 	if err := checkText("pipeline", pipeline); err != nil {
 		return nil, fmt.Errorf("checkpoint store %s: %w", where, err)
@@ -164,16 +164,12 @@ func (s *PGTaskStore) setupTx(ctx context.Context, tx pgx.Tx) error {
 	qs := quoteIdent(*schema)
 	s.table = qs + "." + quoteIdent(TaskStoreTable)
 	s.name = *schema + "." + TaskStoreTable
-	tables := qs + "." + quoteIdent(postgres.TablesTable)
+	tables := qs + "." + quoteIdent(pgutil.TablesTable)
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "tidemark "+s.name); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+tables+` (
-  table_name text NOT NULL PRIMARY KEY,
-  table_oid bigint NOT NULL,
-  pipeline text NOT NULL,
-  created_at timestamptz NOT NULL)`); err != nil {
-		return fmt.Errorf("create table %s.%s: %w", *schema, postgres.TablesTable, err)
+	if _, err := tx.Exec(ctx, pgutil.CreateTablesSQL(tables)); err != nil {
+		return fmt.Errorf("create table %s.%s: %w", *schema, pgutil.TablesTable, err)
 	}
 	var oid *int64
 	if err := tx.QueryRow(ctx, "SELECT to_regclass($1)::oid::bigint", s.table).Scan(&oid); err != nil {
@@ -198,19 +194,19 @@ VALUES ($1, to_regclass($2)::oid::bigint, $3, now())
 ON CONFLICT (table_name) DO UPDATE SET table_oid = excluded.table_oid, pipeline = excluded.pipeline, created_at = excluded.created_at`,
 			TaskStoreTable, s.table, s.pipeline)
 		if err != nil {
-			return fmt.Errorf("record table %s in %s.%s: %w", s.name, *schema, postgres.TablesTable, err)
+			return fmt.Errorf("record table %s in %s.%s: %w", s.name, *schema, pgutil.TablesTable, err)
 		}
 		return nil
 	}
 	var rec *int64
 	err := tx.QueryRow(ctx, "SELECT table_oid FROM "+tables+" WHERE table_name = $1", TaskStoreTable).Scan(&rec)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("read %s.%s: %w", *schema, postgres.TablesTable, err)
+		return fmt.Errorf("read %s.%s: %w", *schema, pgutil.TablesTable, err)
 	}
 	if rec == nil || *rec != *oid {
 		return fmt.Errorf("table %s exists but tidemark did not create it (%s.%s does not record it): "+
 			"tidemark keeps checkpoints only in a table of its own and never writes into, alters or drops another; "+
-			"rename that table, or choose another schema with search_path in the URL", s.name, *schema, postgres.TablesTable)
+			"rename that table, or choose another schema with search_path in the URL", s.name, *schema, pgutil.TablesTable)
 	}
 	return s.checkLayout(ctx, tx)
 }
@@ -256,21 +252,10 @@ WHERE i.indrelid = to_regclass($1) AND i.indisprimary ORDER BY k.n`, s.table)
 // the store's backoff; what names the object in the error returned ("" for
 // none).
 func (s *PGTaskStore) do(ctx context.Context, what string, fn func(ctx context.Context, attempt int) error) error {
-	r := s.retry
-	if r.Off {
-		r.Retries = 0
-	} else if r.Retries == 0 {
-		r.Retries = postgres.DefaultRetries
-	}
-	if r.Backoff <= 0 {
-		r.Backoff = postgres.DefaultBackoff
-	}
-	if r.MaxBackoff <= 0 {
-		r.MaxBackoff = postgres.DefaultMaxBackoff
-	}
+	r := s.retry.WithDefaults()
 	sleep := s.sleep
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = pgutil.Sleep
 	}
 	var waited time.Duration
 	d := r.Backoff
@@ -281,7 +266,7 @@ func (s *PGTaskStore) do(ctx context.Context, what string, fn func(ctx context.C
 		if err == nil {
 			return nil
 		}
-		transient := !errors.As(err, &final) && (postgres.Transient(err) || errors.As(err, &again))
+		transient := !errors.As(err, &final) && (pgutil.Transient(err) || errors.As(err, &again))
 		if !transient || n >= r.Retries {
 			if transient && n > 0 {
 				err = fmt.Errorf("failed %d times in %s, for a transient reason each time: %w", n+1, waited.Round(time.Millisecond), err)
@@ -296,17 +281,6 @@ func (s *PGTaskStore) do(ctx context.Context, what string, fn func(ctx context.C
 		}
 		waited += d
 		d = min(2*d, r.MaxBackoff)
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

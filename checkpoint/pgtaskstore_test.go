@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/internal/pgtest"
-	"github.com/tidemark/tidemark/sink/postgres"
+	"github.com/tidemark/tidemark/internal/pgutil"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -189,7 +189,7 @@ func TestPGTaskStoreRetriesTransient(t *testing.T) {
 		pgtest.Exec(t, base, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '"+app+"'")
 	}
 	fast := func(ctx context.Context, d time.Duration) error { return nil }
-	for _, retry := range []postgres.Retry{{}, {Off: true}} {
+	for _, retry := range []pgutil.Retry{{}, {Off: true}} {
 		s, err := openPGTaskStore(ctx, dsn, "revenue", retry, fast)
 		if err != nil {
 			t.Fatal(err)
@@ -225,7 +225,7 @@ func TestPGTaskStoreRetriesTransient(t *testing.T) {
 func TestPGTaskStoreLostReply(t *testing.T) {
 	ctx := context.Background()
 	dsn, _, _ := pgSchema(t)
-	s, err := openPGTaskStore(ctx, dsn, "revenue", postgres.Retry{}, func(context.Context, time.Duration) error { return nil })
+	s, err := openPGTaskStore(ctx, dsn, "revenue", pgutil.Retry{}, func(context.Context, time.Duration) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestPGTaskStoreAnswersNotRetried(t *testing.T) {
 	ctx := context.Background()
 	dsn, _, _ := pgSchema(t)
 	sleeps := 0
-	s, err := openPGTaskStore(ctx, dsn, "revenue", postgres.Retry{}, func(context.Context, time.Duration) error { sleeps++; return nil })
+	s, err := openPGTaskStore(ctx, dsn, "revenue", pgutil.Retry{}, func(context.Context, time.Duration) error { sleeps++; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestPGTaskStoreUnreachable(t *testing.T) {
 	ctx := context.Background()
 	var waits []time.Duration
 	_, err := openPGTaskStore(ctx, "postgres://app:s3cret@127.0.0.1:1/ck?sslmode=disable&connect_timeout=2", "revenue",
-		postgres.Retry{Retries: 3, Backoff: time.Millisecond, MaxBackoff: 3 * time.Millisecond},
+		pgutil.Retry{Retries: 3, Backoff: time.Millisecond, MaxBackoff: 3 * time.Millisecond},
 		func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil })
 	if err == nil {
 		t.Fatal("open of a closed port succeeded")

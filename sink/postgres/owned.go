@@ -7,28 +7,18 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/internal/pgutil"
 )
 
 // TablesTable is the name of the table recording which tables tidemark
 // created, one row per table, in the schema of the sink's table (beside
-// CommitsTable):
-//
-//	tidemark_tables(table_name text PRIMARY KEY, table_oid bigint NOT NULL,
-//	                pipeline text NOT NULL, created_at timestamptz NOT NULL)
-//
-// A table is tidemark's when its row names it and the table's oid is the
-// one recorded: a table dropped and created again by someone else (another
-// oid) is not. A sink drops, replaces or empties only such a table.
-const TablesTable = "tidemark_tables"
+// CommitsTable; pgutil.TablesTable, shared with the PostgreSQL checkpoint
+// store). A sink drops, replaces or empties only a table it records.
+const TablesTable = pgutil.TablesTable
 
 // createTablesSQL creates the ownership table beside t.
-func createTablesSQL(t tableName) string {
-	return "CREATE TABLE IF NOT EXISTS " + t.sql() + ` (
-  table_name text NOT NULL PRIMARY KEY,
-  table_oid bigint NOT NULL,
-  pipeline text NOT NULL,
-  created_at timestamptz NOT NULL)`
-}
+func createTablesSQL(t tableName) string { return pgutil.CreateTablesSQL(t.sql()) }
 
 // createBookkeeping creates tidemark_commits and tidemark_tables beside t
 // when they are absent. It first takes a transaction-scoped advisory lock

@@ -2,104 +2,37 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tidemark/tidemark/internal/pgutil"
 )
 
 // Retry bounds the retries of a transaction that failed for a transient
-// reason (see Transient). Attempt n+1 waits Backoff·2ⁿ, at most MaxBackoff.
-type Retry struct {
-	// Retries is how many times a failed transaction is tried again.
-	// Default (a zero Retry) DefaultRetries; set Off to try once.
-	Retries int
-	// Off disables retrying (spec key retries: 0).
-	Off bool
-	// Backoff is the first wait. Default 250 ms.
-	Backoff time.Duration
-	// MaxBackoff caps a wait. Default 8 s.
-	MaxBackoff time.Duration
-}
+// reason (see Transient). Attempt n+1 waits Backoff·2ⁿ, at most MaxBackoff
+// (internal/pgutil, shared with the PostgreSQL checkpoint store).
+type Retry = pgutil.Retry
 
 // The default retry bounds: 250 ms, 500 ms, 1 s, 2 s, 4 s, 8 s — about 16 s
 // in all, enough for a server restart or a failover to a standby.
 const (
-	DefaultRetries    = 6
-	DefaultBackoff    = 250 * time.Millisecond
-	DefaultMaxBackoff = 8 * time.Second
+	DefaultRetries    = pgutil.DefaultRetries
+	DefaultBackoff    = pgutil.DefaultBackoff
+	DefaultMaxBackoff = pgutil.DefaultMaxBackoff
 )
 
 // RetryCount returns a Retry of n retries with the default waits (n = 0:
 // none), as the spec key retries gives it.
-func RetryCount(n int) Retry {
-	if n == 0 {
-		return Retry{Off: true}
-	}
-	return Retry{Retries: n}
-}
-
-func (r Retry) withDefaults() Retry {
-	if r.Off {
-		r.Retries = 0
-	} else if r.Retries == 0 {
-		r.Retries = DefaultRetries
-	}
-	if r.Backoff <= 0 {
-		r.Backoff = DefaultBackoff
-	}
-	if r.MaxBackoff <= 0 {
-		r.MaxBackoff = DefaultMaxBackoff
-	}
-	return r
-}
-
-// wait returns the wait before retry n (0-based).
-func (r Retry) wait(n int) time.Duration {
-	d := r.Backoff
-	for i := 0; i < n && d < r.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, r.MaxBackoff)
-}
+func RetryCount(n int) Retry { return pgutil.RetryCount(n) }
 
 // Transient reports whether err is worth retrying in a new transaction,
-// after reconnecting: the connection was lost or could not be made (a
-// network error, the server ending the session — pg_terminate_backend,
-// a restart —, SQLSTATE class 08), a serialization failure (40001), a
-// deadlock (40P01), the server shutting down or starting (57P01, 57P02,
-// 57P03), too many connections (53300). Errors of the statements
-// themselves (constraints, missing tables, values) are not transient.
-func Transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "40001", "40P01", "57P01", "57P02", "57P03", "53300":
-			return true
-		}
-		return len(pe.Code) == 5 && pe.Code[:2] == "08"
-	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
-		return true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
-		return true
-	}
-	// pgx reports a call on a connection it closed after an error so.
-	return pgconn.SafeToRetry(err) || err.Error() == "conn closed"
-}
+// after reconnecting (pgutil.Transient: a lost or refused connection,
+// SQLSTATE class 08, 40001, 40P01, 57P01-57P03, 53300). Errors of the
+// statements themselves (constraints, missing tables, values) are not
+// transient.
+func Transient(err error) bool { return pgutil.Transient(err) }
 
 // RetriesError is returned (wrapped) when a transaction failed for a
 // transient reason every time it was tried.
@@ -139,17 +72,6 @@ type txRunner struct {
 	hook func(ctx context.Context, tx pgx.Tx, at string) error
 	// attempts counts the transactions tried (tests).
 	attempts int
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // ensure (re)connects when there is no open connection.
@@ -194,7 +116,7 @@ func (x *txRunner) drop(ctx context.Context) {
 // itself — the commit marker does that for the sinks. It returns fn's or
 // the database's error; after the bound, a *RetriesError wrapping the last.
 func (x *txRunner) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	r := x.retry.withDefaults()
+	r := x.retry.WithDefaults()
 	var waited time.Duration
 	for n := 0; ; n++ {
 		err := x.attempt(ctx, fn)
@@ -211,10 +133,10 @@ func (x *txRunner) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 			}
 			return &RetriesError{Attempts: n + 1, Waited: waited, Err: err}
 		}
-		d := r.wait(n)
+		d := r.Wait(n)
 		sleep := x.sleep
 		if sleep == nil {
-			sleep = sleepCtx
+			sleep = pgutil.Sleep
 		}
 		if serr := sleep(ctx, d); serr != nil {
 			return fmt.Errorf("%w (while waiting to retry after: %v)", serr, err)

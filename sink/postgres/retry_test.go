@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/row"
@@ -24,31 +23,6 @@ func terminate(t testing.TB, dsn string, pid uint32) {
 		t.Fatal("no connection to terminate")
 	}
 	check(t, dsn, fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid), "t\n")
-}
-
-// TestTransient: the errors a retry can cure, and those it cannot.
-func TestTransient(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		want bool
-	}{
-		{&pgconn.PgError{Code: "40001"}, true}, // serialization_failure
-		{&pgconn.PgError{Code: "40P01"}, true}, // deadlock_detected
-		{&pgconn.PgError{Code: "57P01"}, true}, // admin_shutdown (pg_terminate_backend)
-		{&pgconn.PgError{Code: "57P03"}, true}, // cannot_connect_now
-		{&pgconn.PgError{Code: "08006"}, true}, // connection_failure
-		{&pgconn.PgError{Code: "53300"}, true}, // too_many_connections
-		{fmt.Errorf("commit: %w", io.ErrUnexpectedEOF), true},
-		{&pgconn.PgError{Code: "23505"}, false}, // unique_violation
-		{&pgconn.PgError{Code: "42P01"}, false}, // undefined_table
-		{&pgconn.PgError{Code: "22003"}, false}, // numeric_value_out_of_range
-		{context.Canceled, false},
-		{errors.New("prepared rows: corrupt"), false},
-	} {
-		if got := Transient(c.err); got != c.want {
-			t.Errorf("Transient(%v) = %v, want %v", c.err, got, c.want)
-		}
-	}
 }
 
 // TestRetryAfterTerminateBetweenWrites: the connection is ended between two
