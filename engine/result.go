@@ -41,6 +41,9 @@ func (rt *runtime) summary() *Summary {
 			d.Reads += cs.Reads
 			d.Hits += cs.Hits
 			d.Writes += cs.Writes
+			d.JoinLoads += cs.JoinLoads
+			d.JoinRowsRead += cs.JoinRowsRead
+			d.JoinRowsWritten += cs.JoinRowsWritten
 		}
 		s.DiskState = d
 	}

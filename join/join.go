@@ -132,6 +132,9 @@ type Operator struct {
 	changed []bool
 	// stats
 	emitted int64
+	// cold is the disk backend's tier (disk.go); nil on the memory
+	// backend.
+	cold *coldState
 }
 
 // advRow is a row an Advance made, with its order.
@@ -167,6 +170,7 @@ type keyState struct {
 	sched [3]int64
 	gen   uint32
 	live  bool
+	hot   bool // disk backend: touched since the tier's last turn
 }
 
 // group is one key group's state.
@@ -241,6 +245,7 @@ func (o *Operator) newGroup() *group {
 	g := &group{}
 	for s := range 2 {
 		g.store[s] = newStore(o.cfg.Keep[s], o.keepsSeq(s))
+		g.store[s].track = o.cold != nil
 	}
 	return g
 }
@@ -384,7 +389,18 @@ func (o *Operator) Process(s int, kg int, key []byte, ts int64, seq uint64, r *r
 			return TooLate, nil
 		}
 	case Interval:
+		if o.cold != nil {
+			if err := o.touch(gi, key); err != nil {
+				return 0, err
+			}
+			o.cold.g[gi].unwritten++
+		}
 		o.intervalRow(g, s, key, ts, seq, r, fields)
+		if o.cold != nil {
+			if err := o.maybeTurn(); err != nil {
+				return 0, err
+			}
+		}
 	case Temporal:
 		o.temporalRow(g, s, key, ts, seq, r, fields)
 	}
@@ -428,10 +444,13 @@ func (o *Operator) Advance(left, right, now int64) {
 		if end {
 			for s := range g.store {
 				if g.store[s].live == 0 && g.store[s].slots > 0 {
-					g.store[s] = newStore(o.cfg.Keep[s], o.keepsSeq(s))
+					g.store[s].reset()
 				}
 			}
 		}
+	}
+	if o.cold != nil {
+		o.sweepCold()
 	}
 	if len(o.adv) == 0 {
 		return
@@ -658,7 +677,7 @@ func (g *group) key(k []byte) (int32, *keyState) {
 	}
 	ks := &g.ks[i]
 	gen, rows := ks.gen, ks.rows // a freed key's empty row slices are reused
-	*ks = keyState{key: string(k), gen: gen, rows: rows, sched: [3]int64{Inf, Inf, Inf}, live: true}
+	*ks = keyState{key: string(k), gen: gen, rows: rows, sched: [3]int64{Inf, Inf, Inf}, live: true, hot: true}
 	g.keys.add(i, h)
 	return i, ks
 }
@@ -875,6 +894,10 @@ type store struct {
 	free    []int32
 	live    int
 	strB    int64 // bytes of the strings held
+	// track keeps, on the disk backend, whether each slot's row is in the
+	// task's store (written; nil bits otherwise).
+	track   bool
+	written []uint64
 }
 
 func newStore(kinds []row.Kind, keepSeq bool) store {
@@ -915,6 +938,9 @@ func (s *store) alloc() int32 {
 	}
 	if s.keepSeq {
 		s.seqs = append(s.seqs, 0)
+	}
+	if s.track && int(i)>>6 >= len(s.written) {
+		s.written = append(s.written, 0)
 	}
 	s.ints = append(s.ints, make([]int64, s.nI)...)
 	s.decs = append(s.decs, make([]row.Decimal, s.nD)...)
@@ -1050,17 +1076,33 @@ func (s *store) del(i int32) {
 		s.strB -= int64(len(s.strs[k]))
 		s.strs[k] = ""
 	}
+	if s.track {
+		s.written[i>>6] &^= 1 << (i & 63)
+	}
 	s.free = append(s.free, i)
 	s.live--
 	if s.live == 0 && s.slots > 256 {
-		*s = newStore(s.kinds, s.keepSeq) // give the memory back
+		s.reset() // give the memory back
 	}
 }
+
+// reset empties the store, giving its memory back.
+func (s *store) reset() {
+	track := s.track
+	*s = newStore(s.kinds, s.keepSeq)
+	s.track = track
+}
+
+// setWritten marks slot i's row as written to the task's store.
+func (s *store) setWritten(i int32) { s.written[i>>6] |= 1 << (i & 63) }
+
+// isWritten reports whether slot i's row is in the task's store.
+func (s *store) isWritten(i int32) bool { return s.written[i>>6]&(1<<(i&63)) != 0 }
 
 // bytes returns the store's estimated heap bytes and the part that holds
 // column values.
 func (s *store) bytes() (total, cols int64) {
-	total = int64(cap(s.nulls)) + int64(cap(s.seqs))*8 + int64(cap(s.ints))*8 + int64(cap(s.decs))*16 + int64(cap(s.strs))*16 + s.strB + int64(cap(s.free))*4
+	total = int64(cap(s.nulls)) + int64(cap(s.written))*8 + int64(cap(s.seqs))*8 + int64(cap(s.ints))*8 + int64(cap(s.decs))*16 + int64(cap(s.strs))*16 + s.strB + int64(cap(s.free))*4
 	live := int64(s.live)
 	cols = live*int64(s.nI)*8 + live*int64(s.nD)*16 + s.strB
 	return total, cols

@@ -171,6 +171,9 @@ func stream(t *rapid.T, c Config, rows []tRow, ooo int64) (map[string]int, []tRo
 	if err != nil {
 		t.Fatal(err)
 	}
+	if streamDisk && op.DiskCapable() {
+		op = diskOp(t, c, openTestStore(t), 0, rapid.IntRange(1, 8).Draw(t, "every"))
+	}
 	s, fields := testSchema()
 	r := s.NewRow()
 	net := map[string]int{}
@@ -376,9 +379,20 @@ func TestJoinsEqualBatch(t *testing.T) {
 	})
 }
 
+// TestJoinsEqualBatchDisk is TestJoinsEqualBatch with the inner interval
+// joins on the disk backend, under a tier that turns every few rows.
+func TestJoinsEqualBatchDisk(t *testing.T) {
+	streamDisk = true
+	defer func() { streamDisk = false }()
+	TestJoinsEqualBatch(t)
+}
+
 // snapshotRestore writes every key group's section of op and restores
 // them into a new operator (a checkpoint and a restart).
 func snapshotRestore(t *rapid.T, op *Operator) *Operator {
+	if op.cold != nil {
+		return restartDisk(t, op, op.cold.store)
+	}
 	var groups []int
 	var secs [][]byte
 	for kg := op.cfg.Groups.Lo; kg < op.cfg.Groups.Hi; kg++ {
@@ -411,6 +425,10 @@ func show(m map[string]int) string {
 }
 
 var _ = changelog.Insert
+
+// streamDisk makes stream run the joins that can on the disk backend
+// (TestJoinsEqualBatchDisk).
+var streamDisk bool
 
 // streamCheck, when set, is called after each Advance of stream.
 var streamCheck func(t *rapid.T, op *Operator)

@@ -1,6 +1,7 @@
 package join
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -30,6 +31,10 @@ import (
 
 // SnapshotGroup appends key group kg's section to e.
 func (o *Operator) SnapshotGroup(kg int, e *state.Encoder) {
+	if o.cold != nil {
+		o.snapshotCold(kg-o.cfg.Groups.Lo, e)
+		return
+	}
 	g := o.groups[kg-o.cfg.Groups.Lo]
 	e.Byte(1)
 	e.Byte(byte(o.cfg.Type))
@@ -123,7 +128,19 @@ func (o *Operator) RestoreGroups(groups []int, sections [][]byte, gl Globals) er
 		d := state.NewDecoder(sections[i])
 		g := o.newGroup()
 		o.groups[kg-o.cfg.Groups.Lo] = g
-		if err := o.restoreGroup(kg, g, d); err != nil {
+		var err error
+		if o.cold != nil {
+			if v := d.Section("join key group", 1, 2); d.Err() == nil && v == 1 {
+				err = errors.New("a section of the memory backend (its rows in the section), restored into the disk backend")
+			} else if d.Err() == nil {
+				err = o.restoreCold(kg-o.cfg.Groups.Lo, d)
+			} else {
+				err = d.Err()
+			}
+		} else {
+			err = o.restoreGroup(kg, g, d)
+		}
+		if err != nil {
 			return fmt.Errorf("join: key group %d: %w", kg, err)
 		}
 		if d.Remaining() != 0 {
@@ -134,7 +151,9 @@ func (o *Operator) RestoreGroups(groups []int, sections [][]byte, gl Globals) er
 }
 
 func (o *Operator) restoreGroup(kg int, g *group, d *state.Decoder) error {
-	d.Section("join key group", 1)
+	if v := d.Section("join key group", 1, 2); d.Err() == nil && v == 2 {
+		return errors.New("a section of the disk backend (its rows in the task's store), restored into the memory backend")
+	}
 	if t := Type(d.Byte()); d.Err() == nil && t != o.cfg.Type {
 		return fmt.Errorf("a section of join type %d, the join is of type %d", t, o.cfg.Type)
 	}

@@ -53,7 +53,9 @@ type coldID struct {
 }
 
 // UseStore puts the task's keyed state on the disk backend: its dedup
-// node keeps its ids in store under a hot tier of hot bytes. Call it
+// node keeps its ids in store under a hot tier of hot bytes, and each
+// inner interval join its buffered rows under a tier of its own of hot
+// bytes (join.Operator.UseStore). Call it
 // right after New, before Restore or any item. Errors: a graph with more
 // nodes than the key prefix can name.
 func (t *Task) UseStore(store state.Store, hot int) error {
@@ -66,6 +68,11 @@ func (t *Task) UseStore(store state.Store, hot int) error {
 			d.cold = &dedupCold{store: store, node: ni, width: dedup.BucketWidth(d.p.TTL), hot: hot,
 				prev: make([]*dedup.Table, n), cold: make([]bool, n), low: make([]uint32, n), top: make([]uint32, n), swept: make([]uint32, n),
 				batch: store.NewBatch(), found: map[uint64]coldID{}, absent: map[uint64]struct{}{}}
+		}
+		if j := nr.join; j != nil && j.op.DiskCapable() {
+			if err := j.op.UseStore(store, ni, hot); err != nil {
+				return fmt.Errorf("%s: %w", j.st.Name, err)
+			}
 		}
 	}
 	return nil
@@ -449,8 +456,8 @@ func (d *dedupNode) restoreCold(i int, dec *state.Decoder, delta bool) error {
 }
 
 // Flush writes the disk backend's changes since the last flush — the new
-// ids of the hot tiers, the expired buckets' range deletes — to the
-// store in one batch: the runner calls it before a snapshot of the store
+// ids of the hot tiers, the expired buckets' range deletes, the rows of
+// the inner interval joins' tiers not yet in the store — to the store: the runner calls it before a snapshot of the store
 // (a checkpoint round). Nothing on the memory backend.
 func (t *Task) Flush() error {
 	for _, nr := range t.nodes {
@@ -459,13 +466,23 @@ func (t *Task) Flush() error {
 				return fmt.Errorf("dedup: %w", err)
 			}
 		}
+		if j := nr.join; j != nil {
+			if err := j.op.Flush(); err != nil {
+				return fmt.Errorf("%s: %w", j.st.Name, err)
+			}
+		}
 	}
 	return nil
 }
 
 // ColdStats are a task's disk-backend counters: keys the dedup node
-// looked up in the store, ids it found there and ids it wrote.
-type ColdStats struct{ Reads, Hits, Writes int64 }
+// looked up in the store, ids it found there and ids it wrote; keys the
+// inner interval joins loaded from the store, the rows those loads read
+// and the rows the joins wrote (join.ColdStats).
+type ColdStats struct {
+	Reads, Hits, Writes                      int64
+	JoinLoads, JoinRowsRead, JoinRowsWritten int64
+}
 
 // ColdStats returns the task's disk-backend counters (zero on the memory
 // backend).
@@ -476,6 +493,12 @@ func (t *Task) ColdStats() ColdStats {
 			s.Reads += d.cold.reads
 			s.Hits += d.cold.hits
 			s.Writes += d.cold.writes
+		}
+		if j := nr.join; j != nil {
+			js := j.op.ColdStats()
+			s.JoinLoads += js.Loads
+			s.JoinRowsRead += js.RowsRead
+			s.JoinRowsWritten += js.RowsWritten
 		}
 	}
 	return s

@@ -1,0 +1,425 @@
+package join
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/state"
+)
+
+// The disk backend (docs/state.md) for an inner interval join: the
+// buffered rows live in the task's state.Store beneath a bounded hot tier
+// — the operator's own per-key lists and column stores. Invariant: a key
+// present in memory has every one of its live rows in memory (some may
+// also be in the store); a key absent from memory in a key group marked
+// cold may have rows in the store only. A row, once buffered, never
+// changes in an inner join, so a row is written to the store once.
+//
+//   - Write-back: the rows not yet in the store are written in one batch
+//     when the tier is full (a turn) and at Flush (a checkpoint).
+//   - A turn writes back, then drops from memory the keys no row touched
+//     since the previous turn; the key groups that dropped keys are cold.
+//   - A row of a key absent from memory in a cold key group loads the
+//     key's rows of both sides from the store first (one scan per side
+//     and live bucket), so the join then proceeds in memory as on the
+//     memory backend.
+//   - Expiry by range: rows are keyed time-major, by a bucket of their
+//     event time, so the rows of a side freed by the other side's
+//     watermark are whole buckets: one range delete per key group and
+//     side at each advance. Rows freed in memory but still in the store
+//     (their bucket not wholly freed yet) are skipped when a key is
+//     loaded: they could match nothing accepted any more.
+//
+// Store keys (after state.KeyPrefix): the side (1 byte), the bucket (8
+// bytes, big-endian, sign bit flipped: the event time ÷ the bucket width,
+// floored), the join key's length (4 bytes, big-endian) and bytes, the
+// event time (8, flipped) and the row's write order within its key group
+// (8, big-endian: the arrival order of rows of one key and time). The
+// value is the kept columns (state.Encoder.Value each).
+
+// coldState is an interval join's disk tier.
+type coldState struct {
+	store state.Store
+	node  int   // the key prefix's node
+	hot   int   // the tier's budget, bytes
+	width int64 // bucket width, ms
+	batch state.Batch
+	g     []coldGroup // by key group − Groups.Lo
+	ticks int
+	// every is how many rows pass between checks of the tier's size
+	// (256; tests lower it).
+	every int
+	kbuf  []byte
+	hbuf  []byte
+	vals  []row.Value
+	enc   state.Encoder
+	err   error // a failure of the store in a call that returns none (Advance)
+	stats ColdStats
+}
+
+// coldGroup is a key group's part of the disk tier: the buckets per side
+// the store may hold rows in, [max(lo, swept), hi] when has, and the next
+// write order.
+type coldGroup struct {
+	has       [2]bool
+	lo, hi    [2]int64
+	swept     [2]int64 // buckets before it were deleted by range
+	ord       uint64
+	cold      bool // the store may hold rows of keys absent from memory
+	unwritten int  // rows in memory not yet in the store
+}
+
+// ColdStats are a join's disk-tier counters: keys loaded from the store,
+// rows read by those loads, rows written, tier turns, range deletes.
+type ColdStats struct {
+	Loads, RowsRead, RowsWritten, Turns, RangeDeletes int64
+}
+
+// DiskCapable reports whether the join keeps its rows on the disk backend
+// (UseStore): an inner interval join. Other joins keep their state in
+// memory on either backend (docs/state.md, "Status").
+func (o *Operator) DiskCapable() bool {
+	return o.cfg.Type == Interval && o.cfg.Kind == Inner
+}
+
+// UseStore puts the join's buffered rows in store, under the prefix of
+// graph node node, beneath a hot tier of hot bytes. Call it right after
+// New, before RestoreGroups or any row. Errors: a join that is not
+// DiskCapable, a node beyond the key prefix.
+func (o *Operator) UseStore(store state.Store, node, hot int) error {
+	if !o.DiskCapable() {
+		return errors.New("join: only an inner interval join keeps its rows on disk")
+	}
+	if node < 0 || node >= 1<<16 {
+		return fmt.Errorf("join: node %d beyond the key prefix", node)
+	}
+	width := max(int64(1000), o.cfg.Upper-min(o.cfg.Lower, 0)+o.cfg.Lateness)
+	o.cold = &coldState{store: store, node: node, hot: hot, width: width, batch: store.NewBatch(), every: 256,
+		g: make([]coldGroup, o.cfg.Groups.Len())}
+	for i := range o.cold.g {
+		o.cold.g[i].swept = [2]int64{math.MinInt64, math.MinInt64}
+	}
+	for i := range o.groups {
+		o.groups[i] = o.newGroup()
+	}
+	return nil
+}
+
+// ColdStats returns the disk tier's counters (zero on the memory backend).
+func (o *Operator) ColdStats() ColdStats {
+	if o.cold == nil {
+		return ColdStats{}
+	}
+	return o.cold.stats
+}
+
+// freeConst returns c with expireTime(x) ≤ x.ts + c for every row x of
+// side s (equal but for a left row's absolute bound, which is earlier).
+func (o *Operator) freeConst(s int) int64 {
+	if s == R {
+		return add(-o.cfg.Lower, o.cfg.Lateness+1)
+	}
+	return add(o.cfg.Upper, o.cfg.Lateness+1)
+}
+
+func (c *coldState) bucket(ts int64) int64 {
+	b := ts / c.width
+	if ts%c.width != 0 && ts < 0 {
+		b--
+	}
+	return b
+}
+
+func flip(v int64) uint64 { return uint64(v) ^ 1<<63 }
+
+// appendBucketKey appends the start of side s's bucket b in key group kg.
+func (c *coldState) appendBucketKey(dst []byte, kg, s int, b int64) []byte {
+	dst = state.KeyPrefix(dst, kg, c.node)
+	dst = append(dst, byte(s))
+	return binary.BigEndian.AppendUint64(dst, flip(b))
+}
+
+// appendKeyPrefix appends the start of key's rows of side s in bucket b.
+func (c *coldState) appendKeyPrefix(dst []byte, kg, s int, b int64, key []byte) []byte {
+	dst = c.appendBucketKey(dst, kg, s, b)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(key)))
+	return append(dst, key...)
+}
+
+// touch makes key (of key group index gi) present in memory with all its
+// rows, loading them from the store where the key group is cold, and
+// marks it touched.
+func (o *Operator) touch(gi int, key []byte) error {
+	c := o.cold
+	g := o.groups[gi]
+	if i, ok := g.keys.find(g.ks, key, keyHash(key)); ok {
+		g.ks[i].hot = true
+		return nil
+	}
+	cg := &c.g[gi]
+	if !cg.cold {
+		return nil
+	}
+	kg := o.cfg.Groups.Lo + gi
+	var ki int32 = -1
+	var ks *keyState
+	loaded := 0
+	for s := range 2 {
+		if !cg.has[s] {
+			continue
+		}
+		w := o.wm[1-s]
+		for b := max(cg.lo[s], cg.swept[s]); b <= cg.hi[s]; b++ {
+			c.kbuf = c.appendKeyPrefix(c.kbuf[:0], kg, s, b, key)
+			c.hbuf = append(append(c.hbuf[:0], c.kbuf...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+				0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+			plen := len(c.kbuf)
+			var ferr error
+			err := c.store.Scan(c.kbuf, c.hbuf, func(k, v []byte) bool {
+				if len(k) != plen+16 {
+					ferr = fmt.Errorf("join: a stored row's key of %d bytes, want %d", len(k), plen+16)
+					return false
+				}
+				ts := int64(binary.BigEndian.Uint64(k[plen:]) ^ 1<<63)
+				d := state.NewDecoder(v)
+				c.vals = c.vals[:0]
+				for range o.cfg.Keep[s] {
+					c.vals = append(c.vals, d.Value())
+				}
+				if d.Err() == nil && d.Remaining() != 0 {
+					d.Fail("%d bytes after the row", d.Remaining())
+				}
+				if d.Err() != nil {
+					ferr = fmt.Errorf("join: a stored row of key group %d: %w", kg, d.Err())
+					return false
+				}
+				slot, err := g.store[s].putValues(c.vals, 0)
+				if err != nil {
+					ferr = fmt.Errorf("join: a stored row of key group %d, side %d: %w", kg, s, err)
+					return false
+				}
+				x := rec{ts: ts, slot: slot}
+				c.stats.RowsRead++
+				if w != NoWatermark && o.expireTime(g, s, &x) <= w {
+					g.store[s].del(slot) // freed: it matches nothing accepted any more
+					return true
+				}
+				g.store[s].setWritten(slot)
+				if ks == nil {
+					ki, ks = g.key(key)
+				}
+				ks.rows[s] = append(ks.rows[s], x) // in (ts, order): the store's key order
+				loaded++
+				return true
+			})
+			if err == nil {
+				err = ferr
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	c.stats.Loads++
+	if ks != nil {
+		ks.hot = true
+		o.intervalSchedule(g, ki, L)
+		o.intervalSchedule(g, ki, R)
+	}
+	return nil
+}
+
+// maybeTurn turns the tier when it holds more than its budget: every row
+// not yet in the store is written, and the keys not touched since the
+// previous turn leave memory.
+func (o *Operator) maybeTurn() error {
+	c := o.cold
+	if c.ticks++; c.ticks < c.every {
+		return nil
+	}
+	c.ticks = 0
+	bytes := int64(0)
+	for _, g := range o.groups {
+		for s := range 2 {
+			b, _ := g.store[s].bytes()
+			bytes += b
+		}
+		bytes += int64(cap(g.ks))*keyStateBytes + g.keys.bytes()
+	}
+	if bytes <= int64(c.hot) {
+		return nil
+	}
+	if err := o.writeBack(); err != nil {
+		return err
+	}
+	c.stats.Turns++
+	for gi, g := range o.groups {
+		dropped := false
+		for i := range g.ks {
+			ks := &g.ks[i]
+			if !ks.live {
+				continue
+			}
+			if ks.hot {
+				ks.hot = false
+				continue
+			}
+			for s := range 2 {
+				for _, x := range ks.rows[s] {
+					g.store[s].del(x.slot)
+				}
+				ks.rows[s] = ks.rows[s][:0]
+			}
+			g.dropKey(int32(i))
+			dropped = true
+		}
+		if dropped {
+			c.g[gi].cold = true
+			o.changed[gi] = true
+		}
+	}
+	return nil
+}
+
+// writeBack writes every row of the tier not yet in the store, and the
+// pending range deletes, in one batch.
+func (o *Operator) writeBack() error {
+	c := o.cold
+	if c.err != nil {
+		return c.err
+	}
+	for gi, g := range o.groups {
+		cg := &c.g[gi]
+		if cg.unwritten == 0 {
+			continue
+		}
+		kg := o.cfg.Groups.Lo + gi
+		for i := range g.ks {
+			ks := &g.ks[i]
+			if !ks.live {
+				continue
+			}
+			for s := range 2 {
+				st := &g.store[s]
+				for _, x := range ks.rows[s] {
+					if st.isWritten(x.slot) {
+						continue
+					}
+					b := c.bucket(x.ts)
+					c.kbuf = c.appendKeyPrefix(c.kbuf[:0], kg, s, b, []byte(ks.key))
+					c.kbuf = binary.BigEndian.AppendUint64(c.kbuf, flip(x.ts))
+					c.kbuf = binary.BigEndian.AppendUint64(c.kbuf, cg.ord)
+					cg.ord++
+					c.enc.Reset()
+					for col := range o.cfg.Keep[s] {
+						c.enc.Value(st.get(x.slot, col))
+					}
+					c.batch.Set(c.kbuf, c.enc.Bytes())
+					st.setWritten(x.slot)
+					if !cg.has[s] {
+						cg.has[s], cg.lo[s], cg.hi[s] = true, b, b
+					} else {
+						cg.lo[s], cg.hi[s] = min(cg.lo[s], b), max(cg.hi[s], b)
+					}
+					c.stats.RowsWritten++
+				}
+			}
+		}
+		cg.unwritten = 0
+		o.changed[gi] = true
+	}
+	if c.batch.Count() == 0 {
+		return nil
+	}
+	return c.store.Commit(c.batch)
+}
+
+// sweepCold deletes by range, per key group and side, the buckets the
+// other side's watermark has wholly freed (Advance; written at the next
+// write-back).
+func (o *Operator) sweepCold() {
+	c := o.cold
+	for s := range 2 {
+		w := o.wm[1-s]
+		if w == NoWatermark {
+			continue
+		}
+		var end int64 = math.MaxInt64
+		if w != Inf {
+			// Bucket b is wholly freed when its last time's expiry,
+			// (b+1)·width − 1 + freeConst, is at or before w.
+			end = c.bucket(add(w, -o.freeConst(s)) + 1)
+		}
+		for gi := range c.g {
+			cg := &c.g[gi]
+			if !cg.has[s] || end <= max(cg.lo[s], cg.swept[s]) {
+				continue
+			}
+			kg := o.cfg.Groups.Lo + gi
+			lo := c.appendBucketKey(nil, kg, s, math.MinInt64)
+			hi := c.appendBucketKey(nil, kg, s, min(end, cg.hi[s]+1))
+			cg.swept[s] = end
+			if end > cg.hi[s] {
+				cg.has[s] = false // every row the store held of the side is gone
+			}
+			c.batch.DeleteRange(lo, hi)
+			c.stats.RangeDeletes++
+			o.changed[gi] = true
+		}
+	}
+}
+
+// Flush writes the rows of the tier not yet in the store, and the
+// pending range deletes, in one batch: the runner calls it before a
+// snapshot of the store and of the key groups' sections (a checkpoint).
+// Nothing on the memory backend.
+func (o *Operator) Flush() error {
+	if o.cold == nil {
+		return nil
+	}
+	return o.writeBack()
+}
+
+// A key group's section on the disk backend, version 2: the rows are in
+// the store (Flush wrote them), so the section holds only the bounds:
+//
+//	Byte(2) Byte(type) per side: Bool(has) Int(lo) Int(hi) Int(swept)
+//	Uint(next write order)
+
+func (o *Operator) snapshotCold(gi int, e *state.Encoder) {
+	cg := &o.cold.g[gi]
+	e.Byte(2)
+	e.Byte(byte(o.cfg.Type))
+	for s := range 2 {
+		e.Bool(cg.has[s])
+		e.Int(cg.lo[s])
+		e.Int(cg.hi[s])
+		e.Int(cg.swept[s])
+	}
+	e.Uint(cg.ord)
+}
+
+func (o *Operator) restoreCold(gi int, d *state.Decoder) error {
+	cg := &o.cold.g[gi]
+	if t := Type(d.Byte()); d.Err() == nil && t != o.cfg.Type {
+		return fmt.Errorf("a section of join type %d, the join is of type %d", t, o.cfg.Type)
+	}
+	ng := coldGroup{swept: [2]int64{math.MinInt64, math.MinInt64}}
+	for s := range 2 {
+		ng.has[s] = d.Bool()
+		ng.lo[s], ng.hi[s], ng.swept[s] = d.Int(), d.Int(), d.Int()
+		if d.Err() == nil && ng.has[s] && ng.lo[s] > ng.hi[s] {
+			d.Fail("side %d: buckets [%d, %d]", s, ng.lo[s], ng.hi[s])
+		}
+	}
+	ng.ord = d.Uint()
+	if err := d.Err(); err != nil {
+		return err
+	}
+	ng.cold = ng.has[L] || ng.has[R]
+	*cg = ng
+	return nil
+}
