@@ -218,4 +218,3 @@ func TestDiskIntervalJoinReadsTheStore(t *testing.T) {
 		t.Fatalf("matched %d (want 1000); %+v", matched, cs)
 	}
 }
-
