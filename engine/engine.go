@@ -263,6 +263,9 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 // and by the writer only for what the router hands it), the sinks (the
 // writer's), and the tasks (each its goroutine's).
 type runtime struct {
+	// exchangePeak is the most bytes the packets between tasks held at
+	// once (Summary.ExchangePeakBytes).
+	exchangePeak int64
 	// qshare counts for quarantine.max_fraction (nil without it).
 	qshare *quarantineShare
 	plan   *plan.Plan

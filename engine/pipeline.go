@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/pprof"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidemark/tidemark/source"
@@ -103,6 +104,11 @@ type pipeline struct {
 	pmu   sync.Mutex
 	pfree []*task.Packet
 
+	// exchange is the bytes the packets between tasks hold now (sent, not
+	// yet taken: task.Packet.Bytes), exchangePeak the most it held
+	// (Summary.ExchangePeakBytes).
+	exchange, exchangePeak atomic.Int64
+
 	done    chan struct{}
 	errOnce sync.Once
 	err     error
@@ -139,6 +145,18 @@ func (pl *pipeline) fail(err error) {
 }
 
 var errStopped = errors.New("pipeline stopped")
+
+// exchanged counts n more bytes in the packets between tasks and raises
+// the peak.
+func (pl *pipeline) exchanged(n int64) {
+	v := pl.exchange.Add(n)
+	for {
+		p := pl.exchangePeak.Load()
+		if v <= p || pl.exchangePeak.CompareAndSwap(p, v) {
+			return
+		}
+	}
+}
 
 func (pl *pipeline) packet() *task.Packet {
 	pl.pmu.Lock()
@@ -298,6 +316,7 @@ func (rt *runtime) run(ctx context.Context) (stopped bool, err error) {
 	}
 	wg.Wait()
 	cancel()
+	rt.exchangePeak = max(rt.exchangePeak, pl.exchangePeak.Load())
 	if pl.panicked != nil {
 		panic(pl.panicked)
 	}
@@ -672,11 +691,15 @@ func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline,
 		if e := rt.entryIdx[ni]; e >= 0 {
 			in = rm.pkts[e : e+1 : e+1]
 		}
+		var held int64 // bytes of the packets from tasks that node ni takes
 		if len(g.NodeFeeders(ni)) > 0 {
 			// A join fed by the runner and a node takes both.
 			more, err := inputs(ni)
 			if err != nil {
 				return err
+			}
+			for _, p := range more {
+				held += int64(p.Bytes())
 			}
 			in = append(in, more...)
 		}
@@ -692,6 +715,14 @@ func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline,
 			return err
 		}
 		pl.release(in...)
+		pl.exchange.Add(-held)
+		var sent int64
+		for _, d := range down {
+			for _, p := range out[d] {
+				sent += int64(p.Bytes())
+			}
+		}
+		pl.exchanged(sent)
 		for _, d := range down {
 			for j, p := range out[d] {
 				send(ni, d, j, p)

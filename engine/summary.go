@@ -81,6 +81,13 @@ type Summary struct {
 	// rules are in its StageSummary.Rules.
 	Rules []RuleCount
 
+	// ExchangePeakBytes is the most bytes the packets between tasks held
+	// at once (task.Packet.Bytes of every packet a task sent to a node of
+	// a task, itself included, and the node had not yet taken): the
+	// exchange's memory, beside the rounds' batches and the state. 0 at
+	// one task (push mode: no packets).
+	ExchangePeakBytes int64
+
 	// Checkpoints reports checkpoints (zero without them).
 	Checkpoints CheckpointSummary
 	// DiskState reports the disk backend (nil on the memory backend).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/row"
@@ -277,6 +278,16 @@ func (v *valChunks) take(n int) []row.Value {
 	return s
 }
 
+// used returns the number of values handed out since the last reset
+// (values of a wider-than-a-chunk take, never made for a stage's rows,
+// not counted).
+func (v *valChunks) used() int {
+	if len(v.c) == 0 {
+		return 0
+	}
+	return v.cur*valChunkSize + v.n
+}
+
 // reset empties the chunks, keeping them, after zeroing the values used
 // (dropping their strings).
 func (v *valChunks) reset() {
@@ -311,6 +322,21 @@ func (c *chunks[T]) clearUsed() {
 	for i := 0; i < c.n; i += chunkSize {
 		clear(c.c[i/chunkSize][:min(chunkSize, c.n-i)])
 	}
+}
+
+// Bytes returns the bytes the packet's contents take: its items, the
+// copies of rows, metas and upstream rows, their slots and values, and its
+// arena (tails, ids, raw bytes, encoded upstream rows). Strings shared
+// with the source batch or a key table count by their headers only, and
+// the capacity a reused packet keeps from earlier rounds is not counted:
+// this is the memory the packet's round needs (the exchange's figure,
+// engine.Summary.ExchangePeakBytes).
+func (p *Packet) Bytes() int {
+	return p.items.n*int(unsafe.Sizeof(Item{})) +
+		p.rows.n*int(unsafe.Sizeof(row.Row{})) + p.slots.Bytes() +
+		p.metas.n*int(unsafe.Sizeof(source.Meta{})) +
+		p.crs.n*int(unsafe.Sizeof(changelog.Row{})) + p.vals.used()*int(unsafe.Sizeof(row.Value{})) +
+		len(p.arena)
 }
 
 // Len returns the number of items in the packet.

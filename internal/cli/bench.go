@@ -110,6 +110,10 @@ Per run and as the median over the runs:
   state (end)       the engine's estimate of operator state at the end of the
                     run, summed over stages; a bounded run closes every
                     window, so what remains is mostly the key tables
+  exchange          the most bytes the packets between tasks held at once
+                    during the run (their items and copies: a firing's rows
+                    read by another stage are all in them); "-" at one task,
+                    which sends no packets
   allocs/event      heap allocations (runtime.MemStats.Mallocs) per event
   rows              rows written to the result sinks
 
@@ -180,6 +184,7 @@ type BenchRun struct {
 	FileRSSBytes   int64   `json:"file_rss_bytes"`        // resident pages mapped from files at the run's end (Linux RssFile + RssShmem), bytes; 0 where unknown
 	LiveHeapBytes  int64   `json:"peak_live_heap_bytes"`  // largest live heap at a GC during the run, bytes
 	StateBytesEnd  int64   `json:"state_bytes_end"`       // engine estimate at the end of the run, bytes; 0 for a baseline
+	ExchangeBytes  int64   `json:"exchange_peak_bytes"`   // most bytes the packets between tasks held at once (engine.Summary.ExchangePeakBytes); 0 at one task and for a baseline
 	AllocsPerEvent float64 `json:"allocs_per_event"`      // heap allocations (MemStats.Mallocs) per event
 	BytesPerEvent  float64 `json:"alloc_bytes_per_event"` // heap bytes allocated per event
 	// With --sink postgres: the database's CPU seconds (the run's
@@ -560,6 +565,7 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 				}
 			}
 			r.Rows = *rows
+			r.ExchangeBytes = sum.ExchangePeakBytes
 			if dbDSN != "" {
 				r.Rows = 0
 				for _, st := range sum.Stages {
@@ -900,6 +906,7 @@ func medianRun(runs []BenchRun) BenchRun {
 		FileRSSBytes:    int64(med(func(r *BenchRun) float64 { return float64(r.FileRSSBytes) })),
 		LiveHeapBytes:   int64(med(func(r *BenchRun) float64 { return float64(r.LiveHeapBytes) })),
 		StateBytesEnd:   int64(med(func(r *BenchRun) float64 { return float64(r.StateBytesEnd) })),
+		ExchangeBytes:   int64(med(func(r *BenchRun) float64 { return float64(r.ExchangeBytes) })),
 		AllocsPerEvent:  med(func(r *BenchRun) float64 { return r.AllocsPerEvent }),
 		BytesPerEvent:   med(func(r *BenchRun) float64 { return r.BytesPerEvent }),
 		DBBackendCPU:    med(func(r *BenchRun) float64 { return r.DBBackendCPU }),
@@ -956,7 +963,7 @@ func writeBenchText(w io.Writer, rep *benchReport) {
 	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s/%s, %s\n\n", cpu, m.CPUs, m.GOMAXPROCS, m.OS, m.Arch, m.Go)
 	db := rep.Source.Sink == "postgres"
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "\trun\tevents/s\tevents/s/core\twall\tCPU\tpeak RSS\tfile RSS\tlive heap\tstate (end)\tallocs/event\tbytes/event\trows\t"
+	head := "\trun\tevents/s\tevents/s/core\twall\tCPU\tpeak RSS\tfile RSS\tlive heap\tstate (end)\texchange\tallocs/event\tbytes/event\trows\t"
 	if db {
 		head += "db backends\tdb background\tcheckpoints\t"
 	}
@@ -970,13 +977,16 @@ func writeBenchText(w io.Writer, rep *benchReport) {
 	}
 	for _, s := range series {
 		line := func(label string, r *BenchRun) {
-			state := bytesText(r.StateBytesEnd)
+			state, exch := bytesText(r.StateBytesEnd), bytesText(r.ExchangeBytes)
 			if s == rep.Baseline {
 				state = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2fs\t%.2fs\t%s\t%s\t%s\t%s\t%.3f\t%.1f\t%s\t", s.Name, label,
+			if s == rep.Baseline || s.Parallelism == 1 {
+				exch = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2fs\t%.2fs\t%s\t%s\t%s\t%s\t%s\t%.3f\t%.1f\t%s\t", s.Name, label,
 				count(r.EventsPerSec), count(r.EventsPerCore), r.WallSeconds, r.CPUSeconds,
-				bytesText(r.PeakRSSBytes), bytesText(r.FileRSSBytes), bytesText(r.LiveHeapBytes), state, r.AllocsPerEvent, r.BytesPerEvent, count(float64(r.Rows)))
+				bytesText(r.PeakRSSBytes), bytesText(r.FileRSSBytes), bytesText(r.LiveHeapBytes), state, exch, r.AllocsPerEvent, r.BytesPerEvent, count(float64(r.Rows)))
 			if db {
 				fmt.Fprintf(tw, "%.2fs\t%.2fs\t%d\t", r.DBBackendCPU, r.DBBackgroundCPU, r.Checkpoints)
 			}
@@ -1010,6 +1020,7 @@ func writeBenchText(w io.Writer, rep *benchReport) {
 	}
 	fmt.Fprintln(w, "state (end): the engine's estimate after the run, when every window has closed.")
 	fmt.Fprintln(w, "live heap: the largest live heap at a GC during the run, the whole process included.")
+	fmt.Fprintln(w, "exchange: the most bytes the packets between tasks held at once (a firing's rows read by another stage are all in them).")
 	fmt.Fprintln(w, "file RSS: resident pages mapped from files (the executable; 2 MiB pages where the kernel maps them so); peak RSS − file RSS is the run's own memory.")
 	if !rep.PeakRSSReset {
 		fmt.Fprintln(w, "peak RSS: could not be reset between runs; each value is the process's peak so far.")
