@@ -70,3 +70,17 @@ func TestOrdersCDCSQLIsThePipeline(t *testing.T) {
 		t.Fatalf("the SQL form's spec differs from the YAML form's:\nYAML\n%s\nSQL\n%s", a, b)
 	}
 }
+
+// TestOnlineRetailIcebergSQLIsThePipeline: online-retail/iceberg.sql,
+// with Flink's Iceberg connector options, compiles to the spec
+// iceberg.yaml decodes into, key for key.
+func TestOnlineRetailIcebergSQLIsThePipeline(t *testing.T) {
+	t.Setenv("TIDEMARK_DATA", "/data")
+	y := loadNormalized(t, "online-retail/iceberg.yaml")
+	s := loadNormalized(t, "online-retail/iceberg.sql")
+	a, _ := json.MarshalIndent(y, "", " ")
+	b, _ := json.MarshalIndent(s, "", " ")
+	if string(a) != string(b) {
+		t.Fatalf("the SQL form's spec differs from the YAML form's:\nYAML\n%s\nSQL\n%s", a, b)
+	}
+}

@@ -21,7 +21,7 @@ import (
 var knownConnector = map[string]bool{
 	"nexmark": true, "filesystem": true, "kafka": true, "upsert-kafka": true,
 	"blackhole": true, "print": true, "stdout": true, "jsonl": true,
-	"sqlite": true, "jdbc": true, "postgres": true, "postgres-cdc": true,
+	"sqlite": true, "jdbc": true, "postgres": true, "postgres-cdc": true, "iceberg": true,
 }
 
 func connectorNames() []string {
@@ -58,7 +58,9 @@ var SinkOptions = map[string][]string{
 	"filesystem": {"path", "format", "connector.path", "format.type", "parquet.compression", "sink.rolling-policy.file-size",
 		"sink.rolling-policy.rollover-interval", "sink.rolling-policy.check-interval", "sink.partition-commit.trigger",
 		"sink.partition-commit.delay", "sink.partition-commit.policy.kind", "partition.time-extractor.timestamp-pattern"},
-	"jsonl":        {"path"},
+	"jsonl": {"path"},
+	"iceberg": {"catalog-name", "catalog-type", "catalog-impl", "uri", "token", "warehouse", "catalog-database", "catalog-table",
+		"write.parquet.compression-codec", "write.parquet.row-group-size-rows", "write.target-file-size-bytes", "format-version"},
 	"sqlite":       {"path", "table-name"},
 	"jdbc":         {"url", "table-name", "username", "password", "driver"},
 	"postgres":     {"url", "dsn", "table-name", "username", "password"},
@@ -440,6 +442,12 @@ func (pl *planner) sinkOf(t *table) (*spec.Sink, error) {
 		if len(t.def.PartitionBy) > 0 && s.Type != "parquet" {
 			return nil, pl.errAt(t.def.PartitionBy[0].At, "PARTITIONED BY needs a partitioned file sink: 'format' = 'parquet' (directories col=value)")
 		}
+	case "iceberg":
+		// Flink's Iceberg connector (a table in a catalog):
+		// docs/connectors/iceberg.md.
+		if err := pl.icebergSink(t, s); err != nil {
+			return nil, err
+		}
 	case "sqlite":
 		s.Type = "sqlite"
 		p, ok := o.get("path")
@@ -510,8 +518,8 @@ func (pl *planner) sinkOf(t *table) (*spec.Sink, error) {
 	default:
 		return nil, pl.errAt(t.connAt, "connector '%s' is a source; INSERT INTO needs a sink connector (blackhole, print, filesystem, sqlite, jdbc, kafka, upsert-kafka)", t.connector)
 	}
-	if len(t.def.PartitionBy) > 0 && (s == nil || s.Type != "parquet") {
-		return nil, pl.errAt(t.def.PartitionBy[0].At, "PARTITIONED BY needs a partitioned file sink: 'connector' = 'filesystem', 'format' = 'parquet' (directories col=value)")
+	if len(t.def.PartitionBy) > 0 && (s == nil || s.Type != "parquet" && s.Type != "iceberg") {
+		return nil, pl.errAt(t.def.PartitionBy[0].At, "PARTITIONED BY needs a partitioned sink: 'connector' = 'filesystem', 'format' = 'parquet' (directories col=value), or 'connector' = 'iceberg'")
 	}
 	opts := o.prefixed("tidemark.")
 	if s == nil && len(opts) > 0 {
@@ -527,6 +535,106 @@ func (pl *planner) sinkOf(t *table) (*spec.Sink, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// icebergSink reads Flink's Iceberg connector options into s (type
+// iceberg): the warehouse directory, the table (catalog-database and
+// catalog-table, default the sink table's name), the catalog (hadoop,
+// rest, or jdbc — tidemark's sql catalog — by catalog-type or
+// catalog-impl; its uri, name and token), PARTITIONED BY terms and the
+// write options.
+func (pl *planner) icebergSink(t *table, s *spec.Sink) error {
+	o := t.opts
+	s.Type = "iceberg"
+	wh, ok := o.get("warehouse")
+	if !ok {
+		return pl.errAt(t.connAt, "an iceberg table needs 'warehouse' (the directory its tables' files are written under: file:///var/lib/lake)")
+	}
+	if strings.Contains(wh.Value, "://") && !strings.HasPrefix(wh.Value, "file://") {
+		return pl.errAt(wh.ValueAt, "'warehouse' = '%s': tidemark writes a table's files to a local or mounted directory (file:///…, or a path)", wh.Value)
+	}
+	s.Path = stripScheme(wh.Value)
+	name := t.name
+	if ct := o.value("catalog-table"); ct != "" {
+		name = ct
+	}
+	s.Table = name
+	if db := o.value("catalog-database"); db != "" {
+		s.Table = db + "." + name
+	}
+	typ := "hadoop"
+	if ct, ok := o.get("catalog-type"); ok {
+		switch strings.ToLower(ct.Value) {
+		case "hadoop":
+		case "rest":
+			typ = "rest"
+		case "jdbc", "sql":
+			typ = "sql"
+		default:
+			return pl.errAt(ct.ValueAt, "'catalog-type' = '%s': tidemark's Iceberg catalogs are hadoop (the table's directory), jdbc (SQLite or PostgreSQL) and rest", ct.Value)
+		}
+	}
+	if ci, ok := o.get("catalog-impl"); ok {
+		switch ci.Value {
+		case "org.apache.iceberg.jdbc.JdbcCatalog":
+			typ = "sql"
+		case "org.apache.iceberg.rest.RESTCatalog":
+			typ = "rest"
+		case "org.apache.iceberg.hadoop.HadoopCatalog":
+			typ = "hadoop"
+		default:
+			return pl.errAt(ci.ValueAt, "'catalog-impl' = '%s': tidemark's Iceberg catalogs are HadoopCatalog, JdbcCatalog and RESTCatalog", ci.Value)
+		}
+	}
+	uri, hasURI := o.get("uri")
+	if typ != "hadoop" {
+		if !hasURI {
+			return pl.errAt(t.connAt, "an iceberg table in a %s catalog needs 'uri' (jdbc:sqlite:/path/catalog.db, jdbc:postgresql://host/db, or the REST catalog's http(s) URL)", map[string]string{"sql": "jdbc", "rest": "rest"}[typ])
+		}
+		c := &spec.IcebergCatalog{Type: typ, Name: o.value("catalog-name"), Token: o.value("token")}
+		switch v := uri.Value; {
+		case typ == "rest":
+			c.URI = v
+		case strings.HasPrefix(v, "jdbc:sqlite:"):
+			c.URI = stripScheme(strings.TrimPrefix(v, "jdbc:sqlite:"))
+		case strings.HasPrefix(v, "jdbc:postgresql://"):
+			c.URI = "postgres://" + strings.TrimPrefix(v, "jdbc:postgresql://")
+		case strings.HasPrefix(v, "postgres://"), strings.HasPrefix(v, "postgresql://"):
+			c.URI = v
+		default:
+			return pl.errAt(uri.ValueAt, "'uri' = '%s': a jdbc catalog is SQLite (jdbc:sqlite:/path/catalog.db) or PostgreSQL (jdbc:postgresql://host:5432/db)", v)
+		}
+		s.Catalog = c
+	} else {
+		o.accept("catalog-name")
+		if hasURI {
+			return pl.errAt(uri.KeyAt, "a hadoop catalog has no 'uri': its tables' metadata is in their directories under 'warehouse'")
+		}
+	}
+	for _, pc := range t.def.PartitionBy {
+		s.PartitionBy = append(s.PartitionBy, pc.Name)
+	}
+	if c, ok := o.get("write.parquet.compression-codec"); ok {
+		s.Compression = strings.ToLower(c.Value)
+	}
+	if rg, ok := o.get("write.parquet.row-group-size-rows"); ok {
+		n, err := pl.intOpt(rg)
+		if err != nil {
+			return err
+		}
+		s.RowGroupRows = n
+	}
+	if fs, ok := o.get("write.target-file-size-bytes"); ok {
+		n, err := byteSize(fs.Value)
+		if err != nil {
+			return pl.errAt(fs.ValueAt, "'write.target-file-size-bytes': %v", err)
+		}
+		s.RollBytes = n
+	}
+	if fv, ok := o.get("format-version"); ok && strings.TrimSpace(fv.Value) != "2" {
+		return pl.errAt(fv.ValueAt, "'format-version' = '%s': tidemark writes Iceberg format version 2", fv.Value)
+	}
+	return nil
 }
 
 // byteSize reads a size in bytes: 128MB, 64 mb, 1048576.
