@@ -44,7 +44,8 @@ var SourceOptions = map[string][]string{
 	"filesystem": {"path", "format", "csv.field-delimiter", "connector.path", "format.type", "source.monitor-interval", "scan.watermark.idle-timeout"},
 	"kafka": {"topic", "properties.bootstrap.servers", "properties.group.id", "properties.client.id", "properties.isolation.level",
 		"scan.startup.mode", "scan.startup.timestamp-millis", "scan.bounded.mode", "format", "value.format",
-		"avro-confluent.url", "value.avro-confluent.url", "avro-confluent.schema-registry.url", "scan.watermark.idle-timeout"},
+		"avro-confluent.url", "value.avro-confluent.url", "avro-confluent.schema-registry.url", "scan.watermark.idle-timeout",
+		"debezium-avro-confluent.url", "value.debezium-avro-confluent.url", "debezium-json.schema-include"},
 	"postgres-cdc": {"hostname", "port", "username", "password", "database-name", "schema-name", "table-name", "slot.name",
 		"decoding.plugin.name", "debezium.publication.name", "debezium.database.sslmode", "scan.startup.mode", "scan.incremental.snapshot.enabled",
 		"scan.watermark.idle-timeout"},
@@ -205,13 +206,34 @@ func (pl *planner) sourceOf(t *table) (spec.Source, spec.EventTime, error) {
 				src.Format = "avro"
 			case "protobuf-confluent", "protobuf":
 				src.Format = "protobuf"
+			case "debezium-json":
+				// Debezium's envelope, bare or in the JsonConverter's
+				// schema wrapper (read either way).
+				src.Format = "debezium_json"
+				o.accept("debezium-json.schema-include")
+			case "debezium-avro-confluent":
+				src.Format = "debezium_avro"
 			default:
-				return src, et, pl.errAt(f.ValueAt, "format '%s': a kafka source reads json, avro-confluent or protobuf-confluent (the Confluent wire format)", f.Value)
+				return src, et, pl.errAt(f.ValueAt, "format '%s': a kafka source reads json, avro-confluent, protobuf-confluent (the Confluent wire format), debezium-json or debezium-avro-confluent", f.Value)
 			}
-			if src.Format != "jsonl" {
-				u, ok := o.first("value.avro-confluent.url", "avro-confluent.url", "avro-confluent.schema-registry.url")
+			if strings.HasPrefix(src.Format, "debezium") {
+				// A change stream keyed by the table's primary key.
+				pk := t.def.PrimaryKey
+				if pk == nil {
+					return src, et, pl.errAt(f.ValueAt, "format '%s' reads a table's changes: declare the table's PRIMARY KEY (…) NOT ENFORCED, the columns that identify a row", f.Value)
+				}
+				for _, c := range pk.Columns {
+					src.KeyColumns = append(src.KeyColumns, c.Name)
+				}
+			}
+			if src.Format != "jsonl" && src.Format != "debezium_json" {
+				u, ok := o.first("value.avro-confluent.url", "avro-confluent.url", "avro-confluent.schema-registry.url", "debezium-avro-confluent.url", "value.debezium-avro-confluent.url")
 				if !ok {
-					return src, et, pl.errAt(f.ValueAt, "format '%s' needs the schema registry's 'avro-confluent.url'", f.Value)
+					key := "avro-confluent.url"
+					if src.Format == "debezium_avro" {
+						key = "debezium-avro-confluent.url"
+					}
+					return src, et, pl.errAt(f.ValueAt, "format '%s' needs the schema registry's '%s'", f.Value, key)
 				}
 				src.SchemaRegistry = &spec.SchemaRegistry{URL: u.Value}
 			}
