@@ -8,6 +8,12 @@ import (
 	"unsafe"
 )
 
+// SlotBytes returns the bytes of r's slots: its int, decimal and string
+// slots and its null words (strings by their headers).
+func (r *Row) SlotBytes() int {
+	return 8*(len(r.I)+len(r.null)) + int(unsafe.Sizeof(Decimal{}))*len(r.D) + int(unsafe.Sizeof(""))*len(r.S)
+}
+
 // Field is one named, typed column of a Schema.
 type Field struct {
 	Name  string
@@ -302,8 +308,6 @@ type Arena struct {
 	d []Decimal
 	s []string
 	n []uint64
-	// used counts the bytes of the slots copied since the last Reset.
-	used int
 }
 
 // Copy makes dst a copy of src whose slots live in the arena and whose
@@ -313,12 +317,7 @@ func (a *Arena) Copy(dst, src *Row) {
 	dst.D = arenaCopy(&a.d, src.D)
 	dst.S = arenaCopy(&a.s, src.S)
 	dst.null = arenaCopy(&a.n, src.null)
-	a.used += 8*(len(src.I)+len(src.null)) + int(unsafe.Sizeof(Decimal{}))*len(src.D) + int(unsafe.Sizeof(""))*len(src.S)
 }
-
-// Bytes returns the bytes of the slots copied into the arena since its
-// last Reset (strings counted by their headers: their bytes are shared).
-func (a *Arena) Bytes() int { return a.used }
 
 // Reset empties the arena for reuse.
 func (a *Arena) Reset() {
@@ -327,7 +326,6 @@ func (a *Arena) Reset() {
 	clear(a.s)
 	a.s = a.s[:0]
 	a.n = a.n[:0]
-	a.used = 0
 }
 
 func arenaCopy[T any](buf *[]T, src []T) []T {

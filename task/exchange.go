@@ -278,6 +278,16 @@ func (v *valChunks) take(n int) []row.Value {
 	return s
 }
 
+// slotBytes returns the bytes of the copied rows' slots (Row.SlotBytes of
+// each): counted when asked, so that a copy costs nothing more.
+func (p *Packet) slotBytes() int {
+	n := 0
+	for i := 0; i < p.rows.n; i++ {
+		n += p.rows.c[i/chunkSize][i%chunkSize].SlotBytes()
+	}
+	return n
+}
+
 // used returns the number of values handed out since the last reset
 // (values of a wider-than-a-chunk take, never made for a stage's rows,
 // not counted).
@@ -333,7 +343,7 @@ func (c *chunks[T]) clearUsed() {
 // engine.Summary.ExchangePeakBytes).
 func (p *Packet) Bytes() int {
 	return p.items.n*int(unsafe.Sizeof(Item{})) +
-		p.rows.n*int(unsafe.Sizeof(row.Row{})) + p.slots.Bytes() +
+		p.rows.n*int(unsafe.Sizeof(row.Row{})) + p.slotBytes() +
 		p.metas.n*int(unsafe.Sizeof(source.Meta{})) +
 		p.crs.n*int(unsafe.Sizeof(changelog.Row{})) + p.vals.used()*int(unsafe.Sizeof(row.Value{})) +
 		len(p.arena)
