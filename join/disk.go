@@ -241,21 +241,43 @@ func (o *Operator) maybeTurn() error {
 		return nil
 	}
 	c.ticks = 0
-	bytes := int64(0)
-	for _, g := range o.groups {
-		for s := range 2 {
-			b, _ := g.store[s].bytes()
-			bytes += b
-		}
-		bytes += int64(cap(g.ks))*keyStateBytes + g.keys.bytes()
-	}
-	if bytes <= int64(c.hot) {
+	if o.tierBytes() <= int64(c.hot) {
 		return nil
 	}
 	if err := o.writeBack(); err != nil {
 		return err
 	}
 	c.stats.Turns++
+	o.dropKeys(false)
+	if o.tierBytes() > int64(c.hot)/2 {
+		// Most keys were touched: let them all go, so that the tier has
+		// room for half its budget of new rows before the next turn (a
+		// turn costs a pass over the tier).
+		o.dropKeys(true)
+	}
+	return nil
+}
+
+// tierBytes estimates the bytes of the rows and keys in memory, by what
+// is live (the arrays keep their capacity for the rows to come).
+func (o *Operator) tierBytes() int64 {
+	n := int64(0)
+	for _, g := range o.groups {
+		for s := range 2 {
+			st := &g.store[s]
+			_, cols := st.bytes()
+			n += cols + int64(st.live)*int64(recBytes+8+16*st.nS)
+		}
+		n += int64(g.keys.len()) * (keyStateBytes + 8 + 16)
+	}
+	return n
+}
+
+// dropKeys lets the keys of the tier go — every key with all, else those
+// no row touched since the previous turn — and clears the touched marks.
+// Their rows must be in the store (writeBack).
+func (o *Operator) dropKeys(all bool) {
+	c := o.cold
 	for gi, g := range o.groups {
 		dropped := false
 		for i := range g.ks {
@@ -263,7 +285,7 @@ func (o *Operator) maybeTurn() error {
 			if !ks.live {
 				continue
 			}
-			if ks.hot {
+			if ks.hot && !all {
 				ks.hot = false
 				continue
 			}
@@ -281,7 +303,6 @@ func (o *Operator) maybeTurn() error {
 			o.changed[gi] = true
 		}
 	}
-	return nil
 }
 
 // writeBack writes every row of the tier not yet in the store, and the

@@ -87,7 +87,7 @@ func TestDiskIntervalJoinEqualsMemory(t *testing.T) {
 		}
 		st := openTestStore(t)
 		every := rapid.IntRange(1, 16).Draw(t, "every")
-		dop := diskOp(t, c, st, 0, every)
+		dop := diskOp(t, c, st, rapid.SampledFrom([]int{0, 300, 3000}).Draw(t, "hot"), every)
 		n := rapid.IntRange(0, 400).Draw(t, "rows")
 		keys := rapid.Int64Range(1, 40).Draw(t, "keys")
 		ooo := rapid.SampledFrom([]int64{0, 200, 2000}).Draw(t, "ooo")

@@ -53,14 +53,25 @@ type coldID struct {
 }
 
 // UseStore puts the task's keyed state on the disk backend: its dedup
-// node keeps its ids in store under a hot tier of hot bytes, and each
-// inner interval join its buffered rows under a tier of its own of hot
-// bytes (join.Operator.UseStore). Call it
+// node keeps its ids in store, and each inner interval join its buffered
+// rows (join.Operator.UseStore), under hot tiers that share hot bytes
+// evenly. Call it
 // right after New, before Restore or any item. Errors: a graph with more
 // nodes than the key prefix can name.
 func (t *Task) UseStore(store state.Store, hot int) error {
 	if len(t.nodes) > 1<<16 {
 		return fmt.Errorf("task: %d nodes, the disk backend's keys name at most 65536", len(t.nodes))
+	}
+	// The tier's budget is shared out evenly among the nodes keeping
+	// state in the store.
+	tiers := 0
+	for _, nr := range t.nodes {
+		if nr.dedup != nil || nr.join != nil && nr.join.op.DiskCapable() {
+			tiers++
+		}
+	}
+	if tiers > 1 {
+		hot /= tiers
 	}
 	for ni, nr := range t.nodes {
 		if d := nr.dedup; d != nil {
