@@ -35,31 +35,32 @@ const (
 	opRecord // a record reached through a union, array or map: sub[0]
 )
 
-// conv is how an op's value reaches its target field.
-type conv uint8
+// conv is how an op's value reaches its target field (format.Conv, the
+// conversions shared with format/protobuf).
+type conv = format.Conv
 
 const (
-	cvSkip          conv = iota // no target: read and drop
-	cvBad                       // the writer type cannot give the field's kind: a type error per record
-	cvInt                       // int, long → int
-	cvIntDecimal                // int, long → decimal
-	cvIntString                 // int, long → string (decimal text)
-	cvIntText                   // int, long → timestamp with an epoch parser (the number's text)
-	cvTsMillis                  // long timestamp-millis → timestamp
-	cvTsMicros                  // long timestamp-micros → timestamp (floor to ms)
-	cvTsNanos                   // long timestamp-nanos → timestamp (floor to ms)
-	cvDate                      // int date → timestamp (midnight UTC)
-	cvBool                      // boolean → bool
-	cvBoolString                // boolean → string
-	cvFloatDecimal              // float, double → decimal (shortest text)
-	cvFloatInt                  // float, double → int (whole values)
-	cvFloatString               // float, double → string (shortest text)
-	cvString                    // string, bytes → string
-	cvStringText                // string → int, decimal, bool, timestamp (format's text rules)
-	cvDecimal                   // bytes, fixed decimal → decimal
-	cvDecimalString             // bytes, fixed decimal → string (plain text)
-	cvEnumString                // enum → string (the symbol)
-	cvEnumText                  // enum → bool, int, decimal, timestamp (the symbol's text)
+	cvSkip          = format.ConvSkip
+	cvBad           = format.ConvBad
+	cvInt           = format.ConvInt
+	cvIntDecimal    = format.ConvIntDecimal
+	cvIntString     = format.ConvIntString
+	cvIntText       = format.ConvIntText
+	cvTsMillis      = format.ConvTsMillis
+	cvTsMicros      = format.ConvTsMicros
+	cvTsNanos       = format.ConvTsNanos
+	cvDate          = format.ConvDate
+	cvBool          = format.ConvBool
+	cvBoolString    = format.ConvBoolString
+	cvFloatDecimal  = format.ConvFloatDecimal
+	cvFloatInt      = format.ConvFloatInt
+	cvFloatString   = format.ConvFloatString
+	cvString        = format.ConvString
+	cvStringText    = format.ConvStringText
+	cvDecimal       = format.ConvDecimal
+	cvDecimalString = format.ConvDecimalString
+	cvEnumString    = format.ConvEnumString
+	cvEnumText      = format.ConvEnumText
 )
 
 // op reads one value of the writer's schema.
@@ -85,10 +86,7 @@ type seq struct {
 }
 
 // target is one pipeline field a Program fills.
-type target struct {
-	f    row.Field
-	text *format.TextField // kinds other than string: text conversion
-}
+type target = format.Target
 
 // Program decodes records written with one writer schema into rows of a
 // Reader's fields. Build one with Compile. It is not safe for concurrent
@@ -151,9 +149,9 @@ func Compile(w *avro.Schema, rd Reader) (*Program, error) {
 		if r, ok := rd.Rename[f.Name]; ok && r != "" {
 			path = r
 		}
-		t := target{f: f}
+		t := target{F: f}
 		if f.Kind != row.KindString {
-			t.text = format.NewTextField(f, rd.Fields.Time[f.Index])
+			t.Text = format.NewTextField(f, rd.Fields.Time[f.Index])
 		}
 		c.paths[path] = int32(len(p.targets))
 		p.targets = append(p.targets, t)
@@ -172,7 +170,7 @@ func Compile(w *avro.Schema, rd Reader) (*Program, error) {
 	}
 	for _, i := range c.paths {
 		if !found[i] {
-			p.Unmatched = append(p.Unmatched, p.targets[i].f.Name)
+			p.Unmatched = append(p.Unmatched, p.targets[i].F.Name)
 		}
 	}
 	sortStrings(p.Unmatched)
@@ -448,7 +446,7 @@ func zeroWidth(s *seq) bool {
 
 // convFor is how a value of writer type n (read by o) reaches target t.
 func convFor(n *avro.SchemaNode, o op, t target) conv {
-	k := t.f.Kind
+	k := t.F.Kind
 	dec := n.LogicalType == "decimal" && (n.Type == "bytes" || n.Type == "fixed")
 	switch o.code {
 	case opNull:
@@ -471,7 +469,7 @@ func convFor(n *avro.SchemaNode, o op, t target) conv {
 		case k == row.KindTime && lt == "date" && o.code == opInt:
 			return cvDate
 		case k == row.KindTime:
-			if ep, _ := t.text.Epoch(); ep && lt == "" {
+			if ep, _ := t.Text.Epoch(); ep && lt == "" {
 				return cvIntText
 			}
 			return cvBad

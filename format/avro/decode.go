@@ -30,7 +30,8 @@ type dec struct {
 	err   *source.DecodeError // the first error; structural errors stop
 	stop  bool                // a structural error: the bytes cannot be read on
 	depth int
-	num   []byte // scratch: number text (the Program's)
+	num   []byte       // scratch: number text (the Program's)
+	w     format.Typed // r, a and num for the shared conversions
 }
 
 // Decode fills r (shaped for the Reader's schema, all null) from one
@@ -47,7 +48,7 @@ type dec struct {
 // field's parser refuses a string. It never panics and allocates nothing
 // for records whose decimals fit in 128 bits.
 func (p *Program) Decode(data []byte, base int, r *row.Row, a *source.Arena) *source.DecodeError {
-	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0]}
+	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0], w: format.Typed{R: r, A: a, Num: p.scratch[:0]}}
 	for i := range p.defaults {
 		_ = r.Set(p.defaults[i].f, p.defaults[i].v)
 	}
@@ -68,7 +69,7 @@ func (p *Program) Decode(data []byte, base int, r *row.Row, a *source.Arena) *so
 // can be read. It never panics and allocates nothing for records whose
 // decimals fit in 128 bits.
 func (p *Program) DecodePrefix(data []byte, base int, r *row.Row, a *source.Arena) (n int, e *source.DecodeError) {
-	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0]}
+	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0], w: format.Typed{R: r, A: a, Num: p.scratch[:0]}}
 	for i := range p.defaults {
 		_ = r.Set(p.defaults[i].f, p.defaults[i].v)
 	}
@@ -361,56 +362,54 @@ func (d *dec) field(o *op) *target { return &d.p.targets[o.tgt] }
 // bad records that o's writer type cannot give its field's kind.
 func (d *dec) bad(o *op, why string) {
 	t := d.field(o)
-	reason := "want " + t.f.Kind.String() + ", got " + o.what
+	reason := "want " + t.F.Kind.String() + ", got " + o.what
 	if why != "" {
 		reason += " (" + why + ")"
 	}
-	d.fieldErr(&source.DecodeError{Field: t.f.Name, Rule: "type", Reason: reason})
+	d.fieldErr(&source.DecodeError{Field: t.F.Name, Rule: "type", Reason: reason})
 }
 
 func (d *dec) setBool(o *op, v bool) {
-	t := d.field(o)
-	switch o.cv {
-	case cvBool:
-		d.r.I[t.f.Slot] = 0
-		if v {
-			d.r.I[t.f.Slot] = 1
-		}
-	case cvBoolString:
-		d.r.S[t.f.Slot] = strconv.FormatBool(v) // constants: no allocation
-	default:
+	if d.w.SetBool(d.field(o), o.cv, v) {
 		d.bad(o, "")
+	}
+}
+
+// done reports a shared conversion's outcome (format.Outcome) for o.
+func (d *dec) done(o *op, out format.Outcome) {
+	if out.Err != nil || out.Bad {
+		d.report(o, out)
+	}
+}
+
+func (d *dec) report(o *op, out format.Outcome) {
+	if out.Err != nil {
+		d.fieldErr(out.Err)
 		return
 	}
-	d.r.SetValid(t.f.Index)
+	d.bad(o, out.Why)
 }
 
 func (d *dec) setLong(o *op, v int64) {
-	t := d.field(o)
-	f := &t.f
-	switch o.cv {
-	case cvInt:
-		d.r.I[f.Slot] = v
-	case cvIntDecimal:
-		d.r.D[f.Slot] = row.DecimalFromInt(v)
-	case cvIntString:
-		d.r.S[f.Slot] = d.a.String(strconv.AppendInt(d.num, v, 10))
-	case cvIntText:
-		if e := t.text.Set(strconv.AppendInt(d.num, v, 10), o.what, d.r); e != nil {
-			d.fieldErr(e)
-		}
+	if o.cv >= cvTsMillis && o.cv <= cvDate {
+		d.setTime(o, v)
 		return
+	}
+	d.done(o, d.w.SetInt(d.field(o), o.cv, v, o.what))
+}
+
+// setTime stores a long of a timestamp or date logical type.
+func (d *dec) setTime(o *op, v int64) {
+	f := &d.field(o).F
+	switch o.cv {
 	case cvTsMillis:
 		d.r.I[f.Slot] = v
 	case cvTsMicros:
 		d.r.I[f.Slot] = floorDiv(v, 1000)
 	case cvTsNanos:
 		d.r.I[f.Slot] = floorDiv(v, 1_000_000)
-	case cvDate:
+	default: // cvDate
 		d.r.I[f.Slot] = v * msPerDay // |v| < 2^31: no overflow
-	default:
-		d.bad(o, "")
-		return
 	}
 	d.r.SetValid(f.Index)
 }
@@ -424,67 +423,31 @@ func floorDiv(a, b int64) int64 {
 }
 
 func (d *dec) setFloat(o *op, v float64, size int) {
-	t := d.field(o)
-	f := &t.f
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		d.bad(o, strconv.FormatFloat(v, 'g', -1, 64)+" is not a number tidemark can hold")
-		return
-	}
-	txt := strconv.AppendFloat(d.num, v, 'g', -1, size)
-	switch o.cv {
-	case cvFloatDecimal:
-		dv, err := row.ParseDecimal(txt)
-		if err != nil {
-			d.bad(o, string(txt)+": "+err.Error())
-			return
-		}
-		d.r.D[f.Slot] = dv
-	case cvFloatInt:
-		if v != math.Trunc(v) || v < -9.223372036854775e18 || v >= 9.223372036854775e18 {
-			d.bad(o, string(txt)+" is not a whole number in int64 range")
-			return
-		}
-		d.r.I[f.Slot] = int64(v)
-	case cvFloatString:
-		d.r.S[f.Slot] = d.a.String(txt)
-	default:
-		d.bad(o, "")
-		return
-	}
-	d.r.SetValid(f.Index)
+	d.done(o, d.w.SetFloat(d.field(o), o.cv, v, size))
 }
 
 // setBytes stores a string's, bytes' or fixed's contents b (at offset at
 // in d.b).
 func (d *dec) setBytes(o *op, b []byte, at int) {
-	t := d.field(o)
-	f := &t.f
-	switch o.cv {
-	case cvString:
-		if !format.Text(b) {
-			d.fieldErr(format.TextError(f.Name, b, d.base+at))
-			return
-		}
-		d.r.S[f.Slot] = d.a.String(b)
-	case cvStringText:
-		if e := t.text.Set(b, "Avro string", d.r); e != nil {
-			d.fieldErr(e)
-		}
+	if o.cv == cvDecimal || o.cv == cvDecimalString {
+		d.setDecimal(o, b)
 		return
-	case cvDecimal, cvDecimalString:
-		v, why := d.decimal(b, o.scale)
-		if why != "" {
-			d.bad(o, why)
-			return
-		}
-		if o.cv == cvDecimal {
-			d.r.D[f.Slot] = v
-		} else {
-			d.r.S[f.Slot] = d.a.String(row.FormatDecimal(d.num, v))
-		}
-	default:
-		d.bad(o, "")
+	}
+	d.done(o, d.w.SetString(d.field(o), o.cv, b, d.base+at, "Avro string"))
+}
+
+// setDecimal stores a bytes or fixed decimal b.
+func (d *dec) setDecimal(o *op, b []byte) {
+	f := &d.field(o).F
+	v, why := d.decimal(b, o.scale)
+	if why != "" {
+		d.bad(o, why)
 		return
+	}
+	if o.cv == cvDecimal {
+		d.r.D[f.Slot] = v
+	} else {
+		d.r.S[f.Slot] = d.a.String(row.FormatDecimal(d.num, v))
 	}
 	d.r.SetValid(f.Index)
 }
@@ -493,10 +456,10 @@ func (d *dec) setEnum(o *op, sym string) {
 	t := d.field(o)
 	switch o.cv {
 	case cvEnumString:
-		d.r.S[t.f.Slot] = sym // the schema's memory: lives as long as the Program
-		d.r.SetValid(t.f.Index)
+		d.r.S[t.F.Slot] = sym // the schema's memory: lives as long as the Program
+		d.r.SetValid(t.F.Index)
 	case cvEnumText:
-		if e := t.text.Set(unsafe.Slice(unsafe.StringData(sym), len(sym)), "Avro enum", d.r); e != nil {
+		if e := t.Text.Set(unsafe.Slice(unsafe.StringData(sym), len(sym)), "Avro enum", d.r); e != nil {
 			d.fieldErr(e)
 		}
 	default:

@@ -16,27 +16,28 @@ import (
 // the fields a message type lacks.
 type Reader = format.Projection
 
-// conv is how a field's value reaches its target.
-type conv uint8
+// conv is how a field's value reaches its target (format.Conv, the
+// conversions shared with format/avro).
+type conv = format.Conv
 
 const (
-	cvSkip          conv = iota
-	cvBad                // the field's type cannot give the target's kind
-	cvInt                // integer kinds → int
-	cvIntDecimal         // integer kinds → decimal
-	cvIntString          // integer kinds → string
-	cvIntText            // integer kinds → timestamp with an epoch parser
-	cvBool               // bool → bool
-	cvBoolString         // bool → string
-	cvFloatDecimal       // float, double → decimal (shortest text)
-	cvFloatInt           // float, double → int (whole values)
-	cvFloatString        // float, double → string
-	cvString             // string, bytes → string
-	cvStringText         // string → int, decimal, bool, timestamp
-	cvEnumString         // enum → the value's name (its number as text when unknown)
-	cvTimestamp          // google.protobuf.Timestamp → timestamp
-	cvDecimal            // confluent.type.Decimal → decimal
-	cvDecimalString      // confluent.type.Decimal → string
+	cvSkip          = format.ConvSkip
+	cvBad           = format.ConvBad
+	cvInt           = format.ConvInt
+	cvIntDecimal    = format.ConvIntDecimal
+	cvIntString     = format.ConvIntString
+	cvIntText       = format.ConvIntText
+	cvBool          = format.ConvBool
+	cvBoolString    = format.ConvBoolString
+	cvFloatDecimal  = format.ConvFloatDecimal
+	cvFloatInt      = format.ConvFloatInt
+	cvFloatString   = format.ConvFloatString
+	cvString        = format.ConvString
+	cvStringText    = format.ConvStringText
+	cvEnumString    = format.ConvEnumString
+	cvTimestamp     = format.ConvTimestamp
+	cvDecimal       = format.ConvDecimal
+	cvDecimalString = format.ConvDecimalString
 )
 
 // num is how a varint or fixed field's bits are read.
@@ -114,10 +115,7 @@ func (m *msg) add(f *field) {
 }
 
 // target is one pipeline field a Program fills.
-type target struct {
-	f    row.Field
-	text *format.TextField
-}
+type target = format.Target
 
 // Program decodes messages of one type into rows of a Reader's fields.
 // Build one with Compile. Like format/avro's Program it is not safe for
@@ -173,9 +171,9 @@ func Compile(md protoreflect.MessageDescriptor, rd Reader) (*Program, error) {
 		if r, ok := rd.Rename[f.Name]; ok && r != "" {
 			path = r
 		}
-		t := target{f: f}
+		t := target{F: f}
 		if f.Kind != row.KindString {
-			t.text = format.NewTextField(f, rd.Fields.Time[f.Index])
+			t.Text = format.NewTextField(f, rd.Fields.Time[f.Index])
 		}
 		paths[path] = int32(len(p.targets))
 		p.targets = append(p.targets, t)
@@ -188,7 +186,7 @@ func Compile(md protoreflect.MessageDescriptor, rd Reader) (*Program, error) {
 	p.root = root
 	for _, i := range paths {
 		if !c.found[i] {
-			p.Unmatched = append(p.Unmatched, p.targets[i].f.Name)
+			p.Unmatched = append(p.Unmatched, p.targets[i].F.Name)
 		}
 	}
 	sort.Strings(p.Unmatched)
@@ -393,7 +391,7 @@ func wireOf(fd protoreflect.FieldDescriptor) byte {
 
 // convFor is how a field of descriptor fd reaches target t.
 func convFor(fd protoreflect.FieldDescriptor, t target) conv {
-	k := t.f.Kind
+	k := t.F.Kind
 	switch fd.Kind() {
 	case protoreflect.Int32Kind, protoreflect.Int64Kind, protoreflect.Sint32Kind, protoreflect.Sint64Kind,
 		protoreflect.Uint32Kind, protoreflect.Uint64Kind, protoreflect.Fixed32Kind, protoreflect.Fixed64Kind,
@@ -406,7 +404,7 @@ func convFor(fd protoreflect.FieldDescriptor, t target) conv {
 		case row.KindString:
 			return cvIntString
 		case row.KindTime:
-			if ep, _ := t.text.Epoch(); ep {
+			if ep, _ := t.Text.Epoch(); ep {
 				return cvIntText
 			}
 		}

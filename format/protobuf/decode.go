@@ -26,7 +26,8 @@ type dec struct {
 	err   *source.DecodeError
 	stop  bool
 	depth int
-	num   []byte // scratch: number text (the Program's)
+	num   []byte       // scratch: number text (the Program's)
+	w     format.Typed // r, a and num for the shared conversions
 }
 
 // Decode fills r (shaped for the Reader's schema, all null) from one
@@ -44,7 +45,7 @@ type dec struct {
 // value wins, as in every Protobuf parser. It never panics and allocates
 // nothing per record.
 func (p *Program) Decode(data []byte, base int, r *row.Row, a *source.Arena) *source.DecodeError {
-	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0]}
+	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0], w: format.Typed{R: r, A: a, Num: p.scratch[:0]}}
 	for i := range p.defaults {
 		_ = r.Set(p.defaults[i].f, p.defaults[i].v)
 	}
@@ -99,7 +100,7 @@ func (d *dec) message(m *msg, i, end int) {
 	}
 	for k := range m.zero {
 		z := &m.zero[k]
-		_ = d.r.Set(d.p.targets[z.tgt].f, z.v)
+		_ = d.r.Set(d.p.targets[z.tgt].F, z.v)
 	}
 	for i < end && !d.stop {
 		at := i
@@ -308,31 +309,19 @@ func (d *dec) target(f *field) *target { return &d.p.targets[f.tgt] }
 
 func (d *dec) bad(f *field, why string) {
 	t := d.target(f)
-	reason := "want " + t.f.Kind.String() + ", got " + f.what
+	reason := "want " + t.F.Kind.String() + ", got " + f.what
 	if why != "" {
 		reason += " (" + why + ")"
 	}
-	d.fieldErr(&source.DecodeError{Field: t.f.Name, Rule: "type", Reason: reason})
+	d.fieldErr(&source.DecodeError{Field: t.F.Name, Rule: "type", Reason: reason})
 }
 
 func (d *dec) setVarint(f *field, u uint64) {
 	switch f.num {
 	case nBool:
-		t := d.target(f)
-		v := u != 0
-		switch f.cv {
-		case cvBool:
-			d.r.I[t.f.Slot] = 0
-			if v {
-				d.r.I[t.f.Slot] = 1
-			}
-		case cvBoolString:
-			d.r.S[t.f.Slot] = strconv.FormatBool(v)
-		default:
+		if d.w.SetBool(d.target(f), f.cv, u != 0) {
 			d.bad(f, "")
-			return
 		}
-		d.r.SetValid(t.f.Index)
 	case nEnum:
 		t := d.target(f)
 		if f.cv != cvEnumString {
@@ -341,11 +330,11 @@ func (d *dec) setVarint(f *field, u uint64) {
 		}
 		n := int32(u)
 		if v := f.enum.ByNumber(fieldNumberEnum(n)); v != nil {
-			d.r.S[t.f.Slot] = string(v.Name()) // the descriptor's memory: lives with the Program
+			d.r.S[t.F.Slot] = string(v.Name()) // the descriptor's memory: lives with the Program
 		} else {
-			d.r.S[t.f.Slot] = d.a.String(strconv.AppendInt(d.num, int64(n), 10))
+			d.r.S[t.F.Slot] = d.a.String(strconv.AppendInt(d.num, int64(n), 10))
 		}
-		d.r.SetValid(t.f.Index)
+		d.r.SetValid(t.F.Index)
 	case nZigzag:
 		v := int64(u>>1) ^ -int64(u&1)
 		if f.is32 {
@@ -370,7 +359,7 @@ func (d *dec) setVarint(f *field, u uint64) {
 // setInt stores an integer; big reports a uint64 beyond int64.
 func (d *dec) setInt(f *field, v int64, big bool) {
 	t := d.target(f)
-	fl := &t.f
+	fl := &t.F
 	if big {
 		u := uint64(v)
 		switch f.cv {
@@ -390,73 +379,30 @@ func (d *dec) setInt(f *field, v int64, big bool) {
 		d.r.SetValid(fl.Index)
 		return
 	}
-	switch f.cv {
-	case cvInt:
-		d.r.I[fl.Slot] = v
-	case cvIntDecimal:
-		d.r.D[fl.Slot] = row.DecimalFromInt(v)
-	case cvIntString:
-		d.r.S[fl.Slot] = d.a.String(strconv.AppendInt(d.num, v, 10))
-	case cvIntText:
-		if e := t.text.Set(strconv.AppendInt(d.num, v, 10), f.what, d.r); e != nil {
-			d.fieldErr(e)
-		}
-		return
-	default:
-		d.bad(f, "")
-		return
-	}
-	d.r.SetValid(fl.Index)
+	d.done(f, d.w.SetInt(t, f.cv, v, f.what))
 }
 
 func (d *dec) setFloat(f *field, v float64, size int) {
-	t := d.target(f)
-	fl := &t.f
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		d.bad(f, strconv.FormatFloat(v, 'g', -1, 64)+" is not a number tidemark can hold")
+	d.done(f, d.w.SetFloat(d.target(f), f.cv, v, size))
+}
+
+// done reports a shared conversion's outcome (format.Outcome) for f.
+func (d *dec) done(f *field, out format.Outcome) {
+	if out.Err != nil || out.Bad {
+		d.report(f, out)
+	}
+}
+
+func (d *dec) report(f *field, out format.Outcome) {
+	if out.Err != nil {
+		d.fieldErr(out.Err)
 		return
 	}
-	txt := strconv.AppendFloat(d.num, v, 'g', -1, size)
-	switch f.cv {
-	case cvFloatDecimal:
-		dv, err := row.ParseDecimal(txt)
-		if err != nil {
-			d.bad(f, string(txt)+": "+err.Error())
-			return
-		}
-		d.r.D[fl.Slot] = dv
-	case cvFloatInt:
-		if v != math.Trunc(v) || v < -9.223372036854775e18 || v >= 9.223372036854775e18 {
-			d.bad(f, string(txt)+" is not a whole number in int64 range")
-			return
-		}
-		d.r.I[fl.Slot] = int64(v)
-	case cvFloatString:
-		d.r.S[fl.Slot] = d.a.String(txt)
-	default:
-		d.bad(f, "")
-		return
-	}
-	d.r.SetValid(fl.Index)
+	d.bad(f, out.Why)
 }
 
 func (d *dec) setBytes(f *field, b []byte, at int) {
-	t := d.target(f)
-	switch f.cv {
-	case cvString:
-		if !format.Text(b) {
-			d.fieldErr(format.TextError(t.f.Name, b, d.base+at))
-			return
-		}
-		d.r.S[t.f.Slot] = d.a.String(b)
-		d.r.SetValid(t.f.Index)
-	case cvStringText:
-		if e := t.text.Set(b, "Protobuf string", d.r); e != nil {
-			d.fieldErr(e)
-		}
-	default:
-		d.bad(f, "")
-	}
+	d.done(f, d.w.SetString(d.target(f), f.cv, b, d.base+at, "Protobuf string"))
 }
 
 // timestamp reads a google.protobuf.Timestamp {int64 seconds = 1; int32
@@ -500,8 +446,8 @@ func (d *dec) timestamp(f *field, s, e int) {
 		return
 	}
 	t := d.target(f)
-	d.r.I[t.f.Slot] = sec*1000 + nanos/1_000_000
-	d.r.SetValid(t.f.Index)
+	d.r.I[t.F.Slot] = sec*1000 + nanos/1_000_000
+	d.r.SetValid(t.F.Index)
 }
 
 // decimal reads a confluent.type.Decimal {bytes value = 1; uint32
@@ -554,11 +500,11 @@ func (d *dec) decimal(f *field, s, e int) {
 	}
 	t := d.target(f)
 	if f.cv == cvDecimal {
-		d.r.D[t.f.Slot] = v
+		d.r.D[t.F.Slot] = v
 	} else {
-		d.r.S[t.f.Slot] = d.a.String(row.FormatDecimal(d.num, v))
+		d.r.S[t.F.Slot] = d.a.String(row.FormatDecimal(d.num, v))
 	}
-	d.r.SetValid(t.f.Index)
+	d.r.SetValid(t.F.Index)
 }
 
 func fieldNumber(n uint64) protoreflect.FieldNumber { return protoreflect.FieldNumber(n) }

@@ -80,7 +80,7 @@ func schemaOf(t *testing.T, pairs ...any) *row.Schema {
 
 // message builds a message of md from protojson text: an independent
 // encoder (google.golang.org/protobuf) for the decoder's input.
-func message(t *testing.T, md protoreflect.MessageDescriptor, js string) []byte {
+func message(t testing.TB, md protoreflect.MessageDescriptor, js string) []byte {
 	t.Helper()
 	m := dynamicpb.NewMessage(md)
 	if err := protojson.Unmarshal([]byte(js), m); err != nil {

@@ -79,16 +79,10 @@ var byName = func() map[string]attr {
 // Fields lists every field a Nexmark source can fill, with its kind, in
 // record order: event_type, person.*, auction.*, bid.*, date_time. The
 // caller may change the slice.
-func Fields() []FieldDef { return append([]FieldDef(nil), defs[:]...) }
+func Fields() []FieldDef { return nexschema.Fields() }
 
 // Names returns the names of Fields.
-func Names() []string {
-	out := make([]string, nAttrs)
-	for i, d := range defs {
-		out[i] = d.Name
-	}
-	return out
-}
+func Names() []string { return nexschema.Names() }
 
 // NewSchema returns a schema of the named Nexmark fields with their
 // kinds, in the order given; every field (in Fields order) when names is

@@ -1,0 +1,164 @@
+package format
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/source"
+)
+
+// The typed-row conversion layer of the binary decoders (format/avro,
+// format/protobuf): a writer's typed value — an integer, a bool, a
+// floating-point number, a string — stored into a pipeline field of
+// another or the same kind, by a Conv each decoder's compiler chooses
+// once per field. The decoders read their own encodings and keep what is
+// theirs alone (Avro's timestamp logical types and enum text, Protobuf's
+// uint64 beyond int64, Timestamp and Confluent decimals); what a value of
+// one type becomes in a field of one kind is decided here, once for both.
+
+// Conv is how a decoded value reaches its target field.
+type Conv uint8
+
+// The conversions. Those marked Avro or Protobuf are handled by that
+// decoder alone; the Set functions take the others.
+const (
+	ConvSkip          Conv = iota // no target: read and drop
+	ConvBad                       // the writer's type cannot give the field's kind: a type error per record
+	ConvInt                       // an integer → int
+	ConvIntDecimal                // an integer → decimal
+	ConvIntString                 // an integer → string (decimal text)
+	ConvIntText                   // an integer → timestamp with an epoch parser (the number's text)
+	ConvBool                      // a boolean → bool
+	ConvBoolString                // a boolean → string ("true", "false")
+	ConvFloatDecimal              // float, double → decimal (the shortest text that reads back)
+	ConvFloatInt                  // float, double → int (whole values in int64 range)
+	ConvFloatString               // float, double → string (the shortest text)
+	ConvString                    // string, bytes → string
+	ConvStringText                // string → int, decimal, bool, timestamp (the text rules of TextField)
+	ConvDecimal                   // a decimal type → decimal
+	ConvDecimalString             // a decimal type → string (plain text)
+	ConvEnumString                // an enum → string (its symbol or name)
+	ConvEnumText                  // Avro: an enum → bool, int, decimal, timestamp (the symbol's text)
+	ConvTsMillis                  // Avro: long timestamp-millis → timestamp
+	ConvTsMicros                  // Avro: long timestamp-micros → timestamp (floor to ms)
+	ConvTsNanos                   // Avro: long timestamp-nanos → timestamp (floor to ms)
+	ConvDate                      // Avro: int date → timestamp (midnight UTC)
+	ConvTimestamp                 // Protobuf: google.protobuf.Timestamp → timestamp
+)
+
+// Target is a pipeline field a binary decoder fills.
+type Target struct {
+	F row.Field
+	// Text converts text into fields of kinds other than string
+	// (ConvStringText, ConvIntText, ConvEnumText); nil for string fields.
+	Text *TextField
+}
+
+// Typed is the row a binary decoder fills: the row, the arena its
+// strings are copied into (valid until the arena is reset), and scratch
+// for number text (the decoder's Program's: one record at a time).
+type Typed struct {
+	R   *row.Row
+	A   *source.Arena
+	Num []byte
+}
+
+// The outcome of a Set function: ok, or a type error (the decoder names
+// the writer's type in it, with Why when not empty), or the error of the
+// field's text conversion (Err).
+type Outcome struct {
+	Bad bool
+	Why string
+	Err *source.DecodeError
+}
+
+// SetBool stores v into t's field of w.R by cv (ConvBool, ConvBoolString).
+func (w *Typed) SetBool(t *Target, cv Conv, v bool) (bad bool) {
+	r := w.R
+	switch cv {
+	case ConvBool:
+		r.I[t.F.Slot] = 0
+		if v {
+			r.I[t.F.Slot] = 1
+		}
+	case ConvBoolString:
+		r.S[t.F.Slot] = strconv.FormatBool(v) // constants: no allocation
+	default:
+		return true
+	}
+	r.SetValid(t.F.Index)
+	return false
+}
+
+// SetInt stores v into t's field of w.R by cv (ConvInt, ConvIntDecimal,
+// ConvIntString, ConvIntText); what names the writer's type for the text
+// conversion's errors ("Avro long").
+func (w *Typed) SetInt(t *Target, cv Conv, v int64, what string) Outcome {
+	r, a, num := w.R, w.A, w.Num
+	switch cv {
+	case ConvInt:
+		r.I[t.F.Slot] = v
+	case ConvIntDecimal:
+		r.D[t.F.Slot] = row.DecimalFromInt(v)
+	case ConvIntString:
+		r.S[t.F.Slot] = a.String(strconv.AppendInt(num, v, 10))
+	case ConvIntText:
+		return Outcome{Err: t.Text.Set(strconv.AppendInt(num, v, 10), what, r)}
+	default:
+		return Outcome{Bad: true}
+	}
+	r.SetValid(t.F.Index)
+	return Outcome{}
+}
+
+// SetFloat stores v, of size bits (32 or 64), into t's field of r by cv
+// (ConvFloatDecimal, ConvFloatInt, ConvFloatString) of w.R: NaN and the
+// infinities are type errors, as are a fraction or a value beyond int64
+// for an int field.
+func (w *Typed) SetFloat(t *Target, cv Conv, v float64, size int) Outcome {
+	r, a, num := w.R, w.A, w.Num
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return Outcome{Bad: true, Why: strconv.FormatFloat(v, 'g', -1, 64) + " is not a number tidemark can hold"}
+	}
+	txt := strconv.AppendFloat(num, v, 'g', -1, size)
+	switch cv {
+	case ConvFloatDecimal:
+		dv, err := row.ParseDecimal(txt)
+		if err != nil {
+			return Outcome{Bad: true, Why: string(txt) + ": " + err.Error()}
+		}
+		r.D[t.F.Slot] = dv
+	case ConvFloatInt:
+		if v != math.Trunc(v) || v < -9.223372036854775e18 || v >= 9.223372036854775e18 {
+			return Outcome{Bad: true, Why: string(txt) + " is not a whole number in int64 range"}
+		}
+		r.I[t.F.Slot] = int64(v)
+	case ConvFloatString:
+		r.S[t.F.Slot] = a.String(txt)
+	default:
+		return Outcome{Bad: true}
+	}
+	r.SetValid(t.F.Index)
+	return Outcome{}
+}
+
+// SetString stores the string b into t's field of w.R by cv (ConvString:
+// copied into w.A after the encoding rule, Text, with offset the byte
+// offset of b in the record for its error; ConvStringText: through the
+// field's text conversion, what naming the writer's type).
+func (w *Typed) SetString(t *Target, cv Conv, b []byte, offset int, what string) Outcome {
+	r, a := w.R, w.A
+	switch cv {
+	case ConvString:
+		if !Text(b) {
+			return Outcome{Err: TextError(t.F.Name, b, offset)}
+		}
+		r.S[t.F.Slot] = a.String(b)
+		r.SetValid(t.F.Index)
+		return Outcome{}
+	case ConvStringText:
+		return Outcome{Err: t.Text.Set(b, what, r)}
+	}
+	return Outcome{Bad: true}
+}
