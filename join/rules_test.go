@@ -106,9 +106,9 @@ func TestTooLateRule(t *testing.T) {
 }
 
 // TestEndedSideCounts pins docs/semantics.md, "Watermarks and event time
-// of a join" (an input's end counts at once): an
-// input's end is its watermark at +∞, and the join acts on it at once,
-// while the other input is still running. A left outer interval join's
+// of a join" (an input's end counts at once): an input's end is its
+// watermark at +∞, and the join acts on it at once, while the other input
+// is still running. A left outer interval join's
 // left row at 100 (bounds [0, 10] ms, lateness 5 ms) comes out padded
 // with nulls as soon as the right input ends, with W_left still at 100;
 // before the end, W_right at 114 (= 100 + 10 + 5 − 1) keeps it waiting.

@@ -35,40 +35,12 @@ const (
 	opRecord // a record reached through a union, array or map: sub[0]
 )
 
-// conv is how an op's value reaches its target field (format.Conv, the
-// conversions shared with format/protobuf).
-type conv = format.Conv
-
-const (
-	cvSkip          = format.ConvSkip
-	cvBad           = format.ConvBad
-	cvInt           = format.ConvInt
-	cvIntDecimal    = format.ConvIntDecimal
-	cvIntString     = format.ConvIntString
-	cvIntText       = format.ConvIntText
-	cvTsMillis      = format.ConvTsMillis
-	cvTsMicros      = format.ConvTsMicros
-	cvTsNanos       = format.ConvTsNanos
-	cvDate          = format.ConvDate
-	cvBool          = format.ConvBool
-	cvBoolString    = format.ConvBoolString
-	cvFloatDecimal  = format.ConvFloatDecimal
-	cvFloatInt      = format.ConvFloatInt
-	cvFloatString   = format.ConvFloatString
-	cvString        = format.ConvString
-	cvStringText    = format.ConvStringText
-	cvDecimal       = format.ConvDecimal
-	cvDecimalString = format.ConvDecimalString
-	cvEnumString    = format.ConvEnumString
-	cvEnumText      = format.ConvEnumText
-)
-
 // op reads one value of the writer's schema.
 type op struct {
 	code  opcode
-	cv    conv
+	cv    format.Conv
 	tgt   int32 // index into Program.targets, -1 without one
-	scale uint8 // cvDecimal, cvDecimalString
+	scale uint8 // format.ConvDecimal, format.ConvDecimalString
 	size  int   // opFixed
 	syms  []string
 	sub   []*seq // opUnion: a seq per branch; opArray, opMap: the element; opRecord: the fields
@@ -259,7 +231,7 @@ func (c *compiler) value(s *seq, n *avro.SchemaNode, path string, depth int) err
 			// A pipeline field names the record itself: a type error
 			// per record, and the nested fields are still read.
 			ti := c.match(path)
-			o := op{code: opNull, cv: cvBad, tgt: ti, what: "Avro record"}
+			o := op{code: opNull, cv: format.ConvBad, tgt: ti, what: "Avro record"}
 			s.ops = append(s.ops, o)
 		}
 		return c.record(s, n, path, depth)
@@ -445,73 +417,73 @@ func zeroWidth(s *seq) bool {
 }
 
 // convFor is how a value of writer type n (read by o) reaches target t.
-func convFor(n *avro.SchemaNode, o op, t target) conv {
+func convFor(n *avro.SchemaNode, o op, t target) format.Conv {
 	k := t.F.Kind
 	dec := n.LogicalType == "decimal" && (n.Type == "bytes" || n.Type == "fixed")
 	switch o.code {
 	case opNull:
-		return cvSkip // null: the field stays null
+		return format.ConvSkip // null: the field stays null
 	case opBool:
 		switch k {
 		case row.KindBool:
-			return cvBool
+			return format.ConvBool
 		case row.KindString:
-			return cvBoolString
+			return format.ConvBoolString
 		}
 	case opInt, opLong:
 		switch lt := n.LogicalType; {
 		case k == row.KindTime && lt == "timestamp-millis" && o.code == opLong:
-			return cvTsMillis
+			return format.ConvTsMillis
 		case k == row.KindTime && lt == "timestamp-micros" && o.code == opLong:
-			return cvTsMicros
+			return format.ConvTsMicros
 		case k == row.KindTime && lt == "timestamp-nanos" && o.code == opLong:
-			return cvTsNanos
+			return format.ConvTsNanos
 		case k == row.KindTime && lt == "date" && o.code == opInt:
-			return cvDate
+			return format.ConvDate
 		case k == row.KindTime:
 			if ep, _ := t.Text.Epoch(); ep && lt == "" {
-				return cvIntText
+				return format.ConvIntText
 			}
-			return cvBad
+			return format.ConvBad
 		case k == row.KindInt:
-			return cvInt
+			return format.ConvInt
 		case k == row.KindDecimal:
-			return cvIntDecimal
+			return format.ConvIntDecimal
 		case k == row.KindString:
-			return cvIntString
+			return format.ConvIntString
 		}
 	case opFloat, opDouble:
 		switch k {
 		case row.KindDecimal:
-			return cvFloatDecimal
+			return format.ConvFloatDecimal
 		case row.KindInt:
-			return cvFloatInt
+			return format.ConvFloatInt
 		case row.KindString:
-			return cvFloatString
+			return format.ConvFloatString
 		}
 	case opBytes, opFixed:
 		switch {
 		case dec && k == row.KindDecimal:
-			return cvDecimal
+			return format.ConvDecimal
 		case dec && k == row.KindString:
-			return cvDecimalString
+			return format.ConvDecimalString
 		case !dec && o.code == opBytes && k == row.KindString:
-			return cvString
+			return format.ConvString
 		}
 	case opString:
 		if k == row.KindString {
-			return cvString
+			return format.ConvString
 		}
-		return cvStringText
+		return format.ConvStringText
 	case opEnum:
 		if k == row.KindString {
-			return cvEnumString
+			return format.ConvEnumString
 		}
 		if k == row.KindBool || k == row.KindInt || k == row.KindDecimal {
-			return cvEnumText
+			return format.ConvEnumText
 		}
 	}
-	return cvBad
+	return format.ConvBad
 }
 
 // describeNode names an Avro type for messages: "Avro long

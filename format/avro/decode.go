@@ -187,7 +187,7 @@ func (d *dec) span(what string) ([]byte, int, bool) {
 func (d *dec) one(o *op) {
 	switch o.code {
 	case opNull:
-		if o.cv == cvBad {
+		if o.cv == format.ConvBad {
 			d.bad(o, "")
 		}
 	case opBool:
@@ -391,7 +391,7 @@ func (d *dec) report(o *op, out format.Outcome) {
 }
 
 func (d *dec) setLong(o *op, v int64) {
-	if o.cv >= cvTsMillis && o.cv <= cvDate {
+	if o.cv >= format.ConvTsMillis && o.cv <= format.ConvDate {
 		d.setTime(o, v)
 		return
 	}
@@ -402,13 +402,13 @@ func (d *dec) setLong(o *op, v int64) {
 func (d *dec) setTime(o *op, v int64) {
 	f := &d.field(o).F
 	switch o.cv {
-	case cvTsMillis:
+	case format.ConvTsMillis:
 		d.r.I[f.Slot] = v
-	case cvTsMicros:
+	case format.ConvTsMicros:
 		d.r.I[f.Slot] = floorDiv(v, 1000)
-	case cvTsNanos:
+	case format.ConvTsNanos:
 		d.r.I[f.Slot] = floorDiv(v, 1_000_000)
-	default: // cvDate
+	default: // format.ConvDate
 		d.r.I[f.Slot] = v * msPerDay // |v| < 2^31: no overflow
 	}
 	d.r.SetValid(f.Index)
@@ -429,7 +429,7 @@ func (d *dec) setFloat(o *op, v float64, size int) {
 // setBytes stores a string's, bytes' or fixed's contents b (at offset at
 // in d.b).
 func (d *dec) setBytes(o *op, b []byte, at int) {
-	if o.cv == cvDecimal || o.cv == cvDecimalString {
+	if o.cv == format.ConvDecimal || o.cv == format.ConvDecimalString {
 		d.setDecimal(o, b)
 		return
 	}
@@ -444,7 +444,7 @@ func (d *dec) setDecimal(o *op, b []byte) {
 		d.bad(o, why)
 		return
 	}
-	if o.cv == cvDecimal {
+	if o.cv == format.ConvDecimal {
 		d.r.D[f.Slot] = v
 	} else {
 		d.r.S[f.Slot] = d.a.String(row.FormatDecimal(d.num, v))
@@ -455,10 +455,10 @@ func (d *dec) setDecimal(o *op, b []byte) {
 func (d *dec) setEnum(o *op, sym string) {
 	t := d.field(o)
 	switch o.cv {
-	case cvEnumString:
+	case format.ConvEnumString:
 		d.r.S[t.F.Slot] = sym // the schema's memory: lives as long as the Program
 		d.r.SetValid(t.F.Index)
-	case cvEnumText:
+	case format.ConvEnumText:
 		if e := t.Text.Set(unsafe.Slice(unsafe.StringData(sym), len(sym)), "Avro enum", d.r); e != nil {
 			d.fieldErr(e)
 		}

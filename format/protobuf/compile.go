@@ -16,30 +16,6 @@ import (
 // the fields a message type lacks.
 type Reader = format.Projection
 
-// conv is how a field's value reaches its target (format.Conv, the
-// conversions shared with format/avro).
-type conv = format.Conv
-
-const (
-	cvSkip          = format.ConvSkip
-	cvBad           = format.ConvBad
-	cvInt           = format.ConvInt
-	cvIntDecimal    = format.ConvIntDecimal
-	cvIntString     = format.ConvIntString
-	cvIntText       = format.ConvIntText
-	cvBool          = format.ConvBool
-	cvBoolString    = format.ConvBoolString
-	cvFloatDecimal  = format.ConvFloatDecimal
-	cvFloatInt      = format.ConvFloatInt
-	cvFloatString   = format.ConvFloatString
-	cvString        = format.ConvString
-	cvStringText    = format.ConvStringText
-	cvEnumString    = format.ConvEnumString
-	cvTimestamp     = format.ConvTimestamp
-	cvDecimal       = format.ConvDecimal
-	cvDecimalString = format.ConvDecimalString
-)
-
 // num is how a varint or fixed field's bits are read.
 type num uint8
 
@@ -62,7 +38,7 @@ const (
 type field struct {
 	number protoreflect.FieldNumber
 	num    num
-	cv     conv
+	cv     format.Conv
 	tgt    int32 // index into Program.targets, -1 for a message walked for nested targets
 	is32   bool  // int32, sint32, uint32 kinds: the value is truncated to 32 bits
 	wire   byte  // the wire type the field's type is written with (packed repeated aside)
@@ -250,7 +226,7 @@ func (c *compiler) message(md protoreflect.MessageDescriptor, prefix string, dep
 			f.list = true
 			if exact {
 				c.found[ti] = true
-				f.tgt, f.cv = ti, cvBad
+				f.tgt, f.cv = ti, format.ConvBad
 			}
 			m.add(f)
 			continue
@@ -260,9 +236,9 @@ func (c *compiler) message(md protoreflect.MessageDescriptor, prefix string, dep
 			c.found[ti] = true
 			f.tgt = ti
 			f.cv = convFor(fd, c.targets[ti])
-			if f.cv == cvTimestamp || f.cv == cvDecimal || f.cv == cvDecimalString {
+			if f.cv == format.ConvTimestamp || f.cv == format.ConvDecimal || f.cv == format.ConvDecimalString {
 				f.sub = &msg{}
-			} else if w := wrapped(fd); w != nil && f.cv != cvBad {
+			} else if w := wrapped(fd); w != nil && f.cv != format.ConvBad {
 				// A wrapper (google.protobuf.Int64Value …): its field 1
 				// is the value, an absent wrapper is null, a present one
 				// without field 1 holds the zero value.
@@ -275,7 +251,7 @@ func (c *compiler) message(md protoreflect.MessageDescriptor, prefix string, dep
 					f.sub.zero = append(f.sub.zero, zeroValue{ti, z})
 				}
 				f.sub.add(inner)
-				f.tgt, f.cv, f.num = -1, cvSkip, nBytes
+				f.tgt, f.cv, f.num = -1, format.ConvSkip, nBytes
 				m.add(f)
 				continue
 			}
@@ -390,7 +366,7 @@ func wireOf(fd protoreflect.FieldDescriptor) byte {
 }
 
 // convFor is how a field of descriptor fd reaches target t.
-func convFor(fd protoreflect.FieldDescriptor, t target) conv {
+func convFor(fd protoreflect.FieldDescriptor, t target) format.Conv {
 	k := t.F.Kind
 	switch fd.Kind() {
 	case protoreflect.Int32Kind, protoreflect.Int64Kind, protoreflect.Sint32Kind, protoreflect.Sint64Kind,
@@ -398,66 +374,66 @@ func convFor(fd protoreflect.FieldDescriptor, t target) conv {
 		protoreflect.Sfixed32Kind, protoreflect.Sfixed64Kind:
 		switch k {
 		case row.KindInt:
-			return cvInt
+			return format.ConvInt
 		case row.KindDecimal:
-			return cvIntDecimal
+			return format.ConvIntDecimal
 		case row.KindString:
-			return cvIntString
+			return format.ConvIntString
 		case row.KindTime:
 			if ep, _ := t.Text.Epoch(); ep {
-				return cvIntText
+				return format.ConvIntText
 			}
 		}
 	case protoreflect.BoolKind:
 		switch k {
 		case row.KindBool:
-			return cvBool
+			return format.ConvBool
 		case row.KindString:
-			return cvBoolString
+			return format.ConvBoolString
 		}
 	case protoreflect.FloatKind, protoreflect.DoubleKind:
 		switch k {
 		case row.KindDecimal:
-			return cvFloatDecimal
+			return format.ConvFloatDecimal
 		case row.KindInt:
-			return cvFloatInt
+			return format.ConvFloatInt
 		case row.KindString:
-			return cvFloatString
+			return format.ConvFloatString
 		}
 	case protoreflect.StringKind:
 		if k == row.KindString {
-			return cvString
+			return format.ConvString
 		}
-		return cvStringText
+		return format.ConvStringText
 	case protoreflect.BytesKind:
 		if k == row.KindString {
-			return cvString
+			return format.ConvString
 		}
 	case protoreflect.EnumKind:
 		if k == row.KindString {
-			return cvEnumString
+			return format.ConvEnumString
 		}
 	case protoreflect.MessageKind:
 		switch fd.Message().FullName() {
 		case "google.protobuf.Timestamp":
 			if k == row.KindTime {
-				return cvTimestamp
+				return format.ConvTimestamp
 			}
 		case "confluent.type.Decimal":
 			switch k {
 			case row.KindDecimal:
-				return cvDecimal
+				return format.ConvDecimal
 			case row.KindString:
-				return cvDecimalString
+				return format.ConvDecimalString
 			}
 		}
 		if w := wrapped(fd); w != nil {
-			if cv := convFor(w, t); cv != cvBad {
+			if cv := convFor(w, t); cv != format.ConvBad {
 				return cv
 			}
 		}
 	}
-	return cvBad
+	return format.ConvBad
 }
 
 // describe names a field's type in messages: "Protobuf int64",
@@ -478,23 +454,23 @@ func describe(fd protoreflect.FieldDescriptor) string {
 
 // zeroOf is the value an absent implicit-presence field of fd holds
 // through conversion cv, and whether it has one.
-func zeroOf(fd protoreflect.FieldDescriptor, cv conv) (row.Value, bool) {
+func zeroOf(fd protoreflect.FieldDescriptor, cv format.Conv) (row.Value, bool) {
 	switch cv {
-	case cvInt:
+	case format.ConvInt:
 		return row.Int(0), true
-	case cvIntDecimal, cvFloatDecimal:
+	case format.ConvIntDecimal, format.ConvFloatDecimal:
 		return row.Dec(row.DecimalFromInt(0)), true
-	case cvFloatInt:
+	case format.ConvFloatInt:
 		return row.Int(0), true
-	case cvIntString, cvFloatString:
+	case format.ConvIntString, format.ConvFloatString:
 		return row.Str("0"), true
-	case cvBool:
+	case format.ConvBool:
 		return row.Bool(false), true
-	case cvBoolString:
+	case format.ConvBoolString:
 		return row.Str("false"), true
-	case cvString:
+	case format.ConvString:
 		return row.Str(""), true
-	case cvEnumString:
+	case format.ConvEnumString:
 		if v := fd.Enum().Values().ByNumber(0); v != nil {
 			return row.Str(string(v.Name())), true
 		}

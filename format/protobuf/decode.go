@@ -274,11 +274,11 @@ func (d *dec) field(f *field, wire byte, i, end, at int) int {
 		d.message(f.sub, s, e)
 	case f.tgt >= 0:
 		switch f.cv {
-		case cvTimestamp:
+		case format.ConvTimestamp:
 			d.timestamp(f, s, e)
-		case cvDecimal, cvDecimalString:
+		case format.ConvDecimal, format.ConvDecimalString:
 			d.decimal(f, s, e)
-		case cvBad:
+		case format.ConvBad:
 			d.bad(f, "")
 		default:
 			d.setBytes(f, d.b[s:e], s)
@@ -324,7 +324,7 @@ func (d *dec) setVarint(f *field, u uint64) {
 		}
 	case nEnum:
 		t := d.target(f)
-		if f.cv != cvEnumString {
+		if f.cv != format.ConvEnumString {
 			d.bad(f, "")
 			return
 		}
@@ -363,14 +363,14 @@ func (d *dec) setInt(f *field, v int64, big bool) {
 	if big {
 		u := uint64(v)
 		switch f.cv {
-		case cvIntDecimal:
+		case format.ConvIntDecimal:
 			dv, err := udecimal.NewFromHiLo(false, 0, u, 0)
 			if err != nil {
 				d.bad(f, err.Error())
 				return
 			}
 			d.r.D[fl.Slot] = dv
-		case cvIntString:
+		case format.ConvIntString:
 			d.r.S[fl.Slot] = d.a.String(strconv.AppendUint(d.num, u, 10))
 		default:
 			d.bad(f, strconv.FormatUint(u, 10)+" is out of int64 range")
@@ -499,7 +499,7 @@ func (d *dec) decimal(f *field, s, e int) {
 		return
 	}
 	t := d.target(f)
-	if f.cv == cvDecimal {
+	if f.cv == format.ConvDecimal {
 		d.r.D[t.F.Slot] = v
 	} else {
 		d.r.S[t.F.Slot] = d.a.String(row.FormatDecimal(d.num, v))
