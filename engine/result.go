@@ -45,6 +45,8 @@ func (rt *runtime) summary() *Summary {
 			d.JoinLoads += cs.JoinLoads
 			d.JoinRowsRead += cs.JoinRowsRead
 			d.JoinRowsWritten += cs.JoinRowsWritten
+			d.WindowWrites += cs.WindowWrites
+			d.WindowReads += cs.WindowReads
 		}
 		s.DiskState = d
 	}

@@ -101,8 +101,9 @@ func sameOutputs(t *testing.T, want map[string]string, dir, than string) {
 // TestDiskBackendEqualsMemory: the dedup ids on the disk backend — a hot
 // tier small enough that generations turn every few hundred records and
 // most lookups of earlier ids go to the store, with sweeps deleting
-// expired buckets — give the rows, late, conflict and quarantine records
-// of the memory backend, at parallelism 1, 2 and 4.
+// expired buckets — and the two tumbling-window stages' panes, written to
+// the store every 256 records, give the rows, late, conflict and
+// quarantine records of the memory backend, at parallelism 1, 2 and 4.
 func TestDiskBackendEqualsMemory(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
@@ -124,6 +125,13 @@ func TestDiskBackendEqualsMemory(t *testing.T) {
 			d := sum.DiskState
 			if d == nil || d.Reads == 0 || d.Hits == 0 || d.Writes < 5000 {
 				t.Fatalf("disk state %+v: the ids did not go through the store", d)
+			}
+			// The tumbling windows' panes (per_store: retract mode, an int
+			// sum; per_minute: retractions from per_store's changelog)
+			// spill every 256 records under the tiny tier; every partial
+			// written is read back as its window fires or is retracted.
+			if d.WindowWrites < 100 || d.WindowReads != d.WindowWrites {
+				t.Fatalf("disk state %+v: the windows did not go through the store", d)
 			}
 			t.Logf("store: %+v", *d)
 		})

@@ -151,6 +151,10 @@ type DiskStateSummary struct {
 	// the rows those loads read, JoinRowsWritten the rows the joins wrote
 	// back.
 	JoinLoads, JoinRowsRead, JoinRowsWritten int64
+	// WindowWrites counts the window stages' partial aggregates written
+	// to the stores (a hot tier full), WindowReads those read back (a
+	// window firing, a retraction).
+	WindowWrites, WindowReads int64
 	// SentBytes is what this run's checkpoints sent of the stores' tables
 	// (new tables only; the rest are referenced).
 	SentBytes int64

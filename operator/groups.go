@@ -433,6 +433,11 @@ func (o *Operator) RestoreGroups(parts [][]byte, g Globals) error {
 		}
 	}
 	r.install(g)
+	if o.spill != nil {
+		if err := o.loadSpilled(); err != nil {
+			return fmt.Errorf("operator: state store: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -232,6 +232,7 @@ type Operator struct {
 	nextEarly     int64
 	canon         canonScratch // buffers of the canonical order
 	step          uint64       // the caller's step (SetStep): births
+	spill         *spillState  // the disk backend's state (spill.go); nil in memory
 
 	// changed marks the key groups whose state changed since the last
 	// ClearChanged (one bit per key group).
@@ -324,6 +325,9 @@ func (o *Operator) Process(r *row.Row, ts int64, weight int, now int64) (Outcome
 	o.keyBuf = AppendKey(o.keyBuf[:0], r, o.cfg.Key)
 	if o.cfg.Gap > 0 {
 		return o.processSession(r, ts, weight)
+	}
+	if o.spill != nil {
+		return o.processSpilled(r, ts, weight)
 	}
 	return o.processPanes(r, ts, weight)
 }

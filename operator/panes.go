@@ -31,6 +31,13 @@ type pane struct {
 	// in the slices).
 	seqs []uint64
 	mat  []uint64
+	// next is the next entry's arrival number on the disk backend
+	// (spill.go: seqs are then the entries' arrival numbers).
+	next uint64
+	// cut: arrival numbers below it predate the last restore, which put
+	// those entries in key-group order (as the memory backend's restore
+	// does); 0 for a pane created since.
+	cut uint64
 }
 
 // holds reports whether a sliced operator's pane holds key group g's share.
@@ -83,7 +90,8 @@ func (ps *paneStore) create(w window.Window, fired bool) *pane {
 	} else {
 		p = &pane{idx: map[string]int32{}}
 	}
-	p.w, p.fired, p.live = w, fired, 0
+	p.w, p.fired, p.live, p.next, p.cut = w, fired, 0, 0, 0
+	p.seqs = p.seqs[:0]
 	if ps.words > 0 {
 		p.mat = slices.Grow(p.mat[:0], ps.words)[:ps.words]
 		clear(p.mat)
@@ -277,6 +285,9 @@ func (o *Operator) applyPane(p *pane, r *row.Row, weight int) (bool, error) {
 		if o.sl.on {
 			p.seqs = append(p.seqs, o.sl.seq)
 			o.sl.seq++
+		} else if o.spill != nil {
+			p.seqs = append(p.seqs, p.next)
+			p.next++
 		}
 		if o.panes.multi {
 			ke := o.keys.ent(kid)
@@ -406,6 +417,9 @@ func (o *Operator) paneNext() *pane {
 func (o *Operator) paneStart(p *pane, limit int) {
 	a := &o.padv
 	a.p = p
+	if o.spill != nil {
+		o.unspillWindow(p)
+	}
 	if a.firing {
 		p.fired = true
 	}

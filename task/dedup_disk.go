@@ -53,25 +53,32 @@ type coldID struct {
 }
 
 // UseStore puts the task's keyed state on the disk backend: its dedup
-// node keeps its ids in store, and each inner interval join its buffered
-// rows (join.Operator.UseStore), under hot tiers that share hot bytes
-// evenly. Call it
-// right after New, before Restore or any item. Errors: a graph with more
-// nodes than the key prefix can name.
+// node keeps its ids in store, each inner interval join its buffered
+// rows (join.Operator.UseStore) and each window stage that can
+// (operator.Operator.UseStore: tumbling windows) its panes, under hot
+// tiers sharing hot bytes evenly. Call it right after New, before Restore
+// or any item. Errors: a graph with more nodes than the key prefix can
+// name.
 func (t *Task) UseStore(store state.Store, hot int) error {
 	if len(t.nodes) > 1<<16 {
 		return fmt.Errorf("task: %d nodes, the disk backend's keys name at most 65536", len(t.nodes))
 	}
-	// The tier's budget is shared out evenly among the nodes keeping
-	// state in the store.
-	tiers := 0
-	for _, nr := range t.nodes {
-		if nr.dedup != nil || nr.join != nil && nr.join.op.DiskCapable() {
-			tiers++
+	var spilling []int
+	users := 0
+	for ni, nr := range t.nodes {
+		switch {
+		case nr.dedup != nil, nr.join != nil && nr.join.op.DiskCapable():
+			users++
+		case nr.stage != nil && nr.stage.op.UseStore(store, ni, 0):
+			spilling = append(spilling, ni)
+			users++
 		}
 	}
-	if tiers > 1 {
-		hot /= tiers
+	if users > 1 {
+		hot /= users
+	}
+	for _, ni := range spilling {
+		t.nodes[ni].stage.op.UseStore(store, ni, hot)
 	}
 	for ni, nr := range t.nodes {
 		if d := nr.dedup; d != nil {
@@ -489,10 +496,13 @@ func (t *Task) Flush() error {
 // ColdStats are a task's disk-backend counters: keys the dedup node
 // looked up in the store, ids it found there and ids it wrote; keys the
 // inner interval joins loaded from the store, the rows those loads read
-// and the rows the joins wrote (join.ColdStats).
+// and the rows the joins wrote (join.ColdStats); the window stages'
+// partials written to the store (WindowWrites) and read back
+// (WindowReads).
 type ColdStats struct {
 	Reads, Hits, Writes                      int64
 	JoinLoads, JoinRowsRead, JoinRowsWritten int64
+	WindowWrites, WindowReads                int64
 }
 
 // ColdStats returns the task's disk-backend counters (zero on the memory
@@ -510,6 +520,11 @@ func (t *Task) ColdStats() ColdStats {
 			s.JoinLoads += js.Loads
 			s.JoinRowsRead += js.RowsRead
 			s.JoinRowsWritten += js.RowsWritten
+		}
+		if nr.stage != nil {
+			w, r, _ := nr.stage.op.SpillStats()
+			s.WindowWrites += w
+			s.WindowReads += r
 		}
 	}
 	return s

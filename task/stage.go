@@ -172,6 +172,9 @@ func (sn *stageNode) marker(nr *nodeRT, m *Marker) error {
 			sn.drain(nr, m.Step, nil, true, m.Now)
 			more = sn.op.ContinueAdvance(chunk)
 		}
+		if err := sn.op.StoreErr(); err != nil {
+			return fmt.Errorf("%s: %w", sn.st.Name, err)
+		}
 	case Early:
 		sn.fired = 0
 		due := false

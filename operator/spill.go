@@ -1,0 +1,580 @@
+package operator
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/tidemark/tidemark/keygroup"
+	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/state"
+	"github.com/tidemark/tidemark/window"
+)
+
+// Window state on the disk backend (docs/state.md). An operator given a
+// store (UseStore) keeps its panes as the hot tier over the store: when
+// the entries of the panes that have not fired hold more than the tier's
+// budget, every such entry is written to the store in one batch — its
+// partial aggregate, rows, birth and arrival number — and dropped from
+// memory. A record for a key whose entry was written starts a new partial
+// in memory; no record reads the store. When a window fires (or closes
+// without having fired) its key groups' partials are read back in one
+// scan each, merged in arrival order (the earliest partial accumulates the
+// later ones, as slices merge) into the pane, and the window's span of
+// each key group is forgotten by one range delete. Two cases read the
+// store before the window fires, for that (window, key group) only and
+// once per write-back: a retraction (the key's full accumulator must be
+// known), and an update an aggregate checks (an int sum) when the bound
+// on the partials written cannot show the total stays in range.
+//
+// Only tumbling windows without early firing and without aggregates whose
+// result depends on the order of updates spill (UseStore reports it);
+// the panes of a window that fired stay in memory until it closes.
+//
+// Keys after state.KeyPrefix(key group, node):
+//
+//	0x00 end(8)              a window's marker: its start, the next
+//	                         arrival number, the last write-back's
+//	                         generation and the checked columns' bound
+//	0x01 end(8) key gen(4)   a partial of one key written at generation gen
+//
+// end is the window end with its sign bit flipped, big-endian, so keys sort
+// by end; gen is big-endian.
+
+// spillState is an operator's disk state.
+type spillState struct {
+	store state.Store
+	node  int
+	hot   int // the tier's budget, bytes
+	batch state.Batch
+	ticks int
+	every int // records between checks of the tier's size (spillEvery)
+	gen   uint32
+	wins  map[int64]*spillWin // the windows with partials in the store, by end
+	kbuf  []byte
+	hbuf  []byte
+	enc   state.Encoder
+	err   error
+	parts []spillPart
+	// Reads and Writes count partials read back and written.
+	reads, writes, scans int64
+}
+
+// spillWin is a window with partials in the store.
+type spillWin struct {
+	w      window.Window
+	groups []uint64 // key groups holding partials of the window (bits)
+	next   uint64   // arrival numbers of the partials written are below next
+	bound  uint64   // checked columns: the sum of the largest magnitudes of each write-back (saturating)
+}
+
+// spillPart is a partial read back.
+type spillPart struct {
+	enc        string
+	gen        uint32
+	arr, birth uint64
+	rows       int64
+	slot       int32
+}
+
+const (
+	spillMarker = 0
+	spillEntry  = 1
+	// spillEvery is the number of records between checks of the tier's
+	// size.
+	spillEvery = 256
+	// spillKeyBytes estimates a key's bytes in the key table (its entry,
+	// its string and its map entry).
+	spillKeyBytes = 64
+)
+
+// UseStore puts the operator's panes on the disk backend: store holds
+// what does not fit in hot bytes, under keys of node (state.KeyPrefix).
+// Call it right after New, before RestoreGroups or any record. It reports
+// whether the operator spills: tumbling windows without early firing
+// whose aggregates' results do not depend on the order of updates; any
+// other operator keeps its state in memory.
+func (o *Operator) UseStore(store state.Store, node, hot int) bool {
+	if o.cfg.Gap > 0 || o.panes.multi || o.sl.on || o.cfg.EarlyEvery > 0 || historyDependent(o.cfg.Aggs) {
+		return false
+	}
+	o.spill = &spillState{store: store, node: node, hot: hot, batch: store.NewBatch(), every: spillEvery, wins: map[int64]*spillWin{}}
+	return true
+}
+
+// StoreErr returns the first error of the store met where no call could
+// return it (reading a window's partials back as it fires): the task must
+// stop. Nil on the memory backend.
+func (o *Operator) StoreErr() error {
+	if o.spill == nil {
+		return nil
+	}
+	return o.spill.err
+}
+
+// SpillStats returns the partials the operator wrote to its store and read
+// back, and the scans that read them (zero on the memory backend).
+func (o *Operator) SpillStats() (writes, reads, scans int64) {
+	if o.spill == nil {
+		return 0, 0, 0
+	}
+	return o.spill.writes, o.spill.reads, o.spill.scans
+}
+
+func putEnd(dst []byte, end int64) []byte {
+	return binary.BigEndian.AppendUint64(dst, uint64(end)^1<<63)
+}
+
+func (sp *spillState) markerKey(dst []byte, g int, end int64) []byte {
+	dst = state.KeyPrefix(dst, g, sp.node)
+	return putEnd(append(dst, spillMarker), end)
+}
+
+func (sp *spillState) entryKey(dst []byte, g int, end int64) []byte {
+	dst = state.KeyPrefix(dst, g, sp.node)
+	return putEnd(append(dst, spillEntry), end)
+}
+
+// entryBytes estimates the bytes of a pane entry in memory.
+func (o *Operator) spillEntryBytes() int {
+	return entryBytes + mapEntryBytes + 8 + o.slots.slotBytes() + spillKeyBytes
+}
+
+// maybeSpill writes the unfired panes' entries to the store when they hold
+// more than the tier's budget.
+func (o *Operator) maybeSpill() error {
+	sp := o.spill
+	n := 0
+	for _, p := range o.panes.list {
+		if !p.fired {
+			n += len(p.ents)
+		}
+	}
+	if n*o.spillEntryBytes() <= sp.hot {
+		return nil
+	}
+	return o.spillPanes()
+}
+
+// spillPanes writes every unfired pane's entries to the store in one batch
+// and drops them from memory.
+func (o *Operator) spillPanes() error {
+	sp := o.spill
+	sp.gen++
+	words := (o.cfg.KeyGroups + 63) / 64
+	touched := make([]uint64, words)
+	for _, p := range o.panes.list {
+		if p.fired || len(p.ents) == 0 {
+			continue
+		}
+		sw := sp.wins[p.w.End]
+		if sw == nil {
+			sw = &spillWin{w: p.w, groups: make([]uint64, words)}
+			sp.wins[p.w.End] = sw
+		}
+		clear(touched)
+		var mag uint64
+		for i := range p.ents {
+			e := &p.ents[i]
+			g := int(e.group)
+			sp.kbuf = sp.entryKey(sp.kbuf[:0], g, p.w.End)
+			sp.kbuf = append(sp.kbuf, o.keys.ent(e.key).enc...)
+			sp.kbuf = binary.BigEndian.AppendUint32(sp.kbuf, sp.gen)
+			sp.enc.Reset()
+			sp.enc.Uint(p.seqs[i])
+			sp.enc.Uint(e.birth)
+			sp.enc.Int(e.rows)
+			sp.enc.Bool(e.slot >= 0)
+			if e.slot >= 0 {
+				for _, c := range o.cfg.Aggs {
+					c.AppendSlot(&sp.enc, e.slot)
+				}
+				for _, c := range o.slots.chk {
+					mag = max(mag, c.Magnitude(e.slot))
+				}
+				o.slots.release(e.slot)
+			}
+			sp.batch.Set(sp.kbuf, sp.enc.Bytes())
+			sp.writes++
+			touched[g>>6] |= 1 << (uint(g) & 63)
+			sw.groups[g>>6] |= 1 << (uint(g) & 63)
+			o.markChanged(g)
+			o.keys.unref(e.key)
+		}
+		sw.next = p.next
+		if sw.bound > math.MaxUint64-mag {
+			sw.bound = math.MaxUint64
+		} else {
+			sw.bound += mag
+		}
+		forGroups(touched, func(g int) { sp.putMarker(g, sw) })
+		clear(p.idx)
+		p.ents, p.seqs, p.live = p.ents[:0], p.seqs[:0], 0
+	}
+	if sp.batch.Count() == 0 {
+		return nil
+	}
+	return sp.store.Commit(sp.batch)
+}
+
+func (sp *spillState) putMarker(g int, sw *spillWin) {
+	sp.kbuf = sp.markerKey(sp.kbuf[:0], g, sw.w.End)
+	sp.enc.Reset()
+	sp.enc.Int(sw.w.Start)
+	sp.enc.Uint(sw.next)
+	sp.enc.Uint(uint64(sp.gen))
+	sp.enc.Uint(sw.bound)
+	sp.batch.Set(sp.kbuf, sp.enc.Bytes())
+}
+
+func forGroups(bits []uint64, f func(g int)) {
+	for w, b := range bits {
+		for b != 0 {
+			i := 0
+			for b&(1<<uint(i)) == 0 {
+				i++
+			}
+			f(w*64 + i)
+			b &^= 1 << uint(i)
+		}
+	}
+}
+
+// unspillWindow reads every key group's partials of pane p's window back
+// into p (the window fires or closes) and commits the range deletes.
+func (o *Operator) unspillWindow(p *pane) {
+	sp := o.spill
+	sw := sp.wins[p.w.End]
+	if sw == nil || sp.err != nil {
+		return
+	}
+	var err error
+	forGroups(sw.groups, func(g int) {
+		if err == nil {
+			err = o.unspill(p, sw, g)
+		}
+	})
+	if err == nil && sp.batch.Count() > 0 {
+		err = sp.store.Commit(sp.batch)
+	}
+	if err != nil {
+		sp.err = fmt.Errorf("window %s: %w", p.w, err)
+	}
+}
+
+// unspillGroup reads key group g's partials of pane p's window back, if the
+// store holds any, and commits.
+func (o *Operator) unspillGroup(p *pane, g int) error {
+	sp := o.spill
+	sw := sp.wins[p.w.End]
+	if sw == nil || sw.groups[g>>6]&(1<<(uint(g)&63)) == 0 {
+		return nil
+	}
+	if err := o.unspill(p, sw, g); err != nil {
+		return fmt.Errorf("window %s: %w", p.w, err)
+	}
+	return sp.store.Commit(sp.batch)
+}
+
+// unspill merges key group g's partials of sw's window into pane p (its
+// entries then in arrival order), and adds their range delete to the
+// batch.
+func (o *Operator) unspill(p *pane, sw *spillWin, g int) error {
+	sp := o.spill
+	lo := sp.entryKey(sp.kbuf[:0], g, p.w.End)
+	hi := sp.entryKey(sp.hbuf[:0], g, p.w.End+1)
+	if p.w.End == math.MaxInt64 {
+		hi = append(state.KeyPrefix(hi[:0], g, sp.node), spillEntry+1)
+	}
+	sp.kbuf, sp.hbuf = lo, hi
+	sp.parts = sp.parts[:0]
+	var bad error
+	sp.scans++
+	err := sp.store.Scan(lo, hi, func(key, value []byte) bool {
+		if len(key) < len(lo)+4 {
+			bad = fmt.Errorf("a partial's key of %d bytes", len(key))
+			return false
+		}
+		enc := string(key[len(lo) : len(key)-4])
+		d := state.NewDecoder(value)
+		pt := spillPart{enc: enc, gen: binary.BigEndian.Uint32(key[len(key)-4:]), slot: -1}
+		pt.arr, pt.birth, pt.rows = d.Uint(), d.Uint(), d.Int()
+		live := d.Bool()
+		if live && d.Err() == nil {
+			pt.slot = o.slots.alloc()
+			for _, c := range o.cfg.Aggs {
+				c.RestoreSlot(d, pt.slot)
+			}
+		}
+		sp.parts = append(sp.parts, pt)
+		if err := d.Err(); err != nil {
+			bad = fmt.Errorf("key group %d: a partial: %w", g, err)
+			return false
+		}
+		if d.Remaining() != 0 {
+			bad = fmt.Errorf("key group %d: %d bytes after a partial", g, d.Remaining())
+			return false
+		}
+		if err := checkKey(enc, o.cfg.Key); err != nil || keygroup.OfKey([]byte(enc), o.cfg.KeyGroups) != g {
+			bad = fmt.Errorf("key group %d: a partial of a key not in the key group", g)
+			return false
+		}
+		return true
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		for _, pt := range sp.parts {
+			if pt.slot >= 0 {
+				o.slots.release(pt.slot)
+			}
+		}
+		sp.parts = sp.parts[:0]
+		return err
+	}
+	sp.reads += int64(len(sp.parts))
+	parts := sp.parts
+	slices.SortFunc(parts, func(a, b spillPart) int {
+		if a.enc != b.enc {
+			if a.enc < b.enc {
+				return -1
+			}
+			return 1
+		}
+		return int(int64(a.gen) - int64(b.gen))
+	})
+	for i := 0; i < len(parts); {
+		j := i + 1
+		for j < len(parts) && parts[j].enc == parts[i].enc {
+			j++
+		}
+		// The earliest partial accumulates the later ones, then the
+		// memory's (the newest).
+		first := parts[i]
+		acc, rows := int32(-1), int64(0)
+		for _, pt := range parts[i:j] {
+			rows += pt.rows
+			switch {
+			case pt.slot < 0:
+			case acc < 0:
+				acc = pt.slot
+			default:
+				o.slots.merge(acc, pt.slot) // merges of partials never fail (aggregate.Checker)
+				o.slots.release(pt.slot)
+			}
+		}
+		i = j
+		if k, ok := p.idx[first.enc]; ok {
+			e := &p.ents[k]
+			if e.slot >= 0 {
+				if acc < 0 {
+					acc = e.slot
+				} else {
+					o.slots.merge(acc, e.slot)
+					o.slots.release(e.slot)
+				}
+			} else if acc >= 0 {
+				p.live++
+			}
+			e.slot, e.rows, e.birth = acc, e.rows+rows, first.birth
+			p.seqs[k] = first.arr
+			if e.slot < 0 {
+				e.rows = 0
+			}
+			continue
+		}
+		// A key whose rows were all retracted comes back as the tombstone
+		// memory keeps (its place in the window held).
+		kid := o.keys.intern([]byte(first.enc))
+		o.keys.ref(kid)
+		p.idx[o.keys.ent(kid).enc] = int32(len(p.ents))
+		e := inst{key: kid, slot: acc, group: uint16(g), birth: first.birth, dirty: true}
+		if acc >= 0 {
+			e.rows = rows
+			p.live++
+		}
+		p.ents = append(p.ents, e)
+		p.seqs = append(p.seqs, first.arr)
+	}
+	sp.parts = parts[:0]
+	sp.batch.DeleteRange(lo, hi)
+	sp.batch.Delete(sp.markerKey(nil, g, p.w.End))
+	sw.groups[g>>6] &^= 1 << (uint(g) & 63)
+	if !slices.ContainsFunc(sw.groups, func(b uint64) bool { return b != 0 }) {
+		delete(sp.wins, p.w.End)
+	}
+	o.markChanged(g)
+	o.sortPane(p)
+	return nil
+}
+
+// sortPane puts p's entries in arrival order (p.seqs) — those from before
+// the last restore first, by key group and arrival (OrderBirth: by birth,
+// key group and arrival), as the memory backend's restore orders them —
+// and rebuilds its index.
+func (o *Operator) sortPane(p *pane) {
+	before := func(i, j int) bool {
+		a, b := p.seqs[i], p.seqs[j]
+		if a < p.cut && b < p.cut {
+			x, y := &p.ents[i], &p.ents[j]
+			if o.cfg.Order == OrderBirth && x.birth != y.birth {
+				return x.birth < y.birth
+			}
+			if x.group != y.group {
+				return x.group < y.group
+			}
+		}
+		return a < b
+	}
+	sorted := true
+	for i := 1; i < len(p.ents) && sorted; i++ {
+		sorted = !before(i, i-1)
+	}
+	if sorted {
+		return
+	}
+	idx := make([]int, len(p.ents))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return before(idx[i], idx[j]) })
+	ents, seqs := make([]inst, len(p.ents)), make([]uint64, len(p.ents))
+	for i, j := range idx {
+		ents[i], seqs[i] = p.ents[j], p.seqs[j]
+	}
+	p.ents, p.seqs = ents, seqs
+	clear(p.idx)
+	for i := range p.ents {
+		p.idx[o.keys.ent(p.ents[i].key).enc] = int32(i)
+	}
+	o.panes.hit.p = nil
+}
+
+// spillBefore reads back, before the current record (o.keyBuf) updates
+// pane p, its key group's partials of the window when the update needs the
+// key's whole accumulator: a retraction, or a checked update the bound on
+// the partials cannot clear.
+func (o *Operator) spillBefore(p *pane, weight int, rowMag uint64) error {
+	sw := o.spill.wins[p.w.End]
+	if sw == nil {
+		return nil
+	}
+	if weight > 0 {
+		if len(o.slots.chk) == 0 {
+			return nil
+		}
+		var have uint64
+		if i, ok := o.find(p); ok && p.ents[i].slot >= 0 {
+			for _, c := range o.slots.chk {
+				have = max(have, c.Magnitude(p.ents[i].slot))
+			}
+		}
+		if rowMag <= math.MaxInt64 && have <= math.MaxInt64-rowMag && sw.bound <= math.MaxInt64-rowMag-have {
+			return nil // the total cannot leave the range: the partial's check is the total's
+		}
+	}
+	return o.unspillGroup(p, keygroup.OfKey(o.keyBuf, o.cfg.KeyGroups))
+}
+
+// loadSpilled reads the windows' markers of every key group (after a
+// restore): the windows with partials in the store get their panes, and
+// the restored entries their arrival numbers after the partials'.
+func (o *Operator) loadSpilled() error {
+	sp := o.spill
+	words := (o.cfg.KeyGroups + 63) / 64
+	for g := range o.cfg.KeyGroups {
+		lo := append(state.KeyPrefix(nil, g, sp.node), spillMarker)
+		hi := append(state.KeyPrefix(nil, g, sp.node), spillMarker+1)
+		var bad error
+		err := sp.store.Scan(lo, hi, func(key, value []byte) bool {
+			if len(key) != len(lo)+8 {
+				bad = fmt.Errorf("key group %d: a window marker's key of %d bytes", g, len(key))
+				return false
+			}
+			end := int64(binary.BigEndian.Uint64(key[len(lo):]) ^ 1<<63)
+			d := state.NewDecoder(value)
+			start, next, gen, bound := d.Int(), d.Uint(), d.Uint(), d.Uint()
+			if d.Err() != nil || d.Remaining() != 0 || start >= end || gen > math.MaxUint32 {
+				bad = fmt.Errorf("key group %d: window marker of end %d: corrupt", g, end)
+				return false
+			}
+			sw := sp.wins[end]
+			if sw == nil {
+				sw = &spillWin{w: window.Window{Start: start, End: end}, groups: make([]uint64, words)}
+				sp.wins[end] = sw
+			}
+			if sw.w.Start != start {
+				bad = fmt.Errorf("key group %d: window marker of end %d: start %d, another key group's %d", g, end, start, sw.w.Start)
+				return false
+			}
+			sw.groups[g>>6] |= 1 << (uint(g) & 63)
+			sw.next, sw.bound = max(sw.next, next), max(sw.bound, bound)
+			sp.gen = max(sp.gen, uint32(gen))
+			return true
+		})
+		if err == nil {
+			err = bad
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, sw := range sp.wins {
+		if o.closed(sw.w.End) || o.firedAt(sw.w.End) {
+			return fmt.Errorf("window %s has partials in the store but has fired", sw.w)
+		}
+		if o.panes.get(sw.w) == nil {
+			o.panes.create(sw.w, false)
+		}
+	}
+	for _, p := range o.panes.list {
+		var base uint64
+		if sw := sp.wins[p.w.End]; sw != nil {
+			base = sw.next
+		}
+		p.seqs = p.seqs[:0]
+		for i := range p.ents {
+			p.seqs = append(p.seqs, base+uint64(i))
+		}
+		p.next = base + uint64(len(p.ents))
+		p.cut = p.next
+	}
+	return nil
+}
+
+// processSpilled is processPanes on the disk backend: the key group's
+// partials of a window read back first where the record needs them
+// (spillBefore), and the tier's size checked every spillEvery records.
+func (o *Operator) processSpilled(r *row.Row, ts int64, weight int) (Outcome, error) {
+	sp := o.spill
+	if sp.err != nil {
+		return OnTime, sp.err
+	}
+	if len(sp.wins) > 0 && (weight < 0 || len(o.slots.chk) > 0) {
+		var rowMag uint64
+		for _, c := range o.slots.chk {
+			rowMag = max(rowMag, c.RowMagnitude(r))
+		}
+		o.assignPanes(ts)
+		for _, w := range o.wins {
+			if p := o.panes.get(w); p != nil && !p.fired && !o.closed(w.End) {
+				if err := o.spillBefore(p, weight, rowMag); err != nil {
+					return OnTime, fmt.Errorf("state store: %w", err)
+				}
+			}
+		}
+	}
+	out, err := o.processPanes(r, ts, weight)
+	if err != nil {
+		return out, err
+	}
+	if sp.ticks++; sp.ticks%sp.every == 0 {
+		if err := o.maybeSpill(); err != nil {
+			return out, fmt.Errorf("state store: %w", err)
+		}
+	}
+	return out, nil
+}
