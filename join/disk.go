@@ -1,10 +1,13 @@
 package join
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
+	"slices"
 
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/state"
@@ -70,12 +73,32 @@ type coldGroup struct {
 	ord       uint64
 	cold      bool // the store may hold rows of keys absent from memory
 	unwritten int  // rows in memory not yet in the store
+	// gone lists, by key hash, the keys that left memory with rows in the
+	// store, with each side's last bucket (math.MinInt64: none): a key
+	// absent from memory and from gone has no live row in the store, so
+	// its row needs no load. An entry goes once the range deletes pass
+	// its buckets. pending holds the entries of a turn before they are
+	// merged in.
+	gone, pending []goneKey
+	// restored: the key group's rows came from a checkpoint (gone does not
+	// know their keys), in buckets up to upTo per side; until the range
+	// deletes pass them, every absent key is loaded.
+	restored bool
+	upTo     [2]int64
+}
+
+// goneKey is an entry of coldGroup.gone.
+type goneKey struct {
+	h    uint64
+	last [2]int64
 }
 
 // ColdStats are a join's disk-tier counters: keys loaded from the store,
-// rows read by those loads, rows written, tier turns, range deletes.
+// rows read by those loads, rows written, tier turns, range deletes, and
+// rows of keys absent from memory that needed no load (no row of the key
+// in the store).
 type ColdStats struct {
-	Loads, RowsRead, RowsWritten, Turns, RangeDeletes int64
+	Loads, RowsRead, RowsWritten, Turns, RangeDeletes, Skipped int64
 }
 
 // DiskCapable reports whether the join keeps its rows on the disk backend
@@ -163,6 +186,16 @@ func (o *Operator) touch(gi int, key []byte) error {
 	if !cg.cold {
 		return nil
 	}
+	if cg.restored && !(past(cg, L) && past(cg, R)) {
+		// Rows restored from a checkpoint may be of any key.
+	} else {
+		cg.restored = false
+		h := maphash.Bytes(keySeed, key)
+		if _, ok := slices.BinarySearchFunc(cg.gone, h, func(e goneKey, h uint64) int { return cmp.Compare(e.h, h) }); !ok {
+			c.stats.Skipped++
+			return nil
+		}
+	}
 	kg := o.cfg.Groups.Lo + gi
 	var ki int32 = -1
 	var ks *keyState
@@ -232,6 +265,37 @@ func (o *Operator) touch(gi int, key []byte) error {
 	return nil
 }
 
+// past reports whether the range deletes have taken every restored row
+// of side s of the key group.
+func past(cg *coldGroup, s int) bool { return !cg.has[s] || cg.swept[s] > cg.upTo[s] }
+
+// mergeGone merges the turn's pending entries into gone (by hash, each
+// side's last bucket the latest), dropping the entries whose buckets
+// the range deletes have passed.
+func mergeGone(cg *coldGroup) {
+	all := append(cg.gone, cg.pending...)
+	cg.pending = cg.pending[:0]
+	slices.SortFunc(all, func(a, b goneKey) int { return cmp.Compare(a.h, b.h) })
+	out := all[:0]
+	for _, e := range all {
+		if n := len(out); n > 0 && out[n-1].h == e.h {
+			out[n-1].last = [2]int64{max(out[n-1].last[L], e.last[L]), max(out[n-1].last[R], e.last[R])}
+			continue
+		}
+		out = append(out, e)
+	}
+	keep := out[:0]
+	for _, e := range out {
+		if e.last[L] >= cg.swept[L] && cg.has[L] || e.last[R] >= cg.swept[R] && cg.has[R] {
+			keep = append(keep, e)
+		}
+	}
+	if cap(keep) > 64 && len(keep) < cap(keep)/4 {
+		keep = slices.Clone(keep)
+	}
+	cg.gone = keep
+}
+
 // maybeTurn turns the tier when it holds more than its budget: every row
 // not yet in the store is written, and the keys not touched since the
 // previous turn leave memory.
@@ -289,18 +353,22 @@ func (o *Operator) dropKeys(all bool) {
 				ks.hot = false
 				continue
 			}
+			e := goneKey{h: maphash.Bytes(keySeed, []byte(ks.key)), last: [2]int64{math.MinInt64, math.MinInt64}}
 			for s := range 2 {
 				for _, x := range ks.rows[s] {
 					g.store[s].del(x.slot)
+					e.last[s] = max(e.last[s], c.bucket(x.ts))
 				}
 				ks.rows[s] = ks.rows[s][:0]
 			}
+			c.g[gi].pending = append(c.g[gi].pending, e)
 			g.dropKey(int32(i))
 			dropped = true
 		}
 		if dropped {
 			c.g[gi].cold = true
 			o.changed[gi] = true
+			mergeGone(&c.g[gi])
 		}
 	}
 }
@@ -441,6 +509,7 @@ func (o *Operator) restoreCold(gi int, d *state.Decoder) error {
 		return err
 	}
 	ng.cold = ng.has[L] || ng.has[R]
+	ng.restored, ng.upTo = ng.cold, ng.hi
 	*cg = ng
 	return nil
 }
