@@ -1,7 +1,9 @@
 package format
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/tidemark/tidemark/row"
@@ -161,4 +163,80 @@ func (w *Typed) SetString(t *Target, cv Conv, b []byte, offset int, what string)
 		return Outcome{Err: t.Text.Set(b, what, r)}
 	}
 	return Outcome{Bad: true}
+}
+
+// Targets returns the pipeline fields a binary decoder fills — every
+// field of p.Fields.Schema but the derived ones, in schema order — and,
+// by the writer's path each reads (its own name, or the one Rename gives
+// it), its index in targets. Fields of kinds other than string get their
+// text conversion. It fails on a Rename entry that names no pipeline
+// field (the caller prefixes its format's name).
+func (p Projection) Targets() (targets []Target, paths map[string]int32, err error) {
+	for name := range p.Rename {
+		if _, ok := p.Fields.Schema.Lookup(name); !ok {
+			return nil, nil, fmt.Errorf("rename of %q: not a pipeline field", name)
+		}
+	}
+	derived := map[int]bool{}
+	for _, i := range p.Fields.Derived {
+		derived[i] = true
+	}
+	paths = map[string]int32{}
+	for _, f := range p.Fields.Schema.Fields {
+		if derived[f.Index] {
+			continue
+		}
+		t := Target{F: f}
+		if f.Kind != row.KindString {
+			t.Text = NewTextField(f, p.Fields.Time[f.Index])
+		}
+		paths[p.Path(f.Name)] = int32(len(targets))
+		targets = append(targets, t)
+	}
+	return targets, paths, nil
+}
+
+// Path returns the writer's path the pipeline field name reads: its
+// Rename, or the name itself.
+func (p Projection) Path(name string) string {
+	if r, ok := p.Rename[name]; ok && r != "" {
+		return r
+	}
+	return name
+}
+
+// Default is a constant a decoder stores into a pipeline field before it
+// decodes a record (Projection.Defaults of a field the writer lacks).
+type Default struct {
+	F row.Field
+	V row.Value
+}
+
+// DefaultsFor returns the constants of p.Defaults for the fields the
+// writer's schema lacks, by field name: those whose path (paths, as
+// Targets made it) no writer field matched (found). It fails on a
+// default that names no pipeline field, or whose kind is not the
+// field's (an int default of a decimal field is taken; a null is).
+func (p Projection) DefaultsFor(paths map[string]int32, found func(target int32) bool) ([]Default, error) {
+	names := make([]string, 0, len(p.Defaults))
+	for name := range p.Defaults {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var out []Default
+	for _, name := range names {
+		v := p.Defaults[name]
+		f, ok := p.Fields.Schema.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("default of %q: not a pipeline field", name)
+		}
+		if v.Kind != row.KindNull && v.Kind != f.Kind && !(v.Kind == row.KindInt && f.Kind == row.KindDecimal) {
+			return nil, fmt.Errorf("default of %q is %s, the field is %s", name, v.Kind, f.Kind)
+		}
+		if i, ok := paths[p.Path(name)]; ok && found(i) {
+			continue // the writer has the field: its value wins
+		}
+		out = append(out, Default{F: f, V: v})
+	}
+	return out, nil
 }

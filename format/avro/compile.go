@@ -70,16 +70,10 @@ type Program struct {
 	scratch  []byte
 	root     *seq
 	targets  []target
-	defaults []defaultValue
+	defaults []format.Default
 	// Unmatched lists the pipeline fields the writer schema has no field
 	// for (their values are Reader.Defaults or null).
 	Unmatched []string
-}
-
-// defaultValue is a Reader default to set before decoding.
-type defaultValue struct {
-	f row.Field
-	v row.Value
 }
 
 // maxSchemaDepth bounds nested types in a writer schema (records in
@@ -104,30 +98,11 @@ func Compile(w *avro.Schema, rd Reader) (*Program, error) {
 	}
 	c := &compiler{paths: map[string]int32{}, named: map[string]*avro.SchemaNode{}, skips: map[*avro.SchemaNode]*seq{}}
 	p := &Program{scratch: make([]byte, 0, 64)}
-	derived := map[int]bool{}
-	for _, i := range rd.Fields.Derived {
-		derived[i] = true
+	targets, paths, err := rd.Targets()
+	if err != nil {
+		return nil, fmt.Errorf("avro: %w", err)
 	}
-	for name := range rd.Rename {
-		if _, ok := rd.Fields.Schema.Lookup(name); !ok {
-			return nil, fmt.Errorf("avro: rename of %q: not a pipeline field", name)
-		}
-	}
-	for _, f := range rd.Fields.Schema.Fields {
-		if derived[f.Index] {
-			continue
-		}
-		path := f.Name
-		if r, ok := rd.Rename[f.Name]; ok && r != "" {
-			path = r
-		}
-		t := target{F: f}
-		if f.Kind != row.KindString {
-			t.Text = format.NewTextField(f, rd.Fields.Time[f.Index])
-		}
-		c.paths[path] = int32(len(p.targets))
-		p.targets = append(p.targets, t)
-	}
+	p.targets, c.paths = targets, paths
 	c.targets = p.targets
 	collectNamed(root, c.named, 0)
 	rootSeq := &seq{}
@@ -146,28 +121,12 @@ func Compile(w *avro.Schema, rd Reader) (*Program, error) {
 		}
 	}
 	sortStrings(p.Unmatched)
-	for name, v := range rd.Defaults {
-		f, ok := rd.Fields.Schema.Lookup(name)
-		if !ok {
-			return nil, fmt.Errorf("avro: default of %q: not a pipeline field", name)
-		}
-		if v.Kind != row.KindNull && v.Kind != f.Kind && !(v.Kind == row.KindInt && f.Kind == row.KindDecimal) {
-			return nil, fmt.Errorf("avro: default of %q is %s, the field is %s", name, v.Kind, f.Kind)
-		}
-		i, isTarget := c.paths[pathOf(rd, name)]
-		if isTarget && found[i] {
-			continue // the writer has the field: its value wins
-		}
-		p.defaults = append(p.defaults, defaultValue{f: f, v: v})
+	defaults, err := rd.DefaultsFor(c.paths, func(i int32) bool { return found[i] })
+	if err != nil {
+		return nil, fmt.Errorf("avro: %w", err)
 	}
+	p.defaults = defaults
 	return p, nil
-}
-
-func pathOf(rd Reader, name string) string {
-	if r, ok := rd.Rename[name]; ok && r != "" {
-		return r
-	}
-	return name
 }
 
 // compiler holds the state of one Compile.

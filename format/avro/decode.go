@@ -50,7 +50,7 @@ type dec struct {
 func (p *Program) Decode(data []byte, base int, r *row.Row, a *source.Arena) *source.DecodeError {
 	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0], w: format.Typed{R: r, A: a, Num: p.scratch[:0]}}
 	for i := range p.defaults {
-		_ = r.Set(p.defaults[i].f, p.defaults[i].v)
+		_ = r.Set(p.defaults[i].F, p.defaults[i].V)
 	}
 	d.run(p.root)
 	if !d.stop && d.i != len(d.b) {
@@ -71,7 +71,7 @@ func (p *Program) Decode(data []byte, base int, r *row.Row, a *source.Arena) *so
 func (p *Program) DecodePrefix(data []byte, base int, r *row.Row, a *source.Arena) (n int, e *source.DecodeError) {
 	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0], w: format.Typed{R: r, A: a, Num: p.scratch[:0]}}
 	for i := range p.defaults {
-		_ = r.Set(p.defaults[i].f, p.defaults[i].v)
+		_ = r.Set(p.defaults[i].F, p.defaults[i].V)
 	}
 	d.run(p.root)
 	if d.stop {

@@ -103,17 +103,12 @@ type Program struct {
 	scratch  []byte
 	root     *msg
 	targets  []target
-	defaults []defaultValue
+	defaults []format.Default
 	// Unmatched lists the pipeline fields the message type has no field
 	// for (their values are Reader.Defaults or null).
 	Unmatched []string
 	// Message is the message type's full name.
 	Message string
-}
-
-type defaultValue struct {
-	f row.Field
-	v row.Value
 }
 
 // maxSchemaDepth bounds nested message types a Program walks.
@@ -128,32 +123,12 @@ func Compile(md protoreflect.MessageDescriptor, rd Reader) (*Program, error) {
 	if rd.Fields.Schema == nil {
 		return nil, fmt.Errorf("protobuf: Reader.Fields.Schema is nil")
 	}
-	for name := range rd.Rename {
-		if _, ok := rd.Fields.Schema.Lookup(name); !ok {
-			return nil, fmt.Errorf("protobuf: rename of %q: not a pipeline field", name)
-		}
-	}
-	derived := map[int]bool{}
-	for _, i := range rd.Fields.Derived {
-		derived[i] = true
-	}
 	p := &Program{Message: string(md.FullName()), scratch: make([]byte, 0, 64)}
-	paths := map[string]int32{}
-	for _, f := range rd.Fields.Schema.Fields {
-		if derived[f.Index] {
-			continue
-		}
-		path := f.Name
-		if r, ok := rd.Rename[f.Name]; ok && r != "" {
-			path = r
-		}
-		t := target{F: f}
-		if f.Kind != row.KindString {
-			t.Text = format.NewTextField(f, rd.Fields.Time[f.Index])
-		}
-		paths[path] = int32(len(p.targets))
-		p.targets = append(p.targets, t)
+	targets, paths, err := rd.Targets()
+	if err != nil {
+		return nil, fmt.Errorf("protobuf: %w", err)
 	}
+	p.targets = targets
 	c := &compiler{paths: paths, targets: p.targets, found: map[int32]bool{}}
 	root, err := c.message(md, "", 0)
 	if err != nil {
@@ -166,23 +141,11 @@ func Compile(md protoreflect.MessageDescriptor, rd Reader) (*Program, error) {
 		}
 	}
 	sort.Strings(p.Unmatched)
-	for name, v := range rd.Defaults {
-		f, ok := rd.Fields.Schema.Lookup(name)
-		if !ok {
-			return nil, fmt.Errorf("protobuf: default of %q: not a pipeline field", name)
-		}
-		if v.Kind != row.KindNull && v.Kind != f.Kind && !(v.Kind == row.KindInt && f.Kind == row.KindDecimal) {
-			return nil, fmt.Errorf("protobuf: default of %q is %s, the field is %s", name, v.Kind, f.Kind)
-		}
-		path := name
-		if r, ok := rd.Rename[name]; ok && r != "" {
-			path = r
-		}
-		if i, ok := paths[path]; ok && c.found[i] {
-			continue
-		}
-		p.defaults = append(p.defaults, defaultValue{f: f, v: v})
+	defaults, err := rd.DefaultsFor(paths, func(i int32) bool { return c.found[i] })
+	if err != nil {
+		return nil, fmt.Errorf("protobuf: %w", err)
 	}
+	p.defaults = defaults
 	return p, nil
 }
 
