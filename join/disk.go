@@ -127,6 +127,7 @@ func (o *Operator) UseStore(store state.Store, node, hot int) error {
 	}
 	for i := range o.groups {
 		o.groups[i] = o.newGroup()
+		o.groups[i].cold = &o.cold.g[i]
 	}
 	return nil
 }
@@ -172,14 +173,23 @@ func (c *coldState) appendKeyPrefix(dst []byte, kg, s int, b int64, key []byte) 
 	return append(dst, key...)
 }
 
-// touch makes key (of key group index gi) present in memory with all its
-// rows, loading them from the store where the key group is cold, and
-// marks it touched.
-func (o *Operator) touch(gi int, key []byte) error {
+// touch prepares key (of key group index gi) for a row of side side: the
+// key present in memory, touched, with every live row of the other side
+// (the rows the new row probes) in memory, loaded from the store where
+// the key group is cold. Its own side's stored rows are loaded only when
+// a row of the other side needs them (keyState.partial): a bid probes
+// its auction, and needs the auction's earlier bids only when another
+// auction row of the key comes.
+func (o *Operator) touch(gi int, key []byte, side int) error {
 	c := o.cold
 	g := o.groups[gi]
+	os := 1 - side
 	if i, ok := g.keys.find(g.ks, key, keyHash(key)); ok {
-		g.ks[i].hot = true
+		ks := &g.ks[i]
+		ks.hot = true
+		if ks.partial[os] {
+			return o.loadSide(gi, i, os)
+		}
 		return nil
 	}
 	cg := &c.g[gi]
@@ -196,73 +206,112 @@ func (o *Operator) touch(gi int, key []byte) error {
 			return nil
 		}
 	}
-	kg := o.cfg.Groups.Lo + gi
-	var ki int32 = -1
-	var ks *keyState
-	loaded := 0
-	for s := range 2 {
-		if !cg.has[s] {
-			continue
-		}
-		w := o.wm[1-s]
-		for b := max(cg.lo[s], cg.swept[s]); b <= cg.hi[s]; b++ {
-			c.kbuf = c.appendKeyPrefix(c.kbuf[:0], kg, s, b, key)
-			c.hbuf = append(append(c.hbuf[:0], c.kbuf...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-				0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
-			plen := len(c.kbuf)
-			var ferr error
-			err := c.store.Scan(c.kbuf, c.hbuf, func(k, v []byte) bool {
-				if len(k) != plen+16 {
-					ferr = fmt.Errorf("join: a stored row's key of %d bytes, want %d", len(k), plen+16)
-					return false
-				}
-				ts := int64(binary.BigEndian.Uint64(k[plen:]) ^ 1<<63)
-				d := state.NewDecoder(v)
-				c.vals = c.vals[:0]
-				for range o.cfg.Keep[s] {
-					c.vals = append(c.vals, d.Value())
-				}
-				if d.Err() == nil && d.Remaining() != 0 {
-					d.Fail("%d bytes after the row", d.Remaining())
-				}
-				if d.Err() != nil {
-					ferr = fmt.Errorf("join: a stored row of key group %d: %w", kg, d.Err())
-					return false
-				}
-				slot, err := g.store[s].putValues(c.vals, 0)
-				if err != nil {
-					ferr = fmt.Errorf("join: a stored row of key group %d, side %d: %w", kg, s, err)
-					return false
-				}
-				x := rec{ts: ts, slot: slot}
-				c.stats.RowsRead++
-				if w != NoWatermark && o.expireTime(g, s, &x) <= w {
-					g.store[s].del(slot) // freed: it matches nothing accepted any more
-					return true
-				}
-				g.store[s].setWritten(slot)
-				if ks == nil {
-					ki, ks = g.key(key)
-				}
-				ks.rows[s] = append(ks.rows[s], x) // in (ts, order): the store's key order
-				loaded++
-				return true
-			})
-			if err == nil {
-				err = ferr
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
+	ki, ks := g.key(key)
+	ks.partial = [2]bool{cg.has[L], cg.has[R]}
 	c.stats.Loads++
-	if ks != nil {
-		ks.hot = true
-		o.intervalSchedule(g, ki, L)
-		o.intervalSchedule(g, ki, R)
+	return o.loadSide(gi, ki, os)
+}
+
+// loadSide reads key ki's stored rows of side s into memory, before the
+// rows of the side already there (they came after every stored one),
+// skipping the rows a watermark has freed.
+func (o *Operator) loadSide(gi int, ki int32, s int) error {
+	c := o.cold
+	g := o.groups[gi]
+	cg := &c.g[gi]
+	kg := o.cfg.Groups.Lo + gi
+	key := []byte(g.ks[ki].key)
+	g.ks[ki].partial[s] = false
+	if !cg.has[s] {
+		return nil
 	}
+	w := o.wm[1-s]
+	var got []rec
+	for b := max(cg.lo[s], cg.swept[s]); b <= cg.hi[s]; b++ {
+		c.kbuf = c.appendKeyPrefix(c.kbuf[:0], kg, s, b, key)
+		c.hbuf = append(append(c.hbuf[:0], c.kbuf...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+		plen := len(c.kbuf)
+		var ferr error
+		err := c.store.Scan(c.kbuf, c.hbuf, func(k, v []byte) bool {
+			if len(k) != plen+16 {
+				ferr = fmt.Errorf("join: a stored row's key of %d bytes, want %d", len(k), plen+16)
+				return false
+			}
+			ts := int64(binary.BigEndian.Uint64(k[plen:]) ^ 1<<63)
+			d := state.NewDecoder(v)
+			c.vals = c.vals[:0]
+			for range o.cfg.Keep[s] {
+				c.vals = append(c.vals, d.Value())
+			}
+			if d.Err() == nil && d.Remaining() != 0 {
+				d.Fail("%d bytes after the row", d.Remaining())
+			}
+			if d.Err() != nil {
+				ferr = fmt.Errorf("join: a stored row of key group %d: %w", kg, d.Err())
+				return false
+			}
+			slot, err := g.store[s].putValues(c.vals, 0)
+			if err != nil {
+				ferr = fmt.Errorf("join: a stored row of key group %d, side %d: %w", kg, s, err)
+				return false
+			}
+			x := rec{ts: ts, slot: slot}
+			c.stats.RowsRead++
+			if w != NoWatermark && o.expireTime(g, s, &x) <= w {
+				g.store[s].del(slot) // freed: it matches nothing accepted any more
+				return true
+			}
+			g.store[s].setWritten(slot)
+			got = append(got, x) // in (ts, order): the store's key order
+			return true
+		})
+		if err == nil {
+			err = ferr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(got) == 0 {
+		return nil
+	}
+	ks := &g.ks[ki]
+	// Merge by event time; of one time the stored rows first (they
+	// arrived before the rows in memory, which were never written).
+	mem := ks.rows[s]
+	merged := make([]rec, 0, len(got)+len(mem))
+	a, b := 0, 0
+	for a < len(got) || b < len(mem) {
+		if b == len(mem) || a < len(got) && got[a].ts <= mem[b].ts {
+			merged = append(merged, got[a])
+			a++
+		} else {
+			merged = append(merged, mem[b])
+			b++
+		}
+	}
+	ks.rows[s] = merged
+	o.intervalSchedule(g, ki, s)
 	return nil
+}
+
+// goneNow records, at once, that a key with stored rows not loaded (a
+// partial side) leaves memory outside a turn (its rows in memory all
+// freed).
+func (cg *coldGroup) goneNow(ks *keyState) {
+	e := goneKey{h: maphash.Bytes(keySeed, []byte(ks.key)), last: [2]int64{math.MinInt64, math.MinInt64}}
+	for s := range 2 {
+		if ks.partial[s] {
+			e.last[s] = cg.hi[s]
+		}
+	}
+	i, found := slices.BinarySearchFunc(cg.gone, e.h, func(e goneKey, h uint64) int { return cmp.Compare(e.h, h) })
+	if found {
+		cg.gone[i].last = [2]int64{max(cg.gone[i].last[L], e.last[L]), max(cg.gone[i].last[R], e.last[R])}
+		return
+	}
+	cg.gone = slices.Insert(cg.gone, i, e)
 }
 
 // past reports whether the range deletes have taken every restored row
@@ -359,7 +408,11 @@ func (o *Operator) dropKeys(all bool) {
 					g.store[s].del(x.slot)
 					e.last[s] = max(e.last[s], c.bucket(x.ts))
 				}
+				if ks.partial[s] {
+					e.last[s] = c.g[gi].hi[s] // its stored rows' buckets are not known
+				}
 				ks.rows[s] = ks.rows[s][:0]
+				ks.partial[s] = false
 			}
 			c.g[gi].pending = append(c.g[gi].pending, e)
 			g.dropKey(int32(i))
@@ -414,6 +467,15 @@ func (o *Operator) writeBack() error {
 						cg.lo[s], cg.hi[s] = min(cg.lo[s], b), max(cg.hi[s], b)
 					}
 					c.stats.RowsWritten++
+				}
+				if ks.partial[s] {
+					// The side's stored rows are not in memory: its rows in
+					// memory must be only the unwritten ones, so that a load
+					// merges without doubles. They are all in the store now.
+					for _, x := range ks.rows[s] {
+						st.del(x.slot)
+					}
+					ks.rows[s] = ks.rows[s][:0]
 				}
 			}
 		}

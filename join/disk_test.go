@@ -87,7 +87,7 @@ func TestDiskIntervalJoinEqualsMemory(t *testing.T) {
 		}
 		st := openTestStore(t)
 		every := rapid.IntRange(1, 16).Draw(t, "every")
-		dop := diskOp(t, c, st, rapid.SampledFrom([]int{0, 300, 3000}).Draw(t, "hot"), every)
+		dop := diskOp(t, c, st, rapid.SampledFrom([]int{0, 300, 3000, 10000}).Draw(t, "hot"), every)
 		n := rapid.IntRange(0, 400).Draw(t, "rows")
 		keys := rapid.Int64Range(1, 40).Draw(t, "keys")
 		ooo := rapid.SampledFrom([]int64{0, 200, 2000}).Draw(t, "ooo")
@@ -216,5 +216,50 @@ func TestDiskIntervalJoinReadsTheStore(t *testing.T) {
 	cs := op.ColdStats()
 	if matched != 1000 || cs.Turns == 0 || cs.Loads == 0 || cs.RowsRead == 0 {
 		t.Fatalf("matched %d (want 1000); %+v", matched, cs)
+	}
+}
+
+// TestDiskIntervalJoinPartialKey: a key loaded back for a right row has
+// only its left rows in memory; its right rows written at a turn while it
+// stays in memory must not come back twice when a left row needs them.
+func TestDiskIntervalJoinPartialKey(t *testing.T) {
+	s, fields := testSchema()
+	c := Config{Type: Interval, Kind: Inner, UpperCol: -1, TombCol: -1, KeyGroups: 1, Groups: keygroup.Range{Lo: 0, Hi: 1},
+		Keep: [2][]row.Kind{keepL, keepR}, Columns: []Column{{Side: L, Col: 1}, {Side: R, Col: 1}}, Lower: -10_000, Upper: 10_000}
+	op, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.UseStore(openTestStore(t), 3, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	r := s.NewRow()
+	var got []string
+	put := func(side int, id, ts int64) {
+		s.Shape(r)
+		_ = r.Set(fields[side][0], row.Int(7))
+		_ = r.Set(fields[side][1], row.Int(id))
+		key := operator.AppendKey(nil, r, fields[side][:1])
+		if _, err := op.Process(side, 0, key, ts, uint64(id), r, fields[side], 0); err != nil {
+			t.Fatal(err)
+		}
+		rows, _ := op.Drain()
+		for _, x := range rows {
+			got = append(got, fmt.Sprint(x.Values[0].I, "-", x.Values[1].I))
+		}
+	}
+	put(L, 1, 1000)
+	put(R, 2, 1000) // 1-2
+	if err := op.writeBack(); err != nil {
+		t.Fatal(err)
+	}
+	op.dropKeys(true)
+	put(R, 3, 1002) // loads the left row: 1-3
+	if err := op.writeBack(); err != nil {
+		t.Fatal(err)
+	}
+	put(L, 4, 1003) // loads the right rows 2 (stored) and 3 (in memory): 4-2, 4-3
+	if want := "[1-2 1-3 4-2 4-3]"; fmt.Sprint(got) != want {
+		t.Fatalf("joined %v, want %s", got, want)
 	}
 }

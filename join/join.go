@@ -171,6 +171,9 @@ type keyState struct {
 	gen   uint32
 	live  bool
 	hot   bool // disk backend: touched since the tier's last turn
+	// partial marks, on the disk backend, a side whose stored rows are
+	// not loaded yet (disk.go, touch).
+	partial [2]bool
 }
 
 // group is one key group's state.
@@ -184,6 +187,9 @@ type group struct {
 	// (group.grow).
 	pool  [listPoolClasses][][]rec
 	panes []*pane // window joins, by (end, start)
+	// cold is the key group's part of the disk tier (nil on the memory
+	// backend).
+	cold *coldGroup
 }
 
 // Clocks of the timer heaps.
@@ -390,7 +396,7 @@ func (o *Operator) Process(s int, kg int, key []byte, ts int64, seq uint64, r *r
 		}
 	case Interval:
 		if o.cold != nil {
-			if err := o.touch(gi, key); err != nil {
+			if err := o.touch(gi, key, s); err != nil {
 				return 0, err
 			}
 			o.cold.g[gi].unwritten++
@@ -685,6 +691,9 @@ func (g *group) key(k []byte) (int32, *keyState) {
 // dropKey frees a key without rows.
 func (g *group) dropKey(i int32) {
 	ks := &g.ks[i]
+	if g.cold != nil && (ks.partial[L] || ks.partial[R]) {
+		g.cold.goneNow(ks)
+	}
 	g.keys.del(i, keyHash([]byte(ks.key)))
 	gen := ks.gen + 1
 	var rows [2][]rec

@@ -128,6 +128,9 @@ func (o *Operator) RestoreGroups(groups []int, sections [][]byte, gl Globals) er
 		d := state.NewDecoder(sections[i])
 		g := o.newGroup()
 		o.groups[kg-o.cfg.Groups.Lo] = g
+		if o.cold != nil {
+			g.cold = &o.cold.g[kg-o.cfg.Groups.Lo]
+		}
 		var err error
 		if o.cold != nil {
 			if v := d.Section("join key group", 1, 2); d.Err() == nil && v == 1 {
