@@ -300,9 +300,22 @@ func (s *recordSink) Close(context.Context) error { return nil }
 // capturing sinks, at the given parallelism.
 func runPipeline(t *testing.T, dir, events string, parallelism int) (*captured, *engine.Summary) {
 	t.Helper()
+	return runPipelineOn(t, dir, events, parallelism, false)
+}
+
+// runPipelineOn is runPipeline on the memory backend, or (disk) on the
+// disk backend with a hot tier of one byte: the dedup tier turning and the
+// window's panes written to the store every 256 records.
+func runPipelineOn(t *testing.T, dir, events string, parallelism int, disk bool) (*captured, *engine.Summary) {
+	t.Helper()
 	p, err := article.Load(dir, events)
 	if err != nil {
 		t.Fatal(err)
+	}
+	opts := engine.Options{}
+	if disk {
+		p.State = spec.State{Backend: "disk", Memory: 16 << 20}
+		opts.HotTier = 1
 	}
 	p.Sinks = []spec.Sink{{Type: "capture"}}
 	p.Late.Sink = &spec.Sink{Type: "capturelate"}
@@ -327,7 +340,8 @@ func runPipeline(t *testing.T, dir, events string, parallelism int) (*captured, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := engine.Run(context.Background(), pl, engine.Options{Registry: reg, Parallelism: parallelism})
+	opts.Registry, opts.Parallelism = reg, parallelism
+	sum, err := engine.Run(context.Background(), pl, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,8 +402,9 @@ func sameRows(t *testing.T, what string, got, want map[ident][]vals) {
 }
 
 // TestPipelineMatchesRecomputation runs the bundled pipeline over
-// generated order events at parallelism 1 and 2, and the hand-written
-// loop, and checks every row (each window and key's versions in order,
+// generated order events at parallelism 1 and 2, on the disk backend with
+// a one-byte hot tier (dedup ids and window panes through the store) at
+// 1, 2 and 4, and the hand-written loop, and checks every row (each window and key's versions in order,
 // their values and is_final), the late and conflict records and the
 // summary's counts against a batch recomputation; it also checks the
 // generator's promise about each event's fate.
@@ -410,9 +425,20 @@ func TestPipelineMatchesRecomputation(t *testing.T) {
 				t.Errorf("recomputation: %d duplicates, %d conflicts; generator: %d redeliveries, %d conflicting", rc.duplicates, len(rc.conflicts), gst.Redeliveries, gst.Conflicting)
 			}
 			checkFates(t, s.cfg, rc)
-			for _, par := range []int{1, 2} {
-				t.Run(fmt.Sprintf("parallelism_%d", par), func(t *testing.T) {
-					c, sum := runPipeline(t, dir, events, par)
+			for _, run := range []struct {
+				par  int
+				disk bool
+			}{{1, false}, {2, false}, {1, true}, {2, true}, {4, true}} {
+				par := run.par
+				name := fmt.Sprintf("parallelism_%d", par)
+				if run.disk {
+					name += "_disk"
+				}
+				t.Run(name, func(t *testing.T) {
+					c, sum := runPipelineOn(t, dir, events, par, run.disk)
+					if d := sum.DiskState; run.disk && (d == nil || d.WindowWrites == 0 || d.WindowReads != d.WindowWrites) {
+						t.Errorf("disk state %+v: the window's panes did not go through the store", d)
+					}
 					sameRows(t, "rows", c.rows, rc.rows)
 					if !slices.Equal(c.late, rc.tooLate) {
 						t.Errorf("late records: %d, want %d (first %v, want %v)", len(c.late), len(rc.tooLate), head(c.late), head(rc.tooLate))

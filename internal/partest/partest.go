@@ -142,6 +142,15 @@ func Registry(o *Outputs) *engine.Registry {
 // returning the canonical outputs.
 func Run(t TB, p *spec.Pipeline, c *contract.Contract, tasks int, opts engine.Options) *Outputs {
 	t.Helper()
+	o, _ := RunSummary(t, p, c, tasks, opts)
+	return o
+}
+
+// RunSummary is Run that also returns the run's summary (e.g. to check
+// that a run's state went through the disk backend's stores:
+// Summary.DiskState).
+func RunSummary(t TB, p *spec.Pipeline, c *contract.Contract, tasks int, opts engine.Options) (*Outputs, *engine.Summary) {
+	t.Helper()
 	pl, err := plan.Compile(p, c)
 	if err != nil {
 		t.Fatalf("compile: %v", err)
@@ -157,7 +166,7 @@ func Run(t TB, p *spec.Pipeline, c *contract.Contract, tasks int, opts engine.Op
 		slices.Sort(o.Sets[k])
 	}
 	o.Summary = summaryText(sum)
-	return o
+	return o, sum
 }
 
 // summaryText renders what a summary counts (not times or state sizes,
