@@ -314,6 +314,26 @@ func (cg *coldGroup) goneNow(ks *keyState) {
 	cg.gone = slices.Insert(cg.gone, i, e)
 }
 
+// dropStaleTimers removes from g's timer heaps the timers of keys no
+// longer in memory (and others superseded), which would otherwise stay
+// until their time: a heap sorted by time is a heap.
+func dropStaleTimers(g *group) {
+	for c := range g.heaps {
+		h := g.heaps[c][:0]
+		for _, t := range g.heaps[c] {
+			if ks := &g.ks[t.key]; ks.live && ks.gen == t.gen && ks.sched[c] == t.t {
+				h = append(h, t)
+			}
+		}
+		clear(g.heaps[c][len(h):])
+		slices.SortFunc(h, func(a, b timer) int { return cmp.Compare(a.t, b.t) })
+		if cap(h) > 64 && len(h) < cap(h)/4 {
+			h = slices.Clone(h)
+		}
+		g.heaps[c] = h
+	}
+}
+
 // past reports whether the range deletes have taken every restored row
 // of side s of the key group.
 func past(cg *coldGroup, s int) bool { return !cg.has[s] || cg.swept[s] > cg.upTo[s] }
@@ -382,6 +402,9 @@ func (o *Operator) tierBytes() int64 {
 			n += cols + int64(st.live)*int64(recBytes+8+16*st.nS)
 		}
 		n += int64(g.keys.len()) * (keyStateBytes + 8 + 16)
+		for _, h := range g.heaps {
+			n += int64(len(h)) * timerBytes
+		}
 	}
 	return n
 }
@@ -422,6 +445,7 @@ func (o *Operator) dropKeys(all bool) {
 			c.g[gi].cold = true
 			o.changed[gi] = true
 			mergeGone(&c.g[gi])
+			dropStaleTimers(g)
 		}
 	}
 }
