@@ -141,7 +141,10 @@ func TestDiskBackendEqualsMemory(t *testing.T) {
 // TestDiskRestoreChains: a disk-backend run with a checkpoint after every
 // round, stopped four times and resumed at another parallelism each time
 // (2, 1, 4, 3, 2: stores restored locally, split, excised and joined),
-// gives the outputs of an uninterrupted run on the memory backend.
+// gives the outputs of an uninterrupted run on the memory backend. The
+// first stage's windows are 20 minutes long, so that the partials its
+// panes wrote to the stores are open at the stops and cross the restores
+// (read back by a later run).
 func TestDiskRestoreChains(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
@@ -149,6 +152,7 @@ func TestDiskRestoreChains(t *testing.T) {
 	keep := 256
 	build := func(out, ck string) *spec.Pipeline {
 		p := diskPipeline(in, out, ck)
+		p.Stages[0].Window.Size = spec.Duration(20 * time.Minute)
 		p.Dedup.KeepPayloads = &keep
 		if ck != "" {
 			p.Checkpoint.Interval = spec.Duration(time.Millisecond)
@@ -162,7 +166,7 @@ func TestDiskRestoreChains(t *testing.T) {
 	var tick atomic.Int64
 	clock := func() time.Time { return time.Unix(tick.Add(1), 0) }
 	out, ck := filepath.Join(dir, "out"), filepath.Join(dir, "ck")
-	restored := 0
+	restored, carried := 0, 0
 	for _, step := range []struct {
 		stop int64
 		par  int
@@ -174,11 +178,18 @@ func TestDiskRestoreChains(t *testing.T) {
 		if sum.Checkpoints.Restored > 0 {
 			restored++
 		}
+		if d := sum.DiskState; d != nil && d.WindowReads > d.WindowWrites {
+			carried++ // read back window partials an earlier run wrote: restored with the stores
+		}
+		t.Logf("parallelism %d: %+v", step.par, sum.DiskState)
 	}
 	if restored != 4 {
 		t.Fatalf("%d restores, want 4", restored)
 	}
 	sameOutputs(t, want, out, "the uninterrupted run's")
+	if carried == 0 {
+		t.Fatal("no run read back window partials written before its restore: the windows' state on disk did not cross a checkpoint")
+	}
 }
 
 // TestDiskFaults: ENOSPC writing a store's table and EIO syncing one stop
