@@ -304,12 +304,17 @@ const (
 // expires every member when it runs again — and for a fenced producer
 // whose transaction was open longer than source.transaction_timeout:
 // the broker aborted it and bumped the producer's epoch, which reads as
-// a fence but is no other process. A fence within the transaction
-// timeout of the last commit is another process with the same
-// --instance-id (FencedError): not rejoinable.
+// a fence but is no other process; so is FENCED_INSTANCE_ID then (the
+// client joined again under a new member id during the pause). A fence
+// within the transaction timeout of the last commit is another process
+// with the same --instance-id (FencedError): not rejoinable.
 func (gr *groupRun) rejoinable(err error) bool {
 	if errors.Is(err, kerr.FencedInstanceID) {
-		return false // another process has the instance's --instance-id
+		// Another process has the instance's --instance-id — or, after a
+		// pause longer than the transaction timeout, the instance's own
+		// client joined again under a new member id while its commit
+		// still named the old one.
+		return gr.txnOutlived()
 	}
 	if _, ok := errors.AsType[*kgo.ErrGroupSession](err); ok {
 		return true
@@ -327,9 +332,17 @@ func (gr *groupRun) rejoinable(err error) bool {
 		return true
 	}
 	if _, fenced := gr.fencedError(err).(*FencedError); fenced {
-		return gr.opts.WallClock().Sub(gr.txnBegun) > gr.sp.TransactionTimeout.D()
+		return gr.txnOutlived()
 	}
 	return false
+}
+
+// txnOutlived reports whether the open transaction began longer than
+// source.transaction_timeout ago: the instance or its broker was paused
+// past it, and a fence answered now is the pause's, not another
+// process's.
+func (gr *groupRun) txnOutlived() bool {
+	return gr.opts.WallClock().Sub(gr.txnBegun) > gr.sp.TransactionTimeout.D()
 }
 
 // newGroupRun returns the runner of an instance of pl's group, not yet
