@@ -122,10 +122,12 @@ type groupRun struct {
 	lastCommitDur time.Duration
 	// txnID is the session's transactional id (FencedError).
 	txnID string
-	// txnBegun is when the open transaction began (wall clock), and
-	// commits0 the commits of the instance's earlier sessions (rejoinable).
-	txnBegun time.Time
-	commits0 int
+	// txnBegun is when the open transaction began (wall clock) and
+	// txnMember the session's member id then; commits0 the commits of
+	// the instance's earlier sessions (rejoinable).
+	txnBegun  time.Time
+	txnMember string
+	commits0  int
 }
 
 type tpKey struct {
@@ -311,10 +313,10 @@ const (
 func (gr *groupRun) rejoinable(err error) bool {
 	if errors.Is(err, kerr.FencedInstanceID) {
 		// Another process has the instance's --instance-id — or, after a
-		// pause longer than the transaction timeout, the instance's own
-		// client joined again under a new member id while its commit
-		// still named the old one.
-		return gr.txnOutlived()
+		// pause, the instance's own client joined again under a new
+		// member id while its commit still named the one the transaction
+		// began with.
+		return gr.txnOutlived() || gr.memberChanged()
 	}
 	if _, ok := errors.AsType[*kgo.ErrGroupSession](err); ok {
 		return true
@@ -343,6 +345,24 @@ func (gr *groupRun) rejoinable(err error) bool {
 // process's.
 func (gr *groupRun) txnOutlived() bool {
 	return gr.opts.WallClock().Sub(gr.txnBegun) > gr.sp.TransactionTimeout.D()
+}
+
+// memberChanged reports whether the session's member id is no longer the
+// one the open transaction began with: the client joined the group again
+// (an expired session), so a FENCED_INSTANCE_ID answered to the
+// transaction's commit names the instance's own former member.
+func (gr *groupRun) memberChanged() bool {
+	if gr.sess == nil || gr.txnMember == "" {
+		return false
+	}
+	m, _ := gr.sess.Client().GroupMetadata()
+	return m != "" && m != gr.txnMember
+}
+
+// began notes when and under which member id a transaction began.
+func (gr *groupRun) began() {
+	gr.txnBegun = gr.opts.WallClock()
+	gr.txnMember, _ = gr.sess.Client().GroupMetadata()
 }
 
 // newGroupRun returns the runner of an instance of pl's group, not yet
@@ -723,7 +743,7 @@ func (gr *groupRun) loop(ctx context.Context) (stopped bool, err error) {
 	if err := gr.sess.Begin(); err != nil {
 		return false, fmt.Errorf("beginning a transaction: %w", err)
 	}
-	gr.txnBegun = gr.opts.WallClock()
+	gr.began()
 	interval := gr.plan.Spec.Checkpoint.Interval.D()
 	lastCommit := gr.opts.WallClock()
 	lastDone := lastCommit
@@ -1368,7 +1388,7 @@ func (gr *groupRun) commit(ctx context.Context) (bool, error) {
 	if err := gr.sess.Begin(); err != nil {
 		return committed, fmt.Errorf("beginning a transaction: %w", err)
 	}
-	gr.txnBegun = gr.opts.WallClock()
+	gr.began()
 	return committed, nil
 }
 
