@@ -25,27 +25,48 @@ import (
 // matters) — give the same canonical outputs at parallelism 1, 2, 3 and 5
 // over 8 key groups, in batches of a random size, and read one record at
 // a time. Half the cases read an unpartitioned file without arrival times
-// (processing time from a fixed clock), which decoders decode beside the
-// router at 2, 3 and 5 tasks (as many as tasks; engine/decoders.go): the
-// outputs equal the one-task run's, which reads with Next.
+// (processing time from a fixed clock), JSONL or CSV (quoted fields with
+// separators, doubled quotes and line breaks), which decoders decode
+// beside the router at 2, 3 and 5 tasks (as many as tasks;
+// engine/decoders.go): the outputs equal the one-task run's, which reads
+// with Next.
 func TestRandomPipelinesAnyParallelism(t *testing.T) {
 	dir := t.TempDir()
 	base := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(1, 120).Draw(rt, "events")
+		split := rapid.Bool().Draw(rt, "split")
+		// A file without partitions or arrival times is decoded by
+		// decoders as JSONL or as CSV (with quoted stores: separators,
+		// doubled quotes and line breaks inside quotes).
+		csv := split && rapid.Bool().Draw(rt, "csv")
+		stores := []string{"S1", "S2", "S3", "S4", "S5", "S6", "S7"}
+		if csv {
+			stores = []string{"S1", "S2", `"S3, east"`, `"S4 ""x"""`, "\"S5\nwest\"", "\"S6\r\n\"", "S7"}
+		}
 		var b strings.Builder
+		if csv {
+			b.WriteString("at,ts,event_id,order_id,version,store,cur,amount,p\n")
+		}
 		at := base
 		for i := range n {
 			id := rapid.IntRange(0, n).Draw(rt, "id")
 			ts := base.Add(time.Duration(rapid.IntRange(0, 40*60).Draw(rt, "second")) * time.Second)
 			at = at.Add(time.Duration(rapid.IntRange(0, 40).Draw(rt, "gap")) * time.Second)
-			fmt.Fprintf(&b, `{"at":"%s","ts":"%s","event_id":"e%d","order_id":"o%d","version":%d,"store":"%s","cur":"%s","amount":%d,"p":"%d"}`+"\n",
+			format := `{"at":"%s","ts":"%s","event_id":"e%d","order_id":"o%d","version":%d,"store":"%s","cur":"%s","amount":%d,"p":"%d"}` + "\n"
+			if csv {
+				format = "%s,%s,e%d,o%d,%d,%s,%s,%d,%d\n"
+			}
+			fmt.Fprintf(&b, format,
 				at.Format(time.RFC3339), ts.Format(time.RFC3339), id, rapid.IntRange(0, 12).Draw(rt, "order"), i,
-				rapid.SampledFrom([]string{"S1", "S2", "S3", "S4", "S5", "S6", "S7"}).Draw(rt, "store"),
+				rapid.SampledFrom(stores).Draw(rt, "store"),
 				rapid.SampledFrom([]string{"KRW", "USD"}).Draw(rt, "cur"),
 				rapid.IntRange(-5, 500).Draw(rt, "amount"), rapid.IntRange(0, 2).Draw(rt, "partition"))
 		}
 		in := filepath.Join(dir, "in.jsonl")
+		if csv {
+			in = filepath.Join(dir, "in.csv")
+		}
 		if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
 			rt.Fatal(err)
 		}
@@ -62,7 +83,6 @@ func TestRandomPipelinesAnyParallelism(t *testing.T) {
 		// A slide of which the size is a multiple, or not (5m / 2m).
 		slide := spec.Duration(time.Duration(rapid.SampledFrom([]int{1, 2}).Draw(rt, "slide")) * time.Minute)
 		idleAdvance := rapid.Bool().Draw(rt, "idleAdvance")
-		split := rapid.Bool().Draw(rt, "split")
 		// max_future at its default (nothing breaks it), or 10m: events
 		// more than 10 minutes after their arrival are quarantined.
 		var maxFuture *spec.Duration
@@ -88,6 +108,9 @@ func TestRandomPipelinesAnyParallelism(t *testing.T) {
 			}
 			if split {
 				p.Source.ArrivalTimeField, p.Source.PartitionField = "", ""
+			}
+			if csv {
+				p.Source.Format = "csv"
 			}
 			if pre == "dedup" || pre == "both" {
 				p.Dedup = &spec.Dedup{Key: "event_id", TTL: spec.Duration(20 * time.Minute)}

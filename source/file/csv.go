@@ -45,6 +45,10 @@ type csvReader struct {
 	header []string
 	width  int   // header columns; -1 while reading the header
 	single int64 // records starting before this file offset are read one line each
+	// slack is how many bytes a multi-line record may hold beyond the
+	// limit: 0, or for Decode's second split of a claimed record the
+	// line break it appends (the record passed the limit when claimed).
+	slack int
 
 	rec    format.CSVRecord
 	fs     []csvField
@@ -269,7 +273,7 @@ func (c *csvReader) parse(content, whole []byte, span csvSpan) (csvSpan, *csvErr
 						return c.broken(span, buf, first, fmt.Sprintf("the quoted field opened at line %d, column %d does not close before the end of the file", openLine, openCol))
 					case err != nil:
 						return span, nil, err
-					case tooLong || len(c.raw)+len(nwhole) > maxLineBytes:
+					case tooLong || len(c.raw)+len(nwhole) > maxLineBytes+c.slack:
 						span.lines++
 						return c.broken(span, buf, first, fmt.Sprintf("the record from line %d is longer than the limit of %d bytes (the quoted field opened at line %d, column %d does not close)", span.line, maxLineBytes, openLine, openCol))
 					}
@@ -464,4 +468,146 @@ func readCSVHeader(path string, o *csvOptions, buf []byte) ([]string, error) {
 		return nil, err
 	}
 	return c.readHeader(o)
+}
+
+// claim reads the next record without decoding it, as next does: m.Pos,
+// m.Raw (into the reader's buffers until the next call) and, for a
+// record that is not valid CSV or is cut, m.Err. A line without a quote
+// is a record of its own, split at its separators by Decode; a record
+// with quotes is parsed here, to find where it ends, and split again by
+// Decode.
+func (c *csvReader) claim(m *source.Meta) error {
+	if c.dec == nil {
+		return io.EOF // an empty file
+	}
+	for {
+		content, whole, start, tooLong, err := c.lines.next(maxLineBytes)
+		if err != nil {
+			return err
+		}
+		if !tooLong && len(content) == 0 {
+			continue // an empty line
+		}
+		span := csvSpan{start: start, line: c.lines.line, lines: 1}
+		c.rec.Reset()
+		var cerr *csvError
+		switch {
+		case tooLong:
+			c.rec.Raw = content
+			span.why = fmt.Sprintf("line of about %d bytes is longer than the limit of %d bytes", c.lines.off-start, maxLineBytes)
+		case bytes.IndexByte(content, '"') < 0:
+			// What parse makes of it: the line, cut at the separators.
+			c.rec.Raw = content
+		default:
+			span, cerr, err = c.parse(content, whole, span)
+			if err != nil {
+				return err
+			}
+		}
+		m.Pos = changelog.Position{Source: c.path, Line: span.line, Offset: span.start}
+		m.Raw = c.rec.Raw
+		switch {
+		case cerr != nil:
+			m.Err = &source.DecodeError{Rule: "decode", Reason: cerr.Error()}
+		case span.why != "":
+			m.Err = &source.DecodeError{Rule: "decode", Reason: span.why}
+		}
+		if m.Err != nil && span.lines > 1 {
+			m.Err.Reason += fmt.Sprintf(" (the record spans lines %d–%d)", span.line, span.line+span.lines-1)
+		}
+		return nil
+	}
+}
+
+// csvDecoder is one goroutine's CSV decoding state for Decode: a splitter
+// for a claimed record's bytes and a decoder per file (their plans hold
+// per-decoder caches).
+type csvDecoder struct {
+	c    csvReader
+	l    lineReader
+	rd   bytes.Reader
+	buf  []byte // the record's bytes and a line break, for rd
+	decs map[string]*format.CSV // by path
+}
+
+// decodeCSV is Decode for CSV files: it splits each record Claim left
+// in b (m.Raw, one valid record) into its fields again and decodes them
+// with its file's header.
+func (s *Source) decodeCSV(b *source.Batch) {
+	cd, _ := s.csvDecs.Get().(*csvDecoder)
+	if cd == nil {
+		cd = &csvDecoder{c: csvReader{comma: utf8.AppendRune(nil, s.csv.comma), width: -1}, decs: map[string]*format.CSV{}}
+	}
+	a := b.Arena()
+	for i := range b.Meta {
+		r, m := &b.Rows[i], &b.Meta[i]
+		s.schema.Shape(r)
+		if m.Err != nil {
+			continue
+		}
+		dec := cd.decs[m.Pos.Source]
+		if dec == nil {
+			var err error
+			dec, err = format.NewCSV(s.fields, s.heads[m.Pos.Source])
+			if err != nil { // New built it for this header
+				m.Err = &source.DecodeError{Rule: "decode", Reason: err.Error()}
+				continue
+			}
+			cd.decs[m.Pos.Source] = dec
+		}
+		lines := cd.split(s, m)
+		m.Err = dec.Decode(&cd.c.rec, r, a)
+		if m.Err != nil && lines > 1 {
+			e := *m.Err
+			e.Reason += fmt.Sprintf(" (the record spans lines %d–%d)", m.Pos.Line, m.Pos.Line+lines-1)
+			m.Err = &e
+		}
+	}
+	s.csvDecs.Put(cd)
+}
+
+// split splits m.Raw, a record Claim found valid, into cd.c.rec, as the
+// file's reader did, and returns the lines it spans.
+func (cd *csvDecoder) split(s *Source, m *source.Meta) int64 {
+	rec := &cd.c.rec
+	rec.Reset()
+	rec.Raw = m.Raw
+	if bytes.IndexByte(m.Raw, '"') < 0 {
+		raw, comma, at := m.Raw, cd.c.comma, 0
+		for {
+			k := bytes.Index(raw[at:], comma)
+			if k < 0 {
+				rec.Fields = append(rec.Fields, raw[at:len(raw):len(raw)])
+				rec.Starts = append(rec.Starts, at)
+				return 1
+			}
+			rec.Fields = append(rec.Fields, raw[at:at+k:at+k])
+			rec.Starts = append(rec.Starts, at)
+			at += k + len(comma)
+		}
+	}
+	mode := modeLF
+	if v, ok := s.modes.Load(m.Pos.Source); ok {
+		mode = v.(lineMode)
+	}
+	// The record's bytes and a line break that ends its last line as the
+	// file's did: "\r\n" after a "\r" that is part of the line (LF).
+	cd.buf = append(cd.buf[:0], m.Raw...)
+	if mode == modeLF && m.Raw[len(m.Raw)-1] == '\r' {
+		cd.buf = append(cd.buf, '\r')
+	}
+	cd.buf = append(cd.buf, '\n')
+	cd.rd.Reset(cd.buf)
+	cd.l = lineReader{path: m.Pos.Source, rd: &cd.rd, buf: cd.l.buf[:cap(cd.l.buf)], mode: mode}
+	cd.c.lines, cd.c.single, cd.c.slack = &cd.l, 0, 2
+	span, cerr, err := cd.c.read()
+	if err != nil || cerr != nil || span.why != "" || cd.l.off != int64(len(cd.buf)) || !bytes.Equal(rec.Raw, m.Raw) {
+		// Claim parsed these bytes as one valid record: the same parse
+		// does not disagree.
+		rec.Reset()
+		rec.Raw = m.Raw
+		return 1
+	}
+	rec.Raw = m.Raw // in b's arena
+	return span.lines
 }

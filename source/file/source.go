@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -68,8 +69,14 @@ type Source struct {
 	d  derive
 	rp *replayer // nil without replay
 
-	// decs are Decode's JSON decoders, one per goroutine at a time.
-	decs sync.Pool // *format.JSON
+	// decs are Decode's JSON decoders, one per goroutine at a time;
+	// csvDecs its CSV splitters and decoders.
+	decs    sync.Pool // *format.JSON
+	csvDecs sync.Pool // *csvDecoder
+	// modes holds, by path, the line mode of each CSV file with a
+	// record whose bytes hold a line break (Claim stores it before the
+	// record is handed to Decode, which reads it).
+	modes sync.Map // string → lineMode
 }
 
 // recordReader yields the records of one file.
@@ -274,19 +281,22 @@ func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) (sourc
 	return source.More, nil
 }
 
-// Splits implements source.Splitter: JSONL files whose records' metas
-// do not depend on the decoded rows — no partition_field, ordinal,
-// arrival_time_field or replay, which number, place or time a record by
-// its decoded fields and those of the records before it. Their lines
-// are read in order (Claim) and decoded on any goroutine (Decode).
+// Splits implements source.Splitter: JSONL and CSV files whose
+// records' metas do not depend on the decoded rows — no partition_field,
+// ordinal, arrival_time_field or replay, which number, place or time a
+// record by its decoded fields and those of the records before it. Their
+// records are read in order (Claim: a JSONL line, a CSV record's lines
+// up to the close of its quoted fields) and decoded on any goroutine
+// (Decode).
 func (s *Source) Splits() bool {
 	d := &s.d
-	return s.jsonl && s.rp == nil && !d.hasPart && !d.hasOrd && !d.hasArr
+	return s.avro == nil && s.rp == nil && !d.hasPart && !d.hasOrd && !d.hasArr
 }
 
-// Claim implements source.Splitter: the next up to max lines of the
+// Claim implements source.Splitter: the next up to max records of the
 // files, in order, with their positions and raw bytes (in b's arena),
-// undecoded; the same records, batch cuts, errors and positions as Next.
+// undecoded (a CSV record that is not valid CSV, or is cut, has its
+// Meta.Err); the same records, batch cuts, errors and positions as Next.
 // Only for a source that Splits.
 func (s *Source) Claim(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
 	if !s.Splits() {
@@ -326,11 +336,15 @@ func (s *Source) Claim(ctx context.Context, b *source.Batch, max int) (source.St
 	return source.More, nil
 }
 
-// Decode implements source.Splitter: it decodes the lines Claim put in
-// b into their rows, their strings into b's arena, setting Meta.Err of
-// a line that does not decode. Safe for concurrent use (each call takes
-// its own decoder).
+// Decode implements source.Splitter: it decodes the records Claim put
+// in b into their rows, their strings into b's arena, setting Meta.Err
+// of a record that does not decode. Safe for concurrent use (each call
+// takes its own decoder).
 func (s *Source) Decode(b *source.Batch) {
+	if !s.jsonl {
+		s.decodeCSV(b)
+		return
+	}
 	dec, _ := s.decs.Get().(*format.JSON)
 	if dec == nil {
 		dec = format.NewJSON(s.fields)
@@ -387,7 +401,15 @@ func (s *Source) nextRecord(r *row.Row, m *source.Meta, a *source.Arena, claim b
 		}
 		var err error
 		if claim {
-			err = s.cur.(*jsonlReader).claim(m)
+			switch c := s.cur.(type) {
+			case *jsonlReader:
+				err = c.claim(m)
+			case *csvReader:
+				err = c.claim(m)
+				if err == nil && bytes.ContainsAny(m.Raw, "\r\n") {
+					s.modes.Store(c.path, c.lines.mode)
+				}
+			}
 		} else {
 			err = s.cur.next(r, m, a)
 		}

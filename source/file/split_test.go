@@ -61,71 +61,7 @@ func TestClaimDecodeEqualsNext(t *testing.T) {
 		return s
 	}
 	for seed := range uint64(4) {
-		rng := rand.New(rand.NewPCG(seed, 11))
-		ref, split := open(), open()
-		if !split.Splits() {
-			t.Fatal("an unpartitioned JSONL source does not split")
-		}
-		type claimed struct {
-			b    *source.Batch
-			want []rec
-			wj   []string
-		}
-		work := make(chan *claimed, 8)
-		var wg sync.WaitGroup
-		for range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for c := range work {
-					split.Decode(c.b)
-				}
-			}()
-		}
-		var batches []*claimed
-		ctx := context.Background()
-		for {
-			max := 1 + rng.IntN(300)
-			var rb source.Batch
-			rst, rerr := ref.Next(ctx, &rb, max)
-			c := &claimed{b: &source.Batch{}, want: renderBatch(ref, &rb, dir)}
-			for j := range rb.Meta {
-				c.wj = append(c.wj, string(ref.EventJSON(nil, &rb.Meta[j])))
-			}
-			sst, serr := split.Claim(ctx, c.b, max)
-			if rst != sst || rerr != serr && !errors.Is(serr, rerr) {
-				t.Fatalf("seed %d: Claim %v %v, Next %v %v", seed, sst, serr, rst, rerr)
-			}
-			if !slices.Equal(ref.Position(), split.Position()) {
-				t.Fatalf("seed %d, batch %d: positions differ", seed, len(batches))
-			}
-			if c.b.Len() != rb.Len() {
-				t.Fatalf("seed %d: claimed %d, Next %d", seed, c.b.Len(), rb.Len())
-			}
-			batches = append(batches, c)
-			work <- c
-			if rerr == nil && rst == source.End {
-				break
-			}
-			if rerr != nil {
-				t.Fatal(rerr)
-			}
-		}
-		close(work)
-		wg.Wait()
-		n, bad := 0, 0
-		for _, c := range batches {
-			diff(t, renderBatch(split, c.b, dir), c.want)
-			for j := range c.b.Meta {
-				if got := string(split.EventJSON(nil, &c.b.Meta[j])); got != c.wj[j] {
-					t.Fatalf("EventJSON %s, want %s", got, c.wj[j])
-				}
-				if c.b.Meta[j].Err != nil {
-					bad++
-				}
-			}
-			n += c.b.Len()
-		}
+		n, bad := claimDecodeEqualsNext(t, open, dir, seed)
 		// 3 files × (700 lines − 8 blank) + the last line.
 		if n != 3*(700-8)+1 {
 			t.Fatalf("seed %d: %d records", seed, n)
@@ -136,7 +72,8 @@ func TestClaimDecodeEqualsNext(t *testing.T) {
 	}
 }
 
-// TestSplits: only a source whose metas need no decoded field splits.
+// TestSplits: only a JSONL or CSV source whose metas need no decoded
+// field splits.
 func TestSplits(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"a.jsonl": `{"id":"1","store":"s","ts":"2026-09-01T10:00:00Z","at":"2026-09-01T10:00:00Z"}` + "\n", "a.csv": "id,store,ts,at,n\n1,s,2026-09-01T10:00:00Z,2026-09-01T10:00:00Z,1\n"})
 	for _, tc := range []struct {
@@ -144,7 +81,10 @@ func TestSplits(t *testing.T) {
 		split bool
 	}{
 		{spec.Source{Path: dir + "/a.jsonl"}, true},
-		{spec.Source{Path: dir + "/a.csv"}, false},
+		{spec.Source{Path: dir + "/a.csv"}, true},
+		{spec.Source{Path: dir + "/a.csv", PartitionField: "store"}, false},
+		{spec.Source{Path: dir + "/a.csv", Ordinal: &spec.Ordinal{Field: "n", Per: "store"}}, false},
+		{spec.Source{Path: dir + "/a.csv", Replay: &spec.Replay{Seed: 1, Partitions: 2}}, false},
 		{spec.Source{Path: dir + "/a.jsonl", PartitionField: "store"}, false},
 		{spec.Source{Path: dir + "/a.jsonl", ArrivalTimeField: "at"}, false},
 		{spec.Source{Path: dir + "/a.jsonl", Ordinal: &spec.Ordinal{Field: "n"}}, false},
@@ -163,5 +103,169 @@ func TestSplits(t *testing.T) {
 			}
 		}
 		s.Close()
+	}
+}
+
+// claimDecodeEqualsNext reads two sources that open makes, one with Next
+// and one by Claim in order with four goroutines decoding each batch
+// (whichever is free), for random batch sizes from seed, and fails unless
+// they give the same records — rows, metas, decode errors, raw bytes,
+// EventJSON — with the same batch cuts, errors and positions after each
+// batch. It returns the records and those with errors.
+func claimDecodeEqualsNext(t *testing.T, open func() *Source, dir string, seed uint64) (n, bad int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 11))
+	ref, split := open(), open()
+	if !split.Splits() {
+		t.Fatal("the source does not split")
+	}
+	type claimed struct {
+		b    *source.Batch
+		want []rec
+		wj   []string
+	}
+	work := make(chan *claimed, 8)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range work {
+				split.Decode(c.b)
+			}
+		}()
+	}
+	var batches []*claimed
+	ctx := context.Background()
+	for {
+		max := 1 + rng.IntN(300)
+		var rb source.Batch
+		rst, rerr := ref.Next(ctx, &rb, max)
+		c := &claimed{b: &source.Batch{}, want: renderBatch(ref, &rb, dir)}
+		for j := range rb.Meta {
+			c.wj = append(c.wj, string(ref.EventJSON(nil, &rb.Meta[j])))
+		}
+		sst, serr := split.Claim(ctx, c.b, max)
+		if rst != sst || rerr != serr && !errors.Is(serr, rerr) {
+			t.Fatalf("seed %d: Claim %v %v, Next %v %v", seed, sst, serr, rst, rerr)
+		}
+		if !slices.Equal(ref.Position(), split.Position()) {
+			t.Fatalf("seed %d, batch %d: positions differ", seed, len(batches))
+		}
+		if c.b.Len() != rb.Len() {
+			t.Fatalf("seed %d: claimed %d, Next %d", seed, c.b.Len(), rb.Len())
+		}
+		batches = append(batches, c)
+		work <- c
+		if rerr == nil && rst == source.End {
+			break
+		}
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+	}
+	close(work)
+	wg.Wait()
+	for _, c := range batches {
+		diff(t, renderBatch(split, c.b, dir), c.want)
+		for j := range c.b.Meta {
+			if got := string(split.EventJSON(nil, &c.b.Meta[j])); got != c.wj[j] {
+				t.Fatalf("EventJSON %s, want %s", got, c.wj[j])
+			}
+			if c.b.Meta[j].Err != nil {
+				bad++
+			}
+		}
+		n += c.b.Len()
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return n, bad
+}
+
+// TestClaimDecodeCSVEqualsNext: CSV files read by Claim and decoded on
+// four goroutines give what Next gives (claimDecodeEqualsNext), over
+// files with different column orders, LF, CRLF and CR-only line breaks,
+// a byte order mark, quoted fields with separators, doubled quotes and
+// line breaks, a lone "\r" inside LF lines and at the end of one, an unterminated quote that
+// is resynchronised, bare quotes, short records, bad numbers and times,
+// invalid UTF-8, an over-long line, an empty file and a last line
+// without a line break; for random batch sizes.
+func TestClaimDecodeCSVEqualsNext(t *testing.T) {
+	defer func(n int) { maxLineBytes = n }(maxLineBytes)
+	maxLineBytes = 300
+	files := map[string]string{"part-3.csv": ""}
+	for f := range 3 {
+		var b strings.Builder
+		br := []string{"\n", "\r\n", "\r"}[f]
+		if f == 1 {
+			b.WriteString("\xEF\xBB\xBF")
+		}
+		cols := []string{"id,store,n,ts", "ts,id,n,store", "store,ts,id,n"}[f]
+		b.WriteString(cols + br)
+		line := func(id, store, n, ts string) {
+			v := map[string]string{"id": id, "store": store, "n": n, "ts": ts}
+			var parts []string
+			for _, c := range strings.Split(cols, ",") {
+				parts = append(parts, v[c])
+			}
+			b.WriteString(strings.Join(parts, ",") + br)
+		}
+		for i := range 600 {
+			ts := fmt.Sprintf("2026-09-01T10:%02d:%02dZ", i/60%60, i%60)
+			id := fmt.Sprintf("e%d-%d", f, i)
+			switch {
+			case i%97 == 5:
+				b.WriteString(br) // empty
+			case i%89 == 7:
+				line(id, `"a, ""quoted"" store"`, "1", ts)
+			case i%83 == 11:
+				line(id, `"two`+br+`lines, one field"`, "2", ts)
+			case i%211 == 13:
+				line(id, `"never closes`, "3", ts) // quarantined; the lines after it are read again
+			case i%73 == 17:
+				line(id, `ba"re`, "4", ts)
+			case i%67 == 19:
+				b.WriteString(id + ",only two" + br)
+			case i%61 == 3:
+				line(id, "s", "x9", "not a time")
+			case i%59 == 23:
+				line(id, "bad\xff", "5", ts)
+			case i%151 == 29:
+				line(id, strings.Repeat("x", 400), "6", ts) // too long
+			case i%53 == 31 && f == 0:
+				line(id, "lone\rcr", "7", ts)
+			case i%47 == 37 && f == 0:
+				line(id, `"quoted lone`+"\r"+`cr"`, "8", ts)
+			case i%43 == 41 && f == 0:
+				b.WriteString(id + `,"q",9,` + ts + "\r\r" + br) // the line's last byte is a "\r"
+			default:
+				line(id, fmt.Sprintf("store-%d", i%7), fmt.Sprint(i), ts)
+			}
+		}
+		if f == 2 {
+			b.WriteString(`last,2026-09-01T11:00:00Z,"x",9`) // no line break
+		}
+		files[fmt.Sprintf("part-%d.csv", f)] = b.String()
+	}
+	dir := writeFiles(t, files)
+	open := func() *Source {
+		s, err := New(Config{Spec: spec.Source{Path: dir + "/*.csv"}, Fields: testFields(t, "id:string", "store:string", "n:int", "ts:timestamp"), EventTimeField: "ts"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	ref := drain(t, open(), 1000, dir)
+	for seed := range uint64(4) {
+		n, bad := claimDecodeEqualsNext(t, open, dir, seed)
+		if n != len(ref) || n < 3*560 {
+			t.Fatalf("seed %d: %d records, a one-pass read %d", seed, n, len(ref))
+		}
+		if bad < 3*20 {
+			t.Fatalf("seed %d: only %d records with errors", seed, bad)
+		}
 	}
 }
