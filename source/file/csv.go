@@ -526,7 +526,7 @@ type csvDecoder struct {
 	c    csvReader
 	l    lineReader
 	rd   bytes.Reader
-	buf  []byte // the record's bytes and a line break, for rd
+	buf  []byte                 // the record's bytes and a line break, for rd
 	decs map[string]*format.CSV // by path
 }
 
