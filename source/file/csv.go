@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/tidemark/tidemark/changelog"
@@ -520,14 +521,19 @@ func (c *csvReader) claim(m *source.Meta) error {
 }
 
 // csvDecoder is one goroutine's CSV decoding state for Decode: a splitter
-// for a claimed record's bytes and a decoder per file (their plans hold
-// per-decoder caches).
+// for a claimed record's bytes and a decoder per distinct header (their
+// plans hold per-decoder caches).
 type csvDecoder struct {
-	c    csvReader
-	l    lineReader
-	rd   bytes.Reader
-	buf  []byte                 // the record's bytes and a line break, for rd
-	decs map[string]*format.CSV // by path
+	c   csvReader
+	l   lineReader
+	rd  bytes.Reader
+	buf []byte // the record's bytes and a line break, for rd
+	// decs are decoders for the headers heads; dec is that of the file
+	// at path, the last record's.
+	heads [][]string
+	decs  []*format.CSV
+	path  string
+	dec   *format.CSV
 }
 
 // decodeCSV is Decode for CSV files: it splits each record Claim left
@@ -536,7 +542,7 @@ type csvDecoder struct {
 func (s *Source) decodeCSV(b *source.Batch) {
 	cd, _ := s.csvDecs.Get().(*csvDecoder)
 	if cd == nil {
-		cd = &csvDecoder{c: csvReader{comma: utf8.AppendRune(nil, s.csv.comma), width: -1}, decs: map[string]*format.CSV{}}
+		cd = &csvDecoder{c: csvReader{comma: utf8.AppendRune(nil, s.csv.comma), width: -1}}
 	}
 	a := b.Arena()
 	for i := range b.Meta {
@@ -545,16 +551,22 @@ func (s *Source) decodeCSV(b *source.Batch) {
 		if m.Err != nil {
 			continue
 		}
-		dec := cd.decs[m.Pos.Source]
-		if dec == nil {
-			var err error
-			dec, err = format.NewCSV(s.fields, s.heads[m.Pos.Source])
-			if err != nil { // New built it for this header
-				m.Err = &source.DecodeError{Rule: "decode", Reason: err.Error()}
-				continue
+		if m.Pos.Source != cd.path {
+			// Files mostly share a header: a decoder per distinct header.
+			h := s.heads[m.Pos.Source]
+			i := slices.IndexFunc(cd.heads, func(x []string) bool { return slices.Equal(x, h) })
+			if i < 0 {
+				dec, err := format.NewCSV(s.fields, h)
+				if err != nil { // New built one for this header
+					m.Err = &source.DecodeError{Rule: "decode", Reason: err.Error()}
+					continue
+				}
+				i = len(cd.heads)
+				cd.heads, cd.decs = append(cd.heads, h), append(cd.decs, dec)
 			}
-			cd.decs[m.Pos.Source] = dec
+			cd.path, cd.dec = m.Pos.Source, cd.decs[i]
 		}
+		dec := cd.dec
 		lines := cd.split(s, m)
 		m.Err = dec.Decode(&cd.c.rec, r, a)
 		if m.Err != nil && lines > 1 {
