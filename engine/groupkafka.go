@@ -272,6 +272,20 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 				prev = &sum
 				continue
 			}
+			if ctx.Err() != nil && gr.rejoinable(err) {
+				// Stopped while the session was lost (a broker paused past
+				// transaction_timeout answered the last commit with a
+				// fence of the pause): the run ends as a stop does — the
+				// open transaction is aborted and the group reads its
+				// records again from the last commit — not as a fence.
+				gr.logf("group %s: instance %s stopped while its group session was lost (%v); its open transaction is aborted and the group reads the records since its last commit again", gr.group, gr.sum.Instance, err)
+				s := gr.summary()
+				gr.close()
+				s.Stopped = true
+				s.Wall = time.Since(start)
+				s.CPU = cpuTime() - cpu0
+				return s, nil
+			}
 			ferr := gr.fencedError(err)
 			gr.close()
 			return nil, ferr
