@@ -279,18 +279,15 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 				// open transaction is aborted and the group reads its
 				// records again from the last commit — not as a fence.
 				gr.logf("group %s: instance %s stopped while its group session was lost (%v); its open transaction is aborted and the group reads the records since its last commit again", gr.group, gr.sum.Instance, err)
-				s := gr.summary()
+				stopped = true
+			} else {
+				ferr := gr.fencedError(err)
 				gr.close()
-				s.Stopped = true
-				s.Wall = time.Since(start)
-				s.CPU = cpuTime() - cpu0
-				return s, nil
+				return nil, ferr
 			}
-			ferr := gr.fencedError(err)
-			gr.close()
-			return nil, ferr
+		} else {
+			gr.live(true)
 		}
-		gr.live(true)
 		s := gr.summary()
 		gr.close()
 		s.Stopped = stopped
