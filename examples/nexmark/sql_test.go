@@ -20,6 +20,7 @@ import (
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/internal/datatest"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/source"
@@ -48,30 +49,6 @@ import (
 // expiry; the generator's longest auction is 3.33 s at 1,000 events/s).
 const sqlPreamble = "SET 'table.exec.state.ttl' = '10 s';\nSET 'tidemark.join.max_span' = '4 s';\n"
 
-// sqlCorpus returns the corpus directory (TIDEMARK_NEXMARK_SQL, or
-// shared/nexmark-sql above the checkout), skipping without it.
-func sqlCorpus(t testing.TB) string {
-	t.Helper()
-	if d := os.Getenv("TIDEMARK_NEXMARK_SQL"); d != "" {
-		return d
-	}
-	wd, _ := os.Getwd()
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		c := filepath.Join(dir, "shared", "nexmark-sql")
-		if _, err := os.Stat(filepath.Join(c, "q0.sql")); err == nil {
-			return c
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
-	}
-	if os.Getenv("TIDEMARK_REQUIRE_DATA") != "" {
-		t.Fatal("the Nexmark SQL corpus (shared/nexmark-sql) is not above the checkout; set TIDEMARK_NEXMARK_SQL")
-	}
-	t.Skip("the Nexmark SQL corpus (shared/nexmark-sql) is not above the checkout; set TIDEMARK_NEXMARK_SQL")
-	return ""
-}
-
 // sqlRun is one run's configuration.
 type sqlRun struct {
 	events, rate int64
@@ -86,7 +63,7 @@ type sqlRun struct {
 // sqlScript builds the script of query q for run r.
 func sqlScript(t testing.TB, q string, r sqlRun) string {
 	t.Helper()
-	dir := sqlCorpus(t)
+	dir := datatest.NexmarkSQL(t)
 	read := func(n string) string {
 		b, err := os.ReadFile(filepath.Join(dir, n))
 		if err != nil {

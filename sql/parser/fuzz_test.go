@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tidemark/tidemark/internal/datatest"
 )
 
 // FuzzParse: no input makes Parse panic (an internal failure would be an
@@ -25,7 +27,8 @@ func FuzzParse(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	if dir := corpusDirOrEmpty(); dir != "" {
+	wd, _ := os.Getwd()
+	if dir := datatest.FindNexmarkSQL(os.Getenv, wd); dir != "" {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.sql"))
 		for _, p := range files {
 			if b, err := os.ReadFile(p); err == nil {
@@ -51,17 +54,4 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("formatting is not stable:\n%s\n%s\nfrom %q", out, out2, src)
 		}
 	})
-}
-
-func corpusDirOrEmpty() string {
-	wd, _ := os.Getwd()
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		c := filepath.Join(dir, "shared", "nexmark-sql")
-		if _, err := os.Stat(filepath.Join(c, "q0.sql")); err == nil {
-			return c
-		}
-		if filepath.Dir(dir) == dir {
-			return ""
-		}
-	}
 }

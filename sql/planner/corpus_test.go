@@ -7,32 +7,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/tidemark/tidemark/internal/datatest"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/sql/parser"
 )
-
-// corpusDir returns the Nexmark SQL corpus: TIDEMARK_NEXMARK_SQL, or
-// shared/nexmark-sql above the checkout (never copied into the
-// repository); the test is skipped without it.
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	if d := os.Getenv("TIDEMARK_NEXMARK_SQL"); d != "" {
-		return d
-	}
-	wd, _ := os.Getwd()
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		c := filepath.Join(dir, "shared", "nexmark-sql")
-		if _, err := os.Stat(filepath.Join(c, "q0.sql")); err == nil {
-			return c
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
-	}
-	t.Skip("the Nexmark SQL corpus (shared/nexmark-sql, or TIDEMARK_NEXMARK_SQL) is not above the checkout")
-	return ""
-}
 
 // compileScript parses and plans a script, then compiles its spec.
 func compileScript(t testing.TB, name, src string, lookup func(string) (string, bool)) (*spec.Pipeline, *plan.Plan, error) {
@@ -69,7 +48,7 @@ var corpusRefused = map[string]string{
 // (the directories q10 and q13 name are dir; q10 writes Parquet).
 func corpusScript(t testing.TB, q, dir string) (string, func(string) (string, bool)) {
 	t.Helper()
-	corpus := corpusDir(t)
+	corpus := datatest.NexmarkSQL(t)
 	read := func(n string) string {
 		b, err := os.ReadFile(filepath.Join(corpus, n))
 		if err != nil {
