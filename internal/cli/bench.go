@@ -1,21 +1,14 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
-	"runtime/metrics"
-	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,10 +24,6 @@ import (
 	"github.com/tidemark/tidemark/source/nexmark"
 	"github.com/tidemark/tidemark/spec"
 )
-
-// blackholeType is the sink type tidemark bench writes every output to:
-// it counts rows and records and keeps nothing (Nexmark's blackhole sink).
-const blackholeType = "blackhole"
 
 // benchFlags are the flags of tidemark bench.
 type benchFlags struct {
@@ -172,93 +161,6 @@ tool pprof).`,
 	return cmd
 }
 
-// BenchRun holds one measured run's figures.
-type BenchRun struct {
-	Events         int64   `json:"events"`                // events read
-	Rows           int64   `json:"rows"`                  // result rows written to the sinks
-	WallSeconds    float64 `json:"wall_s"`                // wall time, s
-	CPUSeconds     float64 `json:"cpu_s"`                 // process CPU time (user + system), s
-	EventsPerSec   float64 `json:"events_per_s"`          // events / wall time
-	EventsPerCore  float64 `json:"events_per_core_s"`     // events / process CPU time: events per second of one core
-	PeakRSSBytes   int64   `json:"peak_rss_bytes"`        // peak resident set, bytes
-	FileRSSBytes   int64   `json:"file_rss_bytes"`        // resident pages mapped from files at the run's end (Linux RssFile + RssShmem), bytes; 0 where unknown
-	LiveHeapBytes  int64   `json:"peak_live_heap_bytes"`  // largest live heap at a GC during the run, bytes
-	StateBytesEnd  int64   `json:"state_bytes_end"`       // engine estimate at the end of the run, bytes; 0 for a baseline
-	ExchangeBytes  int64   `json:"exchange_peak_bytes"`   // most bytes the packets between tasks held at once (engine.Summary.ExchangePeakBytes); 0 at one task and for a baseline
-	AllocsPerEvent float64 `json:"allocs_per_event"`      // heap allocations (MemStats.Mallocs) per event
-	BytesPerEvent  float64 `json:"alloc_bytes_per_event"` // heap bytes allocated per event
-	// With --sink postgres: the database's CPU seconds (the run's
-	// backends; the cluster's background processes), and the checkpoints
-	// the run took.
-	DBBackendCPU    float64 `json:"db_backend_cpu_s,omitempty"`
-	DBBackgroundCPU float64 `json:"db_background_cpu_s,omitempty"`
-	Checkpoints     int     `json:"checkpoints,omitempty"`
-	// Phases is where the run's CPU went, from its CPU profile (tidemark
-	// runs with --phases; for a median, each figure's median).
-	Phases *benchPhases `json:"cpu_phases,omitempty"`
-}
-
-// benchSeries is the runs of one side (tidemark or the baseline).
-type benchSeries struct {
-	Name string `json:"name"`
-	// Parallelism is the number of tasks of tidemark's runs (0 for a
-	// baseline).
-	Parallelism int        `json:"parallelism,omitempty"`
-	Runs        []BenchRun `json:"runs"`
-	Median      BenchRun   `json:"median"`
-}
-
-// benchMachine describes where the figures were measured.
-type benchMachine struct {
-	CPUModel   string `json:"cpu_model"`
-	CPUs       int    `json:"cpus"`
-	GOMAXPROCS int    `json:"gomaxprocs"`
-	OS         string `json:"os"`
-	Arch       string `json:"arch"`
-	Go         string `json:"go"`
-}
-
-// benchSource describes the source of the measured pipeline.
-type benchSource struct {
-	Type      string `json:"type"`
-	Generator string `json:"generator,omitempty"` // article: "articlegen", the writer of the file read
-	Events    int64  `json:"events,omitempty"`    // nexmark, article: events per run
-	Rate      int64  `json:"rate,omitempty"`      // nexmark, article: events per second of event time
-	Seed      uint64 `json:"seed"`
-	// Article: the generated stream's counts (first deliveries,
-	// redeliveries, conflicting copies, late and too-late events).
-	Article *articlegen.Stats `json:"article,omitempty"`
-	// Sink is "postgres" for bench article --sink postgres.
-	Sink string `json:"sink,omitempty"`
-}
-
-// benchReport is the whole output (--format json).
-type benchReport struct {
-	Query    string       `json:"query"`
-	File     string       `json:"file"`
-	Pipeline string       `json:"pipeline"`
-	Stages   []string     `json:"stages"`
-	Source   benchSource  `json:"source"`
-	Repeat   int          `json:"repeat"`
-	Machine  benchMachine `json:"machine"`
-	Tidemark benchSeries  `json:"tidemark"`
-	// Parallel holds the series of the further --parallelism values
-	// (Tidemark is the first).
-	Parallel []benchSeries `json:"parallel,omitempty"`
-	Baseline *benchSeries  `json:"baseline,omitempty"`
-	// Ratio is tidemark's median over the baseline's: events/s/core and
-	// events/s.
-	Ratio *struct {
-		EventsPerCore float64 `json:"events_per_core_s"`
-		EventsPerSec  float64 `json:"events_per_s"`
-	} `json:"ratio,omitempty"`
-	// RoundRatios are each round's tidemark events/s/core over the
-	// baseline's run right after it (the first parallelism), in run order.
-	RoundRatios  []float64 `json:"round_ratios_events_per_core_s,omitempty"`
-	PeakRSSReset bool      `json:"peak_rss_reset_per_run"` // false: each peak RSS is the process's since its start
-	Notes        string    `json:"notes"`
-}
-
 // baselineFunc runs a hand-written loop once, its rows discarded.
 type baselineFunc struct {
 	name string
@@ -292,41 +194,36 @@ var baselines = map[string]baselineFunc{
 	"q9/q9":           {"nexbase.Q9", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q9(ctx, c, nil) }},
 }
 
-// configErr marks a usage or configuration error (exit status 2).
-func configErr(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
-}
-
 func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.Writer) error {
 	if f.repeat < 1 {
-		return configErr("--repeat %d: at least 1", f.repeat)
+		return usageErr("--repeat %d: at least 1", f.repeat)
 	}
 	if f.format != "text" && f.format != "json" {
-		return configErr("--format %q: want text or json", f.format)
+		return usageErr("--format %q: want text or json", f.format)
 	}
 	if f.events < 0 {
-		return configErr("--events %d: must be positive", f.events)
+		return usageErr("--events %d: must be positive", f.events)
 	}
 	if len(f.parallelism) == 0 {
 		f.parallelism = []int{0}
 	}
 	for _, n := range f.parallelism {
 		if n < 0 {
-			return configErr("--parallelism %d: negative", n)
+			return usageErr("--parallelism %d: negative", n)
 		}
 	}
 	if f.writeEvents != "" && arg != articleQuery {
-		return configErr("--write-events: only for bench %s", articleQuery)
+		return usageErr("--write-events: only for bench %s", articleQuery)
 	}
 	switch {
 	case f.sink != "" && arg != articleQuery:
-		return configErr("--sink: only for bench %s", articleQuery)
+		return usageErr("--sink: only for bench %s", articleQuery)
 	case f.sink != "" && f.sink != "postgres":
-		return configErr("--sink %q: want postgres", f.sink)
+		return usageErr("--sink %q: want postgres", f.sink)
 	case f.sink != "" && f.baseline:
-		return configErr("--vs-baseline: the hand-written loop writes no database; measure it without --sink")
+		return usageErr("--vs-baseline: the hand-written loop writes no database; measure it without --sink")
 	case f.dsn != "" && f.sink == "":
-		return configErr("--dsn: only with --sink postgres")
+		return usageErr("--dsn: only with --sink postgres")
 	}
 	var p *spec.Pipeline
 	var err error
@@ -406,15 +303,15 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	}
 	if f.events > 0 && gen == nil {
 		if p.Source.Type != "nexmark" {
-			return configErr("--events: only for a nexmark source (this pipeline reads %s)", p.Source.Type)
+			return usageErr("--events: only for a nexmark source (this pipeline reads %s)", p.Source.Type)
 		}
 		p.Source.Events = f.events
 	}
 	switch {
 	case p.Source.Type == "nexmark" && p.Source.Events == 0:
-		return configErr("%s: source.events is 0 (unbounded); give --events", file)
+		return usageErr("%s: source.events is 0 (unbounded); give --events", file)
 	case p.Source.Type == "kafka" && !p.Source.StopAtEnd:
-		return configErr("%s: a benchmark needs a bounded source; set source.stop_at_end for kafka", file)
+		return usageErr("%s: a benchmark needs a bounded source; set source.stop_at_end for kafka", file)
 	}
 	stages := stageNames(p)
 	var base *baselineFunc
@@ -434,10 +331,10 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 					}
 				}
 			})
-			return configErr("--vs-baseline: no hand-written loop for pipeline %s, last stage %s (loops exist for %s)", p.Name, stages[len(stages)-1], strings.Join(known, ", "))
+			return usageErr("--vs-baseline: no hand-written loop for pipeline %s, last stage %s (loops exist for %s)", p.Name, stages[len(stages)-1], strings.Join(known, ", "))
 		}
 		if baseCfg, err = nexbase.FromSpec(p); err != nil {
-			return configErr("--vs-baseline: %v", err)
+			return usageErr("--vs-baseline: %v", err)
 		}
 		base = &b
 	}
@@ -641,18 +538,6 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	return nil
 }
 
-// median returns the median of sorted values v (0 when v is empty).
-func median(v []float64) float64 {
-	n := len(v)
-	switch {
-	case n == 0:
-		return 0
-	case n%2 == 1:
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
-}
-
 // stageNames lists the pipeline's stage names (the pipeline's name for a
 // single stage).
 func stageNames(p *spec.Pipeline) []string {
@@ -664,98 +549,6 @@ func stageNames(p *spec.Pipeline) []string {
 		out[i] = s.Name
 	}
 	return out
-}
-
-// blackholeSinks points every sink of p at the blackhole (adding one to
-// each last stage without sinks, one that no other stage reads) and turns
-// checkpoints off; with keepResults, the result sinks and checkpoints stay
-// and only the side outputs go to the blackhole. It returns the counter of
-// result rows the blackhole sinks receive.
-func blackholeSinks(p *spec.Pipeline, keepResults bool) *int64 {
-	rows := new(int64)
-	bh := func() *spec.Sink {
-		if keepResults {
-			// The blackhole keeps nothing, so it takes no part in the
-			// checkpoints the run keeps.
-			return &spec.Sink{Type: blackholeType, Delivery: "at_least_once"}
-		}
-		return &spec.Sink{Type: blackholeType}
-	}
-	results := func(s []spec.Sink, leaf bool) []spec.Sink {
-		if keepResults {
-			return s
-		}
-		n := len(s)
-		if n == 0 && leaf {
-			n = 1
-		}
-		out := make([]spec.Sink, n)
-		for i := range out {
-			out[i] = *bh()
-		}
-		return out
-	}
-	if !keepResults {
-		p.Checkpoint = nil
-	}
-	if p.Quarantine.Sink != nil {
-		p.Quarantine.Sink = bh()
-	}
-	if p.Conflicts.Sink != nil {
-		p.Conflicts.Sink = bh()
-	}
-	if len(p.Stages) == 0 {
-		p.Sinks = results(p.Sinks, true)
-		if p.Late.Sink != nil {
-			p.Late.Sink = bh()
-		}
-		return rows
-	}
-	read := map[string]bool{}
-	for i, s := range p.Stages {
-		switch {
-		case s.Input != "":
-			read[s.Input] = true
-		case i > 0:
-			read[p.Stages[i-1].Name] = true
-		}
-	}
-	for i := range p.Stages {
-		s := &p.Stages[i]
-		s.Sinks = results(s.Sinks, !read[s.Name])
-		if s.Late.Sink != nil {
-			s.Late.Sink = bh()
-		}
-	}
-	return rows
-}
-
-// blackhole is the discarding sink: it counts what it receives.
-type blackhole struct{ rows *int64 }
-
-func (b *blackhole) Write(_ context.Context, rows []changelog.Row) error {
-	*b.rows += int64(len(rows))
-	return nil
-}
-func (b *blackhole) WriteRecord(context.Context, []byte) error { *b.rows++; return nil }
-func (b *blackhole) Flush(context.Context) error               { return nil }
-func (b *blackhole) Close(context.Context) error               { return nil }
-
-// liveHeap samples the live heap at the last garbage collection.
-type liveHeap struct {
-	s    []metrics.Sample
-	peak int64
-}
-
-func newLiveHeap() *liveHeap {
-	return &liveHeap{s: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
-}
-
-func (h *liveHeap) sample() {
-	metrics.Read(h.s)
-	if h.s[0].Value.Kind() == metrics.KindUint64 {
-		h.peak = max(h.peak, int64(h.s[0].Value.Uint64()))
-	}
 }
 
 // benchOptions are the engine options of a measured run: the registry
@@ -773,43 +566,6 @@ func benchOptions(reg *engine.Registry, stderr io.Writer, h *liveHeap) engine.Op
 	}
 }
 
-// measure runs one measured run: it collects garbage and returns memory
-// to the OS, resets the peak RSS, and times run, which returns the events
-// it read, the CPU time it used and the state bytes at its end.
-func measure(run func(h *liveHeap) (events int64, cpu time.Duration, state int64, err error)) (BenchRun, bool, error) {
-	runtime.GC()
-	debug.FreeOSMemory()
-	reset := resetPeakRSS()
-	h := newLiveHeap()
-	h.sample()
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	start := time.Now()
-	events, cpu, state, err := run(h)
-	wall := time.Since(start)
-	h.sample()
-	runtime.ReadMemStats(&m1)
-	if err != nil {
-		return BenchRun{}, reset, err
-	}
-	r := BenchRun{
-		Events:        events,
-		WallSeconds:   wall.Seconds(),
-		CPUSeconds:    cpu.Seconds(),
-		PeakRSSBytes:  peakRSS(),
-		FileRSSBytes:  fileRSS(),
-		LiveHeapBytes: h.peak,
-		StateBytesEnd: state,
-	}
-	if events > 0 {
-		r.AllocsPerEvent = float64(m1.Mallocs-m0.Mallocs) / float64(events)
-		r.BytesPerEvent = float64(m1.TotalAlloc-m0.TotalAlloc) / float64(events)
-	}
-	r.EventsPerSec = ratio(float64(events), r.WallSeconds)
-	r.EventsPerCore = ratio(float64(events), r.CPUSeconds)
-	return r, reset, nil
-}
-
 // stateBytes sums the stages' state estimates.
 func stateBytes(s *engine.Summary) int64 {
 	var n int64
@@ -817,256 +573,4 @@ func stateBytes(s *engine.Summary) int64 {
 		n += st.StateBytes
 	}
 	return n
-}
-
-func ratio(a, b float64) float64 {
-	if b <= 0 {
-		return 0
-	}
-	return a / b
-}
-
-// fileRSS returns the resident bytes of this process mapped from files
-// and shared memory (Linux: RssFile + RssShmem of /proc/self/status, in
-// kB), or 0 where unknown. The executable's pages are most of it: on a
-// kernel that keeps large folios in the page cache a fault maps a whole
-// 2 MiB piece of the file, so this differs between builds of the same
-// code by tens of MiB (FilePmdMapped in /proc/self/smaps_rollup).
-func fileRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	return parseFileRSS(string(b))
-}
-
-// parseFileRSS sums the RssFile and RssShmem lines of a
-// /proc/PID/status text, in bytes.
-func parseFileRSS(status string) int64 {
-	var n int64
-	for line := range strings.Lines(status) {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "RssFile" && k != "RssShmem") {
-			continue
-		}
-		f := strings.Fields(v)
-		if len(f) != 2 || f[1] != "kB" {
-			continue
-		}
-		if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-			n += kb * 1024
-		}
-	}
-	return n
-}
-
-// resetPeakRSS makes the kernel's peak RSS of this process start again
-// from the current RSS (Linux: /proc/self/clear_refs, value 5). It reports
-// whether it could.
-func resetPeakRSS() bool {
-	if runtime.GOOS != "linux" {
-		return false
-	}
-	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
-}
-
-// writeAllocProfile writes the allocation profile (pprof "allocs").
-func writeAllocProfile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	runtime.GC()
-	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// medianRun is the median of each figure over the runs (the mean of the
-// middle two for an even count).
-func medianRun(runs []BenchRun) BenchRun {
-	med := func(get func(*BenchRun) float64) float64 {
-		v := make([]float64, len(runs))
-		for i := range runs {
-			v[i] = get(&runs[i])
-		}
-		slices.Sort(v)
-		return median(v)
-	}
-	return BenchRun{
-		Events:          int64(med(func(r *BenchRun) float64 { return float64(r.Events) })),
-		Rows:            int64(med(func(r *BenchRun) float64 { return float64(r.Rows) })),
-		WallSeconds:     med(func(r *BenchRun) float64 { return r.WallSeconds }),
-		CPUSeconds:      med(func(r *BenchRun) float64 { return r.CPUSeconds }),
-		EventsPerSec:    med(func(r *BenchRun) float64 { return r.EventsPerSec }),
-		EventsPerCore:   med(func(r *BenchRun) float64 { return r.EventsPerCore }),
-		PeakRSSBytes:    int64(med(func(r *BenchRun) float64 { return float64(r.PeakRSSBytes) })),
-		FileRSSBytes:    int64(med(func(r *BenchRun) float64 { return float64(r.FileRSSBytes) })),
-		LiveHeapBytes:   int64(med(func(r *BenchRun) float64 { return float64(r.LiveHeapBytes) })),
-		StateBytesEnd:   int64(med(func(r *BenchRun) float64 { return float64(r.StateBytesEnd) })),
-		ExchangeBytes:   int64(med(func(r *BenchRun) float64 { return float64(r.ExchangeBytes) })),
-		AllocsPerEvent:  med(func(r *BenchRun) float64 { return r.AllocsPerEvent }),
-		BytesPerEvent:   med(func(r *BenchRun) float64 { return r.BytesPerEvent }),
-		DBBackendCPU:    med(func(r *BenchRun) float64 { return r.DBBackendCPU }),
-		DBBackgroundCPU: med(func(r *BenchRun) float64 { return r.DBBackgroundCPU }),
-		Checkpoints:     int(med(func(r *BenchRun) float64 { return float64(r.Checkpoints) })),
-		Phases:          medianPhases(runs),
-	}
-}
-
-// machine describes this machine.
-func machine() benchMachine {
-	return benchMachine{CPUModel: cpuModel(), CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
-		OS: runtime.GOOS, Arch: runtime.GOARCH, Go: runtime.Version()}
-}
-
-// cpuModel is the first "model name" of /proc/cpuinfo (Linux), or "".
-func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
-func writeBenchText(w io.Writer, rep *benchReport) {
-	src := rep.Source.Type
-	switch {
-	case src == "nexmark":
-		src = fmt.Sprintf("nexmark, %s events/s of event time, seed %d", count(float64(rep.Source.Rate)), rep.Source.Seed)
-	case rep.Source.Article != nil:
-		a := rep.Source.Article
-		src = fmt.Sprintf("a JSONL file from articlegen, seed %d, %s events/s of event time: %s redeliveries, %s conflicting, %s late, %s too late",
-			rep.Source.Seed, count(float64(rep.Source.Rate)), thousands(a.Redeliveries), thousands(a.Conflicting), thousands(a.Late), thousands(a.TooLate))
-	}
-	events := rep.Tidemark.Median.Events
-	runs := "runs"
-	if rep.Repeat == 1 {
-		runs = "run"
-	}
-	fmt.Fprintf(w, "tidemark bench %s (%s; stages %s): %s events per run (%s), %d %s\n",
-		rep.Query, rep.File, strings.Join(rep.Stages, " → "), thousands(events), src, rep.Repeat, runs)
-	m := rep.Machine
-	cpu := m.CPUModel
-	if cpu == "" {
-		cpu = "CPU model unknown"
-	}
-	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s/%s, %s\n\n", cpu, m.CPUs, m.GOMAXPROCS, m.OS, m.Arch, m.Go)
-	db := rep.Source.Sink == "postgres"
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "\trun\tevents/s\tevents/s/core\twall\tCPU\tpeak RSS\tfile RSS\tlive heap\tstate (end)\texchange\tallocs/event\tbytes/event\trows\t"
-	if db {
-		head += "db backends\tdb background\tcheckpoints\t"
-	}
-	fmt.Fprintln(tw, head)
-	series := []*benchSeries{&rep.Tidemark}
-	for i := range rep.Parallel {
-		series = append(series, &rep.Parallel[i])
-	}
-	if rep.Baseline != nil {
-		series = append(series, rep.Baseline)
-	}
-	for _, s := range series {
-		line := func(label string, r *BenchRun) {
-			state, exch := bytesText(r.StateBytesEnd), bytesText(r.ExchangeBytes)
-			if s == rep.Baseline {
-				state = "-"
-			}
-			if s == rep.Baseline || s.Parallelism == 1 {
-				exch = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2fs\t%.2fs\t%s\t%s\t%s\t%s\t%s\t%.3f\t%.1f\t%s\t", s.Name, label,
-				count(r.EventsPerSec), count(r.EventsPerCore), r.WallSeconds, r.CPUSeconds,
-				bytesText(r.PeakRSSBytes), bytesText(r.FileRSSBytes), bytesText(r.LiveHeapBytes), state, exch, r.AllocsPerEvent, r.BytesPerEvent, count(float64(r.Rows)))
-			if db {
-				fmt.Fprintf(tw, "%.2fs\t%.2fs\t%d\t", r.DBBackendCPU, r.DBBackgroundCPU, r.Checkpoints)
-			}
-			fmt.Fprintln(tw)
-		}
-		for i := range s.Runs {
-			line(fmt.Sprint(i+1), &s.Runs[i])
-		}
-		line("median", &s.Median)
-	}
-	tw.Flush()
-	writePhases(w, series)
-	for _, p := range rep.Parallel {
-		t := &rep.Tidemark
-		fmt.Fprintf(w, "\nparallelism %d / %d (medians): %.2f× the events/s, %.2f of its events/s/core\n",
-			p.Parallelism, t.Parallelism, ratio(p.Median.EventsPerSec, t.Median.EventsPerSec), ratio(p.Median.EventsPerCore, t.Median.EventsPerCore))
-	}
-	if rep.Ratio != nil {
-		fmt.Fprintf(w, "\nratio %s / %s (medians): %.2f of its events/s/core, %.2f of its events/s\n",
-			rep.Tidemark.Name, rep.Baseline.Name, rep.Ratio.EventsPerCore, rep.Ratio.EventsPerSec)
-		if rr := rep.RoundRatios; len(rr) > 1 {
-			sorted := slices.Sorted(slices.Values(rr))
-			fmt.Fprintf(w, "ratio per round (each run beside the loop's after it): median %.2f of its events/s/core (%.2f–%.2f)\n",
-				median(sorted), sorted[0], sorted[len(sorted)-1])
-		}
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "events/s/core: events / process CPU time (user + system, every thread).")
-	if db {
-		fmt.Fprintln(w, "db backends: CPU of the PostgreSQL server processes of the run's connections; db background: of the WAL writer, checkpointer and background writer (shared with other clients).")
-	}
-	fmt.Fprintln(w, "state (end): the engine's estimate after the run, when every window has closed.")
-	fmt.Fprintln(w, "live heap: the largest live heap at a GC during the run, the whole process included.")
-	fmt.Fprintln(w, "exchange: the most bytes the packets between tasks held at once (a firing's rows read by another stage are all in them).")
-	fmt.Fprintln(w, "file RSS: resident pages mapped from files (the executable; 2 MiB pages where the kernel maps them so); peak RSS − file RSS is the run's own memory.")
-	if !rep.PeakRSSReset {
-		fmt.Fprintln(w, "peak RSS: could not be reset between runs; each value is the process's peak so far.")
-	}
-}
-
-// count renders a quantity with K/M/G suffixes (1.23M).
-func count(v float64) string {
-	switch {
-	case v >= 1e9:
-		return fmt.Sprintf("%.2fG", v/1e9)
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM", v/1e6)
-	case v >= 1e4:
-		return fmt.Sprintf("%.0fK", v/1e3)
-	}
-	return fmt.Sprintf("%.0f", v)
-}
-
-// thousands renders n with commas between groups of three digits.
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
-
-// bytesText renders a byte count in binary units.
-func bytesText(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

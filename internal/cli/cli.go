@@ -1,8 +1,15 @@
 // Package cli implements the tidemark command line (cobra): its commands
 // (run, check, validate, explain, bench, backfill, diff, promote, produce,
-// consume, dev-kafka, perturb, serve) each turn their flags and
+// consume, dev-kafka, perturb, version) each turn their flags and
 // files into a pipeline spec (package spec, or package sql/planner for a SQL
 // script) and hand it to the layers below.
+//
+// One file per command, named after it (run.go, bench.go, …); a command
+// too long for one file continues in files with its name as prefix
+// (bench_measure.go, validate_report.go, …), and its tests follow it
+// (bench_test.go, bench_measure_test.go). The set-up the commands share
+// (compiling a pipeline file, usage errors, the state flags, default
+// brokers, line reading) is in setup.go; Main and the root command here.
 //
 // It is the outermost layer of the data flow, the face: cmd/tidemark →
 // cli → engine (the runner) → task → plan → the core packages; nothing
@@ -16,8 +23,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -95,39 +100,4 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newBackfillCmd(stdout, stderr))
 	root.AddCommand(newExplainCmd(stdout))
 	return root
-}
-
-func newVersionCmd(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the tidemark version and build information",
-		Args:  usage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(stdout, versionString())
-			return nil
-		},
-	}
-}
-
-// versionString is "tidemark VERSION (module version, vcs revision, go
-// version, os/arch)".
-func versionString() string {
-	v := Version
-	extra := ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				extra += " rev " + s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					extra += "+dirty"
-				}
-			}
-		}
-	}
-	return fmt.Sprintf("tidemark %s (%s%s, %s/%s)", v, runtime.Version(), extra, runtime.GOOS, runtime.GOARCH)
 }

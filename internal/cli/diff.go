@@ -82,18 +82,6 @@ type diffFlags struct {
 	allTotals                    bool
 }
 
-// parseInstant parses a flag's RFC 3339 instant with an offset.
-func parseInstant(flag, s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return t, usageErr("--%s %q: want an RFC 3339 instant with an offset, such as 2026-10-01T00:00:00+09:00", flag, s)
-	}
-	return t, nil
-}
-
 func runDiff(ctx context.Context, stdout io.Writer, f diffFlags, oldV, newV string) error {
 	if f.db == "" || f.table == "" {
 		return usageErr("diff: --db and --table are required")

@@ -101,11 +101,6 @@ or holds a line that is not a JSON object, 2 for a usage error.`,
 	return cmd
 }
 
-// usageErr is a usage error (exit status 2).
-func usageErr(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
-}
-
 // perturbInput is one input file and how to read it.
 type perturbInput struct {
 	path string
@@ -368,9 +363,6 @@ type perturbReader struct {
 	text   []byte // scratch
 }
 
-// maxLineBytes is the longest JSON line read (as the file source's).
-const maxLineBytes = 64 << 20
-
 // each calls fn for every record of the inputs, in order. With build
 // false, CSV records are not turned into JSON objects (fn gets nil).
 // Errors name the file and line.
@@ -388,8 +380,6 @@ func (rd *perturbReader) each(ctx context.Context, inputs []perturbInput, build 
 	}
 	return nil
 }
-
-var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 func (rd *perturbReader) eachJSONL(ctx context.Context, path string, fn func([]byte, int64) error) error {
 	return eachLine(ctx, path, func(line int64, b []byte) error {

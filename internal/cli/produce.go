@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -38,15 +36,6 @@ type produceFlags struct {
 	registry       string // --registry URL
 	registrySet    bool   // --registry given, not only $SCHEMA_REGISTRY_URL
 	message        string // --message: the Protobuf message type
-}
-
-// defaultBrokers is the --brokers default: $KAFKA_BROKERS (comma
-// separated) when set, else the address tidemark dev-kafka listens on.
-func defaultBrokers() []string {
-	if v := strings.TrimSpace(os.Getenv("KAFKA_BROKERS")); v != "" {
-		return strings.Split(v, ",")
-	}
-	return []string{devKafkaDefaultAddr}
 }
 
 // newProduceCmd is tidemark produce; its summary goes to stderr.
@@ -203,43 +192,6 @@ func fieldText(dst, obj []byte, field, role string) ([]byte, string) {
 	}
 	kind := map[byte]string{'n': "null", '{': "an object", '[': "an array"}[obj[s:e][0]]
 	return dst, fmt.Sprintf("%s field %q is %s, not a string, number or boolean", role, field, kind)
-}
-
-// eachLine calls fn for every non-blank line of the file at path, with
-// its 1-based number; the bytes are valid until fn returns. A UTF-8
-// byte-order mark at the start is dropped, and the line ending (\n or
-// \r\n) is not part of the line.
-func eachLine(ctx context.Context, path string, fn func(n int64, b []byte) error) error {
-	fh, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 0, 256<<10), maxLineBytes+2)
-	var n int64
-	for sc.Scan() {
-		n++
-		b := sc.Bytes()
-		if n == 1 {
-			b = bytes.TrimPrefix(b, utf8BOM)
-		}
-		if len(bytes.TrimSpace(b)) == 0 {
-			continue
-		}
-		if n%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if err := fn(n, b); err != nil {
-			return err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s:%d: %w", path, n+1, err)
-	}
-	return nil
 }
 
 // maxSkippedShown is how many skipped lines --skip-invalid lists.
@@ -451,14 +403,6 @@ func runProduce(ctx context.Context, path string, f *produceFlags, partitionsSet
 	}
 	say("%s", summary)
 	return nil
-}
-
-// plural is "1 record", "2 records".
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // errStopProducing ends the read loop once a record has failed.

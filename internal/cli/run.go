@@ -22,7 +22,6 @@ import (
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/slo"
 	"github.com/tidemark/tidemark/source/file"
-	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/status"
 )
 
@@ -271,41 +270,3 @@ func faultHook(v string) (func(string, int64), error) {
 // noteWait is how long a TIDEMARK_FAULT note waits at its point (ms
 // enough for a harness polling the process's stderr to act).
 const noteWait = 300 * time.Millisecond
-
-// stateFlags applies run's --state-backend and --memory to the pipeline
-// (nil when neither is given), checked as the pipeline's own keys are.
-func stateFlags(backend, memory string) func(*spec.Pipeline) error {
-	if backend == "" && memory == "" {
-		return nil
-	}
-	return func(p *spec.Pipeline) error {
-		if backend != "" {
-			if backend != "memory" && backend != "disk" {
-				return fmt.Errorf("--state-backend %q: want memory or disk", backend)
-			}
-			if backend != p.State.Backend {
-				p.State.Backend, p.State.Memory = backend, 0
-				if backend == "memory" {
-					p.State.Dir = ""
-				}
-			}
-		}
-		if memory != "" {
-			if p.State.Backend != "disk" {
-				return fmt.Errorf("--memory %s: only with the disk backend (state.backend: disk, or --state-backend disk)", memory)
-			}
-			m, err := spec.ParseBytes(memory)
-			if err != nil {
-				return fmt.Errorf("--memory: %w", err)
-			}
-			p.State.Memory = m
-		}
-		if p.State.Backend == "disk" && p.State.Memory == 0 {
-			p.State.Memory = spec.DefaultStateMemory
-		}
-		if err := p.State.Validate(); err != nil {
-			return fmt.Errorf("--state-backend/--memory: %w", err)
-		}
-		return nil
-	}
-}

@@ -24,11 +24,11 @@ func registryOf(o validateOptions, why string) (*confluent.Registry, error) {
 		}
 	}
 	if len(urls) == 0 {
-		return nil, validateUsageErr("validate: --registry: required: %s (or set SCHEMA_REGISTRY_URL)", why)
+		return nil, usageErr("validate: --registry: required: %s (or set SCHEMA_REGISTRY_URL)", why)
 	}
 	reg, err := confluent.NewRegistry(confluent.RegistryConfig{URLs: urls})
 	if err != nil {
-		return nil, validateUsageErr("validate: --registry: %v", err)
+		return nil, usageErr("validate: --registry: %v", err)
 	}
 	return reg, nil
 }
@@ -59,7 +59,7 @@ func (v *validator) useRegistry(o validateOptions, _ string) error {
 		subject = v.c.SchemaVersions.Subject
 	}
 	if subject == "" {
-		return validateUsageErr("validate: --subject: required: contract %s's schema_versions names no subject, and Avro files have no topic to name one", v.c.Product)
+		return usageErr("validate: --subject: required: contract %s's schema_versions names no subject, and Avro files have no topic to name one", v.c.Product)
 	}
 	reg, err := registryOf(o, fmt.Sprintf("contract %s lists versions of subject %s, and each Avro file's schema is looked up there to find its version", v.c.Product, subject))
 	if err != nil {
