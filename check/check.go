@@ -113,6 +113,7 @@ var (
 	ruleDedupTTL           = Rule{"TM301", "dedup-ttl-short", "state", "dedup.ttl shorter than the time in which a copy of an event can arrive"}
 	ruleCheckpointSettings = Rule{"TM302", "checkpoint-settings", "state", "checkpoint settings that conflict with sink transactions or leave no fallback"}
 	ruleJoinStateBound     = Rule{"TM303", "join-state-bound", "state", "a regular join: only its ttl bounds its state, and rows further apart never pair"}
+	ruleStateEstimate      = Rule{"TM304", "state-estimate", "state", "the keyed state an event rate implies (dedup ids per ttl, window entries) against the memory budget: when the disk backend is needed"}
 	ruleAppendSink         = Rule{"TM401", "append-sink-duplicates", "sink", "an append-only sink that writes rows again after a restart or re-run"}
 	ruleProvisionalRows    = Rule{"TM402", "provisional-rows", "sink", "an upsert table that holds provisional rows (is_final = false)"}
 	ruleSharedOutput       = Rule{"TM403", "shared-output", "sink", "two outputs write the same file or table"}
@@ -127,7 +128,7 @@ func Rules() []Rule {
 		ruleDedupMissing, ruleDedupKey, ruleNoCheckpoint, ruleRetention, ruleTimestampRules,
 		ruleQuarantine, ruleConflicts, ruleOrdering, ruleKeyFieldUndeclared, ruleRegistryCompat, ruleDeprecatedProduced, ruleJoinKeyUndeclared, ruleCDCNoCheckpoint, ruleCDCDatabase, ruleQuarantineShare,
 		ruleProcessingTime, ruleLatenessBelowDelay, ruleDropMoney, ruleIdleTimeout, ruleCalendarZone, ruleStageLateness, ruleJoinInputStall,
-		ruleDedupTTL, ruleCheckpointSettings, ruleJoinStateBound,
+		ruleDedupTTL, ruleCheckpointSettings, ruleJoinStateBound, ruleStateEstimate,
 		ruleAppendSink, ruleProvisionalRows, ruleSharedOutput, ruleOutputOverlap, ruleSmallFiles, ruleUpdateIdentity,
 	}
 }
@@ -163,7 +164,7 @@ func RunWith(p *spec.Pipeline, c *contract.Contract, now time.Time, facts *Facts
 		ck.dedupMissing, ck.dedupKey, ck.noCheckpoint, ck.retention, ck.timestampRules,
 		ck.quarantine, ck.conflicts, ck.ordering, ck.keyFieldUndeclared, ck.registryCompat, ck.deprecatedProduced, ck.joinKeyUndeclared, ck.cdcNoCheckpoint, ck.cdcDatabase, ck.quarantineShare,
 		ck.processingTime, ck.latenessBelowDelay, ck.dropMoney, ck.idleTimeout, ck.calendarZone, ck.stageLateness, ck.joinInputStall,
-		ck.dedupTTL, ck.checkpointSettings, ck.joinStateBound,
+		ck.dedupTTL, ck.checkpointSettings, ck.joinStateBound, ck.stateEstimate,
 		ck.appendSink, ck.provisionalRows, ck.sharedOutput, ck.outputOverlap, ck.smallFiles, ck.updateIdentity,
 	} {
 		f()

@@ -152,6 +152,13 @@ var ruleCases = []struct {
 	{"join-state-bound/fail.yaml", []string{"info TM303 stages[0].join.ttl"}},
 	{"join-state-bound/pass.yaml", nil},
 
+	{"state-estimate/fail.yaml", []string{"warning TM304 state.backend"}},
+	{"state-estimate/fail-windows.yaml", []string{"info TM304 state.backend"}},
+	{"state-estimate/fail-disk.yaml", []string{"info TM304 state.backend"}},
+	{"state-estimate/pass.yaml", nil},
+	{"state-estimate/pass-disk.yaml", nil},
+	{"state-estimate/pass-no-rate.yaml", nil},
+
 	{"append-sink-duplicates/fail.yaml", []string{"error TM401 sinks[0]"}},
 	{"append-sink-duplicates/fail-at-least-once.yaml", []string{"warning TM401 sinks[0].delivery", "warning TM401 sinks[1].delivery", "warning TM401 sinks[2].delivery"}},
 	{"append-sink-duplicates/pass.yaml", nil},
@@ -493,6 +500,46 @@ func TestCDCDatabaseFacts(t *testing.T) {
 	for _, f := range check.RunWith(pl.Spec, pl.Contract, now, facts) {
 		if f.ID == "TM114" {
 			t.Fatalf("a database with everything: %+v", f)
+		}
+	}
+}
+
+// TestStateEstimate pins TM304's texts, worked out by hand. fail.yaml: the
+// contract's 10,000 events/s × (24 h + 2 m) = 865,200,000 ids × 34 bytes
+// = 29,416,800,000 bytes (27.4 GiB); its 1-minute windows with 2 m of
+// out-of-orderness and 30 m of lateness are ⌈33 m / 1 m⌉ = 33 open, each
+// with at most the 2,000 stores of the contract: 66,000 entries of 64 +
+// 48 (a decimal sum's slot, aggregate/count_sum.go) + 32 (a
+// count_distinct's) + 16 × 600,000 / 2,000 (its set: a minute's events
+// over the stores) = 4,944 bytes, and 2,000 keys of 80 bytes: 326,464,000
+// bytes (311 MiB), 29,743,264,000 in all (27.7 GiB, 27.7× 1 GiB). fail-windows.yaml: Nexmark's 10,000,000
+// events/s, ⌈(10 s + 4 s) / 2 s⌉ = 7 windows open, each at most the
+// 100,000,000 events of its 10 s: 700,000,000 entries of 64 + 8 (a count)
+// bytes and 140,000,000 keys of 80 bytes: 61,600,000,000 bytes (57.4
+// GiB). fail-disk.yaml: 7,200,000 ids (244,800,000 bytes, 233 MiB) and
+// 66,000 entries of 64 + 48 bytes with 2,000 keys (7,552,000 bytes, 7.2
+// MiB): 252,352,000 bytes (241 MiB) is within half the 1 GiB budget.
+func TestStateEstimate(t *testing.T) {
+	want := map[string]check.Finding{
+		"fail.yaml": {ID: "TM304", Rule: "state-estimate", Severity: check.Warning, Key: "state.backend",
+			Why: "at 10,000 events/s (the rate of contract order_event) the keyed state is about 27.7GiB: dedup 865,200,000 ids (10,000 events/s × (ttl 24h + out_of_orderness 2m)) × 34 bytes = 27.4GiB, stage revenue at most 66,000 window entries (2,000 keys by the contract's cardinalities; 311MiB); the memory backend keeps it all in the Go heap, 27.7× state.memory's default budget, 1GiB",
+			Fix: "set state: {backend: disk, memory: 1GiB} (docs/state.md): the state goes to local disk and memory stays within the budget"},
+		"fail-windows.yaml": {ID: "TM304", Rule: "state-estimate", Severity: check.Info, Key: "state.backend",
+			Why: "at 10,000,000 events/s (source.rate's default) the keyed state is at most 57.4GiB: stage bids at most 700,000,000 window entries (every event a key of its own; 57.4GiB); above state.memory's default budget, 1GiB, but only if the group keys are that many",
+			Fix: "state the key fields' cardinality in the contract (fields.<name>.cardinality) for an estimate, or set state: {backend: disk} (docs/state.md)"},
+		"fail-disk.yaml": {ID: "TM304", Rule: "state-estimate", Severity: check.Info, Key: "state.backend",
+			Why: "at 10,000 events/s (the rate of contract order_event) the keyed state is at most 241MiB: dedup 7,200,000 ids (10,000 events/s × (ttl 10m + out_of_orderness 2m)) × 34 bytes = 233MiB, stage revenue at most 66,000 window entries (2,000 keys by the contract's cardinalities; 7.2MiB); within half the budget state.memory 1GiB, the memory backend holds it and is faster",
+			Fix: "keep state.backend memory (the default) unless the state outgrows this estimate"},
+	}
+	for file, w := range want {
+		var got []check.Finding
+		for _, f := range findings(t, "testdata/state-estimate/"+file) {
+			if f.ID == "TM304" {
+				got = append(got, f)
+			}
+		}
+		if len(got) != 1 || got[0] != w {
+			t.Errorf("%s:\n got  %+v\n want %+v", file, got, w)
 		}
 	}
 }

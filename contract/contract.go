@@ -67,6 +67,12 @@ type Contract struct {
 	// Retention is how long the source keeps events (what a replay can
 	// reach). YAML `retention`. Optional.
 	Retention spec.Duration `yaml:"retention"`
+	// Rate is the rate of events the product produces at its sustained
+	// peak, in events per second of event time (the distinct event ids a
+	// dedup remembers per second). `tidemark check` estimates keyed state
+	// from it (TM304: dedup ids per TTL, window entries). YAML `rate`.
+	// Optional; default 0, unknown.
+	Rate int64 `yaml:"rate"`
 	// Realtime: the events come from a realtime source (a topic), where an
 	// event older than MaxAge is suspicious. YAML `realtime`. Default false.
 	Realtime bool `yaml:"realtime"`
@@ -142,6 +148,11 @@ type Field struct {
 	// partition, a retry counter); ignored when comparing the payloads of
 	// two deliveries with the same event id. YAML `metadata`. Default false.
 	Metadata bool `yaml:"metadata"`
+	// Cardinality is how many distinct values the field takes at most
+	// (stores, currencies, auctions open at once): `tidemark check` bounds
+	// the keys of a window grouped by it (TM304). YAML `cardinality`.
+	// Optional; default 0, unknown.
+	Cardinality int64 `yaml:"cardinality"`
 	// Description of the field. YAML `description`.
 	Description string `yaml:"description"`
 }

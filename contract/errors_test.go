@@ -16,12 +16,14 @@ func TestParseErrors(t *testing.T) {
 		{"misspelt key", doc("retension: 24h"), `c.yaml: [7:1] unknown field "retension" (did you mean retention?)`},
 		{"first unknown key", doc("ownr: x\nrealtme: true\nretension: 24h"), `c.yaml: [7:1] unknown field "ownr" (did you mean owner?)`},
 		{"unknown field key", doc("fields: {id: {type: string, requird: true}}"),
-			`c.yaml: [4:29] id: unknown key "requird" (want type, required, metadata or description)`},
+			`c.yaml: [4:29] id: unknown key "requird" (want type, required, metadata, cardinality or description)`},
 		{"field as a list", doc("fields: {id: [string]}"),
 			`c.yaml: [4:14] id: want a type such as decimal, or a mapping {type: decimal, required: true}`},
 		{"fields as a list", doc("fields: [id, ts]"), `c.yaml: [4:9] fields: want a mapping of names to declarations`},
 		{"required not bool", doc("fields: {id: {required: yes}}"), `c.yaml: [4:25] id.required: want true or false`},
 		{"metadata not bool", doc("fields: {id: {metadata: 1}}"), `c.yaml: [4:25] id.metadata: want true or false`},
+		{"cardinality not a number", doc("fields: {id: {cardinality: many}}"), `c.yaml: [4:28] id.cardinality: want a whole number of distinct values, 0 or more`},
+		{"cardinality negative", doc("fields: {id: {cardinality: -3}}"), `c.yaml: [4:28] id.cardinality: want a whole number of distinct values, 0 or more`},
 		{"type not scalar", doc("fields: {id: {type: [a]}}"), `c.yaml: [4:21] id.type: want a type name such as int or decimal`},
 		{"description not scalar", doc("fields: {id: {description: {a: b}}}"), `c.yaml: [4:28] id.description: want text`},
 		{"bare number duration", doc("max_normal_delay: 30"),
@@ -53,7 +55,7 @@ func TestParseErrors(t *testing.T) {
 // TestParseErrorShowsLine: the whole message of a positioned error.
 func TestParseErrorShowsLine(t *testing.T) {
 	_, err := Parse("c.yaml", []byte(doc("fields: {id: {type: string, requird: true}}")))
-	want := `c.yaml: [4:29] id: unknown key "requird" (want type, required, metadata or description)
+	want := `c.yaml: [4:29] id: unknown key "requird" (want type, required, metadata, cardinality or description)
    1 | product: p
    2 | owner: o
    3 | schema_version: "1"
@@ -127,6 +129,8 @@ func TestValidate(t *testing.T) {
 		{"ordering version not int", []string{"ordering: {key: id, version: amount}"}, `ordering.version: "amount" is declared decimal; want int`},
 		{"negative durations", []string{"max_normal_delay: -1m", "retention: 1500us"},
 			"max_normal_delay: must not be negative\nretention: 1.5ms is not a whole number of milliseconds"},
+		{"negative rate", []string{"rate: -5"}, "rate: -5 events/s: must not be negative (0: unknown)"},
+		{"rate", []string{"rate: 12000"}, ""},
 		{"rule without name or kind", []string{"rules: [{description: x}]"},
 			"rules[0].name: required\nrules[0]: give exactly one of check, max_future or max_age"},
 		{"rule names twice", []string{"rules: [{name: a, check: amount > 0}, {name: a, max_future: 1h}]"}, `rules[1].name: "a" used twice`},

@@ -11,7 +11,8 @@ import (
 
 // UnmarshalYAML implements yaml.NodeUnmarshaler: it decodes a mapping of
 // field names to declarations, keeping their order. A declaration is a
-// mapping with the keys type, required, metadata and description, or the
+// mapping with the keys type, required, metadata, cardinality and
+// description, or the
 // type alone (`amount: decimal`); an empty value (`amount:`) declares the
 // field without a type, which Validate reports. Errors carry the line and
 // column.
@@ -86,8 +87,29 @@ func decodeField(f *Field, node ast.Node) error {
 				return spec.NodeError(e.Value, fmt.Sprintf("%s.description: want text", f.Name))
 			}
 			f.Description = d
+		case "cardinality":
+			if _, null := spec.UnwrapNode(e.Value).(*ast.NullNode); null {
+				continue
+			}
+			n, ok := spec.UnwrapNode(e.Value).(*ast.IntegerNode)
+			var v int64
+			if ok {
+				switch x := n.Value.(type) {
+				case int64:
+					v = x
+				case uint64:
+					ok = x <= 1<<62
+					v = int64(x)
+				default:
+					ok = false
+				}
+			}
+			if !ok || v < 0 {
+				return spec.NodeError(e.Value, fmt.Sprintf("%s.cardinality: want a whole number of distinct values, 0 or more", f.Name))
+			}
+			f.Cardinality = v
 		default:
-			return spec.NodeError(e.Key, fmt.Sprintf("%s: unknown key %q (want type, required, metadata or description)", f.Name, k))
+			return spec.NodeError(e.Key, fmt.Sprintf("%s: unknown key %q (want type, required, metadata, cardinality or description)", f.Name, k))
 		}
 	}
 	return nil
@@ -115,6 +137,9 @@ func (fs Fields) MarshalYAML() (any, error) {
 		}
 		if f.Metadata {
 			d = append(d, yaml.MapItem{Key: "metadata", Value: true})
+		}
+		if f.Cardinality != 0 {
+			d = append(d, yaml.MapItem{Key: "cardinality", Value: f.Cardinality})
 		}
 		if f.Description != "" {
 			d = append(d, yaml.MapItem{Key: "description", Value: f.Description})

@@ -239,6 +239,9 @@ func (c *Contract) validateTime(add adder) {
 	}
 	nonNegative("max_normal_delay", c.MaxNormalDelay)
 	nonNegative("retention", c.Retention)
+	if c.Rate < 0 {
+		add("rate", "%d events/s: must not be negative (0: unknown)", c.Rate)
+	}
 }
 
 // validateRules checks rules.
