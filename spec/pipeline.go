@@ -495,6 +495,10 @@ type NexmarkDelay struct {
 // Ordinal configures a derived record-number field.
 type Ordinal struct {
 	// Field is the name of the new int field (1-based). YAML `field`.
+	// When it is also event_time.field, the field is a timestamp: record
+	// n's event time is n ms after the epoch (the version times of a
+	// lookup table's lines, which have no time of their own: SQL's
+	// processing-time lookup joins, docs/sql.md).
 	Field string `yaml:"field"`
 	// Per is the field whose consecutive equal values form a group; the
 	// number restarts at 1 when it changes. YAML `per`. Default: none (the

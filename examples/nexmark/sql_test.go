@@ -58,6 +58,8 @@ type sqlRun struct {
 	// with replaces text of the query file's WITH options (old, new
 	// pairs), beside blackhole's print.
 	with []string
+	// env gives placeholders beside the corpus's own (q13's FLINK_HOME).
+	env map[string]string
 }
 
 // sqlScript builds the script of query q for run r.
@@ -91,6 +93,9 @@ func sqlScript(t testing.TB, q string, r sqlRun) string {
 func sqlLookup(r sqlRun) func(string) (string, bool) {
 	env := map[string]string{"NEXMARK_TABLE": "datagen", "TPS": strconv.FormatInt(r.rate, 10),
 		"EVENTS_NUM": strconv.FormatInt(r.events, 10), "PERSON_PROPORTION": "1", "AUCTION_PROPORTION": "3", "BID_PROPORTION": "46"}
+	for k, v := range r.env {
+		env[k] = v
+	}
 	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 }
 
@@ -1077,4 +1082,59 @@ func TestSQLQ12(t *testing.T) {
 		}
 		return out
 	})
+}
+
+// TestSQLQ13 runs q13, the processing-time temporal join with a bounded
+// side input, as written: its side_input table ('connector.type' =
+// 'filesystem', no WATERMARK) is the lookup table of the bundled
+// side_input.csv's key and value columns, written as
+// ${FLINK_HOME}/data/side_input.txt without a header line (Flink's csv
+// format; the run's substitution adds 'tidemark.csv.header' = 'false',
+// tidemark's default being a header). Its rows equal the pipeline file
+// q13.yaml's (a temporal join as of event time, every row valid since the
+// epoch) at parallelism 1 and 2, and a recomputation: every bid with the
+// value of key auction mod 10,000.
+func TestSQLQ13(t *testing.T) {
+	data, err := os.ReadFile("side_input.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var txt strings.Builder
+	value := map[int64]string{}
+	for i, l := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
+		f := strings.Split(l, ",")
+		k, err := strconv.ParseInt(f[0], 10, 64)
+		if len(f) != 3 || err != nil {
+			t.Fatalf("side_input.csv:%d: %q", i+2, l)
+		}
+		value[k] = f[1]
+		fmt.Fprintf(&txt, "%s,%s\n", f[0], f[1])
+	}
+	if len(value) != 10_000 {
+		t.Fatalf("side_input.csv has %d keys, want 10,000", len(value))
+	}
+	if err := os.WriteFile(filepath.Join(home, "data", "side_input.txt"), []byte(txt.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rename := map[string]string{"auction": "auction", "bidder": "bidder", "price": "price", "date_time": "dateTime", "value": "value"}
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			run := sqlRun{events: r.events, rate: r.rate, seed: r.seed, env: map[string]string{"FLINK_HOME": home},
+				with: []string{"'format.type' = 'csv'", "'format.type' = 'csv',\n  'tidemark.csv.header' = 'false'"}}
+			var w []string
+			for _, b := range of(generateAll(t, run), nexmark.EventBid) {
+				w = append(w, want("auction", b.auction, "bidder", b.bidder, "price", b.price, "dateTime", b.t, "value", value[b.auction%10_000]))
+			}
+			_, rows := runQuery(t, "q13", r.events, r.rate, r.seed)
+			ys := yamlAs(rows["q13"], rename)
+			sameRows(t, "q13.yaml", ys, w)
+			for _, tasks := range []int{1, 2} {
+				sameRows(t, fmt.Sprintf("q13 at parallelism %d", tasks), runSQL(t, sqlSpec(t, "q13", run), tasks), w)
+			}
+		})
+	}
 }

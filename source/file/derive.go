@@ -106,8 +106,15 @@ func lookupField(s *row.Schema, key, name string, kind ...row.Kind) (row.Field, 
 // Derived in fields.
 func (d *derive) initOrdinal(s *row.Schema, o *spec.Ordinal, fields *format.Fields) error {
 	var err error
-	if d.ord, err = lookupField(s, "source.ordinal.field", o.Field, row.KindInt); err != nil {
+	// An int, or a timestamp when the ordinal is the event time (n ms
+	// after the epoch: the version time of a lookup table's line n,
+	// which has no time of its own; the planner of SQL's processing-time
+	// lookup joins sets it).
+	if d.ord, err = lookupField(s, "source.ordinal.field", o.Field); err != nil {
 		return err
+	}
+	if d.ord.Kind != row.KindInt && d.ord.Kind != row.KindTime {
+		return fmt.Errorf("source.ordinal.field: field %q is %s, want int (or a timestamp, as event_time.field)", o.Field, d.ord.Kind)
 	}
 	d.hasOrd = true
 	fields.Derived = append(append([]int(nil), fields.Derived...), d.ord.Index)

@@ -34,6 +34,11 @@ type table struct {
 	role string
 	// used marks columns read by some query (for the source schema).
 	used map[string]bool
+	// lookup marks a bounded file table without a WATERMARK joined FOR
+	// SYSTEM_TIME AS OF a processing time (a lookup table): its rows are
+	// versions numbered by their line (lookupField), all before any
+	// event (checkAsOf).
+	lookup bool
 }
 
 // physCol is a physical column (a ROW's fields flattened: person.id).

@@ -211,7 +211,7 @@ func (pl *planner) join(j *parser.JoinExpr, where []parser.Expr, ctes scopeCTE) 
 		if len(bounds) > 0 || len(winEq) > 0 {
 			return nil, nil, pl.errAt(j.At, "a temporal join (FOR SYSTEM_TIME AS OF) takes no time bounds or windows")
 		}
-		if err := pl.checkAsOf(asOf, l); err != nil {
+		if err := pl.checkAsOf(asOf, l, r); err != nil {
 			return nil, nil, err
 		}
 		if kind == "FULL" {
@@ -480,14 +480,33 @@ func prefixFields(text string, r *rel, alias string) string {
 	return b.String()
 }
 
-// checkAsOf checks a temporal join's AS OF: the left side's event time.
-func (pl *planner) checkAsOf(e parser.Expr, l *rel) error {
+// checkAsOf checks a temporal join's AS OF: the left side's event time,
+// or a processing time (PROCTIME()) when the right side r is a lookup
+// table: a bounded file table without a WATERMARK, which a
+// processing-time lookup (Flink's filesystem lookup source, Nexmark q13)
+// sees whole. Such a table is read as versions numbered by line, the
+// version of line n valid from n ms after the epoch (table.lookup), so
+// each left row takes its key's last line; the join waits for the file's
+// end (its watermark then passes every event), so the rows are those of a
+// lookup of the whole file, whatever the order the two inputs are read
+// in: replayable, where a lookup of a table that changes is not.
+func (pl *planner) checkAsOf(e parser.Expr, l, r *rel) error {
 	v, err := pl.expr(e, &ectx{rel: l, where: "FOR SYSTEM_TIME AS OF"})
 	if err != nil {
 		return err
 	}
 	if v.proctime {
-		return pl.errAt(e.Position(), "FOR SYSTEM_TIME AS OF a processing time is not supported yet: join as of the left side's event time")
+		t := r.prod.table
+		switch {
+		case r.prod.kind != prodInput || t == nil:
+			return pl.errAt(e.Position(), "FOR SYSTEM_TIME AS OF a processing time looks up a table read as a whole: the right side is a table (a filesystem table without a WATERMARK), not a query")
+		case t.wm != nil:
+			return pl.errAt(e.Position(), "FOR SYSTEM_TIME AS OF a processing time on table %s, which has a WATERMARK: a processing-time lookup of a versioned table is not replayable; join as of the left side's event time (FOR SYSTEM_TIME AS OF its WATERMARK column)", t.name)
+		case t.connector != "filesystem":
+			return pl.errAt(e.Position(), "FOR SYSTEM_TIME AS OF a processing time looks up a bounded file ('connector' = 'filesystem'); table %s is '%s', whose rows change as it is read: join as of the left side's event time (a WATERMARK on %s)", t.name, t.connector, t.name)
+		}
+		t.lookup = true
+		return nil
 	}
 	if !v.rowtime {
 		return pl.errAt(e.Position(), "FOR SYSTEM_TIME AS OF names the left side's event time (the column of its WATERMARK)")

@@ -273,6 +273,16 @@ func (pl *planner) pipeline() (*spec.Pipeline, error) {
 		if err != nil {
 			return nil, err
 		}
+		if e.Field == "" && t.lookup {
+			// A lookup table (checkAsOf): line n is a version from n ms.
+			for _, pc := range t.phys {
+				if pc.field == lookupField {
+					return nil, pl.errAt(pc.at, "column %s is the line number tidemark gives a lookup table's rows: rename it", lookupField)
+				}
+			}
+			s.Ordinal = &spec.Ordinal{Field: lookupField}
+			e = spec.EventTime{Field: lookupField, Format: "epoch_ms"}
+		}
 		if e.Field == "" {
 			return nil, pl.errAt(t.def.At, "table %s has no WATERMARK: an input's rows are joined on event time (WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)", t.name)
 		}

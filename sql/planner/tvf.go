@@ -166,3 +166,8 @@ func (pl *planner) proctime(e *parser.FuncCall, cx *ectx) (val, error) {
 	pl.procTime = true
 	return val{text: procField, field: procField, t: typ{row.KindTime, "TIMESTAMP_LTZ(3)"}, proctime: true}, nil
 }
+
+// lookupField is the line number (source.ordinal, 1-based) of a lookup
+// table's rows, read as their version time in ms since the epoch
+// (checkAsOf).
+const lookupField = "__line"
