@@ -13,12 +13,11 @@ import (
 	"github.com/tidemark/tidemark/spec"
 )
 
-// diskJoinPipeline is joinRestorePipeline with an inner interval join (the
-// join the disk backend keeps on disk) and, on the disk backend, a 16 MiB
-// budget.
-func diskJoinPipeline(pay, ref, out, ck, backend string) *spec.Pipeline {
+// diskJoinPipeline is joinRestorePipeline with an interval join of kind
+// kind and, on the disk backend, a 16 MiB budget.
+func diskJoinPipeline(pay, ref, out, ck, backend, kind string) *spec.Pipeline {
 	p := joinRestorePipeline(pay, ref, out, ck)
-	p.Stages[0].Join.Kind = "inner"
+	p.Stages[0].Join.Kind = kind
 	if backend == "disk" {
 		p.State = spec.State{Backend: "disk", Memory: 16 << 20}
 	}
@@ -49,19 +48,28 @@ func runJoinDisk(t *testing.T, p *spec.Pipeline, par, hot int, stop int64, clock
 	return sum
 }
 
-// TestDiskIntervalJoinEqualsMemory: an inner interval join of two inputs
-// on the disk backend, under a hot tier of one byte (every check of the
-// tier turns it: keys leave memory and are loaded back from the store),
-// gives the joined rows, the late rows and the downstream sums of the
-// memory backend at parallelism 1, 2 and 4, uninterrupted and across a
-// chain of checkpoints, stops and restores at other parallelisms (1 → 4
-// → 2 → 3: the stores split, excised and joined as sets).
+// TestDiskIntervalJoinEqualsMemory: an interval join of two inputs, inner,
+// left and full (retract mode: a padded row retracted when a late match
+// comes), on the disk backend, under a hot tier of one byte (every check
+// of the tier turns it: keys leave memory and are loaded back from the
+// store), gives the joined rows, the late rows and the downstream sums of
+// the memory backend at parallelism 1, 2 and 4, uninterrupted and across
+// a chain of checkpoints, stops and restores at other parallelisms (1 → 4
+// → 2 → 3: the stores split, excised and joined as sets). The outer
+// joins' padded rows of keys gone from memory come from the store (its
+// pad index; the join test TestDiskOuterJoinPadsFromTheStore counts it).
 func TestDiskIntervalJoinEqualsMemory(t *testing.T) {
+	for _, kind := range []string{"inner", "left", "full"} {
+		t.Run(kind, func(t *testing.T) { testDiskIntervalJoin(t, kind) })
+	}
+}
+
+func testDiskIntervalJoin(t *testing.T, kind string) {
 	dir := t.TempDir()
 	pay, ref := joinInputs(t, dir, 3000)
 	files := []string{"joined.jsonl", "late.jsonl", "per_minute.jsonl"}
 	refOut := filepath.Join(dir, "ref")
-	sum := runJoinDisk(t, diskJoinPipeline(pay, ref, refOut, "", "memory"), 1, 0, 0, nil)
+	sum := runJoinDisk(t, diskJoinPipeline(pay, ref, refOut, "", "memory", kind), 1, 0, 0, nil)
 	if st := sum.Stages[0]; st.RowsEmitted < 900 || st.TooLateSideOutput == 0 || st.LateAccepted == 0 {
 		t.Fatalf("the reference run lacks cases: %d rows, %d too late, %d late accepted", st.RowsEmitted, st.TooLateSideOutput, st.LateAccepted)
 	}
@@ -80,7 +88,7 @@ func TestDiskIntervalJoinEqualsMemory(t *testing.T) {
 	for _, par := range []int{1, 2, 4} {
 		t.Run(fmt.Sprint(par), func(t *testing.T) {
 			out := filepath.Join(dir, fmt.Sprint("disk", par))
-			s := runJoinDisk(t, diskJoinPipeline(pay, ref, out, "", "disk"), par, 1, 0, nil)
+			s := runJoinDisk(t, diskJoinPipeline(pay, ref, out, "", "disk", kind), par, 1, 0, nil)
 			same(t, out)
 			// At one task the tier turns often enough that refunds find their
 			// payments' keys gone from memory; at more, each task turns
@@ -100,7 +108,7 @@ func TestDiskIntervalJoinEqualsMemory(t *testing.T) {
 			stop int64
 			par  int
 		}{{700, 1}, {1500, 4}, {2400, 2}, {0, 3}} {
-			s := runJoinDisk(t, diskJoinPipeline(pay, ref, out, ck, "disk"), step.par, 1, step.stop, clock)
+			s := runJoinDisk(t, diskJoinPipeline(pay, ref, out, ck, "disk", kind), step.par, 1, step.stop, clock)
 			if step.stop > 0 && !s.Stopped {
 				t.Fatalf("the run at parallelism %d did not stop", step.par)
 			}

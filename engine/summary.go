@@ -146,7 +146,7 @@ type DiskStateSummary struct {
 	// each bucket it may be in), Hits the ids found there, Writes the
 	// entries written back.
 	Reads, Hits, Writes int64
-	// JoinLoads counts the keys the inner interval joins loaded back from
+	// JoinLoads counts the keys the interval joins loaded back from
 	// the stores (a row of a key the hot tier had let go), JoinRowsRead
 	// the rows those loads read, JoinRowsWritten the rows the joins wrote
 	// back.

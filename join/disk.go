@@ -13,13 +13,18 @@ import (
 	"github.com/tidemark/tidemark/state"
 )
 
-// The disk backend (docs/state.md) for an inner interval join: the
-// buffered rows live in the task's state.Store beneath a bounded hot tier
-// — the operator's own per-key lists and column stores. Invariant: a key
+// The disk backend (docs/state.md) for an interval join (inner, left or
+// full; an outer one without an absolute upper bound): the buffered rows
+// live in the task's state.Store beneath a bounded hot tier — the
+// operator's own per-key lists and column stores. Invariant: a key
 // present in memory has every one of its live rows in memory (some may
-// also be in the store); a key absent from memory in a key group marked
-// cold may have rows in the store only. A row, once buffered, never
-// changes in an inner join, so a row is written to the store once.
+// also be in the store; a side marked partial has only its rows not yet
+// written); a key absent from memory in a key group marked cold may have
+// rows in the store only. A row of an inner side never changes once
+// buffered, so it is written once; a row of an outer side changes its
+// decided state (matched, padded) after it is written: it is written
+// again, under the same key (its write order is kept with it), at the
+// next write-back.
 //
 //   - Write-back: the rows not yet in the store are written in one batch
 //     when the tier is full (a turn) and at Flush (a checkpoint).
@@ -35,13 +40,25 @@ import (
 //     side at each advance. Rows freed in memory but still in the store
 //     (their bucket not wholly freed yet) are skipped when a key is
 //     loaded: they could match nothing accepted any more.
+//   - Padded rows of keys not in memory: an outer row written while its
+//     padding is undecided also gets an entry in its side's pad index,
+//     by its pad time. At each advance the index's entries whose pad time
+//     the other side's watermark has reached (one scan per key group and
+//     outer side, then one range delete) name the keys to load: each is
+//     loaded (its side's rows) and the advance then pads them in memory
+//     as the memory backend does. An entry may be stale (the row matched
+//     since): its load finds the row decided and pads nothing.
 //
 // Store keys (after state.KeyPrefix): the side (1 byte), the bucket (8
 // bytes, big-endian, sign bit flipped: the event time ÷ the bucket width,
 // floored), the join key's length (4 bytes, big-endian) and bytes, the
 // event time (8, flipped) and the row's write order within its key group
 // (8, big-endian: the arrival order of rows of one key and time). The
-// value is the kept columns (state.Encoder.Value each).
+// value is the kept columns (state.Encoder.Value each), after, on an
+// outer side, the row's arrival step (Uint) and its decided state (Byte:
+// 1 matched, 2 padded). The pad index of side s: the byte 2 + s, the pad
+// time (8, flipped), the row's write order (8); the value is the join
+// key.
 
 // coldState is an interval join's disk tier.
 type coldState struct {
@@ -85,6 +102,15 @@ type coldGroup struct {
 	// deletes pass them, every absent key is loaded.
 	restored bool
 	upTo     [2]int64
+	// padDone is, per outer side, the watermark up to which the pad
+	// index was scanned (its entries at or before it deleted by range);
+	// padMax the latest pad time of an entry written (math.MinInt64:
+	// none), so that a key group whose entries are all scanned costs no
+	// scan; padCut the pad time before which the scanned entries are
+	// deleted by range (the deletes lag the scans by up to a bucket: a
+	// range delete per advance would make every iterator of the store
+	// fragment a memtable full of them).
+	padDone, padMax, padCut [2]int64
 }
 
 // goneKey is an entry of coldGroup.gone.
@@ -96,16 +122,21 @@ type goneKey struct {
 // ColdStats are a join's disk-tier counters: keys loaded from the store,
 // rows read by those loads, rows written, tier turns, range deletes, and
 // rows of keys absent from memory that needed no load (no row of the key
-// in the store).
+// in the store); of outer joins, rows written again (their decided state
+// changed after they were written: RowsWritten counts them too) and keys
+// loaded for their padded rows (PadLoads; Loads counts them too).
 type ColdStats struct {
 	Loads, RowsRead, RowsWritten, Turns, RangeDeletes, Skipped int64
+	Rewrites, PadLoads                                         int64
 }
 
 // DiskCapable reports whether the join keeps its rows on the disk backend
-// (UseStore): an inner interval join. Other joins keep their state in
-// memory on either backend (docs/state.md, "Status").
+// (UseStore): an interval join, inner, left or full — an outer one
+// without an absolute upper bound (its left rows' pad times are not in
+// event-time order). Other joins keep their state in memory on either
+// backend (docs/state.md, "Status").
 func (o *Operator) DiskCapable() bool {
-	return o.cfg.Type == Interval && o.cfg.Kind == Inner
+	return o.cfg.Type == Interval && (o.cfg.Kind == Inner || o.cfg.UpperCol < 0)
 }
 
 // UseStore puts the join's buffered rows in store, under the prefix of
@@ -114,7 +145,7 @@ func (o *Operator) DiskCapable() bool {
 // DiskCapable, a node beyond the key prefix.
 func (o *Operator) UseStore(store state.Store, node, hot int) error {
 	if !o.DiskCapable() {
-		return errors.New("join: only an inner interval join keeps its rows on disk")
+		return errors.New("join: only an interval join (an outer one without an absolute upper bound) keeps its rows on disk")
 	}
 	if node < 0 || node >= 1<<16 {
 		return fmt.Errorf("join: node %d beyond the key prefix", node)
@@ -123,7 +154,7 @@ func (o *Operator) UseStore(store state.Store, node, hot int) error {
 	o.cold = &coldState{store: store, node: node, hot: hot, width: width, batch: store.NewBatch(), every: 256,
 		g: make([]coldGroup, o.cfg.Groups.Len())}
 	for i := range o.cold.g {
-		o.cold.g[i].swept = [2]int64{math.MinInt64, math.MinInt64}
+		o.cold.g[i] = newColdGroup()
 	}
 	for i := range o.groups {
 		o.groups[i] = o.newGroup()
@@ -147,6 +178,56 @@ func (o *Operator) freeConst(s int) int64 {
 		return add(-o.cfg.Lower, o.cfg.Lateness+1)
 	}
 	return add(o.cfg.Upper, o.cfg.Lateness+1)
+}
+
+func newColdGroup() coldGroup {
+	none := [2]int64{math.MinInt64, math.MinInt64}
+	return coldGroup{swept: none, padDone: none, padMax: none, padCut: none}
+}
+
+// flagsOf returns the decided state of an outer row's n as stored: 1
+// matched, 2 padded (the match count itself matters only as > 0).
+func flagsOf(n uint32) byte {
+	var f byte
+	if n&cntMask > 0 {
+		f |= 1
+	}
+	if n&padded != 0 {
+		f |= 2
+	}
+	return f
+}
+
+// nOfFlags is the inverse of flagsOf (a matched row counts one match).
+func nOfFlags(f byte) uint32 {
+	var n uint32
+	if f&1 != 0 {
+		n = 1
+	}
+	if f&2 != 0 {
+		n |= padded
+	}
+	return n
+}
+
+// restate notes that x's n (side s) was before: where the row is in the
+// store on an outer side and its decided state changed, it is written
+// again at the next write-back. Nothing on the memory backend.
+func (g *group) restate(s int, x *rec, before uint32) {
+	st := &g.store[s]
+	if !st.rewrite || flagsOf(before) == flagsOf(x.n) || !st.isWritten(x.slot) {
+		return
+	}
+	st.clearWritten(x.slot)
+	g.cold.unwritten++
+}
+
+// appendPadKey appends side s's pad-index key of pad time t (the start of
+// the index when t is math.MinInt64) in key group kg.
+func (c *coldState) appendPadKey(dst []byte, kg, s int, t int64) []byte {
+	dst = state.KeyPrefix(dst, kg, c.node)
+	dst = append(dst, byte(2+s))
+	return binary.BigEndian.AppendUint64(dst, flip(t))
 }
 
 func (c *coldState) bucket(ts int64) int64 {
@@ -188,7 +269,7 @@ func (o *Operator) touch(gi int, key []byte, side int) error {
 		ks := &g.ks[i]
 		ks.hot = true
 		if ks.partial[os] {
-			return o.loadSide(gi, i, os)
+			return o.loadSide(gi, i, os, Inf)
 		}
 		return nil
 	}
@@ -209,13 +290,17 @@ func (o *Operator) touch(gi int, key []byte, side int) error {
 	ki, ks := g.key(key)
 	ks.partial = [2]bool{cg.has[L], cg.has[R]}
 	c.stats.Loads++
-	return o.loadSide(gi, ki, os)
+	return o.loadSide(gi, ki, os, Inf)
 }
 
 // loadSide reads key ki's stored rows of side s into memory, before the
 // rows of the side already there (they came after every stored one),
-// skipping the rows a watermark has freed.
-func (o *Operator) loadSide(gi int, ki int32, s int) error {
+// skipping the rows a watermark has freed — but for the rows of an outer
+// side still undecided whose pad time is after dueAfter (padScan: their
+// padded rows are due at this advance, which then frees them; a row due
+// before dueAfter was padded at an earlier advance, and its stored copy
+// may be stale if memory then freed it).
+func (o *Operator) loadSide(gi int, ki int32, s int, dueAfter int64) error {
 	c := o.cold
 	g := o.groups[gi]
 	cg := &c.g[gi]
@@ -226,6 +311,7 @@ func (o *Operator) loadSide(gi int, ki int32, s int) error {
 		return nil
 	}
 	w := o.wm[1-s]
+	st := &g.store[s]
 	var got []rec
 	for b := max(cg.lo[s], cg.swept[s]); b <= cg.hi[s]; b++ {
 		c.kbuf = c.appendKeyPrefix(c.kbuf[:0], kg, s, b, key)
@@ -240,6 +326,14 @@ func (o *Operator) loadSide(gi int, ki int32, s int) error {
 			}
 			ts := int64(binary.BigEndian.Uint64(k[plen:]) ^ 1<<63)
 			d := state.NewDecoder(v)
+			var seq uint64
+			var flags byte
+			if st.rewrite {
+				seq, flags = d.Uint(), d.Byte()
+				if d.Err() == nil && flags > 3 {
+					d.Fail("row flags %d", flags)
+				}
+			}
 			c.vals = c.vals[:0]
 			for range o.cfg.Keep[s] {
 				c.vals = append(c.vals, d.Value())
@@ -251,18 +345,21 @@ func (o *Operator) loadSide(gi int, ki int32, s int) error {
 				ferr = fmt.Errorf("join: a stored row of key group %d: %w", kg, d.Err())
 				return false
 			}
-			slot, err := g.store[s].putValues(c.vals, 0)
+			slot, err := st.putValues(c.vals, seq)
 			if err != nil {
 				ferr = fmt.Errorf("join: a stored row of key group %d, side %d: %w", kg, s, err)
 				return false
 			}
-			x := rec{ts: ts, slot: slot}
+			x := rec{ts: ts, slot: slot, n: nOfFlags(flags)}
 			c.stats.RowsRead++
-			if w != NoWatermark && o.expireTime(g, s, &x) <= w {
-				g.store[s].del(slot) // freed: it matches nothing accepted any more
+			if w != NoWatermark && o.expireTime(g, s, &x) <= w && (!st.rewrite || decided(&x) || o.padTime(g, s, &x) <= dueAfter) {
+				st.del(slot) // freed: it matches nothing accepted any more
 				return true
 			}
-			g.store[s].setWritten(slot)
+			st.setWritten(slot)
+			if st.rewrite {
+				st.ords[slot] = binary.BigEndian.Uint64(k[plen+8:]) + 1
+			}
 			got = append(got, x) // in (ts, order): the store's key order
 			return true
 		})
@@ -292,6 +389,15 @@ func (o *Operator) loadSide(gi int, ki int32, s int) error {
 		}
 	}
 	ks.rows[s] = merged
+	if o.outer(s) {
+		// The rows before the cursor are decided and were due (a row
+		// inserted before it is due at once).
+		p := 0
+		for p < len(merged) && decided(&merged[p]) && o.padTime(g, s, &merged[p]) <= w {
+			p++
+		}
+		ks.pad[s] = int32(p)
+	}
 	o.intervalSchedule(g, ki, s)
 	return nil
 }
@@ -477,9 +583,32 @@ func (o *Operator) writeBack() error {
 					b := c.bucket(x.ts)
 					c.kbuf = c.appendKeyPrefix(c.kbuf[:0], kg, s, b, []byte(ks.key))
 					c.kbuf = binary.BigEndian.AppendUint64(c.kbuf, flip(x.ts))
-					c.kbuf = binary.BigEndian.AppendUint64(c.kbuf, cg.ord)
-					cg.ord++
+					ord := cg.ord
 					c.enc.Reset()
+					if st.rewrite {
+						if st.ords[x.slot] != 0 {
+							ord = st.ords[x.slot] - 1 // written before: the same key
+							c.stats.Rewrites++
+						} else {
+							cg.ord++
+							st.ords[x.slot] = ord + 1
+							if !decided(&x) {
+								// Its padding is due at a watermark to come
+								// (every row due was decided at the last
+								// advance, or as it came): the pad index.
+								pt := o.padTime(g, s, &x)
+								c.hbuf = c.appendPadKey(c.hbuf[:0], kg, s, pt)
+								c.hbuf = binary.BigEndian.AppendUint64(c.hbuf, ord)
+								c.batch.Set(c.hbuf, []byte(ks.key))
+								cg.padMax[s] = max(cg.padMax[s], pt)
+							}
+						}
+						c.enc.Uint(st.seq(x.slot))
+						c.enc.Byte(flagsOf(x.n))
+					} else {
+						cg.ord++
+					}
+					c.kbuf = binary.BigEndian.AppendUint64(c.kbuf, ord)
 					for col := range o.cfg.Keep[s] {
 						c.enc.Value(st.get(x.slot, col))
 					}
@@ -500,6 +629,7 @@ func (o *Operator) writeBack() error {
 						st.del(x.slot)
 					}
 					ks.rows[s] = ks.rows[s][:0]
+					ks.pad[s] = 0
 				}
 			}
 		}
@@ -510,6 +640,107 @@ func (o *Operator) writeBack() error {
 		return nil
 	}
 	return c.store.Commit(c.batch)
+}
+
+// padScan loads, before an advance of key group gi, the keys of the
+// outer rows in the store whose padded rows the new watermarks make due
+// (the pad index's entries up to the other side's watermark) and are not
+// in memory — absent, or their side partial — so that the advance pads
+// them as in memory; the entries scanned are deleted by range (written
+// at the next write-back) once the scans have passed a bucket width
+// since the last delete, and at +∞. It reports whether it changed the
+// state. A failure of the store is kept for the next write-back.
+func (o *Operator) padScan(gi int) bool {
+	c := o.cold
+	cg := &c.g[gi]
+	if !cg.cold || c.err != nil {
+		return false
+	}
+	g := o.groups[gi]
+	kg := o.cfg.Groups.Lo + gi
+	did := false
+	for s := range 2 {
+		w := o.wm[1-s]
+		if !o.outer(s) || w == NoWatermark || w <= cg.padDone[s] {
+			continue
+		}
+		if cg.padMax[s] <= cg.padDone[s] {
+			cg.padDone[s] = w // no entry after the last scan: later ones are after w
+			did = o.padCutAt(gi, s, w) || did
+			continue
+		}
+		from := cg.padDone[s]
+		if from != math.MinInt64 {
+			from++
+		}
+		lo := c.appendPadKey(nil, kg, s, from)
+		var hi []byte
+		if w == Inf {
+			hi = append(state.KeyPrefix(nil, kg, c.node), byte(3+s))
+		} else {
+			hi = c.appendPadKey(nil, kg, s, w+1)
+		}
+		var keys []string
+		err := c.store.Scan(lo, hi, func(k, v []byte) bool {
+			if i, ok := g.keys.find(g.ks, v, keyHash(v)); ok && !g.ks[i].partial[s] {
+				return true // in memory with all its rows: the advance pads them
+			}
+			keys = append(keys, string(v))
+			return true
+		})
+		if err != nil {
+			c.err = err
+			return did
+		}
+		prev := cg.padDone[s]
+		cg.padDone[s] = w
+		o.padCutAt(gi, s, w)
+		did = true
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+		for _, k := range keys {
+			key := []byte(k)
+			ki, ok := g.keys.find(g.ks, key, keyHash(key))
+			if !ok {
+				var ks *keyState
+				ki, ks = g.key(key)
+				ks.partial = [2]bool{cg.has[L], cg.has[R]}
+			}
+			c.stats.Loads++
+			c.stats.PadLoads++
+			if err := o.loadSide(gi, ki, s, prev); err != nil {
+				c.err = err
+				return did
+			}
+			if ks := &g.ks[ki]; len(ks.rows[L]) == 0 && len(ks.rows[R]) == 0 {
+				g.dropKey(ki) // every row of it decided and freed
+			}
+		}
+	}
+	return did
+}
+
+// padCutAt deletes by range side s's pad-index entries up to w (all
+// scanned) in key group gi, when the last such delete is a bucket width
+// behind or w is +∞. It reports whether it did.
+func (o *Operator) padCutAt(gi, s int, w int64) bool {
+	c := o.cold
+	cg := &c.g[gi]
+	if cg.padCut[s] >= w || cg.padMax[s] <= cg.padCut[s] ||
+		w != Inf && cg.padCut[s] != math.MinInt64 && c.bucket(w) <= c.bucket(cg.padCut[s]) {
+		return false
+	}
+	kg := o.cfg.Groups.Lo + gi
+	var hi []byte
+	if w == Inf {
+		hi = append(state.KeyPrefix(nil, kg, c.node), byte(3+s))
+	} else {
+		hi = c.appendPadKey(nil, kg, s, w+1)
+	}
+	c.batch.DeleteRange(c.appendPadKey(nil, kg, s, math.MinInt64), hi)
+	c.stats.RangeDeletes++
+	cg.padCut[s] = w
+	return true
 }
 
 // sweepCold deletes by range, per key group and side, the buckets the
@@ -558,15 +789,18 @@ func (o *Operator) Flush() error {
 	return o.writeBack()
 }
 
-// A key group's section on the disk backend, version 2: the rows are in
+// A key group's section on the disk backend, version 3: the rows are in
 // the store (Flush wrote them), so the section holds only the bounds:
 //
-//	Byte(2) Byte(type) per side: Bool(has) Int(lo) Int(hi) Int(swept)
-//	Uint(next write order)
+//	Byte(3) Byte(type) per side: Bool(has) Int(lo) Int(hi) Int(swept)
+//	Uint(next write order) per side: Int(padMax) Int(padDone)
+//
+// Version 2 (an inner join's, before outer joins were on disk) lacks the
+// pad index's bounds.
 
 func (o *Operator) snapshotCold(gi int, e *state.Encoder) {
 	cg := &o.cold.g[gi]
-	e.Byte(2)
+	e.Byte(3)
 	e.Byte(byte(o.cfg.Type))
 	for s := range 2 {
 		e.Bool(cg.has[s])
@@ -575,14 +809,18 @@ func (o *Operator) snapshotCold(gi int, e *state.Encoder) {
 		e.Int(cg.swept[s])
 	}
 	e.Uint(cg.ord)
+	for s := range 2 {
+		e.Int(cg.padMax[s])
+		e.Int(cg.padDone[s])
+	}
 }
 
-func (o *Operator) restoreCold(gi int, d *state.Decoder) error {
+func (o *Operator) restoreCold(gi int, version byte, d *state.Decoder) error {
 	cg := &o.cold.g[gi]
 	if t := Type(d.Byte()); d.Err() == nil && t != o.cfg.Type {
 		return fmt.Errorf("a section of join type %d, the join is of type %d", t, o.cfg.Type)
 	}
-	ng := coldGroup{swept: [2]int64{math.MinInt64, math.MinInt64}}
+	ng := newColdGroup()
 	for s := range 2 {
 		ng.has[s] = d.Bool()
 		ng.lo[s], ng.hi[s], ng.swept[s] = d.Int(), d.Int(), d.Int()
@@ -591,10 +829,15 @@ func (o *Operator) restoreCold(gi int, d *state.Decoder) error {
 		}
 	}
 	ng.ord = d.Uint()
+	if version >= 3 {
+		for s := range 2 {
+			ng.padMax[s], ng.padDone[s] = d.Int(), d.Int()
+		}
+	}
 	if err := d.Err(); err != nil {
 		return err
 	}
-	ng.cold = ng.has[L] || ng.has[R]
+	ng.cold = ng.has[L] || ng.has[R] || ng.padMax[L] != math.MinInt64 || ng.padMax[R] != math.MinInt64
 	ng.restored, ng.upTo = ng.cold, ng.hi
 	*cg = ng
 	return nil

@@ -107,6 +107,7 @@ func (o *Operator) intervalRow(g *group, s int, key []byte, ts int64, seq uint64
 		}
 		l, rr := pair(s, &x, y)
 		pts := max(x.ts, y.ts)
+		before := y.n
 		if o.outer(os) && y.n&padded != 0 {
 			// y's padded row had come out: the pair replaces it.
 			pl, pr := padRow(os, y)
@@ -117,6 +118,7 @@ func (o *Operator) intervalRow(g *group, s int, key []byte, ts int64, seq uint64
 		}
 		y.n++
 		x.n++
+		g.restate(os, y, before)
 	}
 	rows, idx := g.insert(ks.rows[s], x)
 	ks.rows[s] = rows
@@ -222,7 +224,9 @@ func (o *Operator) intervalKey(g *group, ki int32, s int, w int64) {
 				l, r := padRow(s, x)
 				ord := Order{A: o.lastMatch(g, s, x), B: x.ts, C: g.store[s].seq(x.slot)<<1 | uint64(s)}
 				o.emit(g, changelog.Insert, l, r, x.ts, noWindow, o.cfg.Mode == operator.Final, &ord)
+				before := x.n
 				x.n |= padded
+				g.restate(s, x, before)
 			}
 			if !abs && decided(x) && j == int(ks.pad[s]) {
 				ks.pad[s]++

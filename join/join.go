@@ -252,6 +252,7 @@ func (o *Operator) newGroup() *group {
 	for s := range 2 {
 		g.store[s] = newStore(o.cfg.Keep[s], o.keepsSeq(s))
 		g.store[s].track = o.cold != nil
+		g.store[s].rewrite = o.cold != nil && o.cfg.Type == Interval && o.outer(s)
 	}
 	return g
 }
@@ -431,6 +432,9 @@ func (o *Operator) Advance(left, right, now int64) {
 		case Window:
 			did = o.windowAdvance(g)
 		case Interval:
+			if o.cold != nil && o.padScan(gi) {
+				o.changed[gi] = true
+			}
 			did = o.intervalAdvance(g)
 		case Temporal:
 			did = o.temporalAdvance(g)
@@ -907,6 +911,12 @@ type store struct {
 	// task's store (written; nil bits otherwise).
 	track   bool
 	written []uint64
+	// rewrite marks, on the disk backend, an outer side of an interval
+	// join: its rows' decided state changes after they are written, so
+	// each written row keeps its write order (ords: the order + 1, 0 for
+	// a row not written yet) to be written again under the same store key.
+	rewrite bool
+	ords    []uint64
 }
 
 func newStore(kinds []row.Kind, keepSeq bool) store {
@@ -950,6 +960,9 @@ func (s *store) alloc() int32 {
 	}
 	if s.track && int(i)>>6 >= len(s.written) {
 		s.written = append(s.written, 0)
+	}
+	if s.rewrite {
+		s.ords = append(s.ords, 0)
 	}
 	s.ints = append(s.ints, make([]int64, s.nI)...)
 	s.decs = append(s.decs, make([]row.Decimal, s.nD)...)
@@ -1088,6 +1101,9 @@ func (s *store) del(i int32) {
 	if s.track {
 		s.written[i>>6] &^= 1 << (i & 63)
 	}
+	if s.rewrite {
+		s.ords[i] = 0
+	}
 	s.free = append(s.free, i)
 	s.live--
 	if s.live == 0 && s.slots > 256 {
@@ -1097,13 +1113,16 @@ func (s *store) del(i int32) {
 
 // reset empties the store, giving its memory back.
 func (s *store) reset() {
-	track := s.track
+	track, rewrite := s.track, s.rewrite
 	*s = newStore(s.kinds, s.keepSeq)
-	s.track = track
+	s.track, s.rewrite = track, rewrite
 }
 
 // setWritten marks slot i's row as written to the task's store.
 func (s *store) setWritten(i int32) { s.written[i>>6] |= 1 << (i & 63) }
+
+// clearWritten marks slot i's row as changed since it was written.
+func (s *store) clearWritten(i int32) { s.written[i>>6] &^= 1 << (i & 63) }
 
 // isWritten reports whether slot i's row is in the task's store.
 func (s *store) isWritten(i int32) bool { return s.written[i>>6]&(1<<(i&63)) != 0 }
@@ -1111,7 +1130,7 @@ func (s *store) isWritten(i int32) bool { return s.written[i>>6]&(1<<(i&63)) != 
 // bytes returns the store's estimated heap bytes and the part that holds
 // column values.
 func (s *store) bytes() (total, cols int64) {
-	total = int64(cap(s.nulls)) + int64(cap(s.written))*8 + int64(cap(s.seqs))*8 + int64(cap(s.ints))*8 + int64(cap(s.decs))*16 + int64(cap(s.strs))*16 + s.strB + int64(cap(s.free))*4
+	total = int64(cap(s.nulls)) + int64(cap(s.written))*8 + int64(cap(s.ords))*8 + int64(cap(s.seqs))*8 + int64(cap(s.ints))*8 + int64(cap(s.decs))*16 + int64(cap(s.strs))*16 + s.strB + int64(cap(s.free))*4
 	live := int64(s.live)
 	cols = live*int64(s.nI)*8 + live*int64(s.nD)*16 + s.strB
 	return total, cols

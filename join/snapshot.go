@@ -133,10 +133,10 @@ func (o *Operator) RestoreGroups(groups []int, sections [][]byte, gl Globals) er
 		}
 		var err error
 		if o.cold != nil {
-			if v := d.Section("join key group", 1, 2); d.Err() == nil && v == 1 {
+			if v := d.Section("join key group", 1, 2, 3); d.Err() == nil && v == 1 {
 				err = errors.New("a section of the memory backend (its rows in the section), restored into the disk backend")
 			} else if d.Err() == nil {
-				err = o.restoreCold(kg-o.cfg.Groups.Lo, d)
+				err = o.restoreCold(kg-o.cfg.Groups.Lo, v, d)
 			} else {
 				err = d.Err()
 			}
@@ -154,7 +154,7 @@ func (o *Operator) RestoreGroups(groups []int, sections [][]byte, gl Globals) er
 }
 
 func (o *Operator) restoreGroup(kg int, g *group, d *state.Decoder) error {
-	if v := d.Section("join key group", 1, 2); d.Err() == nil && v == 2 {
+	if v := d.Section("join key group", 1, 2, 3); d.Err() == nil && v >= 2 {
 		return errors.New("a section of the disk backend (its rows in the task's store), restored into the memory backend")
 	}
 	if t := Type(d.Byte()); d.Err() == nil && t != o.cfg.Type {

@@ -53,7 +53,7 @@ type coldID struct {
 }
 
 // UseStore puts the task's keyed state on the disk backend: its dedup
-// node keeps its ids in store, each inner interval join its buffered
+// node keeps its ids in store, each interval join that can its buffered
 // rows (join.Operator.UseStore) and each window stage that can
 // (operator.Operator.UseStore: tumbling windows) its panes, under hot
 // tiers sharing hot bytes evenly. Call it right after New, before Restore
@@ -475,7 +475,7 @@ func (d *dedupNode) restoreCold(i int, dec *state.Decoder, delta bool) error {
 
 // Flush writes the disk backend's changes since the last flush — the new
 // ids of the hot tiers, the expired buckets' range deletes, the rows of
-// the inner interval joins' tiers not yet in the store — to the store: the runner calls it before a snapshot of the store
+// the interval joins' tiers not yet in the store — to the store: the runner calls it before a snapshot of the store
 // (a checkpoint round). Nothing on the memory backend.
 func (t *Task) Flush() error {
 	for _, nr := range t.nodes {
@@ -495,7 +495,7 @@ func (t *Task) Flush() error {
 
 // ColdStats are a task's disk-backend counters: keys the dedup node
 // looked up in the store, ids it found there and ids it wrote; keys the
-// inner interval joins loaded from the store, the rows those loads read
+// interval joins loaded from the store, the rows those loads read
 // and the rows the joins wrote (join.ColdStats); the window stages'
 // partials written to the store (WindowWrites) and read back
 // (WindowReads).
