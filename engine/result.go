@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/task"
 )
 
@@ -62,7 +62,7 @@ func (rt *runtime) summary() *Summary {
 		for i, seen := range rt.present {
 			// A change stream's metadata fields are no misspelling
 			// (__unchanged is null in most changes).
-			if n := rt.plan.SourceSchema.Fields[i].Name; !seen && !(change && source.IsChangeField(n)) {
+			if n := rt.plan.SourceSchema.Fields[i].Name; !seen && !(change && record.IsChangeField(n)) {
 				s.AbsentFields = append(s.AbsentFields, n)
 			}
 		}

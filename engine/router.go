@@ -9,6 +9,7 @@ import (
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/dedup"
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/task"
@@ -384,7 +385,7 @@ func (rt *runtime) change(r *row.Row, m *source.Meta, now, recNow int64, step ui
 		return
 	}
 	op := p.Changes.Op
-	del := !r.IsNull(op.Index) && r.S[op.Slot] == source.OpDelete
+	del := !r.IsNull(op.Index) && r.S[op.Slot] == record.OpDelete
 	hasTS := !r.IsNull(rt.etField.Index)
 	var ts int64
 	switch {

@@ -9,7 +9,7 @@ import (
 	"github.com/tidemark/tidemark/expr"
 	"github.com/tidemark/tidemark/internal/suggest"
 	"github.com/tidemark/tidemark/nexschema"
-	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -112,7 +112,7 @@ func SourceFields(p *spec.Pipeline, c *contract.Contract) *FieldList {
 	}
 	add(src.ProcessingTimeField)
 	if src.ChangeStream() {
-		for _, f := range source.ChangeFields {
+		for _, f := range record.ChangeFields {
 			add(f.Name)
 		}
 	}

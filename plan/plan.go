@@ -23,8 +23,8 @@ import (
 	"github.com/tidemark/tidemark/internal/suggest"
 	"github.com/tidemark/tidemark/nexschema"
 	"github.com/tidemark/tidemark/operator"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/window"
 )
@@ -98,8 +98,8 @@ type OrderBy struct {
 // Changes are the fields of a change stream the order_by step reads
 // (package source, "Change streams").
 type Changes struct {
-	Op        row.Field // string: source.OpRead, OpCreate, OpUpdate, OpDelete
-	Unchanged row.Field // string: source.MarkUnchanged's bitmap
+	Op        row.Field // string: record.OpRead, OpCreate, OpUpdate, OpDelete
+	Unchanged row.Field // string: record.MarkUnchanged's bitmap
 }
 
 // Stage is one compiled windowed aggregation.
@@ -193,7 +193,7 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 		need.add(o.Version)
 	}
 	if p.Source.ChangeStream() {
-		for _, n := range []string{source.FieldKey, source.FieldLSN, source.FieldOp, source.FieldUnchanged} {
+		for _, n := range []string{record.FieldKey, record.FieldLSN, record.FieldOp, record.FieldUnchanged} {
 			need.add(n)
 		}
 	}
@@ -434,7 +434,7 @@ func sourceSchema(p *spec.Pipeline, names []string, c *contract.Contract) (*row.
 			}
 			continue
 		}
-		if ck, ok := source.ChangeFieldKind(n); ok && p.Source.ChangeStream() {
+		if ck, ok := record.ChangeFieldKind(n); ok && p.Source.ChangeStream() {
 			// A change stream's metadata field (package source).
 			if t, ok := p.Source.Schema.Lookup(n); ok {
 				if kk, err := row.ParseKind(t); err != nil || kk != ck {
@@ -525,10 +525,10 @@ func (pl *Plan) compileSourceSteps(dedupKey *expr.Parsed) error {
 		}
 	}
 	if p.Source.ChangeStream() {
-		kf, _ := src.Lookup(source.FieldKey)
-		vf, _ := src.Lookup(source.FieldLSN)
-		op, _ := src.Lookup(source.FieldOp)
-		un, _ := src.Lookup(source.FieldUnchanged)
+		kf, _ := src.Lookup(record.FieldKey)
+		vf, _ := src.Lookup(record.FieldLSN)
+		op, _ := src.Lookup(record.FieldOp)
+		un, _ := src.Lookup(record.FieldUnchanged)
 		pl.OrderBy = &OrderBy{Key: kf, Version: vf}
 		pl.Changes = &Changes{Op: op, Unchanged: un}
 	}

@@ -6,38 +6,24 @@ package source
 
 import (
 	"context"
-	"math"
 	"time"
 
-	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
 )
 
 // NoArrival marks a record without a recorded arrival time; the runner then
-// reads its processing-time clock.
-const NoArrival = int64(math.MinInt64)
+// reads its processing-time clock. It is record.NoArrival.
+const NoArrival = record.NoArrival
 
-// Meta describes one record of a Batch.
-type Meta struct {
-	// Partition is the index of the record's partition in
-	// Source.Partitions() (0 for an unpartitioned source).
-	Partition int
-	// Arrival is the processing time at which the record arrived (ms since
-	// the epoch), when the source recorded one; NoArrival otherwise.
-	Arrival int64
-	// Pos locates the record in the source, for side outputs and errors.
-	Pos changelog.Position
-	// Raw holds the record's original bytes (a JSON line, a CSV record).
-	// Valid until the record's Batch is Reset.
-	Raw []byte
-	// Err is non-nil when the record could not be decoded; the row is then
-	// unusable and the record goes to quarantine. Err is a *DecodeError.
-	Err *DecodeError
-	// Redelivery is true for a copy of an earlier record delivered again by
-	// a simulated at-least-once transport (file replay); it is otherwise
-	// identical to the first delivery.
-	Redelivery bool
-}
+// Meta describes one record of a Batch: partition, arrival time (ms),
+// position, raw bytes, decode error. It is record.Meta, defined below the
+// sources and the task so that the task imports no connector.
+type Meta = record.Meta
+
+// DecodeError says why a record could not be decoded; it is
+// record.DecodeError.
+type DecodeError = record.DecodeError
 
 // Resumable is implemented by sources that can resume from a checkpoint.
 type Resumable interface {
@@ -67,21 +53,6 @@ type PartialResumable interface {
 	// it (in an order of its own). PositionAt(b, b.Len()) is Position().
 	// Like Position it does not change what Next delivers.
 	PositionAt(b *Batch, n int) []byte
-}
-
-// DecodeError says why a record could not be decoded.
-type DecodeError struct {
-	Field  string // the field at fault, "" for the whole record
-	Rule   string // "decode", "type", "timestamp" or "event_time"
-	Reason string // human-readable, quoting the offending text
-}
-
-// Error implements error: "field amount: ..." or the reason alone.
-func (e *DecodeError) Error() string {
-	if e.Field != "" {
-		return "field " + e.Field + ": " + e.Reason
-	}
-	return e.Reason
 }
 
 // Batch is a reusable group of records. Rows[i] belongs to Meta[i]. A

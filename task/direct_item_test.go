@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/plan"
-	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -43,7 +43,7 @@ aggregates: {n: count()}
 		return nil
 	})
 	r1, r2 := p.SourceSchema.NewRow(), p.SourceSchema.NewRow()
-	m1, m2 := &source.Meta{}, &source.Meta{}
+	m1, m2 := &record.Meta{}, &record.Meta{}
 	s.dit.Side = 1 // as a join item leaves it
 	s.ToRoots(1, []byte("tl"), 10, r1, m1, 100, 1, &ID{Text: []byte("ev-1"), Hash: 77, Payload: 5, Has: true}, true)
 	s.ToRoots(2, nil, 20, r2, m2, 200, -1, &ID{}, true)

@@ -7,8 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/state"
 )
 
@@ -33,7 +33,7 @@ type Item struct {
 	Row *row.Row
 	// Meta is the source record's meta (batch-owned or the packet's copy);
 	// nil for an upstream stage's row.
-	Meta *source.Meta
+	Meta *record.Meta
 	// CR is the upstream stage's row (the packet's copy), for side outputs;
 	// nil for a source record. An upstream row without strings travels
 	// encoded instead (crOff, crLen in the packet's arena: Packet.putCR)
@@ -62,7 +62,7 @@ type Packet struct {
 	items chunks[Item] // fixed-size chunks: a packet of millions of items grows without copying
 	rows  chunks[row.Row]
 	slots row.Arena // the copied rows' slots
-	metas chunks[source.Meta]
+	metas chunks[record.Meta]
 	crs   chunks[changelog.Row]
 	vals  valChunks // the copied upstream rows' keys and values
 	arena []byte    // grows by append: offsets and earlier slices stay valid
@@ -122,7 +122,7 @@ func (p *Packet) copyRow(r *row.Row) *row.Row {
 }
 
 // copyMeta returns a deep copy of m owned by the packet (Raw in the arena).
-func (p *Packet) copyMeta(m *source.Meta) *source.Meta {
+func (p *Packet) copyMeta(m *record.Meta) *record.Meta {
 	c := p.metas.next()
 	*c = *m
 	if m.Raw != nil {
@@ -344,7 +344,7 @@ func (c *chunks[T]) clearUsed() {
 func (p *Packet) Bytes() int {
 	return p.items.n*int(unsafe.Sizeof(Item{})) +
 		p.rows.n*int(unsafe.Sizeof(row.Row{})) + p.slotBytes() +
-		p.metas.n*int(unsafe.Sizeof(source.Meta{})) +
+		p.metas.n*int(unsafe.Sizeof(record.Meta{})) +
 		p.crs.n*int(unsafe.Sizeof(changelog.Row{})) + p.vals.used()*int(unsafe.Sizeof(row.Value{})) +
 		len(p.arena)
 }

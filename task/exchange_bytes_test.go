@@ -5,8 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/source"
 )
 
 // TestPacketBytes: a packet's Bytes counts its items, its copies and its
@@ -33,8 +33,8 @@ func TestPacketBytes(t *testing.T) {
 		t.Fatalf("with a row copy: %d bytes, want %d", got, want)
 	}
 	// A meta with 5 raw bytes.
-	p.copyMeta(&source.Meta{Raw: []byte("hello")})
-	want += int(unsafe.Sizeof(source.Meta{})) + 5
+	p.copyMeta(&record.Meta{Raw: []byte("hello")})
+	want += int(unsafe.Sizeof(record.Meta{})) + 5
 	if got := p.Bytes(); got != want {
 		t.Fatalf("with a meta: %d bytes, want %d", got, want)
 	}

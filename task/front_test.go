@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -64,7 +64,7 @@ func TestFrontFilter(t *testing.T) {
 		fa, _ := sc.Lookup("a")
 		fb, _ := sc.Lookup("b")
 		fts, _ := sc.Lookup("ts")
-		m := &source.Meta{}
+		m := &record.Meta{}
 		for i, v := range vals {
 			r := sc.NewRow()
 			_ = r.Set(fa, v)

@@ -7,8 +7,8 @@ import (
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/keygroup"
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/source"
 )
 
 // NodeKind is what a node of the graph computes.
@@ -93,10 +93,10 @@ type Graph struct {
 
 	// EventJSON renders a source record as a JSON object (the source's
 	// EventJSON); it must be safe for concurrent use.
-	EventJSON func(dst []byte, m *source.Meta) []byte
+	EventJSON func(dst []byte, m *record.Meta) []byte
 	// InputJSON renders a record of input i ≥ 1 (InputJSON[i]; index 0
 	// unused: EventJSON), like EventJSON.
-	InputJSON []func(dst []byte, m *source.Meta) []byte
+	InputJSON []func(dst []byte, m *record.Meta) []byte
 	// JoinSides lists, per input, the join sides reading it.
 	JoinSides [][]JoinSide
 	// Inputs is the number of inputs (the source and inputs[]).

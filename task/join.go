@@ -10,8 +10,8 @@ import (
 	"github.com/tidemark/tidemark/keygroup"
 	"github.com/tidemark/tidemark/operator"
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/source"
 )
 
 // joinNode is a join stage's state in one task: its join operator over
@@ -282,7 +282,7 @@ func (s *Sender) FromStageToJoin(si, side int, step uint64, tail []byte, now int
 }
 
 // toJoins hands a record of input in to every join side reading it.
-func (s *Sender) toJoins(in int, step uint64, tail []byte, now int64, r *row.Row, m *source.Meta, ts int64, stable bool) {
+func (s *Sender) toJoins(in int, step uint64, tail []byte, now int64, r *row.Row, m *record.Meta, ts int64, stable bool) {
 	for _, js := range s.g.JoinSides[in] {
 		o := origin{meta: m, stable: stable, loc: s.g.Plan.Stages[js.Stage].Loc, input: in}
 		s.toJoin(js.Stage, js.Side, step, tail, now, r, &o, ts, stable)
@@ -291,13 +291,13 @@ func (s *Sender) toJoins(in int, step uint64, tail []byte, now int64, r *row.Row
 
 // ToInput hands a valid record of input in (≥ 1: an input beside the
 // source) to the joins reading it. The runner has checked its event time.
-func (s *Sender) ToInput(in int, step uint64, now int64, r *row.Row, m *source.Meta, ts int64) {
+func (s *Sender) ToInput(in int, step uint64, now int64, r *row.Row, m *record.Meta, ts int64) {
 	s.toJoins(in, step, nil, now, r, m, ts, true)
 }
 
 // QuarantineInput sends a record of input in (≥ 1) that failed the
 // runner's checks to quarantine, counting it for the pipeline.
-func (s *Sender) QuarantineInput(in int, step uint64, m *source.Meta, reason, field, rule string) {
+func (s *Sender) QuarantineInput(in int, step uint64, m *record.Meta, reason, field, rule string) {
 	s.quarantineInput(in, step, m, reason, field, rule)
 }
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -62,7 +62,7 @@ stages:
 		t.Fatal(err)
 	}
 	g.HasLate[0], g.HasLate[1] = true, true
-	g.EventJSON = func(dst []byte, _ *source.Meta) []byte { return append(dst, `{"order":"o1"}`...) }
+	g.EventJSON = func(dst []byte, _ *record.Meta) []byte { return append(dst, `{"order":"o1"}`...) }
 	tk, err := New(g, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ stages:
 				t.Fatal(err)
 			}
 		}
-		s.ToRoots(uint64(2+i), nil, 5000, r, &source.Meta{}, ts, 1, &ID{}, true)
+		s.ToRoots(uint64(2+i), nil, 5000, r, &record.Meta{}, ts, 1, &ID{}, true)
 	}
 	if err := tk.Err(); err != nil {
 		t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/keygroup"
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/state"
 )
 
@@ -41,7 +41,7 @@ type version struct {
 	ts   int64
 	dead bool
 	row  row.Row
-	meta source.Meta
+	meta record.Meta
 }
 
 func newOrderNode(g *Graph, rng keygroup.Range) *orderNode {
@@ -128,7 +128,7 @@ func (o *orderNode) change(nr *nodeRT, it *Item) {
 	}
 	ch := o.ch
 	live := ok && !cur.dead
-	if !r.IsNull(ch.Op.Index) && r.S[ch.Op.Slot] == source.OpDelete {
+	if !r.IsNull(ch.Op.Index) && r.S[ch.Op.Slot] == record.OpDelete {
 		cnt.Deletes++
 		o.changed[i] = true
 		if !ok {
@@ -141,7 +141,7 @@ func (o *orderNode) change(nr *nodeRT, it *Item) {
 			nr.snd.ToRoots(it.Step, o.tail, it.Now, &cur.row, &cur.meta, cur.ts, -1, &ID{}, false)
 		}
 		cur.v, cur.dead = ver, true
-		cur.row, cur.meta = row.Row{}, source.Meta{}
+		cur.row, cur.meta = row.Row{}, record.Meta{}
 		return
 	}
 	stable := true
@@ -151,7 +151,7 @@ func (o *orderNode) change(nr *nodeRT, it *Item) {
 		if !live {
 			var names []string
 			for _, f := range sc.Fields {
-				if source.Unchanged(mask, f.Index) {
+				if record.Unchanged(mask, f.Index) {
 					names = append(names, f.Name)
 				}
 			}
@@ -161,7 +161,7 @@ func (o *orderNode) change(nr *nodeRT, it *Item) {
 		w := o.scratch
 		w.CopyShallow(r)
 		for _, f := range sc.Fields {
-			if source.Unchanged(mask, f.Index) {
+			if record.Unchanged(mask, f.Index) {
 				_ = w.Set(f, cur.row.Get(f))
 			}
 		}

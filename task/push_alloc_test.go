@@ -5,8 +5,8 @@ import (
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -73,7 +73,7 @@ select: [b, a]
 			t.Fatal(err)
 		}
 	}
-	m := &source.Meta{}
+	m := &record.Meta{}
 	var step uint64
 	send := func() {
 		step++

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -67,8 +67,8 @@ stages:
 			t.Fatal(err)
 		}
 	}
-	s.ToRoots(1, nil, 0, r, &source.Meta{}, 1000, 1, &ID{}, true)
-	s.ToRoots(2, nil, 0, r, &source.Meta{}, 1000, -1, &ID{}, false)
+	s.ToRoots(1, nil, 0, r, &record.Meta{}, 1000, 1, &ID{}, true)
+	s.ToRoots(2, nil, 0, r, &record.Meta{}, 1000, -1, &ID{}, false)
 	stage, join := g.StageNode[0], g.StageNode[1]
 	want := []got{{stage, 0, 1}, {join, 0, 1}, {join, 1, 1}, {stage, 0, -1}}
 	if len(items) != len(want) {

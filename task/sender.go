@@ -11,8 +11,8 @@ import (
 	"github.com/tidemark/tidemark/keygroup"
 	"github.com/tidemark/tidemark/operator"
 	"github.com/tidemark/tidemark/plan"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/state"
 )
 
@@ -173,7 +173,7 @@ type ID struct {
 // origin is where a stage input came from, for side outputs: a source
 // record, or an upstream stage's row.
 type origin struct {
-	meta *source.Meta
+	meta *record.Meta
 	// stable: meta outlives the round (the source batch's) and can be
 	// shared; otherwise it is copied into the packet.
 	stable bool
@@ -204,7 +204,7 @@ func (g *Graph) event(dst []byte, o *origin) []byte {
 }
 
 // eventJSON returns the EventJSON of input in.
-func (g *Graph) eventJSON(in int) func(dst []byte, m *source.Meta) []byte {
+func (g *Graph) eventJSON(in int) func(dst []byte, m *record.Meta) []byte {
 	if in > 0 && in < len(g.InputJSON) && g.InputJSON[in] != nil {
 		return g.InputJSON[in]
 	}
@@ -220,14 +220,14 @@ func (o *origin) pos() changelog.Position {
 
 // QuarantineSource sends a source record that failed a pipeline-level
 // check to quarantine, counting it (with its rule) for the pipeline.
-func (s *Sender) QuarantineSource(step uint64, m *source.Meta, reason, field, rule string) {
+func (s *Sender) QuarantineSource(step uint64, m *record.Meta, reason, field, rule string) {
 	s.quarantineInput(0, step, m, reason, field, rule)
 }
 
 // quarantineInput sends a record of input in (0: the source) that failed
 // a pipeline-level check to quarantine, counting it (with its rule) for
 // the pipeline.
-func (s *Sender) quarantineInput(in int, step uint64, m *source.Meta, reason, field, rule string) {
+func (s *Sender) quarantineInput(in int, step uint64, m *record.Meta, reason, field, rule string) {
 	c := s.cnt
 	c.Quarantined++
 	c.First[0].note(step, firstText(m.Pos, rule, field, reason, false))
@@ -275,7 +275,7 @@ func quarantineStage(g *Graph, log *Log, cnt *Counters, enc *changelog.Encoder, 
 
 // ToDedup hands a valid source record to the dedup node of the task owning
 // its event id's key group.
-func (s *Sender) ToDedup(step uint64, now int64, r *row.Row, m *source.Meta, ts int64, id ID) {
+func (s *Sender) ToDedup(step uint64, now int64, r *row.Row, m *record.Meta, ts int64, id ID) {
 	n := s.g.DedupNode
 	if s.direct != nil {
 		it := &s.dit
@@ -305,7 +305,7 @@ func OrderKey(dst []byte, o *plan.OrderBy, r *row.Row) []byte {
 // ToOrder hands a valid source record to the order_by node of the task
 // owning its entity's key group. The record's entity key and version are
 // not null (the runner checked).
-func (s *Sender) ToOrder(step uint64, now int64, r *row.Row, m *source.Meta, ts int64, id ID) {
+func (s *Sender) ToOrder(step uint64, now int64, r *row.Row, m *record.Meta, ts int64, id ID) {
 	n := s.g.OrderNode
 	if s.direct != nil {
 		it := &s.dit
@@ -341,7 +341,7 @@ func (s *Sender) ToOrder(step uint64, now int64, r *row.Row, m *source.Meta, ts 
 // must be copied (an entity's previous version, which order_by replaces).
 // id is the record's event id (read during the call). It returns an
 // error only for an aggregate or internal failure.
-func (s *Sender) ToRoots(step uint64, tail []byte, now int64, r *row.Row, m *source.Meta, ts int64, weight int, id *ID, stable bool) {
+func (s *Sender) ToRoots(step uint64, tail []byte, now int64, r *row.Row, m *record.Meta, ts int64, weight int, id *ID, stable bool) {
 	o := origin{meta: m, stable: stable}
 	if roots := s.g.Roots; len(roots) == 1 && (len(s.g.JoinSides[0]) == 0 || weight <= 0) {
 		// One stage reads the source, no join: nothing to do after it.
@@ -576,7 +576,7 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 // written again (no write barrier), the other fields are stored one by
 // one: cheaper than writing a whole Item, which a running garbage
 // collector's barriers make a bulk copy.
-func (s *Sender) directItem(step uint64, now, ts int64, weight int, r *row.Row, m *source.Meta, cr *changelog.Row) *Item {
+func (s *Sender) directItem(step uint64, now, ts int64, weight int, r *row.Row, m *record.Meta, cr *changelog.Row) *Item {
 	it := &s.dit
 	it.Step, it.Now, it.TS, it.Weight = step, now, ts, int8(weight)
 	if it.Row != r {

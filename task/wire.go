@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/tidemark/tidemark/changelog"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/state"
 )
 
@@ -178,7 +178,7 @@ func (d *WireDecoder) Decode(p *Packet, b []byte, step uint64) (int, *Item, erro
 		it.Row = p.copyRow(r)
 	}
 	if flags&wireMeta != 0 {
-		m := source.Meta{Partition: dec.Len(1<<30, 0), Arrival: dec.Int()}
+		m := record.Meta{Partition: dec.Len(1<<30, 0), Arrival: dec.Int()}
 		m.Pos = changelog.Position{Source: dec.String(), Partition: dec.String(), Line: dec.Int(), Offset: dec.Int()}
 		m.Raw = dec.Bytes8()
 		m.Redelivery = dec.Bool()

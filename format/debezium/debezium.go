@@ -23,6 +23,7 @@ import (
 
 	"github.com/tidemark/tidemark/eventtime"
 	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 )
@@ -34,7 +35,7 @@ const DefaultUnavailable = "__debezium_unavailable_value"
 // Config configures an Envelope.
 type Config struct {
 	// Fields are the pipeline's source fields: table columns and the
-	// change fields of package source (source.ChangeFields).
+	// change fields of package source (record.ChangeFields).
 	Fields format.Fields
 	// Key lists the key columns (source.key_columns): the row's key
 	// (__key) is their text, from after, or before for a delete.
@@ -110,21 +111,21 @@ func New(cfg Config) (*Envelope, error) {
 		name string
 		dst  *row.Field
 	}{
-		{source.FieldOp, &e.meta.op}, {source.FieldLSN, &e.meta.lsn}, {source.FieldCommitTime, &e.meta.commitTime},
-		{source.FieldXid, &e.meta.xid}, {source.FieldTable, &e.meta.table}, {source.FieldKey, &e.meta.key}, {source.FieldUnchanged, &e.meta.unchanged},
+		{record.FieldOp, &e.meta.op}, {record.FieldLSN, &e.meta.lsn}, {record.FieldCommitTime, &e.meta.commitTime},
+		{record.FieldXid, &e.meta.xid}, {record.FieldTable, &e.meta.table}, {record.FieldKey, &e.meta.key}, {record.FieldUnchanged, &e.meta.unchanged},
 	}
 	for i, m := range metas {
 		f, ok := cfg.Fields.Schema.Lookup(m.name)
 		if !ok {
 			continue
 		}
-		if k, _ := source.ChangeFieldKind(m.name); f.Kind != k {
+		if k, _ := record.ChangeFieldKind(m.name); f.Kind != k {
 			return nil, fmt.Errorf("source.schema.%s: the change field %s is %s, not %s", m.name, m.name, k, f.Kind)
 		}
 		*m.dst, e.meta.has[i] = f, true
 	}
 	for _, f := range cfg.Fields.Schema.Fields {
-		if source.IsChangeField(f.Name) {
+		if record.IsChangeField(f.Name) {
 			continue
 		}
 		p := cfg.Fields.Time[f.Index]
@@ -133,7 +134,7 @@ func New(cfg Config) (*Envelope, error) {
 	for _, k := range cfg.Key {
 		kind := row.KindString
 		var p *eventtime.Parser
-		if f, ok := cfg.Fields.Schema.Lookup(k); ok && !source.IsChangeField(k) {
+		if f, ok := cfg.Fields.Schema.Lookup(k); ok && !record.IsChangeField(k) {
 			kind, p = f.Kind, cfg.Fields.Time[f.Index]
 		}
 		e.keys = append(e.keys, keyCol{after: add("after."+k, kind, p), before: add("before."+k, kind, p)})
@@ -174,8 +175,8 @@ func (e *Envelope) Map(w, r *row.Row, a *source.Arena) (skip bool, de *source.De
 	op := w.S[e.op.Slot]
 	after := true
 	switch op {
-	case source.OpCreate, source.OpUpdate, source.OpRead:
-	case source.OpDelete:
+	case record.OpCreate, record.OpUpdate, record.OpRead:
+	case record.OpDelete:
 		after = false
 	case "m":
 		return true, nil
@@ -198,7 +199,7 @@ func (e *Envelope) Map(w, r *row.Row, a *source.Arena) (skip bool, de *source.De
 		image = true
 		v := w.Get(from)
 		if v.Kind == row.KindString && v.S == e.cfg.Unavailable {
-			e.unch = source.MarkUnchanged(e.unch, c.f.Index)
+			e.unch = record.MarkUnchanged(e.unch, c.f.Index)
 			continue
 		}
 		_ = r.Set(c.f, v)
@@ -245,7 +246,7 @@ func (e *Envelope) Map(w, r *row.Row, a *source.Arena) (skip bool, de *source.De
 	}
 	set(0, m.op, row.Str(op))
 	lsn := w.Get(e.lsn)
-	if op == source.OpRead {
+	if op == record.OpRead {
 		lsn = row.Int(0) // as postgres_cdc's snapshot rows: every change is newer
 	}
 	if lsn.IsNull() && m.has[1] {

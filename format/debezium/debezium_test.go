@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 )
@@ -15,8 +16,8 @@ func testSchema(t testing.TB) *row.Schema {
 		n string
 		k row.Kind
 	}{{"id", row.KindInt}, {"store", row.KindString}, {"amount", row.KindDecimal}, {"note", row.KindString}, {"created_at", row.KindTime},
-		{source.FieldOp, row.KindString}, {source.FieldLSN, row.KindInt}, {source.FieldKey, row.KindString}, {source.FieldUnchanged, row.KindString},
-		{source.FieldXid, row.KindInt}, {source.FieldTable, row.KindString}, {source.FieldCommitTime, row.KindTime}} {
+		{record.FieldOp, row.KindString}, {record.FieldLSN, row.KindInt}, {record.FieldKey, row.KindString}, {record.FieldUnchanged, row.KindString},
+		{record.FieldXid, row.KindInt}, {record.FieldTable, row.KindString}, {record.FieldCommitTime, row.KindTime}} {
 		if _, err := s.Add(f.n, f.k); err != nil {
 			t.Fatal(err)
 		}
@@ -32,10 +33,10 @@ func render(s *row.Schema, r *row.Row) string {
 			continue
 		}
 		v := r.Get(f)
-		if f.Name == source.FieldUnchanged {
+		if f.Name == record.FieldUnchanged {
 			var names []string
 			for _, g := range s.Fields {
-				if source.Unchanged(v.S, g.Index) {
+				if record.Unchanged(v.S, g.Index) {
 					names = append(names, g.Name)
 				}
 			}
@@ -118,7 +119,7 @@ func TestCompositeKey(t *testing.T) {
 	if _, de := d.Decode([]byte(`{"op":"c","after":{"id":7,"store":"s\"1","region":"eu"},"source":{"lsn":5}}`), r, &a); de != nil {
 		t.Fatal(de)
 	}
-	f, _ := s.Lookup(source.FieldKey)
+	f, _ := s.Lookup(record.FieldKey)
 	if got := r.Get(f).S; got != `["s\"1","7","eu"]` {
 		t.Fatalf("key %s", got)
 	}
@@ -149,8 +150,8 @@ func FuzzDecodeJSON(f *testing.F) {
 		if skip || de != nil {
 			return
 		}
-		k, _ := s.Lookup(source.FieldKey)
-		v, _ := s.Lookup(source.FieldLSN)
+		k, _ := s.Lookup(record.FieldKey)
+		v, _ := s.Lookup(record.FieldLSN)
 		if r.IsNull(k.Index) || r.IsNull(v.Index) {
 			t.Fatalf("%q: a change without a key or version", b)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/internal/pgtest"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/source/pgcdc"
@@ -72,7 +73,7 @@ func TestFigures(t *testing.T) {
 		n string
 		k row.Kind
 	}{{"id", row.KindInt}, {"store", row.KindString}, {"amount", row.KindDecimal}, {"created_at", row.KindTime}, {"status", row.KindString}, {"payload", row.KindString},
-		{source.FieldOp, row.KindString}, {source.FieldKey, row.KindString}, {source.FieldLSN, row.KindInt}, {source.FieldUnchanged, row.KindString}} {
+		{record.FieldOp, row.KindString}, {record.FieldKey, row.KindString}, {record.FieldLSN, row.KindInt}, {record.FieldUnchanged, row.KindString}} {
 		sc.Add(fk.n, fk.k)
 	}
 	t.Run("snapshot", func(t *testing.T) {

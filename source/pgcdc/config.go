@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/format"
-	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/record"
 )
 
 // Snapshot modes (Config.Snapshot).
@@ -26,8 +26,8 @@ const (
 // FieldUnchanged. A pipeline names them like columns; the source fills
 // those in its schema.
 var (
-	IsMetaField = source.IsChangeField
-	MetaFields  = source.ChangeFields
+	IsMetaField = record.IsChangeField
+	MetaFields  = record.ChangeFields
 )
 
 // Defaults of the Config durations, in ms.
@@ -66,7 +66,7 @@ type Config struct {
 	// Key lists the columns identifying a row. Default: the primary key.
 	Key []string
 	// Fields says what to decode: each field of Fields.Schema is a column
-	// of the table or one of the metadata fields (source.ChangeFields),
+	// of the table or one of the metadata fields (record.ChangeFields),
 	// filled when present.
 	Fields format.Fields
 	// Timezone reads timestamp and date columns into timestamp fields.

@@ -3,7 +3,7 @@
 // table's rows and then its changes through a logical replication slot
 // (the pgoutput plugin, github.com/jackc/pglogrepl), decodes each row
 // image into a typed row (package format's field conversions) with the
-// change's metadata fields (source.ChangeFields: __op, __lsn,
+// change's metadata fields (record.ChangeFields: __op, __lsn,
 // __commit_lsn, __commit_time, __xid, …), and hands them to the engine in
 // batches; checkpoints are taken only at upstream transaction boundaries
 // (source.Transactional).

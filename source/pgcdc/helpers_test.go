@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidemark/tidemark/format"
 	"github.com/tidemark/tidemark/internal/pgtest"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 )
@@ -136,17 +137,17 @@ func render(sc *row.Schema, r *row.Row, m *source.Meta) string {
 		}
 		return r.Get(f).String()
 	}
-	b.WriteString(get(source.FieldOp) + " " + get(source.FieldKey))
+	b.WriteString(get(record.FieldOp) + " " + get(record.FieldKey))
 	for _, f := range sc.Fields {
-		if source.IsChangeField(f.Name) {
+		if record.IsChangeField(f.Name) {
 			continue
 		}
 		b.WriteString(" " + f.Name + "=" + get(f.Name))
 	}
-	if f, ok := sc.Lookup(source.FieldUnchanged); ok && !r.IsNull(f.Index) && r.S[f.Slot] != "" {
+	if f, ok := sc.Lookup(record.FieldUnchanged); ok && !r.IsNull(f.Index) && r.S[f.Slot] != "" {
 		b.WriteString(" unchanged=")
 		for _, g := range sc.Fields {
-			if source.Unchanged(r.S[f.Slot], g.Index) {
+			if record.Unchanged(r.S[f.Slot], g.Index) {
 				b.WriteString(g.Name + ",")
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/format"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/state"
@@ -125,10 +126,10 @@ func New(cfg Config) (*Source, error) {
 		}
 		kind row.Kind
 	}{
-		{source.FieldOp, &s.meta.op, row.KindString}, {source.FieldLSN, &s.meta.lsn, row.KindInt},
-		{source.FieldCommitLSN, &s.meta.commitLSN, row.KindInt}, {source.FieldCommitTime, &s.meta.commitTime, row.KindTime},
-		{source.FieldXid, &s.meta.xid, row.KindInt}, {source.FieldTable, &s.meta.table, row.KindString},
-		{source.FieldKey, &s.meta.key, row.KindString}, {source.FieldUnchanged, &s.meta.unchanged, row.KindString},
+		{record.FieldOp, &s.meta.op, row.KindString}, {record.FieldLSN, &s.meta.lsn, row.KindInt},
+		{record.FieldCommitLSN, &s.meta.commitLSN, row.KindInt}, {record.FieldCommitTime, &s.meta.commitTime, row.KindTime},
+		{record.FieldXid, &s.meta.xid, row.KindInt}, {record.FieldTable, &s.meta.table, row.KindString},
+		{record.FieldKey, &s.meta.key, row.KindString}, {record.FieldUnchanged, &s.meta.unchanged, row.KindString},
 	} {
 		f, ok := sc.Lookup(p.name)
 		if ok && f.Kind != p.kind {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/internal/pgtest"
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/source"
 )
 
@@ -18,7 +19,7 @@ func TestSnapshotThenStream(t *testing.T) {
 	f := newFixture(t, "orders", ordersDDL...)
 	f.exec(`INSERT INTO orders VALUES (1, 's1', 10.50, 'a', '2026-09-01 10:00:00+09'), (2, 's2', 20, NULL, '2026-09-01 10:01:00.5+09'), (3, 's1', 30.25, 'c', '2026-09-01 10:02:00+09')`)
 	sc := schemaOf(t, "id:int", "store:string", "amount:decimal", "created_at:timestamp",
-		source.FieldOp+":string", source.FieldKey+":string", source.FieldLSN+":int", source.FieldXid+":int", source.FieldUnchanged+":string")
+		record.FieldOp+":string", record.FieldKey+":string", record.FieldLSN+":int", record.FieldXid+":int", record.FieldUnchanged+":string")
 	s, err := New(f.config(sc))
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func TestSetupErrors(t *testing.T) {
 // reads it too.
 func TestSlotGone(t *testing.T) {
 	f := newFixture(t, "orders", ordersDDL...)
-	sc := schemaOf(t, "id:int", "store:string", source.FieldOp+":string", source.FieldKey+":string", source.FieldLSN+":int")
+	sc := schemaOf(t, "id:int", "store:string", record.FieldOp+":string", record.FieldKey+":string", record.FieldLSN+":int")
 	s, err := New(f.config(sc))
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +197,7 @@ func TestUnchangedToast(t *testing.T) {
 	// 8 kB of text that compression does not shrink below TOAST's
 	// threshold: stored out of line.
 	f.exec(`ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL`)
-	sc := schemaOf(t, "id:int", "n:int", "body:string", source.FieldOp+":string", source.FieldKey+":string", source.FieldLSN+":int", source.FieldUnchanged+":string")
+	sc := schemaOf(t, "id:int", "n:int", "body:string", record.FieldOp+":string", record.FieldKey+":string", record.FieldLSN+":int", record.FieldUnchanged+":string")
 	s, err := New(f.config(sc))
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +224,7 @@ func TestUnchangedToast(t *testing.T) {
 // change the field can still read is accepted.
 func TestSchemaChange(t *testing.T) {
 	f := newFixture(t, "orders", ordersDDL...)
-	sc := schemaOf(t, "id:int", "store:string", "amount:decimal", "note:string", source.FieldOp+":string", source.FieldKey+":string")
+	sc := schemaOf(t, "id:int", "store:string", "amount:decimal", "note:string", record.FieldOp+":string", record.FieldKey+":string")
 	cfg := f.config(sc)
 	cfg.Optional = map[string]bool{"note": true}
 	s, err := New(cfg)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/tidemark/tidemark/record"
 	"github.com/tidemark/tidemark/source"
 )
 
@@ -292,20 +293,20 @@ func (s *Source) handle(ctx context.Context, lsn uint64, data []byte, b *source.
 func (s *Source) change(b *source.Batch, lsn uint64, c *Change) {
 	switch c.Kind {
 	case msgInsert:
-		s.emit(b, source.OpCreate, lsn, &c.New, nil, false)
+		s.emit(b, record.OpCreate, lsn, &c.New, nil, false)
 	case msgDelete:
-		s.emit(b, source.OpDelete, lsn, &c.Old, nil, c.OldKind == 'K')
+		s.emit(b, record.OpDelete, lsn, &c.Old, nil, c.OldKind == 'K')
 	case msgUpdate:
 		if c.OldKind != 0 && s.keyChanged(c) {
-			s.emit(b, source.OpDelete, lsn, &c.Old, nil, c.OldKind == 'K')
-			s.emit(b, source.OpCreate, lsn, &c.New, nil, false)
+			s.emit(b, record.OpDelete, lsn, &c.Old, nil, c.OldKind == 'K')
+			s.emit(b, record.OpCreate, lsn, &c.New, nil, false)
 			return
 		}
 		var old *Tuple
 		if c.OldKind == 'O' {
 			old = &c.Old
 		}
-		s.emit(b, source.OpUpdate, lsn, &c.New, old, false)
+		s.emit(b, record.OpUpdate, lsn, &c.New, old, false)
 	}
 }
 
@@ -368,7 +369,7 @@ func (s *Source) emit(b *source.Batch, op string, lsn uint64, t, old *Tuple, key
 				note(&source.DecodeError{Field: rc.name, Rule: "key", Reason: "key column " + rc.name + " of " + s.qualified + " is an unchanged TOAST value the change does not carry (set REPLICA IDENTITY FULL)"})
 			}
 			if rc.conv != nil {
-				s.unch = source.MarkUnchanged(s.unch, rc.conv.f.Index)
+				s.unch = record.MarkUnchanged(s.unch, rc.conv.f.Index)
 			}
 		case colText:
 			if rc.keyPos >= 0 {
