@@ -1805,3 +1805,21 @@ func kafkaSourceConfig(p *plan.Plan) (kafka.Config, error) {
 	}
 	return cfg, nil
 }
+
+// groupSpecChanges lists every difference between the spec a group's
+// first instance stored and an instance's (docs/scale-out.md, "Limits"):
+// the instances of a group must run one computation with the same
+// outputs, so unlike a restore (specChanges) nothing may differ but how
+// often each instance checkpoints (checkpoint.interval) and how many
+// checkpoints it keeps (checkpoint.retain). Each entry is "key (old →
+// new)", sorted.
+func groupSpecChanges(old, cur []byte) []string {
+	var out []string
+	for _, c := range diffSpecs(old, cur) {
+		if c.key == "Checkpoint.Interval" || c.key == "Checkpoint.Retain" {
+			continue
+		}
+		out = append(out, c.text)
+	}
+	return out
+}
