@@ -104,12 +104,37 @@ func sameOutputs(t *testing.T, want map[string]string, dir, than string) {
 // expired buckets — and the two tumbling-window stages' panes, written to
 // the store every 256 records, give the rows, late, conflict and
 // quarantine records of the memory backend, at parallelism 1, 2 and 4.
+//
+// The sliding variant makes both stages sliding windows (per_store 5
+// minutes every minute, per_minute 2 minutes every minute): their slices
+// go through the store, read back before each window closes or fires and
+// before every retraction (per_minute's input).
 func TestDiskBackendEqualsMemory(t *testing.T) {
+	for _, kind := range []string{"tumbling", "sliding"} {
+		t.Run(kind, func(t *testing.T) { checkDiskBackendEqualsMemory(t, kind) })
+	}
+}
+
+// slidingStages makes p's two stages sliding windows of size×slide
+// (per_store) and 2×slide (per_minute).
+func slidingStages(p *spec.Pipeline, size, slide time.Duration) {
+	p.Stages[0].Window = spec.Window{Type: "sliding", Size: spec.Duration(size), Slide: spec.Duration(slide)}
+	p.Stages[1].Window = spec.Window{Type: "sliding", Size: spec.Duration(2 * slide), Slide: spec.Duration(slide)}
+}
+
+func checkDiskBackendEqualsMemory(t *testing.T, kind string) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
 	diskInput(t, in, 6000)
+	build := func(out string) *spec.Pipeline {
+		p := diskPipeline(in, out, "")
+		if kind == "sliding" {
+			slidingStages(p, 5*time.Minute, time.Minute)
+		}
+		return p
+	}
 	refOut := filepath.Join(dir, "ref")
-	ref := runPart(t, diskPipeline(in, refOut, ""), 1, 0)
+	ref := runPart(t, build(refOut), 1, 0)
 	want := canonDir(t, refOut)
 	if ref.Duplicates < 200 || ref.Conflicts < 100 {
 		t.Fatalf("%d duplicates, %d conflicts: the input does not exercise dedup", ref.Duplicates, ref.Conflicts)
@@ -117,7 +142,7 @@ func TestDiskBackendEqualsMemory(t *testing.T) {
 	for _, par := range []int{1, 2, 4} {
 		t.Run(fmt.Sprint(par), func(t *testing.T) {
 			out := filepath.Join(dir, fmt.Sprint("disk", par))
-			sum := diskRun(t, diskPipeline(in, out, ""), par, 1, 0, nil)
+			sum := diskRun(t, build(out), par, 1, 0, nil)
 			sameOutputs(t, want, out, "the memory backend's")
 			if sum.Duplicates != ref.Duplicates || sum.Conflicts != ref.Conflicts {
 				t.Errorf("%d duplicates, %d conflicts; the memory backend counted %d, %d", sum.Duplicates, sum.Conflicts, ref.Duplicates, ref.Conflicts)
@@ -145,7 +170,18 @@ func TestDiskBackendEqualsMemory(t *testing.T) {
 // first stage's windows are 20 minutes long, so that the partials its
 // panes wrote to the stores are open at the stops and cross the restores
 // (read back by a later run).
+//
+// The sliding variant's first stage slides a 20-minute window every 10
+// minutes in mode final (its slices stay virtual until the windows close,
+// so their partials cross the restores, keeping their arrival numbers),
+// its second 20 minutes every 10.
 func TestDiskRestoreChains(t *testing.T) {
+	for _, kind := range []string{"tumbling", "sliding"} {
+		t.Run(kind, func(t *testing.T) { checkDiskRestoreChains(t, kind) })
+	}
+}
+
+func checkDiskRestoreChains(t *testing.T, kind string) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
 	diskInput(t, in, 6000)
@@ -153,6 +189,10 @@ func TestDiskRestoreChains(t *testing.T) {
 	build := func(out, ck string) *spec.Pipeline {
 		p := diskPipeline(in, out, ck)
 		p.Stages[0].Window.Size = spec.Duration(20 * time.Minute)
+		if kind == "sliding" {
+			slidingStages(p, 20*time.Minute, 10*time.Minute)
+			p.Stages[0].Emit.Mode = "final"
+		}
 		p.Dedup.KeepPayloads = &keep
 		if ck != "" {
 			p.Checkpoint.Interval = spec.Duration(time.Millisecond)

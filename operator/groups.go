@@ -351,7 +351,13 @@ func (o *Operator) snapshotSliceGroups(groups []int, want []int32, encs []*state
 			e := encs[w-1]
 			rank, _ := slices.BinarySearch(seqs[w-1], se.seq)
 			e.Uint(uint64(index[se.key]))
-			e.Uint(uint64(rank))
+			if o.spill != nil {
+				// The disk backend keeps arrival numbers (slicespill.go):
+				// its stored partials carry theirs.
+				e.Uint(se.seq)
+			} else {
+				e.Uint(uint64(rank))
+			}
 			o.appendSliceEnt(e, se, false)
 		}
 	}
@@ -433,7 +439,10 @@ func (o *Operator) RestoreGroups(parts [][]byte, g Globals) error {
 		}
 	}
 	r.install(g)
-	if o.spill != nil {
+	if r.err != nil {
+		return fmt.Errorf("operator: state store: %w", r.err)
+	}
+	if o.spill != nil && !o.sl.on {
 		if err := o.loadSpilled(); err != nil {
 			return fmt.Errorf("operator: state store: %w", err)
 		}
@@ -451,6 +460,7 @@ type groupRestorer struct {
 	arrivals []restoredArrival
 	part     int // index of the section being read
 	rank     int // the next pane entry's place in the section (sliced operators)
+	err      error
 }
 
 // restoredArrival places a restored slice entry for the numbering of
@@ -461,6 +471,7 @@ type restoredArrival struct {
 	i             int    // index in s.ents or p.ents
 	section, rank int
 	birth         uint64
+	seq           uint64 // a slice entry's rank as written (the disk backend: its arrival number)
 }
 
 type restoredSession struct {
@@ -658,7 +669,7 @@ func (r *groupRestorer) sliceSection(d *state.Decoder, g int, ids []uint32) {
 				d.Fail("key group %d: slice %s: key index %d out of range", g, w, ki)
 				return
 			}
-			if ranks[rank] || rank > maxCount {
+			if ranks[rank] || rank > maxCount && o.spill == nil || rank == math.MaxUint64 {
 				d.Fail("key group %d: slice %s: arrival rank %d given twice or out of range", g, w, rank)
 				return
 			}
@@ -692,7 +703,7 @@ func (r *groupRestorer) sliceSection(d *state.Decoder, g int, ids []uint32) {
 			}
 			// After the section's pane entries (their relative order never
 			// matters: one window holds a key group's share either way).
-			r.arrivals = append(r.arrivals, restoredArrival{s: s, i: s.ents.len(), section: r.part, rank: 1<<40 + int(rank), birth: se.birth})
+			r.arrivals = append(r.arrivals, restoredArrival{s: s, i: s.ents.len(), section: r.part, rank: 1<<40 + int(min(rank, maxCount)), seq: rank, birth: se.birth})
 			s.ents.add(se)
 		}
 	}
@@ -872,7 +883,11 @@ func (r *groupRestorer) installSlices(g Globals) {
 	}
 	for n := range a {
 		if a[n].s != nil {
-			a[n].s.ents.at(a[n].i).seq = uint64(n)
+			if o.spill == nil {
+				a[n].s.ents.at(a[n].i).seq = uint64(n)
+			} else {
+				a[n].s.ents.at(a[n].i).seq = a[n].seq // kept (slicespill.go)
+			}
 		} else {
 			a[n].p.seqs[a[n].i] = uint64(n)
 		}
@@ -911,5 +926,34 @@ func (r *groupRestorer) installSlices(g Globals) {
 	if o.cfg.Mode != Final {
 		thr = g.Watermark
 	}
-	o.installSlices(list, uint64(len(a)), thr)
+	next := uint64(len(a))
+	if o.spill != nil {
+		// The disk backend keeps the slice entries' arrival numbers (their
+		// ranks) and adds the slices that only the store holds; entries
+		// below the cut come in key-group order (sliceStore.before).
+		cut := uint64(len(a))
+		for _, s := range list {
+			for i := range s.ents.len() {
+				cut = max(cut, s.ents.at(i).seq+1)
+			}
+		}
+		var err error
+		if list, cut, err = o.loadSliceMarkers(list, cut); err != nil {
+			r.err = err
+			return
+		}
+		o.sl.cut, next = cut, cut
+		for _, s := range list {
+			s.ents.sortFunc(func(x, y sliceEnt) int {
+				switch {
+				case o.sl.before(&x, &y):
+					return -1
+				case o.sl.before(&y, &x):
+					return 1
+				}
+				return 0
+			})
+		}
+	}
+	o.installSlices(list, next, thr)
 }

@@ -278,6 +278,7 @@ func New(cfg Config) (*Operator, error) {
 	o.panes.multi = cfg.Assigner != nil && cfg.Assigner.MaxWindows() > 1
 	if sl, ok := cfg.Assigner.(window.Slicer); ok && o.panes.multi && !cfg.NoSlicing && !historyDependent(cfg.Aggs) {
 		o.sl.init(sl)
+		o.sl.birthFirst = cfg.Order == OrderBirth
 		o.panes.multi = false // panes (windows that fired and stay open) find keys through their index
 		o.panes.words = (cfg.KeyGroups + 63) / 64
 	}
@@ -320,6 +321,9 @@ func (o *Operator) Watermark() int64 { return o.wm }
 func (o *Operator) Process(r *row.Row, ts int64, weight int, now int64) (Outcome, error) {
 	o.now = now
 	if o.sl.on && o.cfg.Gap <= 0 {
+		if o.spill != nil {
+			return o.processSlicedDisk(r, ts, weight)
+		}
 		return o.processSliced(r, ts, weight) // encodes the key when it needs it
 	}
 	o.keyBuf = AppendKey(o.keyBuf[:0], r, o.cfg.Key)

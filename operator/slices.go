@@ -309,6 +309,11 @@ type sliceStore struct {
 	cur     *slice
 	pool    []*slice
 	seq     uint64 // the next arrival number
+	// cut is the next arrival number at the last restore on the disk
+	// backend (slicespill.go: entries below it come in key-group order,
+	// as the memory backend's restore numbers them); 0 otherwise.
+	cut        uint64
+	birthFirst bool // Config.Order is OrderBirth
 	// done is the last window (in (end, start) order) whose virtual
 	// processing is complete: the windows up to it hold no virtual rows.
 	// Between calls it marks every window ending at or before the
@@ -799,7 +804,7 @@ func (o *Operator) windowKeys(w window.Window) {
 		}
 	}
 	for k := len(h)/2 - 1; k >= 0; k-- {
-		siftDown(h, k)
+		ss.siftDown(h, k)
 	}
 	for len(h) > 0 {
 		c := &h[0]
@@ -808,7 +813,7 @@ func (o *Operator) windowKeys(w window.Window) {
 			h[0] = h[len(h)-1]
 			h = h[:len(h)-1]
 		}
-		siftDown(h, 0)
+		ss.siftDown(h, 0)
 	}
 	clear(h[:cap(h)])
 	ss.heap = h[:0]
@@ -871,6 +876,7 @@ func (o *Operator) materialize(w window.Window, fired bool, only int) *pane {
 	if only >= 0 {
 		defer p.hold(only) // also when it has no rows yet: its next record goes to the pane
 	}
+	o.loadWindowSlices(w, only)
 	o.windowKeys(w)
 	ss := &o.sl
 	keys := ss.keys[:0] // the keys moving in, filtered in place
@@ -885,7 +891,7 @@ func (o *Operator) materialize(w window.Window, fired bool, only int) *pane {
 		return p
 	}
 	old, oldSeqs := p.ents, p.seqs
-	if len(old) > 0 && keys[0].seq < oldSeqs[len(oldSeqs)-1] {
+	if n := len(old); n > 0 && ss.beforeSeq(keys[0].seq, keys[0].birth, keys[0].group, oldSeqs[n-1], old[n-1].birth, old[n-1].group) {
 		// Interleave by arrival: copy the old entries aside.
 		ss.ents = append(ss.ents[:0], old...)
 		ss.seqs = append(ss.seqs[:0], oldSeqs...)
@@ -898,7 +904,7 @@ func (o *Operator) materialize(w window.Window, fired bool, only int) *pane {
 	j := 0
 	for i := range keys {
 		k := &keys[i]
-		for j < len(old) && oldSeqs[j] < k.seq {
+		for j < len(old) && ss.beforeSeq(oldSeqs[j], old[j].birth, old[j].group, k.seq, k.birth, k.group) {
 			p.ents = append(p.ents, old[j])
 			p.seqs = append(p.seqs, oldSeqs[j])
 			j++
@@ -985,6 +991,9 @@ func (o *Operator) freeAll() {
 // removes it from the list).
 func (o *Operator) freeSlice(s *slice) {
 	ss := &o.sl
+	if o.spill != nil {
+		o.dropSlice(s)
+	}
 	for i := range s.ents.len() {
 		e := s.ents.at(i)
 		if e.slot >= 0 {
@@ -1068,6 +1077,7 @@ func (o *Operator) advanceSliced(limit int) bool {
 // virtualStart starts closing virtual window w: its keys in emission order.
 func (o *Operator) virtualStart(w window.Window, limit int) {
 	v := &o.vadv
+	o.loadWindowSlices(w, -1)
 	if o.cfg.Order != OrderGroup {
 		o.streamStart(w, limit)
 		return
@@ -1186,7 +1196,7 @@ func (o *Operator) streamStart(w window.Window, limit int) {
 	}
 	v.heap = h
 	for k := len(h)/2 - 1; k >= 0; k-- {
-		siftDown(h, k)
+		ss.siftDown(h, k)
 	}
 	if len(v.in) > 1 {
 		ss.nextGen(o.keys.ents.len())
@@ -1195,15 +1205,15 @@ func (o *Operator) streamStart(w window.Window, limit int) {
 }
 
 // siftDown restores the order of h, a min-heap of slice cursors by the
-// arrival number of their next entry, below position k.
-func siftDown(h []cursor, k int) {
-	seqAt := func(c *cursor) uint64 { return c.s.ents.at(c.pos).seq }
+// arrival of their next entry (before), below position k.
+func (ss *sliceStore) siftDown(h []cursor, k int) {
+	at := func(c *cursor) *sliceEnt { return c.s.ents.at(c.pos) }
 	for {
 		m := k
-		if l := 2*k + 1; l < len(h) && seqAt(&h[l]) < seqAt(&h[m]) {
+		if l := 2*k + 1; l < len(h) && ss.before(at(&h[l]), at(&h[m])) {
 			m = l
 		}
-		if r := 2*k + 2; r < len(h) && seqAt(&h[r]) < seqAt(&h[m]) {
+		if r := 2*k + 2; r < len(h) && ss.before(at(&h[r]), at(&h[m])) {
 			m = r
 		}
 		if m == k {
@@ -1232,7 +1242,7 @@ func (o *Operator) streamContinue(limit int) bool {
 			v.heap = v.heap[:len(v.heap)-1]
 		}
 		if len(v.heap) > 1 {
-			siftDown(v.heap, 0) // a window of one slice reads it in order
+			ss.siftDown(v.heap, 0) // a window of one slice reads it in order
 		}
 		if multi {
 			if ss.mark[e.key] == ss.gen {

@@ -52,7 +52,8 @@ type spillState struct {
 	ticks int
 	every int // records between checks of the tier's size (spillEvery)
 	gen   uint32
-	wins  map[int64]*spillWin // the windows with partials in the store, by end
+	wins  map[int64]*spillWin   // the windows with partials in the store, by end
+	slw   map[int64]*spillSlice // sliced operators: the slices with partials in the store, by start (slicespill.go)
 	kbuf  []byte
 	hbuf  []byte
 	enc   state.Encoder
@@ -97,10 +98,10 @@ const (
 // whose aggregates' results do not depend on the order of updates; any
 // other operator keeps its state in memory.
 func (o *Operator) UseStore(store state.Store, node, hot int) bool {
-	if o.cfg.Gap > 0 || o.panes.multi || o.sl.on || o.cfg.EarlyEvery > 0 || historyDependent(o.cfg.Aggs) {
+	if o.cfg.Gap > 0 || o.panes.multi || o.cfg.EarlyEvery > 0 || historyDependent(o.cfg.Aggs) {
 		return false
 	}
-	o.spill = &spillState{store: store, node: node, hot: hot, batch: store.NewBatch(), every: spillEvery, wins: map[int64]*spillWin{}}
+	o.spill = &spillState{store: store, node: node, hot: hot, batch: store.NewBatch(), every: spillEvery, wins: map[int64]*spillWin{}, slw: map[int64]*spillSlice{}}
 	return true
 }
 

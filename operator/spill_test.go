@@ -10,6 +10,7 @@ import (
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/state"
 	"github.com/tidemark/tidemark/state/disk"
+	"github.com/tidemark/tidemark/window"
 	"pgregory.net/rapid"
 )
 
@@ -21,11 +22,33 @@ import (
 // (values, versions, is_final, watermark_at, updated_at, order) and the
 // outcomes of the memory backend, and leave nothing in the store once
 // every window closed.
-func TestSpillMatchesMemory(t *testing.T) {
+func TestSpillMatchesMemory(t *testing.T) { checkSpillMatchesMemory(t, "tumbling") }
+
+// TestSliceSpillMatchesMemory (rapid): TestSpillMatchesMemory for sliced
+// sliding windows (size a multiple of the slide or not) — slices written
+// to the store and read back as windows fire, close or take a key group's
+// share into their panes (allowed lateness), before retractions and
+// before checked updates of int sums near the int64 range, and restarts
+// whose stored partials keep their arrival numbers.
+func TestSliceSpillMatchesMemory(t *testing.T) { checkSpillMatchesMemory(t, "sliding") }
+
+// TestCumulateSpillMatchesMemory (rapid): the same for cumulating windows
+// (sliced by step).
+func TestCumulateSpillMatchesMemory(t *testing.T) { checkSpillMatchesMemory(t, "cumulate") }
+
+func checkSpillMatchesMemory(t *testing.T, kind string) {
 	var runs, restoredSpills, reads int
 	rapid.Check(t, func(t *rapid.T) {
 		f := newSnapFields(t)
-		cfg := drawSnapConfig(t, "tumbling")
+		var cfg snapConfig
+		switch kind {
+		case "cumulate":
+			cfg = drawSnapConfig(t, "tumbling")
+			step := rapid.SampledFrom([]int64{cfg.size / 2, cfg.size / 5, cfg.size / 10}).Draw(t, "step")
+			cfg.assigner = &window.Cumulate{Size: cfg.size, Step: step}
+		default:
+			cfg = drawSnapConfig(t, kind)
+		}
 		cfg.early = 0
 		cfg.groups = rapid.SampledFrom([]int{0, 4}).Draw(t, "groups")
 		cfg.order = Order(rapid.IntRange(0, 2).Draw(t, "order"))
@@ -40,7 +63,11 @@ func TestSpillMatchesMemory(t *testing.T) {
 		a := cfg.build(t, f)
 		open := func() *Operator {
 			b := cfg.build(t, f)
-			if !b.UseStore(st, 7, hot*b.spillEntryBytes()) {
+			per := b.spillEntryBytes()
+			if b.Sliced() {
+				per = b.sliceEntryBytes()
+			}
+			if kind != "tumbling" && !b.Sliced() || !b.UseStore(st, 7, hot*per) {
 				return nil
 			}
 			b.spill.every = 1

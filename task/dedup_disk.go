@@ -55,7 +55,8 @@ type coldID struct {
 // UseStore puts the task's keyed state on the disk backend: its dedup
 // node keeps its ids in store, each interval join that can its buffered
 // rows (join.Operator.UseStore) and each window stage that can
-// (operator.Operator.UseStore: tumbling windows) its panes, under hot
+// (operator.Operator.UseStore: tumbling windows, sliced sliding and
+// cumulating windows) its panes or slices, under hot
 // tiers sharing hot bytes evenly. Call it right after New, before Restore
 // or any item. Errors: a graph with more nodes than the key prefix can
 // name.

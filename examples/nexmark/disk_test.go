@@ -14,9 +14,10 @@ import (
 // with a hot tier of one byte — tumbling windows' panes written to the
 // store every 256 records, the interval joins' tiers turning as often —
 // gives the rows per (window, key), the versions and the counters of the
-// memory backend at one task, at 1, 2 and 4 tasks; the tumbling windows
-// of q4, q5 (its second stage), q7 and q9 go through the store (q11's
-// sessions and q5's sliding first stage stay in memory: docs/state.md).
+// memory backend at one task, at 1, 2 and 4 tasks; the windows of q4,
+// q5 (its sliding first stage's slices and its tumbling second stage's
+// panes), q7 and q9 go through the store, every partial written read
+// back (q11's sessions stay in memory: docs/state.md).
 func TestQueriesDiskEqualsMemory(t *testing.T) {
 	r := runs[0]
 	spilled := map[string]bool{}
