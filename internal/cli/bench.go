@@ -143,6 +143,7 @@ tool pprof).`,
 			return runBench(cmd.Context(), args[0], f, stdout, stderr)
 		},
 	}
+	cmd.AddCommand(newBenchStateCmd(stdout, stderr))
 	fl := cmd.Flags()
 	fl.Int64Var(&f.events, "events", 0, "events per run (overrides source.events of a nexmark source; default: the pipeline's)")
 	fl.IntVar(&f.repeat, "repeat", 3, "runs to measure; the median is reported")

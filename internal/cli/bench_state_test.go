@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/state/disk"
+)
+
+var long = flag.Bool("long", false, "run bench state's bounded-memory test (5,000,000 ids under a 16 MiB budget)")
+
+// TestStateGenCounts: the generator's deliveries, copies and conflicting
+// copies, counted by hand from its rule (every 20th delivery a copy,
+// every 50th group's copy conflicting), and every copy's id is an
+// earlier first delivery's within the lookback.
+func TestStateGenCounts(t *testing.T) {
+	const ids = 1_000_003 // 52,631 groups of 19 firsts (999,989), and 14 more
+	pl, err := tidemark.Compile(statePipeline(24*time.Hour, "memory", 0, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := newStateGen(pl, ids, stateRate(ids, 24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 52,631 full groups of 20 deliveries, then 14 firsts.
+	if g.n != 52_631*20+14 {
+		t.Fatalf("deliveries %d", g.n)
+	}
+	if r := stateRate(ids, 24*time.Hour); r != 12 { // ⌈1,000,003 / 86,400⌉
+		t.Fatalf("rate %d", r)
+	}
+	seen := make([]bool, ids)
+	var firsts, copies, conflicts int64
+	for k := range g.n {
+		id, store, amount, ts, at := g.event(k)
+		if store != id%stateStores || ts != g.base+id*1000/g.rate || ts > at {
+			t.Fatalf("delivery %d: id %d store %d ts %d arrival %d", k, id, store, ts, at)
+		}
+		if k%stateCopyEvery != stateCopyEvery-1 {
+			if id != firsts || seen[id] {
+				t.Fatalf("delivery %d: first delivery of %d, want %d", k, id, firsts)
+			}
+			seen[id] = true
+			firsts++
+			continue
+		}
+		copies++
+		if !seen[id] || firsts-1-id >= g.lookback {
+			t.Fatalf("delivery %d: a copy of %d (newest first %d)", k, id, firsts-1)
+		}
+		_, _, first, _, _ := g.event(id + id/(stateCopyEvery-1)) // the first delivery's number
+		if amount != first {
+			conflicts++
+		}
+	}
+	if firsts != ids || copies != 52_631 || conflicts != 1_053 { // groups 0, 50, …, 52,600
+		t.Fatalf("firsts %d copies %d conflicts %d", firsts, copies, conflicts)
+	}
+}
+
+// TestBenchStateSample: the comparison of the backends on 40,000 ids at
+// one and two tasks — equal rows, the generator's duplicates and
+// conflicts counted exactly (2,105 copies, 43 of them conflicting: the
+// copies of groups 0, 50, …, 2,100), and the disk run read its store.
+func TestBenchStateSample(t *testing.T) {
+	for _, par := range []int{1, 2} {
+		var out bytes.Buffer
+		err := runBenchState(context.Background(), stateBenchFlags{ids: 100, ttl: 24 * time.Hour, memory: "16MiB", parallelism: par,
+			sample: 40_000, sampleOnly: true, dir: t.TempDir(), format: "json"}, &out, io.Discard)
+		if err != nil {
+			t.Fatalf("parallelism %d: %v\n%s", par, err, out.String())
+		}
+		var rep stateBenchReport
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		s := rep.Sample
+		// 40,000 ids: 2,105 groups of 19 (39,995) and 5 more firsts.
+		if s == nil || !s.Equal || s.Deliveries != 42_105 || s.Duplicates+s.Conflicts != 2_105 || s.Conflicts != 43 {
+			t.Fatalf("parallelism %d: %+v", par, s)
+		}
+		// Rows: 40,000 ids at ⌈40,000 / 86,400⌉ = 1 event/s: 11 full
+		// hours of 3,600 ids, every store, and ids 39,600 to 39,999 in
+		// the 12th, stores 600 to 999: 11 × 1,000 + 400.
+		if s.Rows != 11_400 {
+			t.Errorf("parallelism %d: %d rows", par, s.Rows)
+		}
+		if s.StoreReads == 0 || s.StoreHits == 0 {
+			t.Errorf("parallelism %d: the disk run read nothing from its store: %+v", par, s)
+		}
+	}
+}
+
+// TestBenchStateBounded (-long): 5,000,000 ids (170 MB in memory at 34
+// bytes each: 10× the budget) under a 16 MiB budget stay within the
+// budget and its stated overhead (disk.Overhead: 15 % and 64 MiB) for
+// the whole run.
+func TestBenchStateBounded(t *testing.T) {
+	if !*long {
+		t.Skip("with -long")
+	}
+	var out bytes.Buffer
+	err := runBenchState(context.Background(), stateBenchFlags{ids: 5_000_000, ttl: 24 * time.Hour, memory: "16MiB",
+		dir: t.TempDir(), format: "json"}, &out, io.Discard)
+	var rep stateBenchReport
+	if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil || rep.Run == nil {
+		t.Fatalf("%v %v\n%s", err, jerr, out.String())
+	}
+	r := rep.Run
+	limit := r.BudgetBytes + disk.Overhead(r.BudgetBytes)
+	t.Logf("peak RSS %d (limit %d), %d samples by decile %v, %s on disk, %.0f events/s", r.PeakRSSBytes, limit, r.Samples, r.RSSByDecile, strconv.FormatInt(r.DiskBytes, 10), r.EventsPerSec)
+	if r.PeakRSSBytes > limit {
+		t.Errorf("peak RSS %d above budget + overhead %d", r.PeakRSSBytes, limit)
+	}
+	if r.Duplicates+r.Conflicts != r.Deliveries-r.IDs || r.StoreHits == 0 {
+		t.Errorf("counters: %+v", r)
+	}
+	if err != nil && !strings.Contains(err.Error(), "above the budget + 15 %") {
+		t.Fatal(err)
+	}
+}
