@@ -375,6 +375,10 @@ type stage struct {
 	late    sink.Records
 	ledger  []*ledgerSink // postgres sinks in mode ledger (also in sinks)
 	contrib sink.Records  // contributions.sink: the events behind the rows
+	// unionSinks are the sinks of the union stages uniting this stage
+	// (plan.Stage.Union), written its rows after its own; they are
+	// flushed and committed as their union stage's.
+	unionSinks []sink.Results
 }
 
 // parallelism resolves the number of tasks: Options, the spec, the CPUs.

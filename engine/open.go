@@ -175,6 +175,16 @@ func (rt *runtime) open(ctx context.Context) error {
 			}
 		}
 	}
+	// A union stage's sinks take the rows of the stages it unites as
+	// they are written (writeRows): those stages emit rows for them.
+	for _, st := range rt.stages {
+		for _, in := range st.p.Union {
+			if len(st.sinks) > 0 {
+				rt.stages[in].unionSinks = append(rt.stages[in].unionSinks, st.sinks...)
+				g.HasSinks[in] = true
+			}
+		}
+	}
 	for i := range rt.par {
 		t, err := task.New(g, i)
 		if err != nil {

@@ -76,6 +76,11 @@ func (rt *runtime) summary() *Summary {
 		if i < len(rt.opGlob.Ops) {
 			ss.PartlyTooLate, ss.SkippedWindows = rt.opGlob.Ops[i].PartlyTooLate, rt.opGlob.Ops[i].SkippedWindows
 		}
+		for _, in := range st.p.Union {
+			// A union stage's rows are those of the stages it unites.
+			ss.RowsEmitted += c.Stages[in].RowsEmitted
+			ss.FinalRows += c.Stages[in].FinalRows
+		}
 		s.Stages = append(s.Stages, ss)
 	}
 	return s

@@ -204,6 +204,11 @@ func (rt *runtime) writeRows(ctx context.Context, out task.Output, rows []change
 			return fmt.Errorf("%s: sink: %w", st.p.Name, err)
 		}
 	}
+	for _, s := range st.unionSinks {
+		if err := s.Write(ctx, rows); err != nil {
+			return fmt.Errorf("%s: sink of a union: %w", st.p.Name, err)
+		}
+	}
 	return nil
 }
 

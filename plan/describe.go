@@ -51,6 +51,8 @@ func Describe(pl *Plan) string {
 		st := stages[i]
 		kind := "aggregation"
 		switch {
+		case len(s.Union) > 0:
+			kind = "union"
 		case s.Join != nil:
 			kind = st.Join.Type + " join"
 		case s.Desc.Stateless:
@@ -63,6 +65,9 @@ func Describe(pl *Plan) string {
 		if s.Join != nil {
 			reads = st.Join.Left.Input + ", " + st.Join.Right.Input
 		}
+		if len(s.Union) > 0 {
+			reads = strings.Join(st.Union, ", ")
+		}
 		w("stage %s: %s, reads %s\n", s.Name, kind, reads)
 		if st.EventTime != nil {
 			w("  event time  %s\n", st.EventTime.Field)
@@ -74,6 +79,16 @@ func Describe(pl *Plan) string {
 			w("  field       %s = %s\n", f.Name, f.Expr)
 		}
 		switch {
+		case len(s.Union) > 0:
+			var cols []string
+			for _, c := range s.Desc.Key {
+				cols = append(cols, c.Name)
+			}
+			for _, c := range s.Desc.Values {
+				cols = append(cols, c.Name)
+			}
+			w("  columns     %s (every row of %s as it is emitted)\n", strings.Join(cols, ", "), strings.Join(st.Union, " and "))
+			w("  state       none: its stages' rows go to its sinks\n")
 		case s.Join != nil:
 			describeJoin(&b, st.Join)
 		case s.Desc.Stateless:
@@ -100,7 +115,7 @@ func Describe(pl *Plan) string {
 			}
 			w("  state       per key: %d aggregate(s) in %s\n", len(st.Aggregates), layout)
 		}
-		if !s.Desc.Stateless || s.Join != nil {
+		if (!s.Desc.Stateless || s.Join != nil) && len(s.Union) == 0 {
 			w("  emit        %s", st.Emit.Mode)
 			if st.AllowedLateness > 0 {
 				w(", allowed lateness %s", st.AllowedLateness)

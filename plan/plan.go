@@ -141,6 +141,10 @@ type Stage struct {
 	// Input is InputJoin and its rows are described by Desc (Stateless:
 	// no window and no key).
 	Join *Join
+	// Union lists, for a union stage (spec.Stage.Union), the indexes of
+	// the stages whose rows are its rows (union.go); nil for other
+	// stages. A union stage has no node of its own: it only has sinks.
+	Union []int
 }
 
 // Derived is one computed field.
@@ -218,7 +222,7 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 			continue
 		}
 		parsed[i] = ps
-		if idx[st.Input] == -1 {
+		if idx[st.Input] == -1 && len(st.Union) == 0 {
 			for _, n := range ps.inputRefs() {
 				need.add(n)
 			}
@@ -268,6 +272,14 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 		return nil, err
 	}
 	for i, st := range stages {
+		if len(st.Union) > 0 {
+			s, err := pl.compileUnion(st, idx)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", st.Name, err))
+			}
+			pl.Stages = append(pl.Stages, s)
+			continue
+		}
 		if st.Join != nil {
 			s, err := pl.compileJoin(st)
 			if err != nil {

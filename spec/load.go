@@ -527,6 +527,7 @@ func (p *Pipeline) Validate() error {
 		outputs("conflicts.sink", p.Conflicts.Sink)
 	}
 	seen := map[string]bool{"source": true}
+	unions := map[string]bool{}
 	for i, st := range p.StageList() {
 		prefix := ""
 		if len(p.Stages) > 0 {
@@ -546,9 +547,25 @@ func (p *Pipeline) Validate() error {
 			}
 		}
 		seen[st.Name] = true
-		if st.Join != nil {
+		if unions[st.Input] && len(st.Union) == 0 && st.Join == nil {
+			add(prefix+"input", "%q is a union stage: its rows go to its sinks only (read the stages it unites instead)", st.Input)
+		}
+		if j := st.Join; j != nil {
+			for _, side := range []struct {
+				key, input string
+			}{{"join.left.input", j.Left.Input}, {"join.right.input", j.Right.Input}} {
+				if unions[side.input] {
+					add(prefix+side.key, "%q is a union stage: its rows go to its sinks only", side.input)
+				}
+			}
+		}
+		switch {
+		case len(st.Union) > 0:
+			validateUnionStage(prefix, p, &st, seen, unions, add)
+			unions[st.Name] = true
+		case st.Join != nil:
 			validateJoinStage(prefix, p, &st, add)
-		} else {
+		default:
 			validateStage(prefix, &st, add)
 		}
 		for j := range st.Sinks {
@@ -1404,4 +1421,43 @@ func SelectItem(item string) (field, name string) {
 	}
 	item = strings.TrimSpace(item)
 	return item, item
+}
+
+// MaxUnion is the most stages a union stage unites (Stage.Union).
+const MaxUnion = 64
+
+// validateUnionStage checks a union stage (Stage.Union): earlier stages,
+// each once, none itself a union, and no stage key but name and sinks.
+// The stages' columns are compared when the plan compiles.
+func validateUnionStage(prefix string, p *Pipeline, s *Stage, seen, unions map[string]bool, add func(key, format string, args ...any)) {
+	if len(s.Union) < 2 || len(s.Union) > MaxUnion {
+		add(prefix+"union", "lists %d stages: a union unites 2 to %d", len(s.Union), MaxUnion)
+	}
+	listed := map[string]bool{}
+	for i, n := range s.Union {
+		key := fmt.Sprintf("%sunion[%d]", prefix, i)
+		switch {
+		case n == "source" || !seen[n] || n == s.Name:
+			add(key, "%q is not an earlier stage (a union unites stages' rows; read the source in a stage of its own)", n)
+		case unions[n]:
+			add(key, "%q is itself a union: list its stages instead", n)
+		case listed[n]:
+			add(key, "%q listed twice", n)
+		}
+		listed[n] = true
+	}
+	w := s.Window
+	if w.Timezone == "UTC" {
+		w.Timezone = "" // the default
+	}
+	if s.Filter != "" || len(s.Fields) > 0 || len(s.Key) > 0 || w != (Window{}) || s.AllowedLateness != 0 ||
+		len(s.Aggregates) > 0 || len(s.Select) > 0 || s.Contributions != nil || s.Join != nil || s.EventTime != nil {
+		add(prefix+"union", "a union stage has only name and sinks (its rows are its stages' rows as they are): filter, fields, key, window, allowed_lateness, aggregates, select, contributions, join and event_time belong in the stages it unites")
+	}
+	if s.Emit.EarlyEvery != 0 || s.Emit.Mode != "" && s.Emit.Mode != "update" || s.Late.Sink != nil || s.Late.Policy != "" && s.Late.Policy != "drop" {
+		add(prefix+"union", "a union stage's rows keep their stages' emit mode and late handling: set emit and late on the stages it unites")
+	}
+	if p.Source.Assignment == "group" {
+		add(prefix+"union", "a union stage does not run with source.assignment group yet: give each stage its own sinks")
+	}
 }

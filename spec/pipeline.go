@@ -213,6 +213,18 @@ type Stage struct {
 	// aggregates or select; allowed_lateness, emit, late and sinks apply
 	// to the join. YAML `join`. Default: none.
 	Join *Join `yaml:"join"`
+	// Union makes the stage the union of earlier stages' rows (SQL's
+	// UNION ALL): every row of each named stage, as that stage emits it
+	// (op, window, key, values, version, is_final), is also a row of this
+	// stage, written to this stage's sinks; the rows of the stages come
+	// in the order they are produced (by input step). The stages need
+	// the same output columns — keys and values of the same names and
+	// types in the same order — and the same emit mode and kind (all
+	// select stages, or all aggregations of the same window kind); two
+	// to 64 stages, each at most once. A union stage has no other stage
+	// key but name and sinks, and no stage or join reads it; it does not
+	// run with source.assignment group. YAML `union`. Default: none.
+	Union []string `yaml:"union"`
 }
 
 // Source configures the record source.

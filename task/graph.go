@@ -189,6 +189,11 @@ func NewGraph(p *plan.Plan, tasks int) (*Graph, error) {
 	}
 	for i, st := range p.Stages {
 		g.StageNode[i] = -1
+		if len(st.Union) > 0 {
+			// A union stage has no node: the rows of the stages it unites
+			// are its rows, written to its sinks by the runner.
+			continue
+		}
 		if j := st.Join; j != nil {
 			n := len(g.Nodes)
 			g.StageNode[i] = n

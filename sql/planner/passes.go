@@ -81,6 +81,7 @@ func (pl *planner) pruneJoins() {
 		}
 	}
 	var drop = map[*stageDef]bool{}
+	into := map[*stageDef]*stageDef{} // a dropped select → the join taking its items
 	for _, sd := range pl.stages {
 		if sd.kind != stageJoin || len(sd.sinkTables) > 0 || joined[sd] {
 			continue
@@ -116,6 +117,7 @@ func (pl *planner) pruneJoins() {
 				}
 				sd.out = sel.out
 				drop[sel] = true
+				into[sel] = sd
 				continue
 			}
 		}
@@ -140,6 +142,13 @@ func (pl *planner) pruneJoins() {
 	}
 	if len(drop) == 0 {
 		return
+	}
+	for _, sd := range pl.stages {
+		for i, in := range sd.unionIn {
+			if j, ok := into[in]; ok {
+				sd.unionIn[i] = j
+			}
+		}
 	}
 	var kept []*stageDef
 	for _, sd := range pl.stages {

@@ -297,6 +297,10 @@ func (pl *planner) pipeline() (*spec.Pipeline, error) {
 		st := sd.st
 		st.Name = sd.name
 		switch {
+		case sd.kind == stageUnion:
+			for _, in := range sd.unionIn {
+				st.Union = append(st.Union, in.name)
+			}
 		case sd.input != nil:
 			st.Input = sd.input.name
 		case st.Join == nil && i > 0:

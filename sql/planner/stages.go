@@ -17,6 +17,7 @@ const (
 	stageAgg    stageKind = iota // a windowed (or global) aggregation
 	stageSelect                  // a select stage: every kept row at once
 	stageJoin                    // a join
+	stageUnion                   // a union of stages' rows (UNION ALL)
 )
 
 // stageDef is a planned stage: its spec (without name, input and sinks,
@@ -27,6 +28,8 @@ type stageDef struct {
 	input *stageDef // nil: the source (or, for a join, its sides' inputs)
 	// joinIn are a join's sides that read stages (nil: an input).
 	joinIn [2]*stageDef
+	// unionIn are a union's stages (UNION ALL's branches), in order.
+	unionIn []*stageDef
 	// out are the fields a reader of the stage sees (changelogSchema's
 	// or joinSchema's), by name.
 	out map[string]typ
@@ -243,47 +246,9 @@ func (pl *planner) insert(ins *parser.Insert) error {
 		}
 	}
 	if so, ok := ins.Query.(*parser.SetOp); ok && so.Op == "UNION" && so.All {
-		return pl.errAt(so.At, "UNION ALL into one sink is not supported yet: write one INSERT per branch into sinks of their own")
+		return pl.insertUnion(ins, so, t, sink, cols)
 	}
-	if sel, ok := ins.Query.(*parser.Select); ok {
-		pl.ins.top = sel
-		for _, c := range cols {
-			pl.ins.names = append(pl.ins.names, c.name)
-		}
-	}
-	r, err := pl.query(ins.Query, nil)
-	if err != nil {
-		return err
-	}
-	vis := r.visible("")
-	// at is where column i of the query is written (its SELECT item when
-	// it has one of its own), for messages.
-	at := func(i int) parser.Pos {
-		if sel, ok := ins.Query.(*parser.Select); ok && len(sel.Items) == len(vis) {
-			for _, it := range sel.Items {
-				if it.Star {
-					return ins.Query.Position()
-				}
-			}
-			return sel.Items[i].At
-		}
-		return ins.Query.Position()
-	}
-	if len(vis) != len(cols) {
-		return pl.errAt(ins.Query.Position(), "the query gives %d columns and %s takes %d (%s): INSERT matches them by position", len(vis), name, len(cols), strings.Join(physNamesOf(cols), ", "))
-	}
-	for i, c := range vis {
-		if c.fields != nil {
-			return pl.errAt(at(i), "column %d (%s) is a ROW: select its fields", i+1, c.name)
-		}
-		if c.v.win != "" {
-			return pl.errAt(at(i), "column %d (%s) of a window table function needs an aggregation (GROUP BY window_start, window_end)", i+1, c.name)
-		}
-		if err := pl.assignable(c.v.t, cols[i].t); err != nil {
-			return pl.errAt(at(i), "column %d (%s, %s) does not fit %s.%s (%s): %v", i+1, c.name, c.v.t, name, cols[i].name, cols[i].t, err)
-		}
-	}
-	sd, err := pl.materialize(r, vis, cols)
+	sd, err := pl.insertQuery(ins.Query, t, cols)
 	if err != nil {
 		return err
 	}
@@ -295,6 +260,125 @@ func (pl *planner) insert(ins *parser.Insert) error {
 		sd.st.Sinks = append(sd.st.Sinks, *sink)
 	}
 	return nil
+}
+
+// insertUnion plans INSERT INTO sink q1 UNION ALL q2 …: each branch a
+// stage whose rows have the sink's columns, and a union stage of them
+// holding the sink (spec.Stage.Union).
+func (pl *planner) insertUnion(ins *parser.Insert, so *parser.SetOp, t *table, sink *spec.Sink, cols []*physCol) error {
+	var branches []parser.Query
+	var flatten func(q parser.Query) error
+	flatten = func(q parser.Query) error {
+		if s, ok := q.(*parser.SetOp); ok {
+			if s.Op != "UNION" || !s.All {
+				return pl.errAt(s.At, "%s%s is not supported: UNION ALL is (every row of each branch)", s.Op, map[bool]string{true: " ALL", false: ""}[s.All])
+			}
+			if err := flatten(s.Left); err != nil {
+				return err
+			}
+			return flatten(s.Right)
+		}
+		branches = append(branches, q)
+		return nil
+	}
+	if err := flatten(so); err != nil {
+		return err
+	}
+	if len(branches) > spec.MaxUnion {
+		return pl.errAt(so.At, "UNION ALL of %d queries: at most %d", len(branches), spec.MaxUnion)
+	}
+	u := &stageDef{kind: stageUnion, out: map[string]typ{}}
+	for _, q := range branches {
+		sd, err := pl.insertQuery(q, t, cols)
+		if err != nil {
+			return err
+		}
+		for _, x := range u.unionIn {
+			if x == sd {
+				return pl.errAt(q.Position(), "this branch is the same query as an earlier one: UNION ALL of a query with itself is not supported (each row twice); write the query once")
+			}
+		}
+		if len(u.unionIn) > 0 && sd.kind != u.unionIn[0].kind {
+			return pl.errAt(q.Position(), "this branch's rows are %s and the first branch's %s: UNION ALL unites rows of one kind (all projections, all aggregations or all joins), which one sink takes alike", kindText(sd), kindText(u.unionIn[0]))
+		}
+		if len(u.unionIn) > 0 && sd.windowed != u.unionIn[0].windowed {
+			return pl.errAt(q.Position(), "this branch's rows are windowed and the first branch's are not (or the other way): UNION ALL unites rows of one kind")
+		}
+		u.unionIn = append(u.unionIn, sd)
+		u.updating = u.updating || sd.updating
+		u.windowed = sd.windowed
+		for k, v := range sd.out {
+			u.out[k] = v
+		}
+	}
+	if u.unionIn[0].kind == stageSelect && sink != nil && (sink.Type == "sqlite" || sink.Type == "postgres") {
+		return pl.errAt(ins.Query.Position(), "%s is a table rows are upserted into by their key (window and group keys), and these queries' rows have none: each is an insert of its columns (a projection or filter without GROUP BY); write them to an appending sink (a filesystem, kafka, print table), or aggregate them with GROUP BY", t.name)
+	}
+	u = pl.addStage(u)
+	u.sinkTables = append(u.sinkTables, t)
+	if sink != nil {
+		u.st.Sinks = append(u.st.Sinks, *sink)
+	}
+	return nil
+}
+
+// kindText names what a stage's rows are, for messages.
+func kindText(sd *stageDef) string {
+	switch sd.kind {
+	case stageSelect:
+		return "a projection's (inserts)"
+	case stageJoin:
+		return "a join's"
+	case stageUnion:
+		return "a union's"
+	}
+	return "an aggregation's"
+}
+
+// insertQuery plans query q, whose rows table t (a sink) takes as its
+// columns cols, and returns the stage whose rows they are.
+func (pl *planner) insertQuery(q parser.Query, t *table, cols []*physCol) (*stageDef, error) {
+	name := t.name
+	pl.ins.top, pl.ins.names = nil, nil
+	if sel, ok := q.(*parser.Select); ok {
+		pl.ins.top = sel
+		for _, c := range cols {
+			pl.ins.names = append(pl.ins.names, c.name)
+		}
+	}
+	r, err := pl.query(q, nil)
+	if err != nil {
+		return nil, err
+	}
+	vis := r.visible("")
+	// at is where column i of the query is written (its SELECT item when
+	// it has one of its own), for messages.
+	at := func(i int) parser.Pos {
+		if sel, ok := q.(*parser.Select); ok && len(sel.Items) == len(vis) {
+			for _, it := range sel.Items {
+				if it.Star {
+					return q.Position()
+				}
+			}
+			return sel.Items[i].At
+		}
+		return q.Position()
+	}
+	if len(vis) != len(cols) {
+		return nil, pl.errAt(q.Position(), "the query gives %d columns and %s takes %d (%s): INSERT matches them by position", len(vis), name, len(cols), strings.Join(physNamesOf(cols), ", "))
+	}
+	for i, c := range vis {
+		if c.fields != nil {
+			return nil, pl.errAt(at(i), "column %d (%s) is a ROW: select its fields", i+1, c.name)
+		}
+		if c.v.win != "" {
+			return nil, pl.errAt(at(i), "column %d (%s) of a window table function needs an aggregation (GROUP BY window_start, window_end)", i+1, c.name)
+		}
+		if err := pl.assignable(c.v.t, cols[i].t); err != nil {
+			return nil, pl.errAt(at(i), "column %d (%s, %s) does not fit %s.%s (%s): %v", i+1, c.name, c.v.t, name, cols[i].name, cols[i].t, err)
+		}
+	}
+	return pl.materialize(r, vis, cols)
 }
 
 func physNames(t *table) []string { return physNamesOf(t.phys) }
