@@ -8,7 +8,9 @@ import (
 	"hash/maphash"
 	"math"
 	"slices"
+	"strings"
 
+	"github.com/tidemark/tidemark/keygroup"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/state"
 )
@@ -111,6 +113,7 @@ type coldGroup struct {
 	// range delete per advance would make every iterator of the store
 	// fragment a memtable full of them).
 	padDone, padMax, padCut [2]int64
+	kg                      int // the key group
 }
 
 // goneKey is an entry of coldGroup.gone.
@@ -128,15 +131,19 @@ type goneKey struct {
 type ColdStats struct {
 	Loads, RowsRead, RowsWritten, Turns, RangeDeletes, Skipped int64
 	Rewrites, PadLoads                                         int64
+	// Deletes counts the temporal join's versions deleted from the store
+	// by key (pruned below the anchor).
+	Deletes int64
 }
 
 // DiskCapable reports whether the join keeps its rows on the disk backend
 // (UseStore): an interval join, inner, left or full — an outer one
 // without an absolute upper bound (its left rows' pad times are not in
-// event-time order). Other joins keep their state in memory on either
-// backend (docs/state.md, "Status").
+// event-time order) — and a temporal join (its versions; its probes stay
+// in memory). Window joins keep their state in memory on either backend
+// (docs/state.md, "Status").
 func (o *Operator) DiskCapable() bool {
-	return o.cfg.Type == Interval && (o.cfg.Kind == Inner || o.cfg.UpperCol < 0)
+	return o.cfg.Type == Interval && (o.cfg.Kind == Inner || o.cfg.UpperCol < 0) || o.cfg.Type == Temporal
 }
 
 // UseStore puts the join's buffered rows in store, under the prefix of
@@ -145,7 +152,7 @@ func (o *Operator) DiskCapable() bool {
 // DiskCapable, a node beyond the key prefix.
 func (o *Operator) UseStore(store state.Store, node, hot int) error {
 	if !o.DiskCapable() {
-		return errors.New("join: only an interval join (an outer one without an absolute upper bound) keeps its rows on disk")
+		return errors.New("join: only an interval join (an outer one without an absolute upper bound) and a temporal join keep their rows on disk")
 	}
 	if node < 0 || node >= 1<<16 {
 		return fmt.Errorf("join: node %d beyond the key prefix", node)
@@ -155,6 +162,7 @@ func (o *Operator) UseStore(store state.Store, node, hot int) error {
 		g: make([]coldGroup, o.cfg.Groups.Len())}
 	for i := range o.cold.g {
 		o.cold.g[i] = newColdGroup()
+		o.cold.g[i].kg = o.cfg.Groups.Lo + i
 	}
 	for i := range o.groups {
 		o.groups[i] = o.newGroup()
@@ -531,6 +539,18 @@ func (o *Operator) dropKeys(all bool) {
 				ks.hot = false
 				continue
 			}
+			if o.cfg.Type == Temporal {
+				if len(ks.rows[L]) > 0 {
+					continue // a key with probes stays (they are never written)
+				}
+				for _, x := range ks.rows[R] {
+					g.store[R].del(x.slot)
+				}
+				ks.rows[R] = ks.rows[R][:0]
+				g.dropKey(int32(i))
+				dropped = true
+				continue
+			}
 			e := goneKey{h: maphash.Bytes(keySeed, []byte(ks.key)), last: [2]int64{math.MinInt64, math.MinInt64}}
 			for s := range 2 {
 				for _, x := range ks.rows[s] {
@@ -550,7 +570,9 @@ func (o *Operator) dropKeys(all bool) {
 		if dropped {
 			c.g[gi].cold = true
 			o.changed[gi] = true
-			mergeGone(&c.g[gi])
+			if o.cfg.Type != Temporal {
+				mergeGone(&c.g[gi])
+			}
 			dropStaleTimers(g)
 		}
 	}
@@ -569,6 +591,10 @@ func (o *Operator) writeBack() error {
 			continue
 		}
 		kg := o.cfg.Groups.Lo + gi
+		if o.cfg.Type == Temporal {
+			o.writeVersions(kg, g, cg)
+			continue
+		}
 		for i := range g.ks {
 			ks := &g.ks[i]
 			if !ks.live {
@@ -745,9 +771,25 @@ func (o *Operator) padCutAt(gi, s int, w int64) bool {
 
 // sweepCold deletes by range, per key group and side, the buckets the
 // other side's watermark has wholly freed (Advance; written at the next
-// write-back).
+// write-back); of a temporal join, every version once both watermarks
+// are +∞.
 func (o *Operator) sweepCold() {
 	c := o.cold
+	if o.cfg.Type == Temporal {
+		if min(o.wm[L], o.wm[R]) != Inf {
+			return
+		}
+		for gi := range c.g {
+			if cg := &c.g[gi]; cg.has[R] {
+				kg := o.cfg.Groups.Lo + gi
+				c.batch.DeleteRange(append(state.KeyPrefix(nil, kg, c.node), byte(R)), append(state.KeyPrefix(nil, kg, c.node), byte(R+1)))
+				c.stats.RangeDeletes++
+				cg.has[R] = false
+				o.changed[gi] = true
+			}
+		}
+		return
+	}
 	for s := range 2 {
 		w := o.wm[1-s]
 		if w == NoWatermark {
@@ -795,8 +837,15 @@ func (o *Operator) Flush() error {
 //	Byte(3) Byte(type) per side: Bool(has) Int(lo) Int(hi) Int(swept)
 //	Uint(next write order) per side: Int(padMax) Int(padDone)
 //
+// and, of a temporal join, its probes (in memory only: never in the
+// store), by encoded key:
+//
+//	Uint(#keys) per key: String(key) Uint(cursor) Uint(#probes)
+//	  per probe: Int(ts) Uint(seq) Uint(n) Value per kept column
+//
 // Version 2 (an inner join's, before outer joins were on disk) lacks the
-// pad index's bounds.
+// pad index's bounds. A restore loads the versions of the keys with
+// probes from the store.
 
 func (o *Operator) snapshotCold(gi int, e *state.Encoder) {
 	cg := &o.cold.g[gi]
@@ -813,6 +862,31 @@ func (o *Operator) snapshotCold(gi int, e *state.Encoder) {
 		e.Int(cg.padMax[s])
 		e.Int(cg.padDone[s])
 	}
+	if o.cfg.Type != Temporal {
+		return
+	}
+	g := o.groups[gi]
+	keys := o.keyOrder[:0]
+	for i := range g.ks {
+		if g.ks[i].live && len(g.ks[i].rows[L]) > 0 {
+			keys = append(keys, int32(i))
+		}
+	}
+	slices.SortFunc(keys, func(a, b int32) int { return strings.Compare(g.ks[a].key, g.ks[b].key) })
+	o.keyOrder = keys
+	e.Uint(uint64(len(keys)))
+	for _, ki := range keys {
+		ks := &g.ks[ki]
+		e.String(ks.key)
+		e.Uint(uint64(ks.pad[L]))
+		e.Uint(uint64(len(ks.rows[L])))
+		for _, x := range ks.rows[L] {
+			e.Int(x.ts)
+			e.Uint(g.store[L].seq(x.slot))
+			e.Uint(uint64(x.n))
+			o.putValues(e, g, L, x.slot)
+		}
+	}
 }
 
 func (o *Operator) restoreCold(gi int, version byte, d *state.Decoder) error {
@@ -821,6 +895,7 @@ func (o *Operator) restoreCold(gi int, version byte, d *state.Decoder) error {
 		return fmt.Errorf("a section of join type %d, the join is of type %d", t, o.cfg.Type)
 	}
 	ng := newColdGroup()
+	ng.kg = cg.kg
 	for s := range 2 {
 		ng.has[s] = d.Bool()
 		ng.lo[s], ng.hi[s], ng.swept[s] = d.Int(), d.Int(), d.Int()
@@ -840,5 +915,226 @@ func (o *Operator) restoreCold(gi int, version byte, d *state.Decoder) error {
 	ng.cold = ng.has[L] || ng.has[R] || ng.padMax[L] != math.MinInt64 || ng.padMax[R] != math.MinInt64
 	ng.restored, ng.upTo = ng.cold, ng.hi
 	*cg = ng
+	if o.cfg.Type == Temporal {
+		return o.restoreProbes(gi, d)
+	}
 	return nil
+}
+
+// restoreProbes reads a temporal join's probes of key group index gi
+// (snapshotCold) and loads their keys' versions from the store.
+func (o *Operator) restoreProbes(gi int, d *state.Decoder) error {
+	g := o.groups[gi]
+	kg := o.cfg.Groups.Lo + gi
+	n := d.Len(1<<31-1, 3)
+	for range n {
+		k := d.String()
+		pad := d.Len(1<<31-1, 0)
+		m := d.Len(1<<31-1, 3)
+		if d.Err() != nil {
+			break
+		}
+		if owner := keygroup.OfKey([]byte(k), o.cfg.KeyGroups); owner != kg {
+			return fmt.Errorf("key %q belongs to key group %d", k, owner)
+		}
+		if _, dup := g.keys.find(g.ks, []byte(k), keyHash([]byte(k))); dup {
+			return fmt.Errorf("key %q listed twice", k)
+		}
+		if m == 0 || pad > m {
+			return fmt.Errorf("key %q: %d probes, cursor %d", k, m, pad)
+		}
+		ki, _ := g.key([]byte(k))
+		var prev struct {
+			ts  int64
+			seq uint64
+		}
+		for j := range m {
+			x := rec{ts: d.Int()}
+			seq := d.Uint()
+			nf := d.Uint()
+			if nf > 1<<32-1 {
+				d.Fail("probe flags %d", nf)
+			}
+			x.n = uint32(nf)
+			o.vals = o.vals[:0]
+			for range o.cfg.Keep[L] {
+				o.vals = append(o.vals, d.Value())
+			}
+			if err := d.Err(); err != nil {
+				return fmt.Errorf("key %q: %w", k, err)
+			}
+			if j > 0 && (x.ts < prev.ts || x.ts == prev.ts && seq <= prev.seq) {
+				return fmt.Errorf("key %q: probes not in event-time order", k)
+			}
+			prev.ts, prev.seq = x.ts, seq
+			slot, err := g.store[L].putValues(o.vals, seq)
+			if err != nil {
+				return fmt.Errorf("key %q: %w", k, err)
+			}
+			x.slot = slot
+			ks := &g.ks[ki]
+			ks.rows[L] = append(ks.rows[L], x)
+		}
+		o.vals = o.vals[:0]
+		g.ks[ki].pad[L] = int32(pad)
+		if err := o.loadVersions(gi, ki); err != nil {
+			return err
+		}
+		o.temporalSchedule(g, ki)
+	}
+	return d.Err()
+}
+
+// The temporal join on the disk backend: the versions (side R) of the
+// keys live in the store beneath the hot tier; the probes (side L) stay
+// in memory — they wait at most the right side's out-of-orderness and
+// allowed lateness — and a key holding probes stays in memory. A key
+// present in memory has all its versions in memory; a key absent from
+// memory in a cold key group may have versions in the store only, and a
+// row of it (a probe or a version) loads them first: one scan of the
+// key's span. Store keys (after state.KeyPrefix): the side (1 byte, R),
+// the join key's length (4 bytes) and bytes, the version time (8,
+// flipped) and the write order within the key group (8): a key's
+// versions are one span, in (version time, arrival) order. The value is
+// the version's arrival step (Uint), then its kept columns. A version
+// pruned below the anchor, or a lone tombstone dropped, is deleted by
+// its key (a point delete: a key prunes one version at a time, and a
+// range delete per prune would make every iterator fragment the
+// memtable's range deletes); the versions of keys absent from memory are
+// pruned when the key is loaded again; at the end of both inputs one
+// range delete per key group takes them all.
+
+// appendVersionKey appends the store key of a version of key at ts with
+// write order ord in key group kg (without ts and ord: the start of the
+// key's span).
+func (c *coldState) appendVersionKey(dst []byte, kg int, key []byte) []byte {
+	dst = state.KeyPrefix(dst, kg, c.node)
+	dst = append(dst, byte(R))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(key)))
+	return append(dst, key...)
+}
+
+// touchTemporal prepares key (of key group index gi) for a row: present
+// in memory, touched, with every version loaded where the key group is
+// cold.
+func (o *Operator) touchTemporal(gi int, key []byte) error {
+	c := o.cold
+	g := o.groups[gi]
+	if i, ok := g.keys.find(g.ks, key, keyHash(key)); ok {
+		g.ks[i].hot = true
+		return nil
+	}
+	cg := &c.g[gi]
+	if !cg.cold || !cg.has[R] {
+		return nil
+	}
+	ki, _ := g.key(key)
+	c.stats.Loads++
+	return o.loadVersions(gi, ki)
+}
+
+// loadVersions reads key ki's stored versions into memory (the key holds
+// none in memory). The batch's deletes (versions pruned, perhaps of this
+// key before it left memory) are committed first: the scan must not see
+// them.
+func (o *Operator) loadVersions(gi int, ki int32) error {
+	c := o.cold
+	if c.batch.Count() > 0 {
+		if err := c.store.Commit(c.batch); err != nil {
+			return err
+		}
+	}
+	g := o.groups[gi]
+	kg := o.cfg.Groups.Lo + gi
+	st := &g.store[R]
+	ks := &g.ks[ki]
+	c.kbuf = c.appendVersionKey(c.kbuf[:0], kg, []byte(ks.key))
+	plen := len(c.kbuf)
+	c.hbuf = append(append(c.hbuf[:0], c.kbuf...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+	got := ks.rows[R][:0]
+	var ferr error
+	err := c.store.Scan(c.kbuf, c.hbuf, func(k, v []byte) bool {
+		if len(k) != plen+16 {
+			ferr = fmt.Errorf("join: a stored version's key of %d bytes, want %d", len(k), plen+16)
+			return false
+		}
+		d := state.NewDecoder(v)
+		seq := d.Uint()
+		c.vals = c.vals[:0]
+		for range o.cfg.Keep[R] {
+			c.vals = append(c.vals, d.Value())
+		}
+		if d.Err() == nil && d.Remaining() != 0 {
+			d.Fail("%d bytes after the version", d.Remaining())
+		}
+		if d.Err() != nil {
+			ferr = fmt.Errorf("join: a stored version of key group %d: %w", kg, d.Err())
+			return false
+		}
+		slot, err := st.putValues(c.vals, seq)
+		if err != nil {
+			ferr = fmt.Errorf("join: a stored version of key group %d: %w", kg, err)
+			return false
+		}
+		st.setWritten(slot)
+		st.ords[slot] = binary.BigEndian.Uint64(k[plen+8:]) + 1
+		got = append(got, rec{ts: int64(binary.BigEndian.Uint64(k[plen:]) ^ 1<<63), slot: slot})
+		c.stats.RowsRead++
+		return true
+	})
+	if err == nil {
+		err = ferr
+	}
+	g.ks[ki].rows[R] = got
+	return err
+}
+
+// forgetVersion deletes version v of ks from the store, where it was
+// written (temporalPrune; nothing on the memory backend).
+func (o *Operator) forgetVersion(g *group, ks *keyState, v *rec) {
+	st := &g.store[R]
+	if !st.keepOrd || st.ords[v.slot] == 0 {
+		return
+	}
+	c := o.cold
+	c.kbuf = c.appendVersionKey(c.kbuf[:0], g.cold.kg, []byte(ks.key))
+	c.kbuf = binary.BigEndian.AppendUint64(c.kbuf, flip(v.ts))
+	c.kbuf = binary.BigEndian.AppendUint64(c.kbuf, st.ords[v.slot]-1)
+	c.batch.Delete(c.kbuf)
+	c.stats.Deletes++
+}
+
+// writeVersions adds the versions of key group kg not yet in the store to
+// the batch.
+func (o *Operator) writeVersions(kg int, g *group, cg *coldGroup) {
+	c := o.cold
+	st := &g.store[R]
+	for i := range g.ks {
+		ks := &g.ks[i]
+		if !ks.live {
+			continue
+		}
+		for _, v := range ks.rows[R] {
+			if st.isWritten(v.slot) {
+				continue
+			}
+			c.kbuf = c.appendVersionKey(c.kbuf[:0], kg, []byte(ks.key))
+			c.kbuf = binary.BigEndian.AppendUint64(c.kbuf, flip(v.ts))
+			c.kbuf = binary.BigEndian.AppendUint64(c.kbuf, cg.ord)
+			st.ords[v.slot] = cg.ord + 1
+			cg.ord++
+			c.enc.Reset()
+			c.enc.Uint(st.seq(v.slot))
+			for col := range o.cfg.Keep[R] {
+				c.enc.Value(st.get(v.slot, col))
+			}
+			c.batch.Set(c.kbuf, c.enc.Bytes())
+			st.setWritten(v.slot)
+			cg.has[R] = true
+			c.stats.RowsWritten++
+		}
+	}
+	cg.unwritten = 0
+	o.changed[kg-o.cfg.Groups.Lo] = true
 }

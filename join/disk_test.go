@@ -73,20 +73,33 @@ func restartDisk(t fataler, op *Operator, st state.Store) *Operator {
 // random points — emits exactly the rows of the memory backend, in the
 // same order, with the same outcomes; once both watermarks are +∞ the
 // store holds no row of the join (the range deletes took them all).
-func TestDiskIntervalJoinEqualsMemory(t *testing.T) {
+func TestDiskIntervalJoinEqualsMemory(t *testing.T) { testDiskEqualsMemory(t, Interval) }
+
+// TestDiskTemporalJoinEqualsMemory is TestDiskIntervalJoinEqualsMemory for
+// a temporal join (inner or left, tombstones, late versions correcting
+// emitted rows): its versions on the disk backend, loaded back per key,
+// pruned below the anchor by key.
+func TestDiskTemporalJoinEqualsMemory(t *testing.T) { testDiskEqualsMemory(t, Temporal) }
+
+func testDiskEqualsMemory(t *testing.T, typ Type) {
 	s, fields := testSchema()
 	rapid.Check(t, func(t *rapid.T) {
-		c := Config{Type: Interval, Kind: Inner, UpperCol: -1, TombCol: -1, KeyGroups: 8, Groups: keygroup.Range{Lo: 0, Hi: 8},
+		c := Config{Type: typ, Kind: Inner, UpperCol: -1, TombCol: -1, KeyGroups: 8, Groups: keygroup.Range{Lo: 0, Hi: 8},
 			Keep: [2][]row.Kind{keepL, keepR}, Columns: []Column{{Side: L, Col: 1}, {Side: R, Col: 1}, {Side: L, Col: 0}}}
 		c.Mode = operator.Mode(rapid.IntRange(0, 2).Draw(t, "mode"))
-		c.Kind = Kind(rapid.IntRange(0, 2).Draw(t, "kind"))
 		c.Lateness = rapid.SampledFrom([]int64{0, 30, 100}).Draw(t, "lateness")
-		c.Lower = rapid.Int64Range(-3000, 100).Draw(t, "lower")
-		c.Upper = c.Lower + rapid.Int64Range(0, 3000).Draw(t, "width")
-		if c.Kind == Inner && rapid.IntRange(0, 2).Draw(t, "abs") == 0 {
-			c.UpperCol = 2
-			c.Lower = max(c.Lower, 0)
-			c.Upper = c.Lower + rapid.Int64Range(1, 3000).Draw(t, "span")
+		if typ == Temporal {
+			c.Kind = Kind(rapid.IntRange(0, 1).Draw(t, "kind"))
+			c.TombCol = 2
+		} else {
+			c.Kind = Kind(rapid.IntRange(0, 2).Draw(t, "kind"))
+			c.Lower = rapid.Int64Range(-3000, 100).Draw(t, "lower")
+			c.Upper = c.Lower + rapid.Int64Range(0, 3000).Draw(t, "width")
+			if c.Kind == Inner && rapid.IntRange(0, 2).Draw(t, "abs") == 0 {
+				c.UpperCol = 2
+				c.Lower = max(c.Lower, 0)
+				c.Upper = c.Lower + rapid.Int64Range(1, 3000).Draw(t, "span")
+			}
 		}
 		mem, err := New(c)
 		if err != nil {
@@ -138,7 +151,7 @@ func TestDiskIntervalJoinEqualsMemory(t *testing.T) {
 					_ = r.Set(fields[L][2], row.Time(ts+rapid.Int64Range(0, max(c.Upper, 0)).Draw(t, "up")))
 				}
 			} else {
-				_ = r.Set(fields[R][2], row.Bool(true))
+				_ = r.Set(fields[R][2], row.Bool(typ == Interval || rapid.IntRange(0, 4).Draw(t, "tomb") == 0))
 			}
 			key := operator.AppendKey(nil, r, fields[side][:1])
 			kg := keygroup.OfKey(key, c.KeyGroups)
@@ -348,4 +361,78 @@ func TestDiskOuterJoinPadsFromTheStore(t *testing.T) {
 	if rows, slots := op.Live(); rows != 0 || slots != 0 {
 		t.Fatalf("%d rows, %d slots left at +inf", rows, slots)
 	}
+}
+
+// TestDiskTemporalJoinReadsTheStore: 1,000 keys' versions under a 4 KiB
+// tier leave memory; each key's probe then loads its versions back from
+// the store and takes its version; a second version per key prunes the
+// first from the store by key.
+func TestDiskTemporalJoinReadsTheStore(t *testing.T) {
+	s, fields := testSchema()
+	c := Config{Type: Temporal, Kind: Inner, UpperCol: -1, TombCol: 2, KeyGroups: 8, Groups: keygroup.Range{Lo: 0, Hi: 8},
+		Keep: [2][]row.Kind{keepL, keepR}, Columns: []Column{{Side: L, Col: 1}, {Side: R, Col: 1}}, Mode: operator.Update}
+	op, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openTestStore(t)
+	if err := op.UseStore(st, 3, 4096); err != nil {
+		t.Fatal(err)
+	}
+	r := s.NewRow()
+	step := uint64(0)
+	put := func(side int, k, id, ts int64) {
+		s.Shape(r)
+		_ = r.Set(fields[side][0], row.Int(k))
+		_ = r.Set(fields[side][1], row.Int(id))
+		if side == R {
+			_ = r.Set(fields[R][2], row.Bool(false))
+		}
+		step++
+		key := operator.AppendKey(nil, r, fields[side][:1])
+		if _, err := op.Process(side, keygroup.OfKey(key, 8), key, ts, step, r, fields[side], 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range int64(1000) {
+		put(R, k, 10_000+k, 1000) // version 1 of key k
+	}
+	for k := range int64(1000) {
+		put(R, k, 20_000+k, 2000) // version 2
+	}
+	op.Advance(1500, 1500, 0)
+	for k := range int64(1000) {
+		put(L, k, k, 1600) // takes version 1
+	}
+	op.Advance(3000, 3000, 0) // the probes resolve; version 1 falls below the anchor
+	got := map[string]int{}
+	rows, _ := op.Drain()
+	for _, x := range rows {
+		got[fmt.Sprint(x.Op, " ", x.Values)]++
+	}
+	for k := range int64(1000) {
+		if want := fmt.Sprint("insert [", k, " ", 10_000+k, "]"); got[want] != 1 {
+			t.Fatalf("key %d: %q ×%d (%d distinct rows)", k, want, got[want], len(got))
+		}
+	}
+	if len(got) != 1000 {
+		t.Fatalf("%d distinct rows, want 1000", len(got))
+	}
+	cs := op.ColdStats()
+	if cs.Turns == 0 || cs.Loads < 500 || cs.RowsRead < 500 || cs.RowsWritten < 1000 {
+		t.Fatalf("the versions did not go through the store: %+v", cs)
+	}
+	op.Advance(Inf, Inf, 0)
+	if err := op.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	left := 0
+	lo, hi := state.GroupSpan(0, 8)
+	if err := st.Scan(lo, hi, func(k, v []byte) bool { left++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Fatalf("%d versions left in the store at +inf", left)
+	}
+	t.Logf("%+v", cs)
 }

@@ -253,6 +253,7 @@ func (o *Operator) newGroup() *group {
 		g.store[s] = newStore(o.cfg.Keep[s], o.keepsSeq(s))
 		g.store[s].track = o.cold != nil
 		g.store[s].rewrite = o.cold != nil && o.cfg.Type == Interval && o.outer(s)
+		g.store[s].keepOrd = g.store[s].rewrite || o.cold != nil && o.cfg.Type == Temporal && s == R
 	}
 	return g
 }
@@ -409,7 +410,20 @@ func (o *Operator) Process(s int, kg int, key []byte, ts int64, seq uint64, r *r
 			}
 		}
 	case Temporal:
+		if o.cold != nil {
+			if err := o.touchTemporal(gi, key); err != nil {
+				return 0, err
+			}
+			if s == R {
+				o.cold.g[gi].unwritten++
+			}
+		}
 		o.temporalRow(g, s, key, ts, seq, r, fields)
+		if o.cold != nil {
+			if err := o.maybeTurn(); err != nil {
+				return 0, err
+			}
+		}
 	}
 	return out, nil
 }
@@ -916,6 +930,7 @@ type store struct {
 	// each written row keeps its write order (ords: the order + 1, 0 for
 	// a row not written yet) to be written again under the same store key.
 	rewrite bool
+	keepOrd bool // ords kept: rewrite, or a temporal join's versions (deleted by key)
 	ords    []uint64
 }
 
@@ -961,7 +976,7 @@ func (s *store) alloc() int32 {
 	if s.track && int(i)>>6 >= len(s.written) {
 		s.written = append(s.written, 0)
 	}
-	if s.rewrite {
+	if s.keepOrd {
 		s.ords = append(s.ords, 0)
 	}
 	s.ints = append(s.ints, make([]int64, s.nI)...)
@@ -1101,7 +1116,7 @@ func (s *store) del(i int32) {
 	if s.track {
 		s.written[i>>6] &^= 1 << (i & 63)
 	}
-	if s.rewrite {
+	if s.keepOrd {
 		s.ords[i] = 0
 	}
 	s.free = append(s.free, i)
@@ -1113,9 +1128,9 @@ func (s *store) del(i int32) {
 
 // reset empties the store, giving its memory back.
 func (s *store) reset() {
-	track, rewrite := s.track, s.rewrite
+	track, rewrite, keepOrd := s.track, s.rewrite, s.keepOrd
 	*s = newStore(s.kinds, s.keepSeq)
-	s.track, s.rewrite = track, rewrite
+	s.track, s.rewrite, s.keepOrd = track, rewrite, keepOrd
 }
 
 // setWritten marks slot i's row as written to the task's store.

@@ -177,6 +177,7 @@ func (o *Operator) temporalPrune(g *group, ki int32) {
 	a := versionAt(vs, h) // the anchor
 	if a > 0 {
 		for j := range a {
+			o.forgetVersion(g, ks, &vs[j])
 			g.store[R].del(vs[j].slot)
 		}
 		copy(vs, vs[a:])
@@ -185,6 +186,7 @@ func (o *Operator) temporalPrune(g *group, ki int32) {
 		ks.rows[R] = vs
 	}
 	if len(vs) == 1 && len(ks.rows[L]) == 0 && vs[0].ts <= h && o.tomb(g, &vs[0]) {
+		o.forgetVersion(g, ks, &vs[0])
 		g.store[R].del(vs[0].slot)
 		ks.rows[R] = vs[:0]
 	}

@@ -17,10 +17,13 @@ import (
 // memory backend at one task, at 1, 2 and 4 tasks; the windows of q4,
 // q5 (its sliding first stage's slices and its tumbling second stage's
 // panes), q7 and q9 go through the store, every partial written read
-// back (q11's sessions stay in memory: docs/state.md).
+// back (q11's sessions stay in memory: docs/state.md), and so do the
+// joins' rows of q3 (a regular join), q4 and q9 (interval joins) and q13
+// (a temporal join's versions); q8's window join stays in memory.
 func TestQueriesDiskEqualsMemory(t *testing.T) {
 	r := runs[0]
 	spilled := map[string]bool{}
+	joined := map[string]bool{}
 	for _, name := range nexmarkq.Names() {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -53,6 +56,9 @@ func TestQueriesDiskEqualsMemory(t *testing.T) {
 					}
 					spilled[name] = true
 				}
+				if d := sum.DiskState; d != nil && d.JoinRowsWritten > 0 {
+					joined[name] = true
+				}
 			}
 		})
 	}
@@ -61,5 +67,10 @@ func TestQueriesDiskEqualsMemory(t *testing.T) {
 			t.Errorf("%s: no window partial went through the store", q)
 		}
 	}
-	t.Logf("queries whose windows went through the store: %v", spilled)
+	for _, q := range []string{"q3", "q4", "q9", "q13"} {
+		if _, ok := joined[q]; !ok && !t.Failed() {
+			t.Errorf("%s: no join row went through the store", q)
+		}
+	}
+	t.Logf("queries whose windows went through the store: %v; whose joins did: %v", spilled, joined)
 }
