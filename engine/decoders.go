@@ -17,8 +17,16 @@ import (
 // position) are what Next would have given, batch by batch, so the run
 // is the same as one that reads with Next: the same rounds, steps,
 // watermarks and outputs.
+//
+// A source.Finisher (a file with partition_field, arrival_time_field or
+// ordinal) completes each batch's metas from its decoded rows in claim
+// order on the router (Finish) before the batch is routed; the
+// partitions it knows and its position are then taken after Finish, the
+// position from the part of it Claim moved (ClaimPosition, right after
+// the claim) and the part Finish moved.
 type decoders struct {
 	src source.Splitter
+	fin source.Finisher // src, when it finishes its batches
 	// res is the source's Resumable when checkpoints are on: each
 	// batch's position is taken right after its claim.
 	res   source.Resumable
@@ -36,8 +44,8 @@ type claim struct {
 	b     *source.Batch
 	st    source.Status // what Claim returned
 	err   error
-	known int    // len(Partitions()) after the claim
-	pos   []byte // Position() after the claim (res set)
+	known int    // len(Partitions()) after the claim (a Finisher's: after Finish)
+	pos   []byte // Position() after the claim (res set; a Finisher's: ClaimPosition, then FinishedPosition)
 	done  chan struct{}
 }
 
@@ -46,6 +54,7 @@ type claim struct {
 // depth more than the rounds in flight need).
 func (rt *runtime) newDecoders(src source.Splitter, pl *pipeline, n, depth int) *decoders {
 	d := &decoders{src: src, free: pl.batchFree, work: make(chan *claim, depth), depth: depth}
+	d.fin, _ = src.(source.Finisher)
 	if res, ok := rt.src.(source.Resumable); ok && rt.ck != nil {
 		d.res = res
 	}
@@ -102,9 +111,15 @@ func (d *decoders) next(ctx context.Context, pl *pipeline, max int) (*claim, err
 		c.b = b
 		b.Reset()
 		c.st, c.err = d.src.Claim(ctx, b, max)
-		c.known = len(d.src.Partitions())
+		if d.fin == nil {
+			c.known = len(d.src.Partitions())
+		}
 		if d.res != nil {
-			c.pos = d.res.Position()
+			if d.fin != nil {
+				c.pos = d.fin.ClaimPosition()
+			} else {
+				c.pos = d.res.Position()
+			}
 		}
 		if c.err != nil || c.st == source.End {
 			d.ended = true
@@ -121,6 +136,19 @@ func (d *decoders) next(ctx context.Context, pl *pipeline, max int) (*claim, err
 	case <-c.done:
 	case <-pl.done:
 		return nil, errStopped
+	}
+	if d.fin != nil {
+		select {
+		case <-pl.done:
+			// A decoder failed (it may have left the batch half made).
+			return nil, errStopped
+		default:
+		}
+		d.fin.Finish(c.b)
+		c.known = len(d.src.Partitions())
+		if d.res != nil {
+			c.pos = d.fin.FinishedPosition(c.pos)
+		}
 	}
 	return c, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,6 +29,47 @@ func decodedPipeline(in, out, ck string) *spec.Pipeline {
 	p.Source.ArrivalTimeField, p.Source.PartitionField = "", ""
 	return p
 }
+
+// finishedPipeline is rescalePipeline over rescaleInput's lines split
+// into three files, its partitions (partition_field) and arrival times
+// (arrival_time_field) read from decoded fields and an ordinal per store
+// (summed by per_store): a source whose claimed batches the router
+// finishes in order after the decoders decoded them (source.Finisher).
+func finishedPipeline(in, out, ck string) *spec.Pipeline {
+	p := rescalePipeline(filepath.Join(filepath.Dir(in), "parts", "*.jsonl"), out, ck)
+	p.Source.Ordinal = &spec.Ordinal{Field: "line", Per: "store"}
+	p.Stages[0].Aggregates = append(p.Stages[0].Aggregates, spec.NamedExpr{Name: "lines", Expr: "sum(line)"})
+	return p
+}
+
+// splitInput writes the lines of the file in into files parts/0.jsonl,
+// parts/1.jsonl and parts/2.jsonl beside it, in order, a third each.
+func splitInput(t *testing.T, in string) {
+	t.Helper()
+	b, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	dir := filepath.Join(filepath.Dir(in), "parts")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for f := range 3 {
+		part := strings.Join(lines[f*len(lines)/3:(f+1)*len(lines)/3], "")
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(f, ".jsonl")), []byte(part), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// decodedSources are the pipelines TestDecodersRestore and
+// TestDecodersCrash run: a source that splits, and one that also
+// finishes its batches.
+var decodedSources = []struct {
+	name string
+	mk   func(in, out, ck string) *spec.Pipeline
+}{{"split", decodedPipeline}, {"finished", finishedPipeline}}
 
 // fixedNow is the processing time of runDecoded's runs: after every
 // event time of rescaleInput, within the default timestamp rules.
@@ -89,10 +131,21 @@ func runDecodedFault(t *testing.T, p *spec.Pipeline, par int, stop int64, wall f
 // after every round and resumed each time at another parallelism: the
 // position each checkpoint holds is the source's after the last batch
 // routed, not after the batches the router claimed ahead.
+//
+// The same for a file source with partitions, arrival times and an
+// ordinal read from its decoded fields, over three files
+// (finishedPipeline).
 func TestDecodersRestore(t *testing.T) {
+	for _, src := range decodedSources {
+		t.Run(src.name, func(t *testing.T) { testDecodersRestore(t, src.mk) })
+	}
+}
+
+func testDecodersRestore(t *testing.T, decodedPipeline func(in, out, ck string) *spec.Pipeline) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
 	rescaleInput(t, in, 5000)
+	splitInput(t, in)
 	refOut := filepath.Join(dir, "ref")
 	runDecoded(t, decodedPipeline(in, refOut, ""), 1, 0, nil)
 	want := canonDir(t, refOut)
@@ -145,10 +198,19 @@ func TestDecodersRestore(t *testing.T) {
 // ahead of the round it took the checkpoint after), each restarted at
 // another parallelism from that checkpoint, end with the outputs of an
 // uninterrupted one-task run.
+//
+// The same for finishedPipeline's source.
 func TestDecodersCrash(t *testing.T) {
+	for _, src := range decodedSources {
+		t.Run(src.name, func(t *testing.T) { testDecodersCrash(t, src.mk) })
+	}
+}
+
+func testDecodersCrash(t *testing.T, decodedPipeline func(in, out, ck string) *spec.Pipeline) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
 	rescaleInput(t, in, 5000)
+	splitInput(t, in)
 	refOut := filepath.Join(dir, "ref")
 	runDecoded(t, decodedPipeline(in, refOut, ""), 1, 0, nil)
 	want := canonDir(t, refOut)
@@ -202,13 +264,16 @@ func (p *panicky) Decode(b *source.Batch) {
 
 // TestDecoderPanicStopsTheRun: a panic on a decoder goroutine stops the
 // run at every parallelism that decodes on decoders, raised again on
-// Run's goroutine, and leaves no goroutine behind (goleak in TestMain).
+// Run's goroutine, and leaves no goroutine behind (goleak in TestMain),
+// for a source that splits and one that finishes its batches.
 func TestDecoderPanicStopsTheRun(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
 	rescaleInput(t, in, 3000)
-	for _, par := range []int{2, 3} {
-		p := decodedPipeline(in, filepath.Join(dir, fmt.Sprint("out", par)), "")
+	splitInput(t, in)
+	for i, par := range []int{2, 3, 2, 3} {
+		src := decodedSources[i/2]
+		p := src.mk(in, filepath.Join(dir, fmt.Sprint("out", i)), "")
 		p.Defaults()
 		if err := p.Validate(); err != nil {
 			t.Fatal(err)
@@ -221,17 +286,18 @@ func TestDecoderPanicStopsTheRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		src := &panicky{Source: fs}
+		ps := &panicky{Source: fs}
+		name := src.name
 		var got any
 		func() {
 			defer func() { got = recover() }()
-			engine.Run(context.Background(), pl, engine.Options{Parallelism: par, BatchSize: 64, Source: src, Clock: func() int64 { return fixedNow }})
+			engine.Run(context.Background(), pl, engine.Options{Parallelism: par, BatchSize: 64, Source: ps, Clock: func() int64 { return fixedNow }})
 		}()
 		if got != "decoder broke" {
-			t.Fatalf("parallelism %d: recovered %v", par, got)
+			t.Fatalf("%s, parallelism %d: recovered %v", name, par, got)
 		}
-		if src.n.Load() < 3 {
-			t.Fatalf("parallelism %d: %d batches decoded on decoders", par, src.n.Load())
+		if ps.n.Load() < 3 {
+			t.Fatalf("%s, parallelism %d: %d batches decoded on decoders", name, par, ps.n.Load())
 		}
 		fs.Close()
 	}

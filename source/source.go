@@ -206,6 +206,33 @@ type Splitter interface {
 	Decode(b *Batch)
 }
 
+// Finisher is implemented by a Splitter whose records' metas depend on
+// decoded fields of the records before them — a file's partitions named
+// by a decoded field, arrival times read from one, ordinals counted per
+// decoded value — so that it can split its reads nonetheless: Claim
+// leaves those metas and fields undone, Decode decodes the rows on any
+// goroutine, and Finish completes them in claim order on the claiming
+// goroutine, from the decoded rows. Claim then Decode then Finish leave
+// a batch as Next would have; Partitions after a batch's Finish, and
+// FinishedPosition(ClaimPosition() taken right after its Claim), are
+// what Partitions and Position would be after Next delivered it, though
+// later batches have been claimed meanwhile.
+type Finisher interface {
+	Splitter
+	// Finish completes the records of b, decoded (Decode returned), in
+	// claim order: every batch Claim filled goes through Finish once,
+	// in the order of the claims. It is called from Claim's goroutine.
+	Finish(b *Batch)
+	// ClaimPosition returns what the source's position holds of where
+	// reading stopped, right after a Claim (Resumable sources; nil
+	// otherwise).
+	ClaimPosition() []byte
+	// FinishedPosition returns the position after the batch last
+	// finished, given the ClaimPosition taken right after that batch's
+	// Claim: what Position would have returned after Next delivered it.
+	FinishedPosition(claimed []byte) []byte
+}
+
 // Wait is a service a source's records wait on: one it needs to decode
 // them (a schema registry) and cannot reach. The records are neither
 // delivered nor skipped meanwhile: the source's position stays before

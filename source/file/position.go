@@ -45,6 +45,36 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //
 // Seek continues from it without reading anything before the offset.
 func (s *Source) Position() []byte {
+	e := s.readState()
+	s.d.appendState(&e)
+	e.Bool(s.rp != nil)
+	if s.rp != nil {
+		s.rp.appendState(&e)
+	}
+	return e.Bytes()
+}
+
+// ClaimPosition implements source.Finisher: the part of Position that
+// says where reading stopped (the records claimed, the files, the open
+// file's offset), which Claim moves.
+func (s *Source) ClaimPosition() []byte {
+	e := s.readState()
+	return e.Bytes()
+}
+
+// FinishedPosition implements source.Finisher: claimed (ClaimPosition
+// after a batch's Claim) followed by the derived state after the
+// batch's Finish — Position after Next delivered that batch. A source
+// that splits has no replay.
+func (s *Source) FinishedPosition(claimed []byte) []byte {
+	var e state.Encoder
+	s.d.appendState(&e)
+	e.Bool(false)
+	return append(append(make([]byte, 0, len(claimed)+e.Len()), claimed...), e.Bytes()...)
+}
+
+// readState encodes Position's first part: where reading stopped.
+func (s *Source) readState() state.Encoder {
 	var e state.Encoder
 	e.Byte(positionV2)
 	e.Uint(uint64(s.delivered))
@@ -66,12 +96,7 @@ func (s *Source) Position() []byte {
 		e.Uint(uint64(n))
 		e.Fixed32(sum)
 	}
-	s.d.appendState(&e)
-	e.Bool(s.rp != nil)
-	if s.rp != nil {
-		s.rp.appendState(&e)
-	}
-	return e.Bytes()
+	return e
 }
 
 // fingerprint returns the number of bytes before off that it hashed (up
@@ -102,6 +127,14 @@ func fingerprint(f *os.File, off int64) (int, uint32) {
 // taken (an error naming the file, with its size now and the size and
 // offset the position recorded).
 func (s *Source) Seek(ctx context.Context, pos []byte) error {
+	err := s.seek(ctx, pos)
+	// Finish counts records as Claim does, from the position on.
+	s.finished = s.delivered
+	return err
+}
+
+// seek is Seek.
+func (s *Source) seek(ctx context.Context, pos []byte) error {
 	if s.delivered != 0 {
 		return fmt.Errorf("file source: seek after %d records were delivered", s.delivered)
 	}

@@ -68,6 +68,13 @@ type Source struct {
 
 	d  derive
 	rp *replayer // nil without replay
+	// starts holds, in order, where Claim opened a file, for Finish to
+	// restart the ordinal there: Claim runs ahead of Finish. claims
+	// counts the calls to Claim, finished the records Finish completed
+	// and finishes its calls.
+	starts           []fileStart
+	claims, finishes int64
+	finished         int64
 
 	// decs are Decode's JSON decoders, one per goroutine at a time;
 	// csvDecs its CSV splitters and decoders.
@@ -137,6 +144,7 @@ func (s *Source) Progress() (done, total int64) {
 var (
 	_ source.Source   = (*Source)(nil)
 	_ source.Splitter = (*Source)(nil)
+	_ source.Finisher = (*Source)(nil)
 )
 
 // New checks the configuration and the files and returns the source. It
@@ -281,24 +289,26 @@ func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) (sourc
 	return source.More, nil
 }
 
-// Splits implements source.Splitter: JSONL and CSV files whose
-// records' metas do not depend on the decoded rows — no partition_field,
-// ordinal, arrival_time_field or replay, which number, place or time a
-// record by its decoded fields and those of the records before it. Their
-// records are read in order (Claim: a JSONL line, a CSV record's lines
-// up to the close of its quoted fields) and decoded on any goroutine
-// (Decode).
+// Splits implements source.Splitter: JSONL and CSV files without
+// replay. Their records are read in order (Claim: a JSONL line, a CSV
+// record's lines up to the close of its quoted fields) and decoded on
+// any goroutine (Decode); what depends on the decoded fields of the
+// records before — the partition_field's partitions, the
+// arrival_time_field's arrival times, the ordinal — is Finish's, in
+// claim order (source.Finisher). A replay reorders records by their
+// decoded event times as it reads them: it does not split.
 func (s *Source) Splits() bool {
-	d := &s.d
-	return s.avro == nil && s.rp == nil && !d.hasPart && !d.hasOrd && !d.hasArr
+	return s.avro == nil && s.rp == nil
 }
 
 // Claim implements source.Splitter: the next up to max records of the
 // files, in order, with their positions and raw bytes (in b's arena),
 // undecoded (a CSV record that is not valid CSV, or is cut, has its
-// Meta.Err); the same records, batch cuts, errors and positions as Next.
-// Only for a source that Splits.
+// Meta.Err), their partitions, arrival times and ordinals left to
+// Finish; the same records, batch cuts and errors as Next, and after
+// Finish the same metas and positions. Only for a source that Splits.
 func (s *Source) Claim(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
+	s.claims++ // each claim is finished once, in order (Finish)
 	if !s.Splits() {
 		return source.More, errors.New("file source: Claim on a source that does not split its reads")
 	}
@@ -334,6 +344,39 @@ func (s *Source) Claim(ctx context.Context, b *source.Batch, max int) (source.St
 		}
 	}
 	return source.More, nil
+}
+
+// fileStart is a file Claim opened: before the record numbered rec
+// (counted as delivered), during the claim numbered claim.
+type fileStart struct{ rec, claim int64 }
+
+// Finish implements source.Finisher: it numbers the records of b
+// (ordinal; restarting at each file's first record) and sets their
+// partitions and arrival times (partition_field, arrival_time_field)
+// from their decoded rows, as Next does, in claim order.
+func (s *Source) Finish(b *source.Batch) {
+	d := &s.d
+	s.finishes++
+	if !d.hasOrd && !d.hasPart && !d.hasArr {
+		s.finished += int64(b.Len())
+		return
+	}
+	for i := range b.Meta {
+		for len(s.starts) > 0 && s.starts[0].rec <= s.finished {
+			s.starts = s.starts[1:]
+			d.newFile()
+		}
+		r, m := &b.Rows[i], &b.Meta[i]
+		d.number(r, m)
+		d.assign(r, m)
+		s.finished++
+	}
+	// Files this batch's claim opened after its last record (empty
+	// ones, or on the way to the end): Next opened them too.
+	for len(s.starts) > 0 && s.starts[0].claim == s.finishes {
+		s.starts = s.starts[1:]
+		d.newFile()
+	}
 }
 
 // Decode implements source.Splitter: it decodes the records Claim put
@@ -397,7 +440,15 @@ func (s *Source) nextRecord(r *row.Row, m *source.Meta, a *source.Arena, claim b
 				return false, err
 			}
 			s.next++
-			s.d.newFile()
+			if claim {
+				// Finish restarts the ordinal at this record (Claim runs
+				// ahead of it).
+				if s.d.hasOrd {
+					s.starts = append(s.starts, fileStart{rec: s.delivered, claim: s.claims})
+				}
+			} else {
+				s.d.newFile()
+			}
 		}
 		var err error
 		if claim {
