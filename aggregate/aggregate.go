@@ -40,6 +40,8 @@
 //	first_by(y, k…)    kind of y: y of the first (last) row in the order of
 //	last_by(y, k…)     the keys k (desc(k) for descending; ties: the row added
 //	                   first, last); not retractable (firstby.go)
+//	nth_by(y, n, k…)   kind of y: y of the n-th row in that order, null
+//	                   before n rows; not retractable (nthby.go)
 //
 // Checkpoints: AppendSlot and RestoreSlot write and read one slot's
 // accumulator exactly (snapshot.go describes the encoding per function).
@@ -67,8 +69,10 @@ type Spec struct {
 	HasArg2 bool
 	// Order and Desc are first_by's and last_by's keys to order by, each
 	// descending when its Desc is true.
-	Order   []row.Field
-	Desc    []bool
+	Order []row.Field
+	Desc  []bool
+	// N is nth_by's rank (1-based; nthby.go).
+	N       int
 	Retract bool // the input may retract rows: build retractable accumulators
 }
 
@@ -193,8 +197,10 @@ func New(sp Spec) (Column, error) {
 		return newArgExtreme(sp)
 	case "first_by", "last_by":
 		return newFirstBy(sp)
+	case "nth_by":
+		return newNthBy(sp)
 	}
-	return nil, fmt.Errorf("unknown aggregate %s() (want count, sum, avg, min, max, count_distinct, arg_max, arg_min, first_by or last_by)", sp.Func)
+	return nil, fmt.Errorf("unknown aggregate %s() (want count, sum, avg, min, max, count_distinct, arg_max, arg_min, first_by, last_by or nth_by)", sp.Func)
 }
 
 func grow[T any](s []T, n int) []T {

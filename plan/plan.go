@@ -12,6 +12,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -764,7 +765,7 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		// (__name, __name_2), evaluated with the others.
 		argField := func(j int) (row.Field, bool) {
 			arg := args[j]
-			if j > 0 && (ps.aggFunc[i] == "first_by" || ps.aggFunc[i] == "last_by") {
+			if j > 0 && (ps.aggFunc[i] == "first_by" || ps.aggFunc[i] == "last_by" || ps.aggFunc[i] == "nth_by") {
 				// desc(k): k descending.
 				if inner, ok := descArg(arg); ok {
 					p, err := expr.Parse(inner)
@@ -802,16 +803,31 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		if f := ps.aggFunc[i]; f == "arg_max" || f == "arg_min" {
 			want = 2
 		}
-		if f := ps.aggFunc[i]; f == "first_by" || f == "last_by" {
-			// first_by(y, k1, desc(k2), …): the value and the keys.
-			if len(args) < 2 {
+		if f := ps.aggFunc[i]; f == "first_by" || f == "last_by" || f == "nth_by" {
+			// first_by(y, k1, desc(k2), …): the value and the keys;
+			// nth_by(y, n, k1, …) the rank n (an int literal) between.
+			first := 1
+			if f == "nth_by" {
+				first = 2
+				if len(args) < 3 {
+					add("aggregates."+a.Name, fmt.Errorf("nth_by() takes the value, the rank and at least one key to order by, got %d argument(s)", len(args)))
+					continue
+				}
+				n, err := strconv.Atoi(strings.TrimSpace(args[1].Source()))
+				if err != nil || n < 1 || n > aggregate.MaxNth {
+					add("aggregates."+a.Name, fmt.Errorf("nth_by(y, n, …): n is the rank, an integer 1 to %d, not %q", aggregate.MaxNth, args[1].Source()))
+					continue
+				}
+				sp.N = n
+			}
+			if len(args) < first+1 {
 				add("aggregates."+a.Name, fmt.Errorf("%s() takes the value and at least one key to order by, got %d argument(s)", f, len(args)))
 				continue
 			}
 			ok := true
 			sp.Arg, ok = argField(0)
 			sp.HasArg = ok
-			for j := 1; ok && j < len(args); j++ {
+			for j := first; ok && j < len(args); j++ {
 				var k row.Field
 				k, ok = argField(j)
 				sp.Order = append(sp.Order, k)

@@ -35,7 +35,7 @@ func TestCompileErrors(t *testing.T) {
 		{"filter not bool", head + "filter: amount\naggregates: {n: count()}\n",
 			[]string{`p: filter: "amount" is decimal, not bool`}},
 		{"unknown aggregate", head + "aggregates: {m: median(amount)}\n",
-			[]string{`p: aggregates.m: unknown aggregate median() (want count, sum, avg, min, max, count_distinct, arg_max, arg_min, first_by or last_by)`}},
+			[]string{`p: aggregates.m: unknown aggregate median() (want count, sum, avg, min, max, count_distinct, arg_max, arg_min, first_by, last_by or nth_by)`}},
 		{"two arguments", head + "aggregates: {m: 'sum(amount, qty)'}\n",
 			[]string{`p: aggregates.m: sum() takes one argument, got 2`}},
 		{"derived name clashes with an input field", head + "fields: {ts: qty * 2}\naggregates: {n: count()}\n",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -148,4 +149,33 @@ func runWindowed(t *testing.T, p *spec.Pipeline, tasks int) []string {
 		}
 	}
 	return out
+}
+
+// TestSQLQ19 runs q19, the Top-10 bids by price per auction
+// (ROW_NUMBER() … WHERE rank_number <= 10): its rows are each auction's
+// ten highest bids with their rank, ties on price to the bid that came
+// first, as a batch sort of every auction's bids gives them (a stable
+// sort by price descending over the bids in delivery order), at
+// parallelism 1 and 2.
+func TestSQLQ19(t *testing.T) {
+	checkSQL(t, "q19", func(evs []ev, _ sqlRun) []string {
+		byAuction := map[int64][]ev{}
+		var order []int64
+		for _, b := range of(evs, nexmark.EventBid) {
+			if _, ok := byAuction[b.auction]; !ok {
+				order = append(order, b.auction)
+			}
+			byAuction[b.auction] = append(byAuction[b.auction], b)
+		}
+		var out []string
+		for _, a := range order {
+			bids := byAuction[a]
+			sort.SliceStable(bids, func(i, j int) bool { return bids[i].price > bids[j].price })
+			for k, b := range bids[:min(10, len(bids))] {
+				out = append(out, want("auction", b.auction, "bidder", b.bidder, "price", b.price, "channel", b.channel,
+					"url", b.url, "dateTime", b.t, "extra", b.bextra, "rank_number", int64(k+1)))
+			}
+		}
+		return out
+	})
 }

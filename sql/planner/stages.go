@@ -293,6 +293,9 @@ func (pl *planner) insertUnion(ins *parser.Insert, so *parser.SetOp, t *table, s
 		if err != nil {
 			return err
 		}
+		if sd.kind == stageUnion {
+			return pl.errAt(q.Position(), "a Top-N of more than one row per key is the whole query of an INSERT, not a branch of UNION ALL")
+		}
 		for _, x := range u.unionIn {
 			if x == sd {
 				return pl.errAt(q.Position(), "this branch is the same query as an earlier one: UNION ALL of a query with itself is not supported (each row twice); write the query once")
@@ -350,6 +353,27 @@ func (pl *planner) insertQuery(q parser.Query, t *table, cols []*physCol) (*stag
 	if err != nil {
 		return nil, err
 	}
+	if r.ranks == nil {
+		return pl.insertRel(r, q, name, cols)
+	}
+	// A Top-N of more than one row per key: the union of its ranks.
+	u := &stageDef{kind: stageUnion, out: map[string]typ{}}
+	for _, rk := range r.ranks {
+		sd, err := pl.insertRel(rk, q, name, cols)
+		if err != nil {
+			return nil, err
+		}
+		u.unionIn = append(u.unionIn, sd)
+		for k, v := range sd.out {
+			u.out[k] = v
+		}
+	}
+	return pl.addStage(u), nil
+}
+
+// insertRel returns the stage whose rows are r's (the rows of query q),
+// written into sink name as its columns cols.
+func (pl *planner) insertRel(r *rel, q parser.Query, name string, cols []*physCol) (*stageDef, error) {
 	vis := r.visible("")
 	// at is where column i of the query is written (its SELECT item when
 	// it has one of its own), for messages.

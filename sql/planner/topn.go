@@ -1,9 +1,11 @@
 package planner
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/tidemark/tidemark/aggregate"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/sql/parser"
@@ -94,8 +96,11 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	if n < 1 {
 		return nil, true, pl.errAt(bound.Position(), "%s <= %d keeps no row", rnName, n)
 	}
-	if n > 1 {
-		return nil, true, pl.errAt(bound.Position(), "a Top-N of more than one row per key (%s <= %d) is not supported yet: %s <= 1 (the first row per key, deduplication) is, as an ordered aggregate", rnName, n, rnName)
+	if n > 1 && (pl.ins == nil || pl.ins.top != sel) {
+		return nil, true, pl.errAt(bound.Position(), "a Top-N of more than one row per key (%s <= %d) is supported as the whole query of an INSERT (INSERT INTO t SELECT … FROM (SELECT …, ROW_NUMBER() OVER (…) AS %s FROM …) WHERE %s <= %d); here it feeds another query", rnName, n, rnName, rnName, n)
+	}
+	if n > int64(aggregate.MaxNth) {
+		return nil, true, pl.errAt(bound.Position(), "a Top-N of %d rows per key: at most %d", n, aggregate.MaxNth)
 	}
 	// The inner query's rows.
 	var iw []parser.Expr
@@ -198,19 +203,44 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	if lastByTime {
 		fn = "last_by"
 	}
+	if n > 1 {
+		// The n first rows of each key: nth_by(column, k, order) for
+		// each rank k, the order by time descending as any other (ties:
+		// the row added first).
+		if lastByTime {
+			order = []string{"desc(" + order[0] + ")"}
+		}
+		fn = "nth_by"
+	}
 	out := &rel{at: sel.At}
 	sd := &stageDef{kind: stageAgg, out: map[string]typ{}}
+	rankCol := map[int64][]*col{} // n > 1: rank k's columns (key columns too)
 	for _, c := range cols.cols {
 		if c.fields != nil {
 			return nil, true, pl.errAt(inner.At, "%s is a ROW: select its fields", c.name)
 		}
 		if k, ok := keyOf[c.v.text]; ok {
-			out.cols = append(out.cols, &col{qual: c.qual, name: c.name, v: val{text: k, field: k, t: c.v.t}})
+			kc := &col{qual: c.qual, name: c.name, v: val{text: k, field: k, t: c.v.t}}
+			out.cols = append(out.cols, kc)
+			for r := int64(1); r <= n && n > 1; r++ {
+				rankCol[r] = append(rankCol[r], kc)
+			}
 			sd.out[k] = c.v.t
 			continue
 		}
 		if c.v.win != "" {
 			return nil, true, pl.errAt(inner.At, "window columns need an aggregation: GROUP BY window_start, window_end")
+		}
+		if n > 1 {
+			for k := int64(1); k <= n; k++ {
+				name := uniqueName(names, fmt.Sprintf("__%s_%d", sanitize(c.name), k))
+				names[name] = true
+				st.Aggregates = append(st.Aggregates, spec.NamedExpr{Name: name, Expr: fmt.Sprintf("nth_by(%s, %d, %s)", c.v.text, k, strings.Join(order, ", "))})
+				sd.out[name] = c.v.t
+				rankCol[k] = append(rankCol[k], &col{qual: c.qual, name: c.name, v: val{text: name, field: name, t: c.v.t}})
+			}
+			out.cols = append(out.cols, rankCol[1][len(rankCol[1])-1])
+			continue
 		}
 		name := c.name
 		if names[name] || !fieldNameOK(name) {
@@ -220,6 +250,14 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 		st.Aggregates = append(st.Aggregates, spec.NamedExpr{Name: name, Expr: fn + "(" + c.v.text + ", " + strings.Join(order, ", ") + ")"})
 		sd.out[name] = c.v.t
 		out.cols = append(out.cols, &col{qual: c.qual, name: c.name, v: val{text: name, field: name, t: c.v.t}})
+	}
+	rowsName := "__rows"
+	if n > 1 {
+		// The rows a key has: rank k exists when it has k.
+		rowsName = uniqueName(names, "__rows")
+		names[rowsName] = true
+		st.Aggregates = append(st.Aggregates, spec.NamedExpr{Name: rowsName, Expr: "count()"})
+		sd.out[rowsName] = tInt
 	}
 	if len(st.Aggregates) == 0 {
 		st.Aggregates = spec.NamedExprs{{Name: "__rows", Expr: "count()"}}
@@ -231,6 +269,9 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	if err := pl.stageSettings(&st, "final"); err != nil {
 		return nil, true, err
 	}
+	if n > 1 && st.Emit.Mode != "final" {
+		return nil, true, pl.errAt(bound.Position(), "a Top-N of more than one row per key gives its rows when the input ends (emit mode final, the ranks of each key as the whole input sorts them); emit mode %s is for Top-1 (%s <= 1)", st.Emit.Mode, rnName)
+	}
 	if in.prod.kind == prodStage {
 		sd.input = in.prod.stage
 	}
@@ -238,6 +279,9 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	sd.updating = st.Emit.Mode != "final"
 	sd = pl.addStage(sd)
 	out.prod = &producer{kind: prodStage, stage: sd}
+	if n > 1 {
+		return pl.topNRanks(sel, sub, where, bound, rnName, n, rankCol, rowsName, out.prod)
+	}
 	// rn: 1 on every row.
 	out.cols = append(out.cols, &col{name: rnName, v: val{text: "1", t: tInt}})
 	if sub.Alias != nil {
@@ -273,4 +317,45 @@ func sanitize(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// topNRanks plans the outer query of a Top-N of n > 1 rows per key over
+// prod, an aggregation whose rank-k columns are rankCol[k] (nth_by) and
+// whose rowsName counts the key's rows: for each rank k, the relation of
+// the keys with at least k rows, their rank-k columns and rn = k, under
+// the outer query (its WHERE without the bound, its SELECT list). The
+// relation returned is rank 1's, with every rank's in ranks: the INSERT
+// writes their union (insertQuery).
+func (pl *planner) topNRanks(sel *parser.Select, sub *parser.SubqueryRef, where []parser.Expr, bound parser.Expr, rnName string, n int64, rankCol map[int64][]*col, rowsName string, prod *producer) (*rel, bool, error) {
+	if len(sel.GroupBy) > 0 || sel.Having != nil || sel.Distinct || pl.hasAggregates(sel) {
+		return nil, true, pl.errAt(sel.At, "a Top-N of more than one row per key is written as it is (its ranks' rows into the sink): aggregating its rows is not supported")
+	}
+	var ranks []*rel
+	for k := int64(1); k <= n; k++ {
+		out := &rel{at: sel.At, prod: prod}
+		out.cols = append(append(out.cols, rankCol[k]...), &col{name: rnName, v: val{text: strconv.FormatInt(k, 10), t: tInt}})
+		out.filter = []string{fmt.Sprintf("%s >= %d", rowsName, k)}
+		if sub.Alias != nil {
+			out = requalify(out, sub.Alias.Name)
+		}
+		for _, w := range where {
+			if w == bound {
+				continue
+			}
+			v, err := pl.expr(w, &ectx{rel: out, where: "WHERE"})
+			if err != nil {
+				return nil, true, err
+			}
+			out = out.clone()
+			out.filter = append(out.filter, v.text)
+		}
+		r, err := pl.project(sel.Items, out, &ectx{rel: out, where: "the SELECT list"})
+		if err != nil {
+			return nil, true, err
+		}
+		ranks = append(ranks, r)
+	}
+	first := ranks[0].clone()
+	first.ranks = ranks
+	return first, true, nil
 }
