@@ -41,6 +41,7 @@ type stateBenchFlags struct {
 	sampleOnly  bool
 	dir         string
 	format      string
+	checkpoint  time.Duration
 }
 
 // Defaults of tidemark bench state.
@@ -110,6 +111,7 @@ duplicates and conflicts must be equal, or the command fails.
 	fl.BoolVar(&f.sampleOnly, "sample-only", false, "run only the comparison")
 	fl.StringVar(&f.dir, "dir", "", "where the state directory goes (default: the system's temporary directory)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	fl.DurationVar(&f.checkpoint, "checkpoint-interval", 0, "take checkpoints this often (wall clock) in the measured run, into a directory beside the state's, and report their bytes against the new tables' (0: none)")
 	return cmd
 }
 
@@ -160,6 +162,14 @@ type stateRun struct {
 	StoreWrites  int64   `json:"disk_store_writes"`
 	Rows         int64   `json:"rows"`
 	Bounded      bool    `json:"bounded"` // peak RSS ≤ limit
+	// With --checkpoint-interval: the checkpoints taken, the bytes of
+	// the new tables they sent (engine DiskStateSummary.SentBytes), the
+	// bytes of their manifests and segments (CheckpointSummary.Bytes),
+	// and the longest checkpoint (prepare, write, commit).
+	Checkpoints     int     `json:"checkpoints,omitempty"`
+	SentBytes       int64   `json:"checkpoint_table_bytes,omitempty"`
+	CheckpointBytes int64   `json:"checkpoint_other_bytes,omitempty"`
+	LongestSeconds  float64 `json:"checkpoint_longest_s,omitempty"`
 }
 
 func runBenchState(ctx context.Context, f stateBenchFlags, stdout, stderr io.Writer) error {
@@ -532,6 +542,14 @@ func stateMeasure(ctx context.Context, f stateBenchFlags, budget spec.Bytes, std
 	}
 	defer os.RemoveAll(dir)
 	p := statePipeline(f.ttl, "disk", budget, dir)
+	if f.checkpoint > 0 {
+		p.Checkpoint = &spec.Checkpoint{Dir: filepath.Join(dir, "checkpoints"), Interval: spec.Duration(f.checkpoint)}
+		for i := range p.Sinks {
+			p.Sinks[i].Delivery = "at_least_once" // the blackhole keeps nothing to commit
+		}
+		p.Conflicts.Sink.Delivery = "at_least_once"
+		p.State.Dir = filepath.Join(dir, "state")
+	}
 	r := &stateRun{IDs: f.ids, Rate: rate, TTLSeconds: int64(f.ttl / time.Second), BudgetBytes: int64(budget), LimitBytes: int64(budget) * 115 / 100}
 	runtime.GC()
 	resetPeakRSS()
@@ -549,6 +567,11 @@ func stateMeasure(ctx context.Context, f stateBenchFlags, budget spec.Bytes, std
 	r.Duplicates, r.Conflicts = sum.Duplicates, sum.Conflicts
 	if d := sum.DiskState; d != nil {
 		r.StoreReads, r.StoreHits, r.StoreWrites = d.Reads, d.Hits, d.Writes
+		r.SentBytes = d.SentBytes
+	}
+	if f.checkpoint > 0 {
+		c := sum.Checkpoints
+		r.Checkpoints, r.CheckpointBytes, r.LongestSeconds = c.Taken, c.Bytes, c.Longest.Seconds()
 	}
 	r.WallSeconds, r.CPUSeconds = wall.Seconds(), (processCPU() - c0).Seconds()
 	r.EventsPerSec, r.EventsCore = ratio(float64(r.Deliveries), r.WallSeconds), ratio(float64(r.Deliveries), r.CPUSeconds)
@@ -601,5 +624,9 @@ func writeStateReport(w io.Writer, format string, rep *stateBenchReport) {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "  %.0f s wall, %.0f s CPU: %s events/s, %s events/s/core; %s duplicates, %s conflicts, %s store lookups (%s found), %s ids written; %s rows\n",
 			r.WallSeconds, r.CPUSeconds, count(r.EventsPerSec), count(r.EventsCore), thousands(r.Duplicates), thousands(r.Conflicts), thousands(r.StoreReads), thousands(r.StoreHits), thousands(r.StoreWrites), thousands(r.Rows))
+		if r.Checkpoints > 0 {
+			fmt.Fprintf(w, "  %d checkpoints: new tables sent %s, manifests and segments %s: %.3f× the new tables' bytes; the longest checkpoint %.3f s\n",
+				r.Checkpoints, bytesText(r.SentBytes), bytesText(r.CheckpointBytes), ratio(float64(r.SentBytes+r.CheckpointBytes), float64(r.SentBytes)), r.LongestSeconds)
+		}
 	}
 }
