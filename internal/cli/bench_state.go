@@ -149,7 +149,7 @@ type stateRun struct {
 	FileRSSBytes int64   `json:"file_rss_bytes"` // of it, mapped from files at the end
 	Samples      int     `json:"rss_samples"`
 	RSSByDecile  []int64 `json:"rss_by_decile"` // the largest sample of each tenth of the run
-	DiskBytes    int64   `json:"disk_bytes"`    // the state directory's largest size (sampled every 10 s)
+	DiskBytes    int64   `json:"disk_bytes"`    // the stores' largest size (state.dir, sampled every 10 s; not the checkpoints)
 	StateX       float64 `json:"state_over_budget"`
 	WallSeconds  float64 `json:"wall_s"`
 	CPUSeconds   float64 `json:"cpu_s"`
@@ -553,7 +553,7 @@ func stateMeasure(ctx context.Context, f stateBenchFlags, budget spec.Bytes, std
 	r := &stateRun{IDs: f.ids, Rate: rate, TTLSeconds: int64(f.ttl / time.Second), BudgetBytes: int64(budget), LimitBytes: int64(budget) * 115 / 100}
 	runtime.GC()
 	resetPeakRSS()
-	rss := startRSS(dir)
+	rss := startRSS(p.State.Dir) // the stores only, not the checkpoints
 	h := newLiveHeap()
 	c0 := processCPU()
 	start := time.Now()
