@@ -1495,10 +1495,10 @@ func (gr *groupRun) collect() {
 			c.Add(&e.kt.cnt)
 			continue
 		}
-		rt := e.src.rt
-		c.Add(&rt.rcnt)
-		gr.read += rt.events
-		gr.redeliver += rt.redeliver
+		c.Add(e.src.rt.counters())
+		events, redeliveries := e.src.rt.read()
+		gr.read += events
+		gr.redeliver += redeliveries
 	}
 }
 

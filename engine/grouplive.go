@@ -113,14 +113,15 @@ func (gr *groupRun) live(ended bool) {
 			continue
 		}
 		rt := e.src.rt
-		c.Add(&rt.rcnt)
-		l.EventsRead += rt.events
-		l.Redeliveries += rt.redeliver
+		c.Add(rt.counters())
+		events, redeliveries := rt.read()
+		l.EventsRead += events
+		l.Redeliveries += redeliveries
 		lg.Sources = append(lg.Sources, LiveSourceTask{Partition: e.src.name, Watermark: e.src.reported, Idle: e.src.reportedIdle,
-			Records: rt.events, Lag: lag, Done: e.src.ended})
-		lp := LivePartition{Name: e.src.name, Watermark: rt.tracker.Current(), MaxEventTime: changelog.WatermarkNone, ConsumerLag: lag, Records: rt.events}
-		if ps := rt.tracker.Partitions(); len(ps) > 0 {
-			lp.MaxEventTime, lp.LastArrival, lp.Idle = ps[0].MaxEventTime, ps[0].LastArrival, ps[0].Idle
+			Records: events, Lag: lag, Done: e.src.ended})
+		lp := LivePartition{Name: e.src.name, Watermark: rt.watermark(), MaxEventTime: changelog.WatermarkNone, ConsumerLag: lag, Records: events}
+		if pt, ok := rt.partition(); ok {
+			lp.MaxEventTime, lp.LastArrival, lp.Idle = pt.MaxEventTime, pt.LastArrival, pt.Idle
 		}
 		l.Partitions = append(l.Partitions, lp)
 	}

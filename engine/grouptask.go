@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -84,12 +83,13 @@ func appendMarks(dst []byte, from byte, index int, entries []markEntry) []byte {
 type groupSend func(q int, value []byte)
 
 // srcTask is the source task of one input partition: a router over that
-// partition alone (the runtime's router code, with every item handed to
-// the repartition topic and the watermark reported to every partition).
+// partition alone (partRouter, router_part.go: the direct runner's router
+// code, with every item handed to the repartition topic), reporting the
+// watermark to every partition.
 type srcTask struct {
 	index int // the input partition's index among all input partitions
 	name  string
-	rt    *runtime
+	rt    *partRouter
 	g     *task.Graph
 	send  groupSend
 	enc   task.WireEncoder
@@ -106,20 +106,6 @@ type srcTask struct {
 	next int64
 }
 
-// partSource is the source.Source a source task's router sees: one
-// partition, whose records the host hands over.
-type partSource struct {
-	names []string
-	json  func(dst []byte, m *source.Meta) []byte
-}
-
-func (p *partSource) Next(context.Context, *source.Batch, int) (source.Status, error) {
-	return source.More, errors.New("internal: a group task's source is fed, not read")
-}
-func (p *partSource) Partitions() []string                        { return p.names }
-func (p *partSource) EventJSON(dst []byte, m *source.Meta) []byte { return p.json(dst, m) }
-func (p *partSource) Close() error                                { return nil }
-
 // newSrcTask returns the source task of input partition index (named
 // name: "topic/N"), with empty state; w takes its outputs (quarantine
 // records, select stages' rows). json renders a record as JSON (the
@@ -127,37 +113,12 @@ func (p *partSource) Close() error                                { return nil }
 // otherwise.
 func newSrcTask(p *plan.Plan, g *task.Graph, opts Options, index int, name string, json func([]byte, *source.Meta) []byte, w task.Writer, send groupSend, stop int64) (*srcTask, error) {
 	st := &srcTask{index: index, name: name, g: g, send: send, reported: watermark.None, stop: stop}
-	rt := &runtime{plan: p, opts: opts, src: &partSource{names: []string{name}, json: json}, g: g}
-	rt.env = Env{Stdout: opts.Stdout, Pipeline: p.Spec.Name}
-	rt.wm = watermark.None
-	rt.initRouter()
-	f, ok := p.SourceSchema.Lookup(p.EventTimeField)
-	if !ok {
-		return nil, fmt.Errorf("event-time field %q missing from the source schema", p.EventTimeField)
-	}
-	rt.etField = f
-	rt.ptField = processingField(p)
-	rt.present = make([]bool, p.SourceSchema.Len())
-	rt.absent = len(rt.present)
-	if r := p.Spec.Reference; r != nil {
-		ref, err := rt.loadReference(r)
-		if err != nil {
-			return nil, &ConfigError{Err: err}
-		}
-		rt.ref = ref
-	}
-	rt.early = make([]*operator.EarlySchedule, len(p.Stages)) // keyed tasks fire early on their own clocks
-	rt.rcnt = task.NewCounters(len(p.Stages))
-	rt.rlog = &task.Log{W: w}
-	rt.rsnd = task.NewSender(g, rt.rlog, &rt.rcnt)
-	rt.rsnd.SetDirect(func(int, *task.Packet, *task.Item) error {
-		return errors.New("internal: a source task pushed an item to itself")
-	})
-	rt.rsnd.SetRemote(-1, func(owner, node int, pk *task.Packet, it *task.Item) {
+	rt, err := newPartRouter(p, g, opts, name, json, w, func(owner, node int, pk *task.Packet, it *task.Item) {
 		st.send(owner, st.enc.Encode(g, node, pk, it))
-	})
-	rt.groupMarker = st.marker
-	rt.rsnd.SetWatermark(rt.wm)
+	}, st.marker)
+	if err != nil {
+		return nil, err
+	}
 	st.rt = rt
 	return st, nil
 }
@@ -167,8 +128,7 @@ func newSrcTask(p *plan.Plan, g *task.Graph, opts Options, index int, name strin
 // the watermark if it moved. next is the offset after the batch's last
 // record.
 func (st *srcTask) records(b *source.Batch, next int64) error {
-	rt := st.rt
-	if err := rt.routeBatch(b, true); err != nil {
+	if err := st.rt.routeBatch(b); err != nil {
 		return err
 	}
 	st.next = next
@@ -177,8 +137,7 @@ func (st *srcTask) records(b *source.Batch, next int64) error {
 
 // tick advances processing time without records (idleness).
 func (st *srcTask) tick(now int64) error {
-	st.rt.tick(now)
-	if err := st.rt.pushErr; err != nil {
+	if err := st.rt.tick(now); err != nil {
 		return err
 	}
 	return st.report(false)
@@ -190,7 +149,7 @@ func (st *srcTask) end() error {
 		return nil
 	}
 	st.ended = true
-	st.rt.advance(watermark.Infinity)
+	st.rt.end()
 	return st.report(true)
 }
 
@@ -201,14 +160,13 @@ func (st *srcTask) marker(task.Marker) {}
 // report sends the partition's watermark and idleness to every keyed
 // task when they changed since the last report (or always, with force).
 func (st *srcTask) report(force bool) error {
-	rt := st.rt
-	wm := rt.tracker.Current()
+	wm := st.rt.watermark()
 	if st.ended {
 		wm = watermark.Infinity
 	}
 	idle := false
-	if ps := rt.tracker.Partitions(); len(ps) > 0 && !st.ended {
-		idle = ps[0].Idle
+	if pt, ok := st.rt.partition(); ok && !st.ended {
+		idle = pt.Idle
 	}
 	if !force && wm == st.reported && idle == st.reportedIdle {
 		return nil
@@ -472,46 +430,28 @@ func (kt *keyTask) done() bool {
 //	  globals; counters
 
 func (st *srcTask) appendState(e *state.Encoder) {
-	rt := st.rt
 	e.Byte(1)
 	e.Uint(uint64(st.index))
-	var te state.Encoder
-	rt.tracker.Snapshot(&te)
-	e.Bytes8(te.Bytes())
-	e.Int(rt.now)
-	e.Int(rt.wm)
-	e.Uint(uint64(rt.parts))
-	e.Int(rt.events)
-	e.Int(rt.redeliver)
-	e.Uint(rt.step)
+	st.rt.appendState(e)
 	e.Int(st.reported)
 	e.Bool(st.reportedIdle)
 	e.Int(st.stop)
 	e.Bool(st.ended)
 	e.Int(st.next)
-	appendCounters(e, &rt.rcnt)
+	appendCounters(e, st.rt.counters())
 }
 
 func (st *srcTask) restoreState(d *state.Decoder) error {
-	rt := st.rt
 	d.Section("source task state", 1)
 	if idx := d.Len(1<<30, 0); d.Err() == nil && idx != st.index {
 		d.Fail("the state of input partition %d, not %d", idx, st.index)
 	}
-	tb := d.Bytes8()
-	if d.Err() == nil {
-		if err := rt.tracker.RestoreState(state.NewDecoder(tb)); err != nil {
-			return err
-		}
+	if err := st.rt.restoreState(d); err != nil {
+		return err
 	}
-	rt.now, rt.wm = d.Int(), d.Int()
-	rt.parts = d.Len(1, 0)
-	rt.events, rt.redeliver = d.Int(), d.Int()
-	rt.step = d.Uint()
 	st.reported, st.reportedIdle = d.Int(), d.Bool()
 	st.stop, st.ended, st.next = d.Int(), d.Bool(), d.Int()
-	readCounters(d, &rt.rcnt)
-	rt.rsnd.SetWatermark(rt.wm)
+	readCounters(d, st.rt.counters())
 	return d.Err()
 }
 
