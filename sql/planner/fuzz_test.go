@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tidemark/tidemark/internal/datatest"
 	"github.com/tidemark/tidemark/sql/parser"
 )
 
@@ -18,10 +19,14 @@ func FuzzPlan(f *testing.F) {
 		"SET 'table.exec.state.ttl' = '1 s'; INSERT INTO o SELECT x.auction, y.price FROM bids x JOIN bids y ON x.auction = y.price",
 		"INSERT INTO o SELECT auction, price FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rn FROM bids) WHERE rn <= 1",
 		"INSERT INTO o SELECT auction, MAX(price) FILTER (WHERE channel LIKE 'a%') FROM bids GROUP BY auction HAVING COUNT(DISTINCT channel) > 2",
+		"INSERT INTO o SELECT auction, price FROM bids WHERE price > 1 UNION ALL SELECT price, auction FROM bids WHERE MOD(auction, 2) = 0",
+		"INSERT INTO o SELECT auction, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rn FROM bids) WHERE rn <= 3",
+		"CREATE TABLE s (k BIGINT, v BIGINT) WITH ('connector' = 'filesystem', 'path' = 's.csv', 'format' = 'csv');\nINSERT INTO o SELECT b.auction, s.v FROM (SELECT *, PROCTIME() AS pt FROM bids) b JOIN s FOR SYSTEM_TIME AS OF b.pt ON MOD(b.auction, 10) = s.k",
 	} {
 		f.Add(ddl + q)
 	}
-	if dir := os.Getenv("TIDEMARK_NEXMARK_SQL"); dir != "" {
+	wd, _ := os.Getwd()
+	if dir := datatest.FindNexmarkSQL(os.Getenv, wd); dir != "" {
 		files, _ := filepath.Glob(filepath.Join(dir, "q*.sql"))
 		gen, _ := os.ReadFile(filepath.Join(dir, "ddl_gen.sql"))
 		views, _ := os.ReadFile(filepath.Join(dir, "ddl_views.sql"))
