@@ -194,3 +194,80 @@ func isReject(err error) bool {
 	_, ok := err.(*RejectError)
 	return ok
 }
+
+// TestSliceSpillCorrupt: a damaged slice marker fails the restore and a
+// damaged partial fails the window that reads it back, each with an error
+// naming the key group, never a panic.
+func TestSliceSpillCorrupt(t *testing.T) {
+	f := newSnapFields(t)
+	cfg := snapConfig{kind: "sliding", size: 10, slide: 5, mode: Final, keys: 1, aggs: []aggChoice{{"count", ""}, {"sum", "v"}}, groups: 4}
+	for _, damage := range []string{"marker", "partial"} {
+		t.Run(damage, func(t *testing.T) {
+			st, err := disk.Open(disk.Options{Dir: "st", FS: vfs.NewMem()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			open := func() *Operator {
+				o := cfg.build(t, f)
+				if !o.UseStore(st, 7, 0) {
+					t.Fatal("a sliced operator does not spill")
+				}
+				o.spill.every = 1
+				return o
+			}
+			o := open()
+			r := f.schema.NewRow()
+			for i := range 8 {
+				v := int64(i)
+				f.fill(r, snapEvent{key: string(rune('a' + i%3)), ts: int64(i), v: &v})
+				if _, err := o.Process(r, int64(i), 1, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if w, _, _ := o.SpillStats(); w == 0 {
+				t.Fatal("nothing written to the store")
+			}
+			// Damage the first key of the kind under node 7.
+			tag := byte(sliceMarker)
+			if damage == "partial" {
+				tag = sliceEntry
+			}
+			var key []byte
+			for g := range 4 {
+				lo := append(state.KeyPrefix(nil, g, 7), tag)
+				hi := append(state.KeyPrefix(nil, g, 7), tag+1)
+				if err := st.Scan(lo, hi, func(k, v []byte) bool { key = append([]byte(nil), k...); return false }); err != nil {
+					t.Fatal(err)
+				}
+				if key != nil {
+					break
+				}
+			}
+			if key == nil {
+				t.Fatalf("no %s in the store", damage)
+			}
+			b := st.NewBatch()
+			b.Set(key, []byte{0xff, 0x01})
+			if err := st.Commit(b); err != nil {
+				t.Fatal(err)
+			}
+			parts, gl := groupSections(o, 4)
+			o = open()
+			err = o.RestoreGroups(parts, gl)
+			if damage == "marker" {
+				if err == nil || !strings.Contains(err.Error(), "slice marker of end") || !strings.Contains(err.Error(), "key group") {
+					t.Fatalf("restore over a damaged marker: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.AdvanceWatermark(changelog.WatermarkInfinity, 1)
+			if err := o.StoreErr(); err == nil || !strings.Contains(err.Error(), "key group") || !strings.Contains(err.Error(), "a partial") {
+				t.Fatalf("a window over a damaged partial: %v", err)
+			}
+		})
+	}
+}
