@@ -38,7 +38,25 @@ type jEvent struct {
 // of retractions, the join of the rows that were not too late (every row
 // in the late output is too late, and only those) as a batch computes it:
 // nested loops, per-window grouping, as-of search.
-func TestRandomJoinsEqualBatch(t *testing.T) {
+func TestRandomJoinsEqualBatch(t *testing.T) { testRandomJoins(t, false) }
+
+// TestRandomJoinsEqualBatchDisk is TestRandomJoinsEqualBatch on the disk
+// backend under a hot tier of one byte (every check of a join's tier
+// turns it): the interval, regular and temporal joins keep their rows in
+// the task's store (window joins stay in memory), at parallelism 1, 2
+// and 3, and give the batch join; with 300–600 events a join's tier
+// turns at one task, and keys must be loaded back from the store.
+func TestRandomJoinsEqualBatchDisk(t *testing.T) { testRandomJoins(t, true) }
+
+func testRandomJoins(t *testing.T, disk bool) {
+	var written, loads int64
+	if disk {
+		defer func() {
+			if !t.Failed() && (written == 0 || loads == 0) {
+				t.Errorf("%d join rows written to the store, %d keys loaded back: the store is not exercised", written, loads)
+			}
+		}()
+	}
 	dir := t.TempDir()
 	base := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
 	var rows, tooLate, retracted int
@@ -56,6 +74,11 @@ func TestRandomJoinsEqualBatch(t *testing.T) {
 		lateness := time.Duration(rapid.SampledFrom([]int{0, 3, 10}).Draw(rt, "lateness")) * time.Minute
 		dedupLeft := rapid.Bool().Draw(rt, "dedup")
 		n := rapid.IntRange(1, 60).Draw(rt, "events")
+		if disk && typ != "window" {
+			// A join's tier is checked every 256 of its rows: enough of
+			// them that keys leave memory at one task.
+			n = rapid.IntRange(300, 600).Draw(rt, "events")
+		}
 		var evs []jEvent
 		at := base
 		for i := range n {
@@ -121,9 +144,24 @@ func TestRandomJoinsEqualBatch(t *testing.T) {
 			if dedupLeft {
 				p.Dedup = &spec.Dedup{Key: "id", TTL: spec.Duration(time.Hour)}
 			}
+			if disk {
+				p.State = spec.State{Backend: "disk", Memory: 16 << 20}
+			}
 			return p
 		}
-		ref := partest.Check(rt, build, nil, engine.Options{}, 2, 3)
+		opts := engine.Options{}
+		if disk {
+			opts.HotTier = 1
+			p := build()
+			partest.Prepare(p)
+			p.Defaults()
+			_, sum := partest.RunSummary(rt, p, nil, 1, opts)
+			if sum.DiskState != nil {
+				written += sum.DiskState.JoinRowsWritten
+				loads += sum.DiskState.JoinLoads
+			}
+		}
+		ref := partest.Check(rt, build, nil, opts, 2, 3)
 		got := netRows(rt, ref.Sets["j select"])
 		late := map[int]bool{}
 		for _, rec := range ref.Sets["late j"] {
