@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/tidemark/tidemark/row"
@@ -53,7 +54,7 @@ func (pl *planner) addStage(sd *stageDef) *stageDef {
 	for _, x := range pl.stages {
 		a, b := x.st, sd.st
 		a.Sinks, b.Sinks = nil, nil
-		if x.kind == sd.kind && x.input == sd.input && x.joinIn == sd.joinIn && reflect.DeepEqual(a, b) {
+		if x.kind == sd.kind && x.input == sd.input && x.joinIn == sd.joinIn && slices.Equal(x.unionIn, sd.unionIn) && reflect.DeepEqual(a, b) {
 			return x
 		}
 	}
