@@ -128,7 +128,7 @@ func (rt *runtime) routerState() *routerState {
 	s := &routerState{now: rt.now, wm: rt.wm, parts: rt.parts, events: rt.events, redel: rt.redeliver, outside: rt.outside,
 		step: rt.step, present: slices.Clone(rt.present)}
 	if res, ok := rt.src.(source.Resumable); ok && len(rt.ins) == 0 {
-		if rt.split != nil {
+		if reo, ok := rt.split.(source.Reorderer); rt.split != nil && !(ok && reo.Reorders()) {
 			s.position = rt.srcPos // the source has claimed further
 		} else {
 			s.position = res.Position()

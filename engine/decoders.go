@@ -27,6 +27,10 @@ import (
 type decoders struct {
 	src source.Splitter
 	fin source.Finisher // src, when it finishes its batches
+	// reo is src when it reorders its input (a file's replay): the
+	// claimed batches are its input, fed to it in order (deliver).
+	reo source.Reorderer
+	fed *source.Batch // the batch fed to reo last
 	// res is the source's Resumable when checkpoints are on: each
 	// batch's position is taken right after its claim.
 	res   source.Resumable
@@ -55,6 +59,10 @@ type claim struct {
 func (rt *runtime) newDecoders(src source.Splitter, pl *pipeline, n, depth int) *decoders {
 	d := &decoders{src: src, free: pl.batchFree, work: make(chan *claim, depth), depth: depth}
 	d.fin, _ = src.(source.Finisher)
+	if reo, ok := src.(source.Reorderer); ok && reo.Reorders() {
+		d.reo = reo
+		d.fin = nil // its Finish does nothing; its Position is its own
+	}
 	if res, ok := rt.src.(source.Resumable); ok && rt.ck != nil {
 		d.res = res
 	}
@@ -114,7 +122,7 @@ func (d *decoders) next(ctx context.Context, pl *pipeline, max int) (*claim, err
 		if d.fin == nil {
 			c.known = len(d.src.Partitions())
 		}
-		if d.res != nil {
+		if d.res != nil && d.reo == nil {
 			if d.fin != nil {
 				c.pos = d.fin.ClaimPosition()
 			} else {
@@ -151,6 +159,42 @@ func (d *decoders) next(ctx context.Context, pl *pipeline, max int) (*claim, err
 		}
 	}
 	return c, nil
+}
+
+// deliver fills b with up to max deliveries of a source that reorders
+// its input (reo), feeding it the claimed batches, decoded, in claim
+// order as it asks for them; a batch it has used up goes back to the
+// free batches. It returns what Next would have (the source's status,
+// or a claim's error), ctx's error when ctx was cancelled before a
+// batch it needed could be claimed, and errStopped when the pipeline
+// failed.
+func (d *decoders) deliver(ctx context.Context, pl *pipeline, b *source.Batch, max int) (source.Status, error) {
+	for {
+		st, hungry := d.reo.Deliver(b, max-b.Len())
+		if !hungry {
+			return st, nil
+		}
+		if d.fed != nil {
+			d.fed.Reset()
+			d.free <- d.fed // room for it: it came from there
+			d.fed = nil
+		}
+		c, err := d.next(ctx, pl, max)
+		if err != nil {
+			return source.More, err
+		}
+		if c == nil {
+			return source.More, ctx.Err()
+		}
+		if c.err != nil {
+			err := c.err
+			d.release(c)
+			return source.More, err
+		}
+		d.fed = c.b
+		d.reo.Feed(c.b, c.st == source.End)
+		d.release(c)
+	}
 }
 
 // claim returns a claim to fill (its done channel reused).

@@ -42,6 +42,20 @@ func finishedPipeline(in, out, ck string) *spec.Pipeline {
 	return p
 }
 
+// replayPipeline is finishedPipeline delivered by a seeded replay
+// (delays, stragglers, redeliveries, conflicting copies, three
+// partitions by store) instead of partition_field and
+// arrival_time_field: a source whose claimed, decoded batches the router
+// feeds to the replay in order (source.Reorderer).
+func replayPipeline(in, out, ck string) *spec.Pipeline {
+	p := finishedPipeline(in, out, ck)
+	p.Source.PartitionField, p.Source.ArrivalTimeField = "", ""
+	p.Source.Replay = &spec.Replay{Seed: 9, Delay: spec.Duration(20 * time.Second), StragglerFraction: 0.05,
+		MaxDelay: spec.Duration(5 * time.Minute), RedeliverFraction: 0.02, ConflictFraction: 0.01,
+		ConflictField: "amount", Partitions: 3, PartitionBy: "store"}
+	return p
+}
+
 // splitInput writes the lines of the file in into files parts/0.jsonl,
 // parts/1.jsonl and parts/2.jsonl beside it, in order, a third each.
 func splitInput(t *testing.T, in string) {
@@ -69,7 +83,7 @@ func splitInput(t *testing.T, in string) {
 var decodedSources = []struct {
 	name string
 	mk   func(in, out, ck string) *spec.Pipeline
-}{{"split", decodedPipeline}, {"finished", finishedPipeline}}
+}{{"split", decodedPipeline}, {"finished", finishedPipeline}, {"replay", replayPipeline}}
 
 // fixedNow is the processing time of runDecoded's runs: after every
 // event time of rescaleInput, within the default timestamp rules.
@@ -134,7 +148,9 @@ func runDecodedFault(t *testing.T, p *spec.Pipeline, par int, stop int64, wall f
 //
 // The same for a file source with partitions, arrival times and an
 // ordinal read from its decoded fields, over three files
-// (finishedPipeline).
+// (finishedPipeline), and for a replay of them fed by the decoders
+// (replayPipeline: its checkpoints name the claimed batch and the
+// records the replay took of it).
 func TestDecodersRestore(t *testing.T) {
 	for _, src := range decodedSources {
 		t.Run(src.name, func(t *testing.T) { testDecodersRestore(t, src.mk) })
@@ -147,7 +163,7 @@ func testDecodersRestore(t *testing.T, decodedPipeline func(in, out, ck string) 
 	rescaleInput(t, in, 5000)
 	splitInput(t, in)
 	refOut := filepath.Join(dir, "ref")
-	runDecoded(t, decodedPipeline(in, refOut, ""), 1, 0, nil)
+	events := runDecoded(t, decodedPipeline(in, refOut, ""), 1, 0, nil).EventsRead // 5000, and a replay's copies
 	want := canonDir(t, refOut)
 	if strings.Count(want["per_store.jsonl"], "\n") < 1000 || want["late.jsonl"] == "" || want["conflicts.jsonl"] == "" {
 		t.Fatalf("the reference run lacks rows or side outputs")
@@ -177,10 +193,10 @@ func testDecodersRestore(t *testing.T, decodedPipeline func(in, out, ck string) 
 		p := decodedPipeline(in, out, ck)
 		p.Checkpoint.Interval = spec.Duration(time.Millisecond)
 		sum := runDecoded(t, p, step.par, step.stop, clock)
-		if step.stop > 0 && (!sum.Stopped || sum.EventsRead >= 5000) {
+		if step.stop > 0 && (!sum.Stopped || sum.EventsRead >= events) {
 			t.Fatalf("the run at parallelism %d did not stop (%d events)", step.par, sum.EventsRead)
 		}
-		if step.stop == 0 && sum.EventsRead != 5000 {
+		if step.stop == 0 && sum.EventsRead != events {
 			t.Fatalf("the last run read %d events in all", sum.EventsRead)
 		}
 		if sum.Checkpoints.Restored > 0 {
@@ -199,7 +215,7 @@ func testDecodersRestore(t *testing.T, decodedPipeline func(in, out, ck string) 
 // another parallelism from that checkpoint, end with the outputs of an
 // uninterrupted one-task run.
 //
-// The same for finishedPipeline's source.
+// The same for finishedPipeline's and replayPipeline's sources.
 func TestDecodersCrash(t *testing.T) {
 	for _, src := range decodedSources {
 		t.Run(src.name, func(t *testing.T) { testDecodersCrash(t, src.mk) })
@@ -271,7 +287,7 @@ func TestDecoderPanicStopsTheRun(t *testing.T) {
 	in := filepath.Join(dir, "in.jsonl")
 	rescaleInput(t, in, 3000)
 	splitInput(t, in)
-	for i, par := range []int{2, 3, 2, 3} {
+	for i, par := range []int{2, 3, 2, 3, 2, 3} {
 		src := decodedSources[i/2]
 		p := src.mk(in, filepath.Join(dir, fmt.Sprint("out", i)), "")
 		p.Defaults()

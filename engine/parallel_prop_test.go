@@ -29,7 +29,12 @@ import (
 // separators, doubled quotes and line breaks), which decoders decode
 // beside the router at 2, 3 and 5 tasks (as many as tasks;
 // engine/decoders.go): the outputs equal the one-task run's, which reads
-// with Next.
+// with Next. The other half, with partitions and arrival times read from
+// the records, are decoded beside the router too and finished by it in
+// claim order (source.Finisher); half of those are delivered by a
+// seeded replay instead (delays, redeliveries, conflicting copies, an
+// ordinal per order), fed the decoded batches in claim order
+// (source.Reorderer).
 func TestRandomPipelinesAnyParallelism(t *testing.T) {
 	dir := t.TempDir()
 	base := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
@@ -40,6 +45,10 @@ func TestRandomPipelinesAnyParallelism(t *testing.T) {
 		// decoders as JSONL or as CSV (with quoted stores: separators,
 		// doubled quotes and line breaks inside quotes).
 		csv := split && rapid.Bool().Draw(rt, "csv")
+		// Or a seeded replay of the file, with an ordinal per order
+		// (the router feeds the decoded batches to it: Reorderer).
+		replay := !split && rapid.Bool().Draw(rt, "replay")
+		replaySeed := rapid.Int64().Draw(rt, "replaySeed")
 		stores := []string{"S1", "S2", "S3", "S4", "S5", "S6", "S7"}
 		if csv {
 			stores = []string{"S1", "S2", `"S3, east"`, `"S4 ""x"""`, "\"S5\nwest\"", "\"S6\r\n\"", "S7"}
@@ -109,6 +118,13 @@ func TestRandomPipelinesAnyParallelism(t *testing.T) {
 			if split {
 				p.Source.ArrivalTimeField, p.Source.PartitionField = "", ""
 			}
+			if replay {
+				p.Source.ArrivalTimeField, p.Source.PartitionField = "", ""
+				p.Source.Ordinal = &spec.Ordinal{Field: "line", Per: "order_id"}
+				p.Source.Replay = &spec.Replay{Seed: replaySeed, Delay: spec.Duration(time.Minute), StragglerFraction: 0.1,
+					MaxDelay: spec.Duration(20 * time.Minute), RedeliverFraction: 0.1, ConflictFraction: 0.05,
+					ConflictField: "amount", Partitions: 2, PartitionBy: "store"}
+			}
 			if csv {
 				p.Source.Format = "csv"
 			}
@@ -124,6 +140,9 @@ func TestRandomPipelinesAnyParallelism(t *testing.T) {
 				Aggregates: spec.NamedExprs{{Name: "n", Expr: "count()"}, {Name: "total", Expr: "sum(amount)"}, {Name: "most", Expr: "max(amount)"}},
 				Emit:       spec.Emit{Mode: mode, EarlyEvery: early},
 				Late:       spec.Late{Policy: "side_output"},
+			}
+			if replay {
+				first.Aggregates = append(first.Aggregates, spec.NamedExpr{Name: "lines", Expr: "sum(line)"})
 			}
 			if !twoStages {
 				p.Stages = []spec.Stage{first}

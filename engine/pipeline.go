@@ -351,7 +351,7 @@ func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, er
 		var b *source.Batch
 		var rerr error
 		st := source.More
-		if dec != nil {
+		if dec != nil && dec.reo == nil {
 			c, err := dec.next(ctx, pl, rt.opts.BatchSize)
 			if err != nil {
 				return false, err
@@ -380,7 +380,7 @@ func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, er
 				return false, errStopped
 			}
 		}
-		if dec != nil {
+		if dec != nil && dec.reo == nil {
 			// With decoders the router holds more batches than rounds: it
 			// waits for a round's buffers here, not for a batch.
 			select {
@@ -392,12 +392,19 @@ func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, er
 		}
 		ro := rt.beginRound(pl)
 		ro.batch = b
-		if dec == nil {
+		if dec == nil || dec.reo != nil {
 			b.Reset()
 			rt.midTxn = !rt.atBoundary()
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				rerr = ctx.Err()
-			} else {
+			case dec != nil:
+				// A replay fed by the decoders (decoders.deliver).
+				if st, rerr = dec.deliver(ctx, pl, b, rt.opts.BatchSize); errors.Is(rerr, errStopped) {
+					return false, rerr
+				}
+				rt.srcKnown = len(rt.src.Partitions())
+			default:
 				st, rerr = rt.src.Next(ctx, b, rt.opts.BatchSize)
 			}
 		}

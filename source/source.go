@@ -233,6 +233,37 @@ type Finisher interface {
 	FinishedPosition(claimed []byte) []byte
 }
 
+// Reorderer is a Finisher whose deliveries are not its input's records
+// in their order — a file's replay, which holds records back, delays,
+// copies and reorders them as a transport would — so that the runner
+// decodes its input on other goroutines all the same: the input is
+// claimed and decoded in batches as for any Splitter (Finish does
+// nothing), and handed in claim order to Feed; Deliver makes the
+// deliveries from it, asking for the next input batch when it has used
+// up the one fed. The deliveries, their batch cuts, Partitions and
+// Position after each call of Deliver are those of Next: Position
+// names the input record the deliveries have reached (inside the
+// batch fed), not how far the claims ran ahead.
+type Reorderer interface {
+	Finisher
+	// Reorders reports whether this source, as configured, reorders
+	// its input (has a replay): only then are Feed and Deliver used, in
+	// place of Next.
+	Reorders() bool
+	// Deliver appends up to max deliveries to b, as Next does, taking
+	// the input records it needs from the batch fed last. hungry is true
+	// when it has used up that batch and needs the next (Feed) before
+	// it can deliver more; the records appended stay, and the next call
+	// appends after them. st is meaningful only when hungry is false.
+	Deliver(b *Batch, max int) (st Status, hungry bool)
+	// Feed hands over the next input batch (claimed, decoded and
+	// finished, in claim order): the source reads it until Deliver
+	// asks for another, and keeps nothing of it afterwards (the batch
+	// is the caller's again once Deliver says hungry). end says that
+	// its claim returned End: the input's last records.
+	Feed(in *Batch, end bool)
+}
+
 // Wait is a service a source's records wait on: one it needs to decode
 // them (a schema registry) and cannot reach. The records are neither
 // delivered nor skipped meanwhile: the source's position stays before

@@ -18,9 +18,16 @@ import (
 // offset, line) and the state derived from the records before it, so Seek
 // continues there directly. Version 1 held only the number of records
 // delivered: Seek still reads it, by reading the input again up to there.
+//
+// Version 3 is version 2 taken by a replay fed by Claim
+// (source.Reorderer): where reading stood when the claim of the batch
+// the replay is taking records from began, and after the derived state
+// the number of that batch's records it has taken, which Seek reads
+// again without delivering them.
 const (
 	positionV1 = 1
 	positionV2 = 2
+	positionV3 = 3
 )
 
 // fingerprintBytes is how many bytes before a position's offset the
@@ -45,7 +52,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //
 // Seek continues from it without reading anything before the offset.
 func (s *Source) Position() []byte {
-	e := s.readState()
+	if s.feed.on && s.feed.in != nil {
+		return s.feedPosition()
+	}
+	e := s.readState(positionV2)
 	s.d.appendState(&e)
 	e.Bool(s.rp != nil)
 	if s.rp != nil {
@@ -58,7 +68,7 @@ func (s *Source) Position() []byte {
 // says where reading stopped (the records claimed, the files, the open
 // file's offset), which Claim moves.
 func (s *Source) ClaimPosition() []byte {
-	e := s.readState()
+	e := s.readState(positionV2)
 	return e.Bytes()
 }
 
@@ -73,10 +83,11 @@ func (s *Source) FinishedPosition(claimed []byte) []byte {
 	return append(append(make([]byte, 0, len(claimed)+e.Len()), claimed...), e.Bytes()...)
 }
 
-// readState encodes Position's first part: where reading stopped.
-func (s *Source) readState() state.Encoder {
+// readState encodes Position's first part, of version v: where reading
+// stopped.
+func (s *Source) readState(v byte) state.Encoder {
 	var e state.Encoder
-	e.Byte(positionV2)
+	e.Byte(v)
 	e.Uint(uint64(s.delivered))
 	e.Uint(uint64(s.next))
 	e.Bool(s.eof)
@@ -139,7 +150,8 @@ func (s *Source) seek(ctx context.Context, pos []byte) error {
 		return fmt.Errorf("file source: seek after %d records were delivered", s.delivered)
 	}
 	d := state.NewDecoder(pos)
-	if v := d.Section("file source position", positionV1, positionV2); v == positionV1 {
+	v := d.Section("file source position", positionV1, positionV2, positionV3)
+	if v == positionV1 {
 		return s.seekByCount(ctx, int64(d.Uint()), d)
 	}
 	delivered := int64(d.Uint())
@@ -167,6 +179,10 @@ func (s *Source) seek(ctx context.Context, pos []byte) error {
 		}
 	}
 	s.d.readState(d)
+	var skip int64
+	if v == positionV3 {
+		skip = int64(d.Uint())
+	}
 	if hasReplay := d.Bool(); hasReplay != (s.rp != nil) {
 		d.Fail("the position was taken with replay %v, the source has replay %v", hasReplay, s.rp != nil)
 	}
@@ -204,6 +220,25 @@ func (s *Source) seek(ctx context.Context, pos []byte) error {
 		}
 	}
 	s.next, s.eof, s.delivered = next, eof, delivered
+	if skip > 0 {
+		// The records of a claimed batch a fed replay had taken: their
+		// numbering is in the derived state read above.
+		var m source.Meta
+		var a source.Arena
+		for range skip {
+			a.Reset()
+			m = source.Meta{}
+			end, err := s.nextRecord(nil, &m, &a, true)
+			if err != nil {
+				return err
+			}
+			if end {
+				return fmt.Errorf("file source: the input changed since the checkpoint: it ends before the %d records the checkpoint had read past %s", skip, path)
+			}
+			s.delivered++
+		}
+		s.starts = nil
+	}
 	if s.rp != nil {
 		s.rp.inputDone = rs.inputDone
 		s.rp.q.Restore(held, rs.horizon, rs.known, rs.closed)

@@ -223,6 +223,23 @@ func (rp *replayer) conflicting(s *Source, r *row.Row, m *source.Meta) bool {
 			return false
 		}
 		derr = s.json.Decode(rp.craw, &rp.crow, &rp.arena)
+	} else if s.feed.on {
+		// Fed by Claim: the open file may be a later one; the record's
+		// file's header, and its line breaks as Claim found them.
+		path := m.Pos.Source
+		dec := s.conflictCSV(path)
+		if dec == nil {
+			return false
+		}
+		mode := modeLF
+		if v, ok := s.modes.Load(path); ok {
+			mode = v.(lineMode)
+		}
+		rec, ok := rp.changeCSV(s, s.heads[path], m.Raw, mode)
+		if !ok {
+			return false
+		}
+		derr = dec.Decode(rec, &rp.crow, &rp.arena)
 	} else {
 		c, ok := s.cur.(*csvReader)
 		if !ok || c.dec == nil {

@@ -388,8 +388,8 @@ func TestSeekRefusesChangedInput(t *testing.T) {
 		if err := open(dir+"/a.jsonl").Seek(context.Background(), pos[:len(pos)-3]); err == nil {
 			t.Fatal("a truncated position was accepted")
 		}
-		if err := open(dir+"/a.jsonl").Seek(context.Background(), []byte{3}); err == nil || !strings.Contains(err.Error(), "section version 3 is not supported") {
-			t.Fatalf("Seek of version 3: %v", err)
+		if err := open(dir+"/a.jsonl").Seek(context.Background(), []byte{4}); err == nil || !strings.Contains(err.Error(), "section version 4 is not supported") {
+			t.Fatalf("Seek of version 4: %v", err)
 		}
 	})
 }

@@ -73,6 +73,7 @@ type Source struct {
 	// counts the calls to Claim, finished the records Finish completed
 	// and finishes its calls.
 	starts           []fileStart
+	feed             feed // a replay read by Claim (feed.go)
 	claims, finishes int64
 	finished         int64
 
@@ -142,9 +143,10 @@ func (s *Source) Progress() (done, total int64) {
 }
 
 var (
-	_ source.Source   = (*Source)(nil)
-	_ source.Splitter = (*Source)(nil)
-	_ source.Finisher = (*Source)(nil)
+	_ source.Source    = (*Source)(nil)
+	_ source.Splitter  = (*Source)(nil)
+	_ source.Finisher  = (*Source)(nil)
+	_ source.Reorderer = (*Source)(nil)
 )
 
 // New checks the configuration and the files and returns the source. It
@@ -289,16 +291,17 @@ func (s *Source) nextBatch(ctx context.Context, b *source.Batch, max int) (sourc
 	return source.More, nil
 }
 
-// Splits implements source.Splitter: JSONL and CSV files without
-// replay. Their records are read in order (Claim: a JSONL line, a CSV
-// record's lines up to the close of its quoted fields) and decoded on
-// any goroutine (Decode); what depends on the decoded fields of the
-// records before — the partition_field's partitions, the
-// arrival_time_field's arrival times, the ordinal — is Finish's, in
-// claim order (source.Finisher). A replay reorders records by their
-// decoded event times as it reads them: it does not split.
+// Splits implements source.Splitter: JSONL and CSV files. Their
+// records are read in order (Claim: a JSONL line, a CSV record's lines
+// up to the close of its quoted fields) and decoded on any goroutine
+// (Decode); what depends on the decoded fields of the records before —
+// the partition_field's partitions, the arrival_time_field's arrival
+// times, the ordinal — is Finish's, in claim order (source.Finisher),
+// and a replay delivers from the decoded input fed to it in claim order
+// (source.Reorderer: Feed, Deliver), numbering each record as it takes
+// it.
 func (s *Source) Splits() bool {
-	return s.avro == nil && s.rp == nil
+	return s.avro == nil
 }
 
 // Claim implements source.Splitter: the next up to max records of the
@@ -309,6 +312,12 @@ func (s *Source) Splits() bool {
 // Finish the same metas and positions. Only for a source that Splits.
 func (s *Source) Claim(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
 	s.claims++ // each claim is finished once, in order (Finish)
+	if s.rp != nil {
+		// Fed to the replay in this order (Feed): where this claim
+		// begins.
+		e := s.readState(positionV3)
+		s.feed.starts = append(s.feed.starts, e.Bytes())
+	}
 	if !s.Splits() {
 		return source.More, errors.New("file source: Claim on a source that does not split its reads")
 	}
@@ -357,6 +366,9 @@ type fileStart struct{ rec, claim int64 }
 func (s *Source) Finish(b *source.Batch) {
 	d := &s.d
 	s.finishes++
+	if s.rp != nil {
+		return // the replay numbers each record as it takes it (Deliver)
+	}
 	if !d.hasOrd && !d.hasPart && !d.hasArr {
 		s.finished += int64(b.Len())
 		return

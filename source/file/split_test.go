@@ -72,8 +72,9 @@ func TestClaimDecodeEqualsNext(t *testing.T) {
 	}
 }
 
-// TestSplits: a JSONL or CSV source splits its reads, but for one with
-// replay; partition_field, arrival_time_field and ordinal are Finish's.
+// TestSplits: a JSONL or CSV source splits its reads: partition_field,
+// arrival_time_field and ordinal are Finish's, a replay is fed
+// (Reorderer).
 func TestSplits(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"a.jsonl": `{"id":"1","store":"s","ts":"2026-09-01T10:00:00Z","at":"2026-09-01T10:00:00Z"}` + "\n", "a.csv": "id,store,ts,at,n\n1,s,2026-09-01T10:00:00Z,2026-09-01T10:00:00Z,1\n"})
 	for _, tc := range []struct {
@@ -84,11 +85,11 @@ func TestSplits(t *testing.T) {
 		{spec.Source{Path: dir + "/a.csv"}, true},
 		{spec.Source{Path: dir + "/a.csv", PartitionField: "store"}, true},
 		{spec.Source{Path: dir + "/a.csv", Ordinal: &spec.Ordinal{Field: "n", Per: "store"}}, true},
-		{spec.Source{Path: dir + "/a.csv", Replay: &spec.Replay{Seed: 1, Partitions: 2}}, false},
+		{spec.Source{Path: dir + "/a.csv", Replay: &spec.Replay{Seed: 1, Partitions: 2}}, true},
 		{spec.Source{Path: dir + "/a.jsonl", PartitionField: "store"}, true},
 		{spec.Source{Path: dir + "/a.jsonl", ArrivalTimeField: "at"}, true},
 		{spec.Source{Path: dir + "/a.jsonl", Ordinal: &spec.Ordinal{Field: "n"}}, true},
-		{spec.Source{Path: dir + "/a.jsonl", Replay: &spec.Replay{Seed: 1, Partitions: 2}}, false},
+		{spec.Source{Path: dir + "/a.jsonl", Replay: &spec.Replay{Seed: 1, Partitions: 2}}, true},
 	} {
 		s, err := New(Config{Spec: tc.sp, Fields: testFields(t, "id:string", "store:string", "ts:timestamp", "at:timestamp", "n:int"), EventTimeField: "ts"})
 		if err != nil {
