@@ -87,6 +87,14 @@ type Options struct {
 	// go on (to the sinks, or to the tasks of the next stage): the memory
 	// a firing of many windows holds. Default 4096.
 	FireChunk int
+	// ExchangeMemory bounds, in bytes, what the packets between tasks
+	// hold (Summary.ExchangePeakBytes; docs/parallelism.md, "The
+	// exchange"). Default 0: the pipeline's exchange_memory, else
+	// DefaultExchangeMemory. Any positive value is taken, below the
+	// pipeline key's least too: with a few bytes every sending node hands
+	// on its packets after each check and waits until they are taken (the
+	// tests' hardest schedule).
+	ExchangeMemory int64
 
 	// CheckpointNow, when the pipeline has checkpoints, makes the run take
 	// one at the next batch boundary for every value received (a
@@ -321,11 +329,11 @@ type runtime struct {
 	cur              *routerOut // the round being routed
 	inline           bool       // one task: it and the writer run on the router's goroutine
 	wctx             context.Context
-	entryIdx         []int              // node → index in Graph.Entry, −1
-	outs             [][][]*task.Packet // per task: its nodes' packets for the round
-	written          int                // rounds written
-	bundle           *taskOut           // push mode: the task's buffers of the round
-	linRows          []changelog.Row    // push mode: rows with the lineage value
+	entryIdx         []int           // node → index in Graph.Entry, −1
+	xc               *xchg           // the exchange between tasks (nil at one task)
+	written          int             // rounds written
+	bundle           *taskOut        // push mode: the task's buffers of the round
+	linRows          []changelog.Row // push mode: rows with the lineage value
 	linVals          []row.Value
 	pushErr          error // push mode: the first error of a node
 	rsnd             *task.Sender

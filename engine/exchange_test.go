@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,21 +11,31 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/internal/partest"
+	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/task"
 )
 
 // TestExchangePeakBytes: Summary.ExchangePeakBytes is 0 at one task (no
-// packets) and, at two and three tasks, at least the bytes of the rows a
-// firing sends to the next stage in one round: keys distinct keys in one
-// hour-long window that closes at the end of the input, so the first
-// stage's every row (RowsEmitted) crosses to the second stage in the last
-// round, each an item and a 29-byte firing tail at least. The packets of
-// a round are all sent before the first is taken and released (a node
-// takes its inputs once every sender has sent them), so the peak holds
-// them all: the exchange's memory grows with a firing's size.
+// packets) and, at two and three tasks, within the exchange's bound
+// while one firing sends far more than the bound to the next stage:
+// keys distinct keys in one hour-long window that closes at the end of
+// the input, so the first stage's every row (RowsEmitted) crosses to the
+// second stage in the last round — at least an item and its 29-byte
+// firing tail each, 2.6 MB for 21,000 rows, where the bound is 64 KiB.
+// Each sending node (the first stage's, one per task) may pass its share
+// by what it makes between two checks: a chunk of the firing (FireChunk
+// rows) or checkEvery items, each row one item of at most 256 bytes
+// here. The second stage's rows are exact: total t = i mod 7 of key i,
+// so each total counts keys/7 keys. A bound larger than the firing (the
+// default, 64 MiB) holds it whole. Mutation: the old exchange, which
+// handed a node's whole round on at once, held 2.6 MB here.
 func TestExchangePeakBytes(t *testing.T) {
-	const keys = 3000
+	const keys = 21000
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
 	var b strings.Builder
@@ -53,24 +65,114 @@ func TestExchangePeakBytes(t *testing.T) {
 			}},
 		}
 	}
-	for _, par := range []int{1, 2, 3} {
-		sum := runPart(t, pipeline(filepath.Join(dir, fmt.Sprint(par))), par, 0)
+	const bound, chunk = 64 << 10, 64
+	for _, c := range []struct {
+		par   int
+		limit int64 // Options.ExchangeMemory, 0: the default
+	}{{1, bound}, {2, bound}, {3, bound}, {2, 0}} {
+		out := filepath.Join(dir, fmt.Sprint(c.par, "-", c.limit))
+		p := pipeline(out)
+		p.Defaults()
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Compile(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: c.par, BatchSize: 100,
+			FireChunk: chunk, ExchangeMemory: c.limit})
+		if err != nil {
+			t.Fatalf("parallelism %d: %v", c.par, err)
+		}
 		if got := sum.Stages[0].RowsEmitted; got != keys {
-			t.Fatalf("parallelism %d: per_key emitted %d rows, want %d", par, got, keys)
+			t.Fatalf("parallelism %d: per_key emitted %d rows, want %d", c.par, got, keys)
 		}
-		if got := sum.Stages[1].RowsEmitted; got != 7 {
-			t.Fatalf("parallelism %d: per_total emitted %d rows, want 7 (totals 0..6)", par, got)
+		counts := map[int64]int64{}
+		f, err := os.ReadFile(filepath.Join(out, "b.jsonl"))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if par == 1 {
-			if sum.ExchangePeakBytes != 0 {
-				t.Fatalf("parallelism 1: exchange peak %d bytes, want 0", sum.ExchangePeakBytes)
+		for _, l := range strings.Split(strings.TrimSpace(string(f)), "\n") {
+			var r struct{ Total, N int64 }
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			counts[r.Total] += r.N
+		}
+		for tot := range int64(7) {
+			if counts[tot] != keys/7 {
+				t.Fatalf("parallelism %d: total %d counted %d keys, want %d (%v)", c.par, tot, counts[tot], keys/7, counts)
+			}
+		}
+		if len(counts) != 7 {
+			t.Fatalf("parallelism %d: totals %v, want 0..6", c.par, counts)
+		}
+		peak := sum.ExchangePeakBytes
+		if c.par == 1 {
+			if peak != 0 {
+				t.Fatalf("parallelism 1: exchange peak %d bytes, want 0", peak)
 			}
 			continue
 		}
-		least := int64(keys) * int64(unsafe.Sizeof(task.Item{})+29)
-		if sum.ExchangePeakBytes < least {
-			t.Fatalf("parallelism %d: exchange peak %d bytes, want at least %d (%d rows of one firing)", par, sum.ExchangePeakBytes, least, keys)
+		if peak <= 0 {
+			t.Fatalf("parallelism %d: exchange peak %d bytes: the firing crossed no packet", c.par, peak)
 		}
-		t.Logf("parallelism %d: exchange peak %d bytes (%d per row of the firing)", par, sum.ExchangePeakBytes, sum.ExchangePeakBytes/keys)
+		whole := int64(keys) * int64(unsafe.Sizeof(task.Item{})+29)
+		limit := c.limit
+		if limit == 0 {
+			limit = int64(spec.DefaultExchangeMemory)
+		}
+		slack := int64(c.par) * (chunk + 64) * 256
+		if peak > limit+slack {
+			t.Fatalf("parallelism %d: exchange peak %d bytes, above the bound %d + %d", c.par, peak, limit, slack)
+		}
+		if c.limit > 0 && limit+slack >= whole {
+			t.Fatalf("the bound %d + %d holds the whole firing (%d): the test tests nothing", limit, slack, whole)
+		}
+		t.Logf("parallelism %d, bound %d: exchange peak %d bytes (the firing: at least %d)", c.par, limit, peak, whole)
 	}
+}
+
+// TestScenariosTinyExchange runs every scenario of testdata/scenarios at
+// 2, 3 and 5 tasks with an exchange of one byte and firings of two rows:
+// every sending node hands on its packets at every check and waits until
+// its receivers have taken them, so every node takes its inputs as they
+// stream, with promises (task.Bound) deciding each merge. The outputs must
+// equal one task's exactly (as TestScenariosAnyParallelism's), and no run
+// may deadlock.
+func TestScenariosTinyExchange(t *testing.T) {
+	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
+		var y string
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			switch td.Cmd {
+			case "pipeline":
+				y = td.Input
+				return td.Expected
+			case "run":
+				if strings.HasPrefix(td.Expected, "error:") {
+					return td.Expected
+				}
+				dir := t.TempDir()
+				p, err := engine.ScenarioSpec(t, y, td, dir)
+				if err != nil {
+					return td.Expected
+				}
+				if err := engine.WriteScenarioInputs(p, td.Input); err != nil {
+					t.Fatal(err)
+				}
+				build := func() *spec.Pipeline {
+					q, err := engine.ScenarioSpec(t, y, td, dir)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return q
+				}
+				partest.Check(t, build, nil, engine.Options{Clock: func() int64 { return engine.ScenarioClock },
+					ExchangeMemory: 1, FireChunk: 2}, 2, 3, 5)
+				return td.Expected
+			}
+			return td.Expected
+		})
+	})
 }

@@ -45,19 +45,9 @@ type roundFlags struct {
 	end      bool // and the input ended (not a stop)
 }
 
-// pktMsg is a packet from node up of one task to a node of another.
-type pktMsg struct {
-	round uint64
-	node  int
-	from  int
-	up    int
-	p     *task.Packet
-}
-
-// inMsg is a task's inbox element: a round or a packet.
+// inMsg is a task's inbox element: a round.
 type inMsg struct {
 	rm *roundMsg
-	pm *pktMsg
 }
 
 // taskOut is one task's result of a round, for the writer; the writer
@@ -133,6 +123,19 @@ func (pl *pipeline) guard(f func() error) {
 	}()
 	if err := f(); err != nil {
 		pl.fail(err)
+	}
+}
+
+// recovered, deferred on a goroutine, turns its panic into the
+// pipeline's failure (kept for run to raise again).
+func (pl *pipeline) recovered() {
+	if v := recover(); v != nil {
+		pl.pmuP.Lock()
+		if pl.panicked == nil {
+			pl.panicked = v
+		}
+		pl.pmuP.Unlock()
+		pl.fail(fmt.Errorf("panic: %v", v))
 	}
 }
 
@@ -212,7 +215,7 @@ func (rt *runtime) newPipeline() *pipeline {
 		pl.roundFree <- &routerOut{round: &task.Round{}, log: &task.Log{}, cnt: task.NewCounters(len(rt.plan.Stages))}
 	}
 	for i := range n {
-		pl.inbox = append(pl.inbox, make(chan inMsg, (inflight+1)*(1+nodes*n)))
+		pl.inbox = append(pl.inbox, make(chan inMsg, inflight+1))
 		free := make(chan *taskOut, inflight+1)
 		for range inflight + 1 {
 			out := &taskOut{task: i, cnt: task.NewCounters(len(rt.plan.Stages))}
@@ -239,9 +242,15 @@ func (rt *runtime) run(ctx context.Context) (stopped bool, err error) {
 	for k, e := range rt.g.Entry {
 		rt.entryIdx[e] = k
 	}
-	rt.outs = make([][][]*task.Packet, rt.par)
-	for i := range rt.outs {
-		rt.outs[i] = make([][]*task.Packet, len(rt.g.Nodes))
+	if rt.par > 1 {
+		rt.xc = newXchg(pl, rt.g, rt.par, rt.exchangeLimit())
+		for i, t := range rt.tasks {
+			for ni, tx := range rt.xc.tx[i] {
+				if tx != nil {
+					t.SetCheck(ni, func() error { return rt.xc.check(tx) })
+				}
+			}
+		}
 	}
 	var wg sync.WaitGroup
 	// The goroutines' context outlives a cancelled ctx: a stopped run
@@ -593,78 +602,25 @@ func releaseBatches(pl *pipeline, ro *routerOut) {
 	ro.batches = ro.batches[:0]
 }
 
-// taskLoop runs task i: each round, its nodes in graph order, each once
-// its inputs of the round have arrived from every sender.
+// taskLoop runs task i: each round, its nodes, each on a goroutine of
+// its own taking turns with the task's other nodes (engine/exchange.go),
+// so that a node takes its inputs while the nodes feeding it still send.
 func (rt *runtime) taskLoop(i int, pl *pipeline) error {
-	type key struct {
-		round uint64
-		node  int
-	}
-	early := map[key][]*pktMsg{} // packets of later nodes or rounds
-	var rounds []*roundMsg
-	n := rt.par
-	recv := func() (inMsg, error) {
+	for {
+		var rm *roundMsg
 		select {
 		case m := <-pl.inbox[i]:
-			return m, nil
+			rm = m.rm
 		case <-pl.done:
-			return inMsg{}, errStopped
+			return nil
 		}
-	}
-	for {
-		for len(rounds) == 0 {
-			m, err := recv()
-			if err != nil {
-				return nil
-			}
-			if m.rm != nil {
-				rounds = append(rounds, m.rm)
-			} else {
-				k := key{m.pm.round, m.pm.node}
-				early[k] = append(early[k], m.pm)
-			}
-		}
-		rm := rounds[0]
-		rounds = rounds[1:]
-		id := rm.round.ID
 		var bundle *taskOut
 		select {
 		case bundle = <-pl.taskFree[i]:
 		case <-pl.done:
 			return nil
 		}
-		inputs := func(ni int) ([]*task.Packet, error) {
-			k := key{id, ni}
-			feeders := rt.g.NodeFeeders(ni)
-			for len(early[k]) < n*len(feeders) {
-				m, err := recv()
-				if err != nil {
-					return nil, err
-				}
-				if m.rm != nil {
-					rounds = append(rounds, m.rm)
-					continue
-				}
-				mk := key{m.pm.round, m.pm.node}
-				early[mk] = append(early[mk], m.pm)
-			}
-			msgs := early[k]
-			delete(early, k)
-			// One packet per (feeding node, task), in that order.
-			in := make([]*task.Packet, n*len(feeders))
-			for _, m := range msgs {
-				f := 0
-				for f < len(feeders) && feeders[f] != m.up {
-					f++
-				}
-				in[f*n+m.from] = m.p
-			}
-			return in, nil
-		}
-		send := func(up, d, j int, p *task.Packet) {
-			pl.inbox[j] <- inMsg{pm: &pktMsg{round: id, node: d, from: i, up: up, p: p}}
-		}
-		if err := rt.taskRound(i, rm, bundle, pl, inputs, send); err != nil {
+		if err := rt.taskRound(i, rm, bundle, pl); err != nil {
 			if errors.Is(err, errStopped) {
 				return nil
 			}
@@ -677,14 +633,14 @@ func (rt *runtime) taskLoop(i int, pl *pipeline) error {
 	}
 }
 
-// taskRound runs task i's nodes over one round into bundle: inputs
-// returns a non-entry node's packets of the round (one per task), send
-// hands a packet to node d of task j.
-func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline,
-	inputs func(node int) ([]*task.Packet, error), send func(up, d, j int, p *task.Packet)) error {
+// taskRound runs task i's nodes over one round into bundle: node 0 on
+// this goroutine, the others each on one started here, all holding the
+// task's baton while they run (released while they wait). A node's
+// failure stops the pipeline at once, so that the nodes waiting for its
+// items return.
+func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline) error {
 	t := rt.tasks[i]
 	g := rt.g
-	n := rt.par
 	bundle.round, bundle.flags = rm.round.ID, rm.flags
 	bundle.sections, bundle.stats, bundle.snaps = bundle.sections[:0], nil, nil
 	bundle.cnt.Reset()
@@ -692,49 +648,48 @@ func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline,
 		l.Reset()
 	}
 	t.SetOutput(bundle.logs, &bundle.cnt)
-	out := rt.outs[i]
-	for ni := range g.Nodes {
-		var in []*task.Packet
-		if e := rt.entryIdx[ni]; e >= 0 {
-			in = rm.pkts[e : e+1 : e+1]
+	errs := make([]error, len(g.Nodes))
+	baton := &rt.xc.baton[i]
+	run := func(ni int) {
+		baton.Lock()
+		defer baton.Unlock()
+		err := rt.runNode(i, ni, rm)
+		if err != nil && !errors.Is(err, errStopped) {
+			pl.fail(err)
 		}
-		var held int64 // bytes of the packets from tasks that node ni takes
-		if len(g.NodeFeeders(ni)) > 0 {
-			// A join fed by the runner and a node takes both.
-			more, err := inputs(ni)
-			if err != nil {
-				return err
-			}
-			for _, p := range more {
-				held += int64(p.Bytes())
-			}
-			in = append(in, more...)
-		}
-		down := g.Nodes[ni].Down
-		for _, d := range down {
-			ps := out[d][:0]
-			for range n {
-				ps = append(ps, pl.packet())
-			}
-			out[d] = ps
-		}
-		if err := t.Process(ni, rm.round, in, out); err != nil {
+		errs[ni] = err
+	}
+	var wg sync.WaitGroup
+	for ni := 1; ni < len(g.Nodes); ni++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer pl.recovered()
+			run(ni)
+		}()
+	}
+	if len(g.Nodes) > 0 {
+		func() {
+			defer pl.recovered()
+			run(0)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, errStopped) {
 			return err
 		}
-		pl.release(in...)
-		pl.exchange.Add(-held)
-		var sent int64
-		for _, d := range down {
-			for _, p := range out[d] {
-				sent += int64(p.Bytes())
-			}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
-		pl.exchanged(sent)
-		for _, d := range down {
-			for j, p := range out[d] {
-				send(ni, d, j, p)
-			}
-		}
+	}
+	select {
+	case <-pl.done:
+		// A node's panic (pl.recovered) or another goroutine's failure.
+		return errStopped
+	default:
 	}
 	if rm.flags.snapshot {
 		if err := rt.snapshotTask(i, rm.round.ID, t, bundle); err != nil {

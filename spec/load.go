@@ -352,6 +352,9 @@ func (p *Pipeline) Validate() error {
 	if p.KeyGroups < 0 || p.KeyGroups > MaxKeyGroups {
 		add("key_groups", "%d is out of range: want 1 to %d (default %d)", p.KeyGroups, MaxKeyGroups, DefaultKeyGroups)
 	}
+	if p.ExchangeMemory != 0 && p.ExchangeMemory < MinExchangeMemory {
+		add("exchange_memory", "%s is below the least, %s", p.ExchangeMemory, MinExchangeMemory)
+	}
 	if p.Parallelism < 0 {
 		add("parallelism", "%d is negative (0 means one task per CPU)", p.Parallelism)
 	} else if kg := p.EffectiveKeyGroups(); p.Parallelism > kg {

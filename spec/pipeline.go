@@ -104,6 +104,14 @@ type Pipeline struct {
 	// YAML `key_groups`. Default 0: 128 (DefaultKeyGroups); 1 to 32768.
 	// EffectiveKeyGroups resolves the default.
 	KeyGroups int `yaml:"key_groups"`
+	// ExchangeMemory bounds the memory between the tasks of a run of
+	// several: the packets of items a node of one task has handed to the
+	// next node of the tasks, not yet taken (docs/parallelism.md, "The
+	// exchange"), in bytes, written with a unit ("64MiB"). A firing larger
+	// than it streams through it: its senders wait for their receivers.
+	// YAML `exchange_memory`. Default 0: 64MiB (DefaultExchangeMemory); at
+	// least 64KiB (MinExchangeMemory). Not used at one task.
+	ExchangeMemory Bytes `yaml:"exchange_memory" json:",omitempty"`
 
 	// Checkpoint turns on periodic checkpoints, restore on start and
 	// exactly-once sinks. YAML `checkpoint`. Optional: without it a run
@@ -956,6 +964,14 @@ const (
 	// MaxKeyGroups is the largest number of key groups: Flink's upper
 	// bound on maximum parallelism (2^15), which keeps a key group in 16 bits.
 	MaxKeyGroups = 1 << 15
+)
+
+// Exchange memory bounds (Pipeline.ExchangeMemory).
+const (
+	// DefaultExchangeMemory is exchange_memory's default, 64 MiB.
+	DefaultExchangeMemory = Bytes(64 << 20)
+	// MinExchangeMemory is the least exchange_memory, 64 KiB.
+	MinExchangeMemory = Bytes(64 << 10)
 )
 
 // EffectiveKeyGroups returns KeyGroups, or DefaultKeyGroups when it is 0.

@@ -53,3 +53,27 @@ func TestStateKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestExchangeMemory: exchange_memory takes a size with a unit, at least
+// 64KiB; absent it is 0 (the runner's default, DefaultExchangeMemory).
+func TestExchangeMemory(t *testing.T) {
+	if p := mustParse(t, pipe("")); p.ExchangeMemory != 0 {
+		t.Fatalf("default: %s", p.ExchangeMemory)
+	}
+	if p := mustParse(t, pipe("exchange_memory: 16MiB")); p.ExchangeMemory != 16<<20 {
+		t.Fatalf("16MiB: %d", p.ExchangeMemory)
+	}
+	for src, want := range map[string]string{
+		"exchange_memory: 1KiB":  "exchange_memory: 1KiB is below the least, 64KiB",
+		"exchange_memory: 65536": "a bare number has no unit",
+		"exchange_memory: 64KiB": "",
+	} {
+		_, err := Parse("x.yaml", []byte(pipe(src)))
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", src, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: got %v, want %q", src, err, want)
+		}
+	}
+}

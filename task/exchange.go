@@ -66,6 +66,9 @@ type Packet struct {
 	crs   chunks[changelog.Row]
 	vals  valChunks // the copied upstream rows' keys and values
 	arena []byte    // grows by append: offsets and earlier slices stay valid
+	// slotN is the bytes of the copied rows' slots (Row.SlotBytes of each,
+	// counted as they are copied: Bytes is O(1)).
+	slotN int
 }
 
 // Reset empties the packet for reuse.
@@ -78,6 +81,7 @@ func (p *Packet) Reset() {
 	p.crs.reset()
 	p.vals.reset()
 	p.arena = p.arena[:0]
+	p.slotN = 0
 }
 
 // Tail returns item i's order tail.
@@ -118,6 +122,7 @@ func (p *Packet) setID(it *Item, id []byte, hash uint64, payload uint32) {
 func (p *Packet) copyRow(r *row.Row) *row.Row {
 	c := p.rows.next()
 	p.slots.Copy(c, r)
+	p.slotN += c.SlotBytes()
 	return c
 }
 
@@ -278,16 +283,6 @@ func (v *valChunks) take(n int) []row.Value {
 	return s
 }
 
-// slotBytes returns the bytes of the copied rows' slots (Row.SlotBytes of
-// each): counted when asked, so that a copy costs nothing more.
-func (p *Packet) slotBytes() int {
-	n := 0
-	for i := 0; i < p.rows.n; i++ {
-		n += p.rows.c[i/chunkSize][i%chunkSize].SlotBytes()
-	}
-	return n
-}
-
 // used returns the number of values handed out since the last reset
 // (values of a wider-than-a-chunk take, never made for a stage's rows,
 // not counted).
@@ -339,11 +334,12 @@ func (c *chunks[T]) clearUsed() {
 // arena (tails, ids, raw bytes, encoded upstream rows). Strings shared
 // with the source batch or a key table count by their headers only, and
 // the capacity a reused packet keeps from earlier rounds is not counted:
-// this is the memory the packet's round needs (the exchange's figure,
-// engine.Summary.ExchangePeakBytes).
+// this is the memory the packet's items need (the exchange's figure and
+// bound: engine.Summary.ExchangePeakBytes, the pipeline's exchange_memory).
+// O(1): a sender asks after every few items.
 func (p *Packet) Bytes() int {
 	return p.items.n*int(unsafe.Sizeof(Item{})) +
-		p.rows.n*int(unsafe.Sizeof(row.Row{})) + p.slotBytes() +
+		p.rows.n*int(unsafe.Sizeof(row.Row{})) + p.slotN +
 		p.metas.n*int(unsafe.Sizeof(record.Meta{})) +
 		p.crs.n*int(unsafe.Sizeof(changelog.Row{})) + p.vals.used()*int(unsafe.Sizeof(row.Value{})) +
 		len(p.arena)
@@ -362,6 +358,47 @@ func orderLess(pa *Packet, a *Item, pb *Packet, b *Item) bool {
 		return a.Step < b.Step
 	}
 	return bytes.Compare(pa.Tail(a), pb.Tail(b)) < 0
+}
+
+// Bound is a position in a round's order, (step, tail): a sender's
+// promise that every item it still sends in the round is at or after it
+// (Inputs.Next), or the least position a node may still take (Inputs.Wait).
+// The zero Bound (Valid false) is before every item: nothing promised.
+type Bound struct {
+	Step  uint64
+	Tail  []byte
+	Valid bool
+}
+
+// Set makes b the position (step, tail), copying tail into b's own bytes.
+func (b *Bound) Set(step uint64, tail []byte) {
+	b.Step, b.Tail, b.Valid = step, append(b.Tail[:0], tail...), true
+}
+
+// SetItem makes b the position of item it of packet p.
+func (b *Bound) SetItem(p *Packet, it *Item) { b.Set(it.Step, p.Tail(it)) }
+
+// Less reports whether b comes before c (an invalid Bound before every
+// valid one).
+func (b *Bound) Less(c *Bound) bool {
+	if !b.Valid || !c.Valid {
+		return !b.Valid && c.Valid
+	}
+	return b.Step < c.Step || b.Step == c.Step && bytes.Compare(b.Tail, c.Tail) < 0
+}
+
+// itemBefore reports whether item it of packet p comes before bound b,
+// which is stream k's while it is stream a's: by (step, tail), and at the
+// same position the lower stream first (Process's order of senders).
+func itemBefore(p *Packet, it *Item, a int, b *Bound, k int) bool {
+	if !b.Valid {
+		return false
+	}
+	if it.Step != b.Step {
+		return it.Step < b.Step
+	}
+	c := bytes.Compare(p.Tail(it), b.Tail)
+	return c < 0 || c == 0 && a < k
 }
 
 // Tail encodings (package doc). A source record's item has an empty tail;

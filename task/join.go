@@ -133,6 +133,11 @@ func (jn *joinNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, now
 		for _, d := range down {
 			nr.snd.FromJoin(d, step, jn.tail, now, &rows[i], desc)
 		}
+		if i%256 == 255 {
+			// A firing's rows go on in chunks (Task.SetCheck); an error
+			// stops the node at its next check, which returns it.
+			_ = nr.snd.checked()
+		}
 	}
 }
 

@@ -66,6 +66,18 @@ type Sender struct {
 	// another task than self owns (a group run: SetRemote).
 	remote func(owner, node int, p *Packet, it *Item)
 	self   int
+
+	// check, when set, is the runner's check of the packets in Out
+	// (Task.SetCheck).
+	check func() error
+}
+
+// checked runs the runner's check, if any.
+func (s *Sender) checked() error {
+	if s.check == nil {
+		return nil
+	}
+	return s.check()
 }
 
 // SetDirect puts the sender in push mode: every item goes to f at once

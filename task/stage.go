@@ -170,6 +170,11 @@ func (sn *stageNode) marker(nr *nodeRT, m *Marker) error {
 		more := sn.op.AdvanceWatermarkLimit(m.WM, m.Now, chunk)
 		for more {
 			sn.drain(nr, m.Step, nil, true, m.Now)
+			// The chunk's rows may go on to the next stage's tasks now
+			// (Task.SetCheck).
+			if err := nr.snd.checked(); err != nil {
+				return err
+			}
 			more = sn.op.ContinueAdvance(chunk)
 		}
 		if err := sn.op.StoreErr(); err != nil {

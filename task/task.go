@@ -61,8 +61,9 @@ type nodeRT struct {
 	order *orderNode
 	stage *stageNode
 	join  *joinNode
-	pos   []int     // merge scratch
-	cr    crScratch // the upstream row of the item being taken (Packet.putCR)
+	pos   []int      // merge scratch
+	ins   []inStream // Stream's scratch
+	cr    crScratch  // the upstream row of the item being taken (Packet.putCR)
 	// in holds each input's watermark as the markers told it (a join
 	// node's in every graph; every node's when the graph's watermarks
 	// are not simply the source's, Graph.MultiWM), and wm the node's own
@@ -203,6 +204,164 @@ func (t *Task) Process(n int, r *Round, in []*Packet, out [][]*Packet) (err erro
 		it := p.At(pos[best])
 		pos[best]++
 		if err := nr.item(p, it); err != nil {
+			return err
+		}
+	}
+}
+
+// Inputs are a node's inputs of one round as they arrive (Task.Stream):
+// numbered as Process's packets — the runner's first for an entry node,
+// then one stream per (feeding node, task) in Graph.NodeFeeders order —
+// each a sequence of packets in (step, tail) order, ended once its
+// sender has finished the round. The runner implements it; Wait blocks.
+type Inputs interface {
+	// Next returns stream k's next packet, or nil when none has arrived:
+	// then ended reports whether the stream has ended, and when it has not,
+	// b is set to the least position its sender may still send at (its
+	// Bound; invalid when it has promised nothing yet).
+	Next(k int, b *Bound) (p *Packet, ended bool)
+	// Done hands back a packet of stream k whose items the node has all
+	// taken: nothing of the node refers to its memory any more.
+	Done(k int, p *Packet)
+	// Wait is called when the node can take nothing until a stream moves;
+	// from is the least position the node may still take (every item it
+	// sends after this is at or after it). It returns once a stream may
+	// have moved, or with an error that stops the node.
+	Wait(from *Bound) error
+}
+
+// inStream is Stream's state of one input stream.
+type inStream struct {
+	p     *Packet
+	pos   int
+	ended bool
+	b     Bound
+}
+
+// checkEvery is how many items a streamed node takes between two calls
+// of its check function (SetCheck).
+const checkEvery = 64
+
+// SetCheck makes node n call f while it runs (Process, Stream): after
+// every checkEvery items, after each marker and after each chunk of a
+// firing (Graph.FireChunk rows; a join's every 256 rows). The runner hands
+// on the packets the node filled once they hold enough, and may wait
+// there for the receivers to take them: this is what bounds the memory
+// between tasks. An error from f stops the node (Process and Stream
+// return it).
+func (t *Task) SetCheck(n int, f func() error) { t.nodes[n].snd.check = f }
+
+// Stream runs node n over round r like Process, taking its inputs from
+// in as they arrive instead of whole (streams of them, numbered as
+// Process's packets): an item is taken once every other stream has an
+// item after it or has promised to send none before it (its Bound), or
+// has ended; a marker acts once every stream is past its step. So the
+// node takes its items and markers in exactly Process's order, and the
+// packets it reads can be handed back, and its output handed on, while
+// a firing of the feeding nodes goes on. Errors: as Process's, and
+// in.Wait's or the check function's.
+func (t *Task) Stream(n int, r *Round, in Inputs, streams int, out [][]*Packet) error {
+	nr := t.nodes[n]
+	nr.snd.Out = out
+	if cap(nr.ins) < streams {
+		nr.ins = make([]inStream, streams)
+	}
+	ss := nr.ins[:streams]
+	for k := range ss {
+		ss[k].p, ss[k].pos, ss[k].ended, ss[k].b.Valid = nil, 0, false, false
+	}
+	mk := r.Markers
+	mi := 0
+	taken := 0
+	var from Bound
+	for {
+		// The least head (ties: the lower stream, as Process), and the
+		// least promise of a stream without a head.
+		best, lb, open := -1, -1, 0
+		for k := range ss {
+			s := &ss[k]
+			for !s.ended && (s.p == nil || s.pos == s.p.Len()) {
+				if s.p != nil {
+					in.Done(k, s.p)
+					s.p = nil
+				}
+				p, ended := in.Next(k, &s.b)
+				if p == nil {
+					s.ended = ended
+					break
+				}
+				s.p, s.pos = p, 0
+			}
+			if s.ended {
+				continue
+			}
+			open++
+			if s.p == nil {
+				if lb < 0 || s.b.Less(&ss[lb].b) {
+					lb = k
+				}
+				continue
+			}
+			if best < 0 || orderLess(s.p, s.p.At(s.pos), ss[best].p, ss[best].p.At(ss[best].pos)) {
+				best = k
+			}
+		}
+		// The least head is taken when it comes before every promise.
+		take := best >= 0 && (lb < 0 || itemBefore(ss[best].p, ss[best].p.At(ss[best].pos), best, &ss[lb].b, lb))
+		// A marker acts after every item of its step: once no stream can
+		// still send one.
+		if mi < len(mk) {
+			act := true
+			if open > 0 {
+				next := ^uint64(0)
+				if best >= 0 {
+					next = ss[best].p.At(ss[best].pos).Step
+				}
+				if lb >= 0 {
+					act = ss[lb].b.Valid
+					next = min(next, ss[lb].b.Step)
+				}
+				act = act && mk[mi].Step < next
+			}
+			if act {
+				if err := nr.marker(&mk[mi]); err != nil {
+					return err
+				}
+				mi++
+				if err := nr.snd.checked(); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if take {
+			s := &ss[best]
+			it := s.p.At(s.pos)
+			s.pos++
+			if err := nr.item(s.p, it); err != nil {
+				return err
+			}
+			if taken++; taken%checkEvery == 0 {
+				if err := nr.snd.checked(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if open == 0 {
+			return nil
+		}
+		// Nothing to take until a stream moves: the least position still
+		// to come is the least head or promise.
+		from.Valid = false
+		if best >= 0 {
+			from.SetItem(ss[best].p, ss[best].p.At(ss[best].pos))
+		}
+		if lb >= 0 && (best < 0 || ss[lb].b.Less(&from)) {
+			from.Set(ss[lb].b.Step, ss[lb].b.Tail)
+			from.Valid = ss[lb].b.Valid
+		}
+		if err := in.Wait(&from); err != nil {
 			return err
 		}
 	}
