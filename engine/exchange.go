@@ -54,6 +54,7 @@ type txNode struct {
 	round uint64
 	last  task.Bound
 	pub   task.Bound
+	tmp   task.Bound // flush's scratch
 }
 
 // rxNode is the receiving side of one node of one task.
@@ -195,9 +196,14 @@ func (x *xchg) flush(t *txNode, from *task.Bound, end bool) {
 	for _, d := range t.down {
 		for _, p := range t.out[d] {
 			if n := p.Len(); n > 0 {
+				// A node's items come in order: a packet's last is its
+				// greatest, and the greatest of the packets' lasts is the
+				// greatest item handed on.
 				it := p.At(n - 1)
-				// A node's items come in order: the last is the greatest.
-				t.last.SetItem(p, it)
+				t.tmp.SetItem(p, it)
+				if t.last.Less(&t.tmp) {
+					t.last.Set(t.tmp.Step, t.tmp.Tail)
+				}
 				sent += int64(p.Bytes())
 			}
 		}
@@ -206,11 +212,11 @@ func (x *xchg) flush(t *txNode, from *task.Bound, end bool) {
 	if from != nil && t.last.Less(from) {
 		promise = from
 	}
-	if !end && sent == 0 && (!promise.Valid || !t.pub.Less(promise) && t.pub.Valid) {
+	if !end && sent == 0 && !t.pub.Less(promise) {
 		return // nothing new to hand on or promise
 	}
-	if promise.Valid {
-		t.pub.Set(promise.Step, promise.Tail)
+	if t.pub.Less(promise) {
+		t.pub.Set(promise.Step, promise.Tail) // promises only move forward
 	}
 	// Counted before a receiver can hand a packet back.
 	t.inflight.Add(sent)
@@ -220,11 +226,19 @@ func (x *xchg) flush(t *txNode, from *task.Bound, end bool) {
 		for j, p := range t.out[d] {
 			r := x.rx[j][d]
 			var sp sentPkt
-			if p.Len() > 0 {
+			switch {
+			case p.Len() > 0:
 				sp = sentPkt{p: p, bytes: int64(p.Bytes())}
 				if !end {
 					t.out[d][j] = x.pl.packet()
 				}
+			case end:
+				// Before any receiver can hand a sent packet back (and
+				// Reset it, which would make it look unsent).
+				x.pl.release(p)
+			}
+			if end {
+				t.out[d][j] = nil
 			}
 			r.mu.Lock()
 			rr := r.round(t.round)
@@ -239,16 +253,6 @@ func (x *xchg) flush(t *txNode, from *task.Bound, end bool) {
 			}
 			r.mu.Unlock()
 			notify(r.wake)
-		}
-	}
-	if end {
-		for _, d := range t.down {
-			for j, p := range t.out[d] {
-				if p.Len() == 0 {
-					x.pl.release(p)
-				}
-				t.out[d][j] = nil
-			}
 		}
 	}
 }
