@@ -109,7 +109,7 @@ type Pipeline struct {
 	// next node of the tasks, not yet taken (docs/parallelism.md, "The
 	// exchange"), in bytes, written with a unit ("64MiB"). A firing larger
 	// than it streams through it: its senders wait for their receivers.
-	// YAML `exchange_memory`. Default 0: 64MiB (DefaultExchangeMemory); at
+	// YAML `exchange_memory`. Default 0: 16MiB (DefaultExchangeMemory); at
 	// least 64KiB (MinExchangeMemory). Not used at one task.
 	ExchangeMemory Bytes `yaml:"exchange_memory" json:",omitempty"`
 
@@ -968,8 +968,8 @@ const (
 
 // Exchange memory bounds (Pipeline.ExchangeMemory).
 const (
-	// DefaultExchangeMemory is exchange_memory's default, 64 MiB.
-	DefaultExchangeMemory = Bytes(64 << 20)
+	// DefaultExchangeMemory is exchange_memory's default, 16 MiB.
+	DefaultExchangeMemory = Bytes(16 << 20)
 	// MinExchangeMemory is the least exchange_memory, 64 KiB.
 	MinExchangeMemory = Bytes(64 << 10)
 )

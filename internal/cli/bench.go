@@ -100,8 +100,8 @@ Per run and as the median over the runs:
                     run, summed over stages; a bounded run closes every
                     window, so what remains is mostly the key tables
   exchange          the most bytes the packets between tasks held at once
-                    during the run (their items and copies: a firing's rows
-                    read by another stage are all in them); "-" at one task,
+                    during the run (their items and copies; at most about
+                    the pipeline's exchange_memory); "-" at one task,
                     which sends no packets
   allocs/event      heap allocations (runtime.MemStats.Mallocs) per event
   rows              rows written to the result sinks

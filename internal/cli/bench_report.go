@@ -180,7 +180,7 @@ func writeBenchText(w io.Writer, rep *benchReport) {
 	}
 	fmt.Fprintln(w, "state (end): the engine's estimate after the run, when every window has closed.")
 	fmt.Fprintln(w, "live heap: the largest live heap at a GC during the run, the whole process included.")
-	fmt.Fprintln(w, "exchange: the most bytes the packets between tasks held at once (a firing's rows read by another stage are all in them).")
+	fmt.Fprintln(w, "exchange: the most bytes the packets between tasks held at once (bounded by exchange_memory: a firing streams through it).")
 	fmt.Fprintln(w, "file RSS: resident pages mapped from files (the executable; 2 MiB pages where the kernel maps them so); peak RSS − file RSS is the run's own memory.")
 	if !rep.PeakRSSReset {
 		fmt.Fprintln(w, "peak RSS: could not be reset between runs; each value is the process's peak so far.")
