@@ -15,7 +15,6 @@ import (
 
 	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/internal/partest"
-	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/task"
 )
@@ -71,15 +70,7 @@ func TestExchangePeakBytes(t *testing.T) {
 		limit int64 // Options.ExchangeMemory, 0: the default
 	}{{1, bound}, {2, bound}, {3, bound}, {2, 0}} {
 		out := filepath.Join(dir, fmt.Sprint(c.par, "-", c.limit))
-		p := pipeline(out)
-		p.Defaults()
-		if err := p.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		pl, err := plan.Compile(p, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pl := compiled(t, pipeline(out))
 		sum, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: c.par, BatchSize: 100,
 			FireChunk: chunk, ExchangeMemory: c.limit})
 		if err != nil {

@@ -256,35 +256,13 @@ func (o *Operator) loadSliceGroup(s *slice, sw *spillSlice, g int) error {
 	}
 	sp.reads += int64(len(parts))
 	for i := 0; i < len(parts); {
-		j := i + 1
-		for j < len(parts) && parts[j].enc == parts[i].enc {
-			j++
-		}
-		// The earliest piece accumulates the later ones, then the
-		// memory's (the newest).
 		first := parts[i]
-		acc, rows := int32(-1), int64(0)
-		for _, pt := range parts[i:j] {
-			rows += pt.rows
-			switch {
-			case pt.slot < 0:
-			case acc < 0:
-				acc = pt.slot
-			default:
-				o.slots.merge(acc, pt.slot) // merges of partials never fail (aggregate.Checker)
-				o.slots.release(pt.slot)
-			}
-		}
+		j, acc, rows := o.mergePieces(parts, i)
 		i = j
 		if x, ok := s.idx.getString(o.keys, first.enc); ok {
 			e := s.ents.at(int(x))
 			if e.slot >= 0 {
-				if acc < 0 {
-					acc = e.slot
-				} else {
-					o.slots.merge(acc, e.slot)
-					o.slots.release(e.slot)
-				}
+				acc = o.mergeSlot(acc, e.slot)
 			} else if acc >= 0 {
 				s.live++
 			}

@@ -348,35 +348,13 @@ func (o *Operator) unspill(p *pane, sw *spillWin, g int) error {
 		return int(int64(a.gen) - int64(b.gen))
 	})
 	for i := 0; i < len(parts); {
-		j := i + 1
-		for j < len(parts) && parts[j].enc == parts[i].enc {
-			j++
-		}
-		// The earliest partial accumulates the later ones, then the
-		// memory's (the newest).
 		first := parts[i]
-		acc, rows := int32(-1), int64(0)
-		for _, pt := range parts[i:j] {
-			rows += pt.rows
-			switch {
-			case pt.slot < 0:
-			case acc < 0:
-				acc = pt.slot
-			default:
-				o.slots.merge(acc, pt.slot) // merges of partials never fail (aggregate.Checker)
-				o.slots.release(pt.slot)
-			}
-		}
+		j, acc, rows := o.mergePieces(parts, i)
 		i = j
 		if k, ok := p.idx[first.enc]; ok {
 			e := &p.ents[k]
 			if e.slot >= 0 {
-				if acc < 0 {
-					acc = e.slot
-				} else {
-					o.slots.merge(acc, e.slot)
-					o.slots.release(e.slot)
-				}
+				acc = o.mergeSlot(acc, e.slot)
 			} else if acc >= 0 {
 				p.live++
 			}
@@ -578,4 +556,42 @@ func (o *Operator) processSpilled(r *row.Row, ts int64, weight int) (Outcome, er
 		}
 	}
 	return out, nil
+}
+
+// mergePieces merges the run of stored pieces of one key that starts at
+// parts[i] (parts sorted by key, then by write order): the earliest
+// piece's slot accumulates the later ones' (merges of partials never
+// fail: aggregate.Checker). It returns the end of the run, the merged
+// slot (-1 when every piece of the run is a tombstone) and the run's
+// rows.
+func (o *Operator) mergePieces(parts []spillPart, i int) (end int, acc int32, rows int64) {
+	end = i + 1
+	for end < len(parts) && parts[end].enc == parts[i].enc {
+		end++
+	}
+	acc = -1
+	for _, pt := range parts[i:end] {
+		rows += pt.rows
+		switch {
+		case pt.slot < 0:
+		case acc < 0:
+			acc = pt.slot
+		default:
+			o.slots.merge(acc, pt.slot)
+			o.slots.release(pt.slot)
+		}
+	}
+	return end, acc, rows
+}
+
+// mergeSlot folds slot — memory's partial of a key, newer than every
+// stored piece — into acc (the merged pieces, -1 for none) and returns
+// the slot that holds the total.
+func (o *Operator) mergeSlot(acc, slot int32) int32 {
+	if acc < 0 {
+		return slot
+	}
+	o.slots.merge(acc, slot)
+	o.slots.release(slot)
+	return acc
 }
