@@ -92,10 +92,17 @@ func (d *decoders) stop() {
 }
 
 // next returns the next claimed batch, decoded, claiming more first
-// while fewer than depth are ahead. It returns nil when ctx was
-// cancelled before a batch could be claimed (the router's graceful
-// stop), and errStopped when the pipeline failed.
+// while fewer than depth are ahead. It returns nil once ctx is
+// cancelled (the router's graceful stop: the batches claimed ahead are
+// dropped), and errStopped when the pipeline failed.
 func (d *decoders) next(ctx context.Context, pl *pipeline, max int) (*claim, error) {
+	if ctx.Err() != nil {
+		// The graceful stop: the batches claimed ahead are not routed, so
+		// the run stops after the records it was asked to, as one reading
+		// with Next does; the checkpoint's position is after the last batch
+		// routed, and a restart reads the rest again.
+		return nil, nil
+	}
 	for !d.ended && len(d.queue) < d.depth && ctx.Err() == nil {
 		var b *source.Batch
 		if len(d.queue) == 0 {

@@ -22,7 +22,8 @@ import (
 var errRegistryEOF = fmt.Errorf(`kafka source: topic orders partition 0 offset 7: schema id 1: schema registry at http://127.0.0.1:1: Get "http://127.0.0.1:1/schemas/ids/1": %w`, io.EOF)
 
 // failingSource delivers its file source's batches, then, at its
-// failAt-th call to Next, fails with err (0: never).
+// failAt-th read — a call to Next, or to Claim when the run splits the
+// file's reads (two tasks or more) — fails with err (0: never).
 type failingSource struct {
 	*file.Source
 	calls, failAt int
@@ -35,6 +36,14 @@ func (f *failingSource) Next(ctx context.Context, b *source.Batch, max int) (sou
 		return source.More, f.err
 	}
 	return f.Source.Next(ctx, b, max)
+}
+
+func (f *failingSource) Claim(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
+	f.calls++
+	if f.calls == f.failAt {
+		return source.More, f.err
+	}
+	return f.Source.Claim(ctx, b, max)
 }
 
 // runWithSource compiles p and runs it with its source replaced by the
