@@ -250,11 +250,10 @@ func (o *Operator) loadSliceGroup(s *slice, sw *spillSlice, g int) error {
 		hi = append(state.KeyPrefix(hi[:0], g, sp.node), sliceEntry+1)
 	}
 	sp.kbuf, sp.hbuf = lo, hi
-	parts, err := o.scanPieces(lo, hi, g)
+	parts, err := o.scanPieces(lo, hi, g, checkSliceRows)
 	if err != nil {
 		return err
 	}
-	sp.reads += int64(len(parts))
 	for i := 0; i < len(parts); {
 		first := parts[i]
 		j, acc, rows := o.mergePieces(parts, i)
@@ -299,71 +298,13 @@ func (o *Operator) loadSliceGroup(s *slice, sw *spillSlice, g int) error {
 	return nil
 }
 
-// scanPieces reads the pieces in [lo, hi) of key group g (slot allocated
-// for each live one), sorted by key and generation.
-func (o *Operator) scanPieces(lo, hi []byte, g int) ([]spillPart, error) {
-	sp := o.spill
-	sp.parts = sp.parts[:0]
-	var bad error
-	sp.scans++
-	err := sp.store.Scan(lo, hi, func(key, value []byte) bool {
-		if len(key) < len(lo)+4 {
-			bad = fmt.Errorf("key group %d: a partial's key of %d bytes", g, len(key))
-			return false
-		}
-		enc := string(key[len(lo) : len(key)-4])
-		d := state.NewDecoder(value)
-		pt := spillPart{enc: enc, gen: binary.BigEndian.Uint32(key[len(key)-4:]), slot: -1}
-		pt.arr, pt.birth, pt.rows = d.Uint(), d.Uint(), d.Int()
-		live := d.Bool()
-		if live && d.Err() == nil {
-			pt.slot = o.slots.alloc()
-			for _, c := range o.cfg.Aggs {
-				c.RestoreSlot(d, pt.slot)
-			}
-		}
-		sp.parts = append(sp.parts, pt)
-		if err := d.Err(); err != nil {
-			bad = fmt.Errorf("key group %d: a partial: %w", g, err)
-			return false
-		}
-		if d.Remaining() != 0 {
-			bad = fmt.Errorf("key group %d: %d bytes after a partial", g, d.Remaining())
-			return false
-		}
-		if (pt.slot >= 0) != (pt.rows > 0) && !(pt.slot < 0 && pt.rows == 0) {
-			bad = fmt.Errorf("key group %d: a partial with %d rows and live %v", g, pt.rows, live)
-			return false
-		}
-		if err := checkKey(enc, o.cfg.Key); err != nil || keygroup.OfKey([]byte(enc), o.cfg.KeyGroups) != g {
-			bad = fmt.Errorf("key group %d: a partial of a key not in the key group", g)
-			return false
-		}
-		return true
-	})
-	if err == nil {
-		err = bad
+// checkSliceRows is scanPieces' check of a slice's piece: a live one
+// (slot allocated) has rows, a retracted one (no slot) none.
+func checkSliceRows(pt spillPart, live bool) error {
+	if (pt.slot >= 0) != (pt.rows > 0) && !(pt.slot < 0 && pt.rows == 0) {
+		return fmt.Errorf("a partial with %d rows and live %v", pt.rows, live)
 	}
-	if err != nil {
-		for _, pt := range sp.parts {
-			if pt.slot >= 0 {
-				o.slots.release(pt.slot)
-			}
-		}
-		sp.parts = sp.parts[:0]
-		return nil, err
-	}
-	parts := sp.parts
-	slices.SortFunc(parts, func(a, b spillPart) int {
-		if a.enc != b.enc {
-			if a.enc < b.enc {
-				return -1
-			}
-			return 1
-		}
-		return int(int64(a.gen) - int64(b.gen))
-	})
-	return parts, nil
+	return nil
 }
 
 // sortSlice puts s's entries in arrival order (sliceStore.before) and

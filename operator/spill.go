@@ -290,63 +290,10 @@ func (o *Operator) unspill(p *pane, sw *spillWin, g int) error {
 		hi = append(state.KeyPrefix(hi[:0], g, sp.node), spillEntry+1)
 	}
 	sp.kbuf, sp.hbuf = lo, hi
-	sp.parts = sp.parts[:0]
-	var bad error
-	sp.scans++
-	err := sp.store.Scan(lo, hi, func(key, value []byte) bool {
-		if len(key) < len(lo)+4 {
-			bad = fmt.Errorf("a partial's key of %d bytes", len(key))
-			return false
-		}
-		enc := string(key[len(lo) : len(key)-4])
-		d := state.NewDecoder(value)
-		pt := spillPart{enc: enc, gen: binary.BigEndian.Uint32(key[len(key)-4:]), slot: -1}
-		pt.arr, pt.birth, pt.rows = d.Uint(), d.Uint(), d.Int()
-		live := d.Bool()
-		if live && d.Err() == nil {
-			pt.slot = o.slots.alloc()
-			for _, c := range o.cfg.Aggs {
-				c.RestoreSlot(d, pt.slot)
-			}
-		}
-		sp.parts = append(sp.parts, pt)
-		if err := d.Err(); err != nil {
-			bad = fmt.Errorf("key group %d: a partial: %w", g, err)
-			return false
-		}
-		if d.Remaining() != 0 {
-			bad = fmt.Errorf("key group %d: %d bytes after a partial", g, d.Remaining())
-			return false
-		}
-		if err := checkKey(enc, o.cfg.Key); err != nil || keygroup.OfKey([]byte(enc), o.cfg.KeyGroups) != g {
-			bad = fmt.Errorf("key group %d: a partial of a key not in the key group", g)
-			return false
-		}
-		return true
-	})
-	if err == nil {
-		err = bad
-	}
+	parts, err := o.scanPieces(lo, hi, g, nil)
 	if err != nil {
-		for _, pt := range sp.parts {
-			if pt.slot >= 0 {
-				o.slots.release(pt.slot)
-			}
-		}
-		sp.parts = sp.parts[:0]
 		return err
 	}
-	sp.reads += int64(len(sp.parts))
-	parts := sp.parts
-	slices.SortFunc(parts, func(a, b spillPart) int {
-		if a.enc != b.enc {
-			if a.enc < b.enc {
-				return -1
-			}
-			return 1
-		}
-		return int(int64(a.gen) - int64(b.gen))
-	})
 	for i := 0; i < len(parts); {
 		first := parts[i]
 		j, acc, rows := o.mergePieces(parts, i)
@@ -388,6 +335,79 @@ func (o *Operator) unspill(p *pane, sw *spillWin, g int) error {
 	o.markChanged(g)
 	o.sortPane(p)
 	return nil
+}
+
+// scanPieces reads the pieces (stored partials) in [lo, hi) of key group
+// g — a slot allocated for each live one — sorted by key and generation,
+// and counts them in sp.reads. check, if not nil, is run on each piece
+// decoded (live: its value says it holds a slot); its error ends the
+// scan. On an error no slot stays allocated.
+func (o *Operator) scanPieces(lo, hi []byte, g int, check func(pt spillPart, live bool) error) ([]spillPart, error) {
+	sp := o.spill
+	sp.parts = sp.parts[:0]
+	var bad error
+	sp.scans++
+	err := sp.store.Scan(lo, hi, func(key, value []byte) bool {
+		if len(key) < len(lo)+4 {
+			bad = fmt.Errorf("key group %d: a partial's key of %d bytes", g, len(key))
+			return false
+		}
+		enc := string(key[len(lo) : len(key)-4])
+		d := state.NewDecoder(value)
+		pt := spillPart{enc: enc, gen: binary.BigEndian.Uint32(key[len(key)-4:]), slot: -1}
+		pt.arr, pt.birth, pt.rows = d.Uint(), d.Uint(), d.Int()
+		live := d.Bool()
+		if live && d.Err() == nil {
+			pt.slot = o.slots.alloc()
+			for _, c := range o.cfg.Aggs {
+				c.RestoreSlot(d, pt.slot)
+			}
+		}
+		sp.parts = append(sp.parts, pt)
+		if err := d.Err(); err != nil {
+			bad = fmt.Errorf("key group %d: a partial: %w", g, err)
+			return false
+		}
+		if d.Remaining() != 0 {
+			bad = fmt.Errorf("key group %d: %d bytes after a partial", g, d.Remaining())
+			return false
+		}
+		if check != nil {
+			if err := check(pt, live); err != nil {
+				bad = fmt.Errorf("key group %d: %w", g, err)
+				return false
+			}
+		}
+		if err := checkKey(enc, o.cfg.Key); err != nil || keygroup.OfKey([]byte(enc), o.cfg.KeyGroups) != g {
+			bad = fmt.Errorf("key group %d: a partial of a key not in the key group", g)
+			return false
+		}
+		return true
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		for _, pt := range sp.parts {
+			if pt.slot >= 0 {
+				o.slots.release(pt.slot)
+			}
+		}
+		sp.parts = sp.parts[:0]
+		return nil, err
+	}
+	sp.reads += int64(len(sp.parts))
+	parts := sp.parts
+	slices.SortFunc(parts, func(a, b spillPart) int {
+		if a.enc != b.enc {
+			if a.enc < b.enc {
+				return -1
+			}
+			return 1
+		}
+		return int(int64(a.gen) - int64(b.gen))
+	})
+	return parts, nil
 }
 
 // sortPane puts p's entries in arrival order (p.seqs) — those from before
