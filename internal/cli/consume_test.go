@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,11 +102,24 @@ func TestConsumeWaitsForOpenTransactions(t *testing.T) {
 	if err := later.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
+	// "open" commits once consume has said it waits (not after a fixed
+	// sleep, which a loaded machine could outrun); should it never say
+	// so within the deadline, "open" commits anyway and the assertions
+	// below fail on what consume printed.
+	errw := &watchWriter{want: "waiting for open transactions", seen: make(chan struct{})}
+	committed := make(chan struct{})
 	go func() {
-		time.Sleep(1500 * time.Millisecond)
+		defer close(committed)
+		select {
+		case <-errw.seen:
+		case <-time.After(30 * time.Second):
+		}
 		_ = open.EndTransaction(ctx, kgo.TryCommit)
 	}()
-	code, out, errOut := run(t, "consume", "--brokers", addr, "--topic", "rows", "--final", "--idle", "300ms")
+	var outb bytes.Buffer
+	code := Main([]string{"consume", "--brokers", addr, "--topic", "rows", "--final", "--idle", "300ms"}, strings.NewReader(""), &outb, errw)
+	<-committed
+	out, errOut := outb.String(), errw.String()
 	if want := "{\"k\":\"a\",\"version\":1}\n{\"k\":\"b\",\"version\":1}\n"; code != 0 || out != want {
 		t.Fatalf("consume --final: exit %d, stdout %q (want %q), stderr %s", code, out, want, errOut)
 	}
@@ -158,4 +173,31 @@ func TestConsumeAvro(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "schema registry at "+dead.URL) {
 		t.Fatalf("consume with a registry that is down: exit %d, %q", code, stderr)
 	}
+}
+
+// watchWriter is a goroutine-safe buffer that closes seen the first time
+// what was written to it contains want.
+type watchWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+	done bool
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if !w.done && strings.Contains(w.buf.String(), w.want) {
+		w.done = true
+		close(w.seen)
+	}
+	return n, err
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
