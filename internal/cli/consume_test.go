@@ -175,29 +175,19 @@ func TestConsumeAvro(t *testing.T) {
 	}
 }
 
-// watchWriter is a goroutine-safe buffer that closes seen the first time
-// what was written to it contains want.
+// watchWriter is a syncBuffer that closes seen the first time what was
+// written to it contains want.
 type watchWriter struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
+	syncBuffer
 	want string
 	seen chan struct{}
-	done bool
+	once sync.Once
 }
 
 func (w *watchWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n, err := w.buf.Write(p)
-	if !w.done && strings.Contains(w.buf.String(), w.want) {
-		w.done = true
-		close(w.seen)
+	n, err := w.syncBuffer.Write(p)
+	if strings.Contains(w.syncBuffer.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
 	}
 	return n, err
-}
-
-func (w *watchWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }
