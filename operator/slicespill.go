@@ -301,7 +301,7 @@ func (o *Operator) loadSliceGroup(s *slice, sw *spillSlice, g int) error {
 // checkSliceRows is scanPieces' check of a slice's piece: a live one
 // (slot allocated) has rows, a retracted one (no slot) none.
 func checkSliceRows(pt spillPart, live bool) error {
-	if (pt.slot >= 0) != (pt.rows > 0) && !(pt.slot < 0 && pt.rows == 0) {
+	if (pt.slot >= 0) != (pt.rows > 0) {
 		return fmt.Errorf("a partial with %d rows and live %v", pt.rows, live)
 	}
 	return nil
