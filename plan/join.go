@@ -615,7 +615,7 @@ func (pl *Plan) stageSide(sd spec.JoinSide, self string) (JoinSide, error) {
 // joinSchema is the row layout of a stage reading a join's rows: the
 // row's event time (event_time), then the join's output columns.
 func joinSchema(d *changelog.Desc) *row.Schema {
-	s := row.NewSchema()
+	s := row.NewSchemaSize(1 + len(d.Values))
 	s.Add("event_time", row.KindTime)
 	for _, c := range d.Values {
 		s.Add(c.Name, c.Kind)

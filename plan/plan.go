@@ -560,7 +560,7 @@ func (pl *Plan) compileSourceSteps(dedupKey *expr.Parsed) error {
 // changelogSchema is the row layout of a stage reading an upstream stage's
 // changelog.
 func changelogSchema(d *changelog.Desc) *row.Schema {
-	s := row.NewSchema()
+	s := row.NewSchemaSize(4 + len(d.Key) + len(d.Values))
 	s.Add("window_start", row.KindTime)
 	s.Add("window_end", row.KindTime)
 	for _, c := range d.Key {
@@ -677,7 +677,7 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 	}
 
 	// The stage schema starts as a copy of the input layout.
-	schema := row.NewSchema()
+	schema := row.NewSchemaSize(len(inSchema.Fields) + len(st.Fields) + len(st.Aggregates))
 	for _, f := range inSchema.Fields {
 		schema.Add(f.Name, f.Kind)
 	}

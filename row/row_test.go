@@ -770,3 +770,29 @@ func TestAppendValues(t *testing.T) {
 		}
 	}
 }
+
+// TestNewSchemaSize: a schema made with room for n fields lays out the
+// same slots as NewSchema's, refuses the same names, and grows past n.
+func TestNewSchemaSize(t *testing.T) {
+	kinds := []Kind{KindInt, KindString, KindDecimal, KindTime, KindBool, KindString}
+	for _, n := range []int{-1, 0, 2, 6, 10} {
+		a, b := NewSchema(), NewSchemaSize(n)
+		for i, k := range kinds {
+			name := string(rune('a' + i))
+			fa, errA := a.Add(name, k)
+			fb, errB := b.Add(name, k)
+			if fa != fb || (errA == nil) != (errB == nil) {
+				t.Fatalf("n=%d: field %s: %+v, %v; want %+v, %v", n, name, fb, errB, fa, errA)
+			}
+		}
+		if _, err := b.Add("c", KindInt); err == nil {
+			t.Fatalf("n=%d: a name added twice was accepted", n)
+		}
+		if b.Len() != 6 || b.nI != 3 || b.nD != 1 || b.nS != 2 {
+			t.Fatalf("n=%d: %d fields, slots %d/%d/%d; want 6 fields, slots 3/1/2", n, b.Len(), b.nI, b.nD, b.nS)
+		}
+		if f, ok := b.Lookup("f"); !ok || f.Index != 5 || f.Slot != 1 {
+			t.Fatalf("n=%d: Lookup(f) = %+v, %v; want index 5, slot 1", n, f, ok)
+		}
+	}
+}

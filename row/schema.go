@@ -35,6 +35,16 @@ type Schema struct {
 // NewSchema returns an empty schema.
 func NewSchema() *Schema { return &Schema{byName: map[string]int{}} }
 
+// NewSchemaSize returns an empty schema with room for n fields: the
+// fields' slice and the name index are allocated once for n fields
+// instead of growing as Add adds them (a plan knows how many fields a
+// stage's layout has). n below 0 is taken as 0; a schema grows past n
+// as NewSchema's does.
+func NewSchemaSize(n int) *Schema {
+	n = max(n, 0)
+	return &Schema{Fields: make([]Field, 0, n), byName: make(map[string]int, n)}
+}
+
 // Add appends a field and returns it. It returns an error when the name is
 // empty, already present, or the kind is KindNull.
 func (s *Schema) Add(name string, k Kind) (Field, error) {

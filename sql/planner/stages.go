@@ -105,8 +105,9 @@ type stageBuilder struct {
 }
 
 func (pl *planner) newBuilder(p *producer) *stageBuilder {
-	b := &stageBuilder{pl: pl, prod: p, names: map[string]bool{}, types: map[string]typ{}}
-	for n, t := range p.fields() {
+	in := p.fields()
+	b := &stageBuilder{pl: pl, prod: p, names: make(map[string]bool, len(in)), types: make(map[string]typ, len(in))}
+	for n, t := range in {
 		b.names[n] = true
 		b.types[n] = t
 	}
