@@ -36,7 +36,7 @@ const (
 // rows, records and their changelog.
 var corePackages = []string{
 	"aggregate", "changelog", "dedup", "eventtime", "expr", "join", "keygroup",
-	"operator", "record", "row", "state", "watermark", "window",
+	"operator", "record", "row", "state", "u64map", "watermark", "window",
 }
 
 // layerOf returns the layer of the module-relative package path p, or ""
