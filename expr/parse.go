@@ -186,6 +186,46 @@ func text(src string, loc file.Location) string {
 // expr-lang treats count/sum/min/max as predicate builtins ("count()" is a
 // syntax error there) and records no end position for arguments.
 func ParseCall(src string) (name string, args []*Parsed, err error) {
+	return parseCall(src, Parse)
+}
+
+// ParseCache parses each source text once: its Parse and ParseCall return
+// for a text (or an argument's text) parsed before the same *Parsed as
+// the first time. A *Parsed is read only — Compile builds its own tree
+// from it and Identifiers only walks it — so one serves every use of its
+// text, against any schema. For a caller that parses the same texts again
+// and again (a plan's aggregates name the same fields and orders:
+// nth_by(bidder, 3, desc(price)) beside nth_by(url, 3, desc(price))).
+// Errors are not kept: a text that fails is parsed again, and fails the
+// same way. The zero value is ready to use; it is not safe for
+// concurrent use.
+type ParseCache struct {
+	m map[string]*Parsed
+}
+
+// Parse is the package's Parse, through the cache.
+func (c *ParseCache) Parse(src string) (*Parsed, error) {
+	if p, ok := c.m[src]; ok {
+		return p, nil
+	}
+	p, err := Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	if c.m == nil {
+		c.m = map[string]*Parsed{}
+	}
+	c.m[src] = p
+	return p, nil
+}
+
+// ParseCall is the package's ParseCall, its arguments parsed through the
+// cache.
+func (c *ParseCache) ParseCall(src string) (name string, args []*Parsed, err error) {
+	return parseCall(src, c.Parse)
+}
+
+func parseCall(src string, parse func(string) (*Parsed, error)) (name string, args []*Parsed, err error) {
 	bad := func(format string, a ...any) (string, []*Parsed, error) {
 		return "", nil, fmt.Errorf("aggregate %q: %s", src, fmt.Sprintf(format, a...))
 	}
@@ -238,7 +278,7 @@ func ParseCall(src string) (name string, args []*Parsed, err error) {
 			return bad("argument %d is empty", i+1)
 		}
 		argSrc := text(src, file.Location{From: sp[0].From, To: sp[len(sp)-1].To})
-		p, perr := Parse(argSrc)
+		p, perr := parse(argSrc)
 		if perr != nil {
 			return "", nil, fmt.Errorf("aggregate %q, argument %d: %w", src, i+1, perr)
 		}

@@ -216,8 +216,12 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 		need.add(c.IngestTime)
 	}
 	parsed := make([]*parsedStage, len(stages))
+	// One parse of each expression text for the whole pipeline: stages'
+	// aggregates repeat their arguments (a Top-N's nth_by columns all
+	// order by the same keys).
+	cache := &expr.ParseCache{}
 	for i, st := range stages {
-		ps, err := parseStage(st)
+		ps, err := parseStage(st, cache)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", st.Name, err))
 			continue
@@ -272,6 +276,7 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 	if err := pl.compileInputs(needs); err != nil {
 		return nil, err
 	}
+	upSchema := make([]*row.Schema, len(stages)) // changelogSchema by upstream stage
 	for i, st := range stages {
 		if len(st.Union) > 0 {
 			s, err := pl.compileUnion(st, idx)
@@ -338,7 +343,13 @@ func Compile(p *spec.Pipeline, c *contract.Contract) (*Plan, error) {
 				pl.Stages = append(pl.Stages, nil)
 				continue
 			}
-			inSchema = changelogSchema(&up.Desc)
+			// One layout of an upstream's changelog for every stage
+			// reading it (a Top-N's ranks read one aggregation ten
+			// times); each stage extends its own copy (compileStage).
+			if upSchema[in] == nil {
+				upSchema[in] = changelogSchema(&up.Desc)
+			}
+			inSchema = upSchema[in]
 			if st.EventTime == nil {
 				etName = "window_end"
 			}
@@ -577,31 +588,32 @@ func changelogSchema(d *changelog.Desc) *row.Schema {
 // parsedStage holds a stage's parsed (not yet type-checked) expressions.
 type parsedStage struct {
 	st      spec.Stage
+	cache   *expr.ParseCache // the pipeline's parses, shared by its stages
 	filter  *expr.Parsed
 	fields  []*expr.Parsed
 	aggFunc []string
 	aggArgs [][]*expr.Parsed
 }
 
-func parseStage(st spec.Stage) (*parsedStage, error) {
-	ps := &parsedStage{st: st}
+func parseStage(st spec.Stage, cache *expr.ParseCache) (*parsedStage, error) {
+	ps := &parsedStage{st: st, cache: cache}
 	var errs []error
 	if st.Filter != "" {
-		f, err := expr.Parse(st.Filter)
+		f, err := cache.Parse(st.Filter)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("filter: %w", err))
 		}
 		ps.filter = f
 	}
 	for _, f := range st.Fields {
-		e, err := expr.Parse(f.Expr)
+		e, err := cache.Parse(f.Expr)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("fields.%s: %w", f.Name, err))
 		}
 		ps.fields = append(ps.fields, e)
 	}
 	for _, a := range st.Aggregates {
-		name, args, err := expr.ParseCall(a.Expr)
+		name, args, err := cache.ParseCall(a.Expr)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("aggregates.%s: %w", a.Name, err))
 		}
@@ -677,10 +689,7 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 	}
 
 	// The stage schema starts as a copy of the input layout.
-	schema := row.NewSchemaSize(len(inSchema.Fields) + len(st.Fields) + len(st.Aggregates))
-	for _, f := range inSchema.Fields {
-		schema.Add(f.Name, f.Kind)
-	}
+	schema := inSchema.Clone(len(st.Fields) + len(st.Aggregates))
 	s.InputFields = schema.Len()
 	et, ok := schema.Lookup(etName)
 	switch {
@@ -768,7 +777,7 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 			if j > 0 && (ps.aggFunc[i] == "first_by" || ps.aggFunc[i] == "last_by" || ps.aggFunc[i] == "nth_by") {
 				// desc(k): k descending.
 				if inner, ok := descArg(arg); ok {
-					p, err := expr.Parse(inner)
+					p, err := ps.cache.Parse(inner)
 					if err != nil {
 						add("aggregates."+a.Name, err)
 						return row.Field{}, false

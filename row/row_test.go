@@ -796,3 +796,33 @@ func TestNewSchemaSize(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaClone: a clone has its original's fields and slots, Add
+// extends the clone alone, and a clone of an empty schema works.
+func TestSchemaClone(t *testing.T) {
+	s := NewSchema()
+	s.Add("a", KindInt)
+	s.Add("b", KindString)
+	s.Add("c", KindDecimal)
+	c := s.Clone(2)
+	if c.Len() != 3 || c.Fields[2] != s.Fields[2] {
+		t.Fatalf("clone: %+v; want %+v", c.Fields, s.Fields)
+	}
+	d, err := c.Add("d", KindInt)
+	if err != nil || d.Index != 3 || d.Slot != 1 {
+		t.Fatalf("Add to the clone: %+v, %v; want index 3, slot 1", d, err)
+	}
+	if _, err := c.Add("b", KindInt); err == nil {
+		t.Fatal("the clone accepted a name of its original")
+	}
+	if s.Len() != 3 || s.nI != 1 {
+		t.Fatalf("original after Add to its clone: %d fields, %d int slots; want 3, 1", s.Len(), s.nI)
+	}
+	if _, ok := s.Lookup("d"); ok {
+		t.Fatal("the original knows the clone's field")
+	}
+	e := (&Schema{}).Clone(0)
+	if f, err := e.Add("x", KindBool); err != nil || f.Index != 0 {
+		t.Fatalf("Add to a clone of an empty schema: %+v, %v", f, err)
+	}
+}

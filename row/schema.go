@@ -2,6 +2,7 @@ package row
 
 import (
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 	"strings"
@@ -43,6 +44,20 @@ func NewSchema() *Schema { return &Schema{byName: map[string]int{}} }
 func NewSchemaSize(n int) *Schema {
 	n = max(n, 0)
 	return &Schema{Fields: make([]Field, 0, n), byName: make(map[string]int, n)}
+}
+
+// Clone returns a copy of s that Add extends without changing s (a
+// stage's layout starting as its input's), with room for extra more
+// fields in its list of fields; the name index is copied as it is and
+// grows when it must.
+func (s *Schema) Clone(extra int) *Schema {
+	c := &Schema{Fields: make([]Field, len(s.Fields), len(s.Fields)+max(extra, 0)), nI: s.nI, nD: s.nD, nS: s.nS}
+	copy(c.Fields, s.Fields)
+	c.byName = maps.Clone(s.byName)
+	if c.byName == nil {
+		c.byName = map[string]int{}
+	}
+	return c
 }
 
 // Add appends a field and returns it. It returns an error when the name is
