@@ -1,7 +1,10 @@
 package expr
 
 import (
+	"strconv"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"github.com/tidemark/tidemark/row"
 )
@@ -78,4 +81,60 @@ func TestParseCache(t *testing.T) {
 	if err1 != nil || err2 != nil || v1.String() != "10" || v2.String() != "14" {
 		t.Fatalf("price * 2 = %v (%v), %v (%v); want 10, 14", v1, err1, v2, err2)
 	}
+}
+
+// TestPlainCallEqualsLexed: ParseCall's split of a plain call gives the
+// lexer's split — the same name and arguments' texts, or no split where
+// the lexer's fails — over random calls of identifiers, numbers,
+// operators, commas, parentheses and spaces, and the calls of the Nexmark
+// plans.
+func TestPlainCallEqualsLexed(t *testing.T) {
+	check := func(t interface {
+		Fatalf(string, ...any)
+	}, src string) {
+		n1, a1, ok := splitPlainCall(src, Parse)
+		n2, a2, err := lexedCall(src, Parse)
+		if !ok {
+			return // ParseCall takes the lexer's split
+		}
+		if err != nil {
+			t.Fatalf("%q: the plain split gives %s with %d arguments, the lexer's fails: %v", src, n1, len(a1), err)
+		}
+		if n1 != n2 || len(a1) != len(a2) {
+			t.Fatalf("%q: %s with %d arguments; the lexer's %s with %d", src, n1, len(a1), n2, len(a2))
+		}
+		for i := range a1 {
+			if a1[i].Source() != a2[i].Source() {
+				t.Fatalf("%q: argument %d %q; the lexer's %q", src, i+1, a1[i].Source(), a2[i].Source())
+			}
+		}
+	}
+	taken := 0
+	for _, src := range []string{"count()", "count( )", "sum(amount)", "SUM(a * b)", "nth_by(bidder, 3, desc(price))",
+		"first_by(price, desc(price), ts)", "sum(a)(b)", "sum(a) + f(b)", "sum((a + b) * 2)", "not(x)", "in(x)",
+		"f(a,,b)", "f(,a)", "f(a,)", "f(1.)", "f(1..2)", "f(a ?? b)", "f(x, y", "f x)", "max_by(price, auction)",
+		"count_distinct(customer)", "f(not a)", "f(a not in b)", "_f(a)", "f9(a)", "9f(a)", "f (a)", " f(a)"} {
+		check(t, src)
+		if _, _, ok := splitPlainCall(src, Parse); ok {
+			taken++
+		}
+	}
+	if taken < 10 {
+		t.Fatalf("the plain split took %d of the examples; want at least 10", taken)
+	}
+	words := []string{"a", "b", "price", "desc", "f", "not", "in", "and", "1", "2.5", ".5", "1e3", "x.y", "_z", "true", "nil"}
+	ops := []string{",", "(", ")", " ", "*", "+", "-", "%", "<", ">", "=", "!", ".", "=="}
+	rapid.Check(t, func(t *rapid.T) {
+		name := rapid.SampledFrom([]string{"f", "sum", "nth_by", "not", "Count", "x9", "let"}).Draw(t, "name")
+		n := rapid.IntRange(0, 12).Draw(t, "n")
+		body := ""
+		for i := range n {
+			if rapid.Bool().Draw(t, "word"+strconv.Itoa(i)) {
+				body += rapid.SampledFrom(words).Draw(t, "w"+strconv.Itoa(i))
+			} else {
+				body += rapid.SampledFrom(ops).Draw(t, "o"+strconv.Itoa(i))
+			}
+		}
+		check(t, name+"("+body+")")
+	})
 }

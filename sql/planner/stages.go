@@ -100,18 +100,21 @@ type stageBuilder struct {
 	pl     *planner
 	prod   *producer
 	fields spec.NamedExprs
-	names  map[string]bool
-	types  map[string]typ
+	in     map[string]typ  // the input's fields (prod.fields(); read only)
+	names  map[string]bool // the derived fields' names
 }
 
 func (pl *planner) newBuilder(p *producer) *stageBuilder {
-	in := p.fields()
-	b := &stageBuilder{pl: pl, prod: p, names: make(map[string]bool, len(in)), types: make(map[string]typ, len(in))}
-	for n, t := range in {
-		b.names[n] = true
-		b.types[n] = t
+	return &stageBuilder{pl: pl, prod: p, in: p.fields(), names: map[string]bool{}}
+}
+
+// taken reports whether n names an input or derived field of the stage.
+func (b *stageBuilder) taken(n string) bool {
+	if b.names[n] {
+		return true
 	}
-	return b
+	_, ok := b.in[n]
+	return ok
 }
 
 // field returns a field of the stage holding v: v's own field, or a
@@ -126,7 +129,7 @@ func (b *stageBuilder) field(v val, want string) string {
 // named returns a field of the stage holding v named want: v's own field
 // when it has that name, else a derived field (want when free).
 func (b *stageBuilder) named(v val, want string) string {
-	if v.field != "" && (v.field == want || b.names[want] || !fieldNameOK(want)) {
+	if v.field != "" && (v.field == want || b.taken(want) || !fieldNameOK(want)) {
 		return v.field
 	}
 	return b.derive(v, want)
@@ -141,7 +144,7 @@ func (b *stageBuilder) derive(v val, want string) string {
 		}
 	}
 	name := want
-	if name == "" || b.names[name] || reservedOut[strings.ToLower(name)] || !fieldNameOK(name) {
+	if name == "" || b.taken(name) || reservedOut[strings.ToLower(name)] || !fieldNameOK(name) {
 		base := "__" + strings.Map(func(r rune) rune {
 			if r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
 				return r
@@ -152,12 +155,11 @@ func (b *stageBuilder) derive(v val, want string) string {
 			base = "__f"
 		}
 		name = base
-		for i := 2; b.names[name]; i++ {
+		for i := 2; b.taken(name); i++ {
 			name = fmt.Sprintf("%s_%d", base, i)
 		}
 	}
 	b.names[name] = true
-	b.types[name] = v.t
 	b.fields = append(b.fields, spec.NamedExpr{Name: name, Expr: v.text})
 	return name
 }
