@@ -295,8 +295,10 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 		}
 	}
 	var snaps []stateSnap
+	var pause time.Duration
 	for _, o := range outs {
 		snaps = append(snaps, o.snaps...)
+		pause = max(pause, o.pause)
 	}
 	var stores []storeRef
 	if rt.disk != nil {
@@ -309,6 +311,7 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 		}
 		ck.stateSent = sent
 		rt.disk.sent += sent
+		rt.disk.cks = append(rt.disk.cks, DiskCheckpoint{ID: id, Pause: pause, Sent: sent})
 		slices.SortFunc(stores, func(a, b storeRef) int { return a.lo - b.lo })
 		rt.fault("uploaded", id)
 	}

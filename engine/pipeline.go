@@ -59,7 +59,11 @@ type taskOut struct {
 	cnt      task.Counters
 	sections []task.Section
 	// snaps are the task's state stores' snapshots (the disk backend).
-	snaps    []stateSnap
+	snaps []stateSnap
+	// pause is how long the disk backend's synchronous part of a
+	// checkpoint held the task back: its changes flushed to its stores
+	// and their snapshots taken (0 in other rounds).
+	pause    time.Duration
 	globals  task.Globals
 	stats    []task.StageStats
 	dedupIDs int
@@ -501,7 +505,7 @@ func (rt *runtime) beginRound(pl *pipeline) *routerOut {
 		// One task, in push mode: records and markers go straight to it.
 		b := <-pl.taskFree[0]
 		b.round, b.flags = ro.round.ID, roundFlags{}
-		b.sections, b.stats, b.snaps = b.sections[:0], nil, nil
+		b.sections, b.stats, b.snaps, b.pause = b.sections[:0], nil, nil, 0
 		b.cnt.Reset()
 		for _, l := range b.logs {
 			l.Reset()
@@ -642,7 +646,7 @@ func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline)
 	t := rt.tasks[i]
 	g := rt.g
 	bundle.round, bundle.flags = rm.round.ID, rm.flags
-	bundle.sections, bundle.stats, bundle.snaps = bundle.sections[:0], nil, nil
+	bundle.sections, bundle.stats, bundle.snaps, bundle.pause = bundle.sections[:0], nil, nil, 0
 	bundle.cnt.Reset()
 	for _, l := range bundle.logs {
 		l.Reset()
@@ -710,6 +714,7 @@ func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline)
 // snapshots; then its key groups' sections.
 func (rt *runtime) snapshotTask(i int, round uint64, t *task.Task, bundle *taskOut) error {
 	if rt.disk != nil {
+		t0 := time.Now() // a measurement for the summary, not an input of the run
 		if err := t.Flush(); err != nil {
 			return fmt.Errorf("task %d: %w", i, err)
 		}
@@ -725,7 +730,7 @@ func (rt *runtime) snapshotTask(i int, round uint64, t *task.Task, bundle *taskO
 		if err != nil {
 			return fmt.Errorf("task %d: %w", i, err)
 		}
-		bundle.snaps = snaps
+		bundle.snaps, bundle.pause = snaps, time.Since(t0)
 	}
 	bundle.sections = t.Snapshot(bundle.sections)
 	return nil

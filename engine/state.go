@@ -38,6 +38,8 @@ type diskState struct {
 	logf   func(string, ...any)
 	// sent is the bytes of tables this run's checkpoints sent.
 	sent int64
+	// cks is each checkpoint's synchronous pause and tables sent.
+	cks []DiskCheckpoint
 	// rounds counts each task's snapshot rounds (fault point "flushed").
 	rounds []int64
 	fs     vfs.FS // Options.StateFS

@@ -221,6 +221,7 @@ func checkDiskRestoreChains(t *testing.T, kind string) {
 		if d := sum.DiskState; d != nil && d.WindowReads > d.WindowWrites {
 			carried++ // read back window partials an earlier run wrote: restored with the stores
 		}
+		checkDiskCheckpoints(t, sum)
 		t.Logf("parallelism %d: %+v", step.par, sum.DiskState)
 	}
 	if restored != 4 {
@@ -229,6 +230,36 @@ func checkDiskRestoreChains(t *testing.T, kind string) {
 	sameOutputs(t, want, out, "the uninterrupted run's")
 	if carried == 0 {
 		t.Fatal("no run read back window partials written before its restore: the windows' state on disk did not cross a checkpoint")
+	}
+}
+
+// checkDiskCheckpoints fails t unless sum lists each checkpoint the run
+// took once, in order, with a measured pause, and the tables they sent add
+// up to the run's SentBytes.
+func checkDiskCheckpoints(t *testing.T, sum *engine.Summary) {
+	t.Helper()
+	d := sum.DiskState
+	if d == nil {
+		t.Fatal("no disk state summary")
+	}
+	if len(d.Checkpoints) != sum.Checkpoints.Taken {
+		t.Fatalf("%d disk checkpoints listed, %d taken", len(d.Checkpoints), sum.Checkpoints.Taken)
+	}
+	var sent int64
+	for i, c := range d.Checkpoints {
+		if c.Pause <= 0 {
+			t.Errorf("checkpoint %d: pause %v", c.ID, c.Pause)
+		}
+		if i > 0 && c.ID <= d.Checkpoints[i-1].ID {
+			t.Errorf("checkpoint %d listed after %d", c.ID, d.Checkpoints[i-1].ID)
+		}
+		sent += c.Sent
+	}
+	if n := len(d.Checkpoints); n > 0 && d.Checkpoints[n-1].ID != sum.Checkpoints.Last {
+		t.Errorf("the last checkpoint listed is %d, the run's last %d", d.Checkpoints[n-1].ID, sum.Checkpoints.Last)
+	}
+	if sent != d.SentBytes {
+		t.Errorf("the checkpoints sent %d bytes of tables in all, SentBytes %d", sent, d.SentBytes)
 	}
 }
 

@@ -158,6 +158,23 @@ type DiskStateSummary struct {
 	// SentBytes is what this run's checkpoints sent of the stores' tables
 	// (new tables only; the rest are referenced).
 	SentBytes int64
+	// Checkpoints lists this run's checkpoints in order, each with its
+	// synchronous pause and the bytes of tables it sent.
+	Checkpoints []DiskCheckpoint
+}
+
+// DiskCheckpoint is one checkpoint of the disk backend: ID is its
+// number; Pause is the synchronous part, the longest of the tasks' times
+// from the round's end to their stores' snapshots (a task's changes
+// flushed to its stores, then a pebble checkpoint of each: what holds
+// back the task's next round; the upload follows off the tasks'
+// goroutines); Sent is the bytes of the tables new since the checkpoint
+// before (what it sent to the checkpoint store), a measure of the state
+// changed in the interval.
+type DiskCheckpoint struct {
+	ID    int64
+	Pause time.Duration
+	Sent  int64
 }
 
 // ReferenceSummary reports the reference data.

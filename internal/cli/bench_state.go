@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -170,6 +171,42 @@ type stateRun struct {
 	SentBytes       int64   `json:"checkpoint_table_bytes,omitempty"`
 	CheckpointBytes int64   `json:"checkpoint_other_bytes,omitempty"`
 	LongestSeconds  float64 `json:"checkpoint_longest_s,omitempty"`
+	// The synchronous pauses of the checkpoints (engine DiskCheckpoint:
+	// the tasks' flush and store snapshots), ms: the median, the 99th
+	// percentile (nearest rank) and the longest; and the median bytes of
+	// new tables a checkpoint sent (the state changed per interval).
+	PauseP50Ms   float64 `json:"checkpoint_pause_p50_ms,omitempty"`
+	PauseP99Ms   float64 `json:"checkpoint_pause_p99_ms,omitempty"`
+	PauseMaxMs   float64 `json:"checkpoint_pause_max_ms,omitempty"`
+	SentP50Bytes int64   `json:"checkpoint_sent_p50_bytes,omitempty"`
+}
+
+// pauseFigures fills r's pause and sent-bytes figures from a run's
+// disk checkpoints.
+func (r *stateRun) pauseFigures(cks []engine.DiskCheckpoint) {
+	if len(cks) == 0 {
+		return
+	}
+	ms := make([]float64, len(cks))
+	sent := make([]int64, len(cks))
+	for i, c := range cks {
+		ms[i], sent[i] = float64(c.Pause)/float64(time.Millisecond), c.Sent
+	}
+	slices.Sort(ms)
+	slices.Sort(sent)
+	r.PauseP50Ms, r.PauseP99Ms, r.PauseMaxMs = median(ms), nearestRank(ms, 0.99), ms[len(ms)-1]
+	r.SentP50Bytes = sent[len(sent)/2]
+}
+
+// nearestRank returns the q-quantile (0 < q ≤ 1) of sorted values v by
+// the nearest-rank method: the smallest value with at least q·n values
+// at or below it (0 when v is empty).
+func nearestRank(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	k := int(math.Ceil(q*float64(len(v)))) - 1
+	return v[min(max(k, 0), len(v)-1)]
 }
 
 func runBenchState(ctx context.Context, f stateBenchFlags, stdout, stderr io.Writer) error {
@@ -572,6 +609,9 @@ func stateMeasure(ctx context.Context, f stateBenchFlags, budget spec.Bytes, std
 	if f.checkpoint > 0 {
 		c := sum.Checkpoints
 		r.Checkpoints, r.CheckpointBytes, r.LongestSeconds = c.Taken, c.Bytes, c.Longest.Seconds()
+		if d := sum.DiskState; d != nil {
+			r.pauseFigures(d.Checkpoints)
+		}
 	}
 	r.WallSeconds, r.CPUSeconds = wall.Seconds(), (processCPU() - c0).Seconds()
 	r.EventsPerSec, r.EventsCore = ratio(float64(r.Deliveries), r.WallSeconds), ratio(float64(r.Deliveries), r.CPUSeconds)
@@ -627,6 +667,8 @@ func writeStateReport(w io.Writer, format string, rep *stateBenchReport) {
 		if r.Checkpoints > 0 {
 			fmt.Fprintf(w, "  %d checkpoints: new tables sent %s, manifests and segments %s: %.3f× the new tables' bytes; the longest checkpoint %.3f s\n",
 				r.Checkpoints, bytesText(r.SentBytes), bytesText(r.CheckpointBytes), ratio(float64(r.SentBytes+r.CheckpointBytes), float64(r.SentBytes)), r.LongestSeconds)
+			fmt.Fprintf(w, "  synchronous pause (the tasks' flush and store snapshots) p50 %.1f ms, p99 %.1f ms, longest %.1f ms; new tables per checkpoint (median) %s\n",
+				r.PauseP50Ms, r.PauseP99Ms, r.PauseMaxMs, bytesText(r.SentP50Bytes))
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/engine"
 	"github.com/tidemark/tidemark/state/disk"
 )
 
@@ -133,5 +134,31 @@ func TestBenchStateBounded(t *testing.T) {
 	}
 	if err != nil && !strings.Contains(err.Error(), "above the budget + 15 %") {
 		t.Fatal(err)
+	}
+}
+
+// TestPauseFigures: the median, the nearest-rank 99th percentile and the
+// longest of the checkpoints' pauses, and the median bytes sent, worked
+// out by hand.
+func TestPauseFigures(t *testing.T) {
+	var cks []engine.DiskCheckpoint
+	// 200 checkpoints with pauses 1..200 ms in a shuffled order, and sent
+	// bytes 10·i: p50 of 1..200 is 100.5, the 99th by nearest rank the
+	// 198th smallest (⌈0.99·200⌉), the longest 200; sent's median is the
+	// 101st smallest (index 100), 1010.
+	for i := range 200 {
+		ms := (i*73)%200 + 1
+		cks = append(cks, engine.DiskCheckpoint{ID: int64(i + 1), Pause: time.Duration(ms) * time.Millisecond, Sent: int64(10 * ms)})
+	}
+	var r stateRun
+	r.pauseFigures(cks)
+	if r.PauseP50Ms != 100.5 || r.PauseP99Ms != 198 || r.PauseMaxMs != 200 || r.SentP50Bytes != 1010 {
+		t.Fatalf("p50 %v, p99 %v, max %v, sent %d; want 100.5, 198, 200, 1010", r.PauseP50Ms, r.PauseP99Ms, r.PauseMaxMs, r.SentP50Bytes)
+	}
+	if got := nearestRank([]float64{5}, 0.99); got != 5 {
+		t.Fatalf("one value: %v", got)
+	}
+	if got := nearestRank(nil, 0.5); got != 0 {
+		t.Fatalf("no values: %v", got)
 	}
 }
