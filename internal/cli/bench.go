@@ -33,6 +33,9 @@ type benchFlags struct {
 	format     string
 	cpuProfile string
 	memProfile string
+	// heapProfile: --heapprofile, the in-use heap profile at the
+	// largest live heap of the tidemark runs.
+	heapProfile string
 	// phases: profile each tidemark run and report its CPU by phase.
 	phases bool
 	// parallelism lists the numbers of tasks to measure (0: the
@@ -130,7 +133,11 @@ the engine's pprof labels), with the share on the serial goroutines.
 
 --cpuprofile writes the tidemark runs' profiles, merged (not the
 baseline's); --memprofile writes the allocation profile after them (go
-tool pprof).`,
+tool pprof; its in-use figures are of the heap after the runs, when their
+state is gone); --heapprofile writes the in-use heap profile (pprof
+"heap") taken at the largest live heap of the tidemark runs: a sample of
+the live heap 10 % above the kept profile's takes a new one (go tool pprof
+-sample_index=inuse_space). Taking it costs CPU during the run.`,
 		Example: `  tidemark bench q5
   tidemark bench article --parallelism 1,2 --vs-baseline --repeat 5
   tidemark bench article --events 200000 --write-events out/article/orders.jsonl
@@ -152,6 +159,7 @@ tool pprof).`,
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the tidemark runs to this file")
 	fl.BoolVar(&f.phases, "phases", true, "profile each tidemark run and report where its CPU went by phase (read+decode, front, operators, exchange, sinks) and by goroutine")
 	fl.StringVar(&f.memProfile, "memprofile", "", "write an allocation profile after the tidemark runs to this file")
+	fl.StringVar(&f.heapProfile, "heapprofile", "", "write the in-use heap profile taken at the largest live heap of the tidemark runs to this file")
 	fl.Uint64Var(&f.seed, "seed", 1, "article: the event generator's seed")
 	fl.StringVar(&f.writeEvents, "write-events", "", "article: write the generated events to this file and exit")
 	fl.StringVar(&f.sink, "sink", "", "article: postgres writes the results to PostgreSQL with 1 s checkpoints (examples/article/postgres.yaml)")
@@ -373,6 +381,10 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	rep.Tidemark.Name = "tidemark"
 	rep.PeakRSSReset = true
 
+	var heapProf *peakHeapProfile
+	if f.heapProfile != "" {
+		heapProf = &peakHeapProfile{}
+	}
 	// Each tidemark run is profiled on its own (its phases); the
 	// profiles are merged into --cpuprofile's file at the end.
 	var prof *cpuRecorder
@@ -397,7 +409,7 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	}
 	baseRun := func(i int) error {
 		var st nexbase.Stats
-		r, reset, err := measure(func(*liveHeap) (int64, time.Duration, int64, error) {
+		r, reset, err := measure(nil, func(*liveHeap) (int64, time.Duration, int64, error) {
 			c0 := processCPU()
 			var err error
 			st, err = base.run(ctx, baseCfg)
@@ -416,7 +428,7 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 			var par int
 			var sum *engine.Summary
 			var dbBack, dbBg float64
-			r, reset, err := measure(func(h *liveHeap) (int64, time.Duration, int64, error) {
+			r, reset, err := measure(heapProf, func(h *liveHeap) (int64, time.Duration, int64, error) {
 				*rows = 0
 				opts := benchOptions(reg, stderr, h)
 				opts.Parallelism = n
@@ -503,6 +515,11 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	}
 	if f.memProfile != "" {
 		if err := writeAllocProfile(f.memProfile); err != nil {
+			return err
+		}
+	}
+	if heapProf != nil {
+		if err := heapProf.write(f.heapProfile); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -29,27 +31,71 @@ func median(v []float64) float64 {
 type liveHeap struct {
 	s    []metrics.Sample
 	peak int64
+	// prof, if not nil, takes an in-use heap profile at the largest
+	// live heap (--heapprofile).
+	prof *peakHeapProfile
 }
 
-func newLiveHeap() *liveHeap {
-	return &liveHeap{s: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+func newLiveHeap(prof *peakHeapProfile) *liveHeap {
+	return &liveHeap{s: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}, prof: prof}
 }
 
 func (h *liveHeap) sample() {
 	metrics.Read(h.s)
 	if h.s[0].Value.Kind() == metrics.KindUint64 {
-		h.peak = max(h.peak, int64(h.s[0].Value.Uint64()))
+		live := int64(h.s[0].Value.Uint64())
+		h.peak = max(h.peak, live)
+		if h.prof != nil {
+			h.prof.offer(live)
+		}
 	}
+}
+
+// peakHeapProfile keeps the in-use heap profile (pprof "heap") taken at
+// the largest live heap seen over the runs: a sample of the live heap
+// that is at least 10 % above the one of the kept profile takes
+// a new one, so that a profile of a heap growing from 10 MiB to 1 GiB
+// is taken about 50 times. The profile, like the live heap sample, is
+// the heap as of the last garbage collection (runtime/pprof), so it
+// names what the live heap at the peak was made of, within the step.
+type peakHeapProfile struct {
+	kept  []byte // the profile
+	spare []byte // the array of the one before, reused
+	at    int64  // the live heap when kept was taken; 0: none yet
+	err   error
+}
+
+// offer takes a profile if live, a sample of the live heap in bytes, is
+// the first or at least 10 % above the kept profile's.
+func (p *peakHeapProfile) offer(live int64) {
+	if p.err != nil || (p.at > 0 && live*10 < p.at*11) {
+		return
+	}
+	b := bytes.NewBuffer(p.spare[:0])
+	if err := pprof.Lookup("heap").WriteTo(b, 0); err != nil {
+		p.err = err
+		return
+	}
+	p.spare, p.kept = p.kept, b.Bytes()
+	p.at = live
+}
+
+// write writes the kept profile to path.
+func (p *peakHeapProfile) write(path string) error {
+	if p.err != nil {
+		return fmt.Errorf("heap profile: %w", p.err)
+	}
+	return os.WriteFile(path, p.kept, 0o644)
 }
 
 // measure runs one measured run: it collects garbage and returns memory
 // to the OS, resets the peak RSS, and times run, which returns the events
 // it read, the CPU time it used and the state bytes at its end.
-func measure(run func(h *liveHeap) (events int64, cpu time.Duration, state int64, err error)) (BenchRun, bool, error) {
+func measure(prof *peakHeapProfile, run func(h *liveHeap) (events int64, cpu time.Duration, state int64, err error)) (BenchRun, bool, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	reset := resetPeakRSS()
-	h := newLiveHeap()
+	h := newLiveHeap(prof)
 	h.sample()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)

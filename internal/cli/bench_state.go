@@ -476,7 +476,7 @@ func stateCompare(ctx context.Context, f stateBenchFlags, stderr io.Writer) (*st
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	h := newLiveHeap()
+	h := newLiveHeap(nil)
 	mem, memRows, _, err := stateRunOnce(ctx, statePipeline(f.ttl, "memory", 0, ""), f.sample, rate, f.parallelism, 0, true, stderr, h)
 	if err != nil {
 		return nil, err
@@ -591,7 +591,7 @@ func stateMeasure(ctx context.Context, f stateBenchFlags, budget spec.Bytes, std
 	runtime.GC()
 	resetPeakRSS()
 	rss := startRSS(p.State.Dir) // the stores only, not the checkpoints
-	h := newLiveHeap()
+	h := newLiveHeap(nil)
 	c0 := processCPU()
 	start := time.Now()
 	sum, _, rows, err := stateRunOnce(ctx, p, f.ids, rate, f.parallelism, 0, false, stderr, h)
