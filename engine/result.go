@@ -47,6 +47,8 @@ func (rt *runtime) summary() *Summary {
 			d.JoinRowsWritten += cs.JoinRowsWritten
 			d.WindowWrites += cs.WindowWrites
 			d.WindowReads += cs.WindowReads
+			d.WindowFiredWrites += cs.WindowFiredWrites
+			d.WindowFiredReads += cs.WindowFiredReads
 		}
 		s.DiskState = d
 	}

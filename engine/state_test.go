@@ -158,6 +158,12 @@ func checkDiskBackendEqualsMemory(t *testing.T, kind string) {
 			if d.WindowWrites < 100 || d.WindowReads != d.WindowWrites {
 				t.Fatalf("disk state %+v: the windows did not go through the store", d)
 			}
+			// per_store's fired windows wait 30 s for late rows: their
+			// instances are written too, each read back once (by a late
+			// row of its key group or the close).
+			if kind == "tumbling" && (d.WindowFiredWrites == 0 || d.WindowFiredReads != d.WindowFiredWrites) {
+				t.Fatalf("disk state %+v: the fired windows did not go through the store", d)
+			}
 			t.Logf("store: %+v", *d)
 		})
 	}
@@ -175,8 +181,14 @@ func checkDiskBackendEqualsMemory(t *testing.T, kind string) {
 // minutes in mode final (its slices stay virtual until the windows close,
 // so their partials cross the restores, keeping their arrival numbers),
 // its second 20 minutes every 10.
+//
+// The late variant keeps the first stage's 1-minute windows open 30
+// minutes after they fire (allowed lateness): most of its state is fired
+// windows waiting for late rows, whose instances are written to the
+// stores, cross the restores and are read back by a later run (by late
+// rows, the most 108 s late, or the close).
 func TestDiskRestoreChains(t *testing.T) {
-	for _, kind := range []string{"tumbling", "sliding"} {
+	for _, kind := range []string{"tumbling", "sliding", "late"} {
 		t.Run(kind, func(t *testing.T) { checkDiskRestoreChains(t, kind) })
 	}
 }
@@ -188,7 +200,12 @@ func checkDiskRestoreChains(t *testing.T, kind string) {
 	keep := 256
 	build := func(out, ck string) *spec.Pipeline {
 		p := diskPipeline(in, out, ck)
-		p.Stages[0].Window.Size = spec.Duration(20 * time.Minute)
+		switch kind {
+		case "late":
+			p.Stages[0].AllowedLateness = spec.Duration(30 * time.Minute)
+		default:
+			p.Stages[0].Window.Size = spec.Duration(20 * time.Minute)
+		}
 		if kind == "sliding" {
 			slidingStages(p, 20*time.Minute, 10*time.Minute)
 			p.Stages[0].Emit.Mode = "final"
@@ -206,7 +223,7 @@ func checkDiskRestoreChains(t *testing.T, kind string) {
 	var tick atomic.Int64
 	clock := func() time.Time { return time.Unix(tick.Add(1), 0) }
 	out, ck := filepath.Join(dir, "out"), filepath.Join(dir, "ck")
-	restored, carried := 0, 0
+	restored, carried, firedCarried := 0, 0, 0
 	for _, step := range []struct {
 		stop int64
 		par  int
@@ -221,6 +238,9 @@ func checkDiskRestoreChains(t *testing.T, kind string) {
 		if d := sum.DiskState; d != nil && d.WindowReads > d.WindowWrites {
 			carried++ // read back window partials an earlier run wrote: restored with the stores
 		}
+		if d := sum.DiskState; d != nil && d.WindowFiredReads > d.WindowFiredWrites {
+			firedCarried++ // and fired windows' instances
+		}
 		checkDiskCheckpoints(t, sum)
 		t.Logf("parallelism %d: %+v", step.par, sum.DiskState)
 	}
@@ -230,6 +250,9 @@ func checkDiskRestoreChains(t *testing.T, kind string) {
 	sameOutputs(t, want, out, "the uninterrupted run's")
 	if carried == 0 {
 		t.Fatal("no run read back window partials written before its restore: the windows' state on disk did not cross a checkpoint")
+	}
+	if kind == "late" && firedCarried == 0 {
+		t.Fatal("no run read back fired windows' instances written before its restore")
 	}
 }
 

@@ -153,8 +153,11 @@ type DiskStateSummary struct {
 	JoinLoads, JoinRowsRead, JoinRowsWritten int64
 	// WindowWrites counts the window stages' partial aggregates written
 	// to the stores (a hot tier full), WindowReads those read back (a
-	// window firing, a retraction).
-	WindowWrites, WindowReads int64
+	// window firing, a retraction); WindowFiredWrites and
+	// WindowFiredReads count the instances of fired windows waiting for
+	// late rows among them (read back by a late row or the close).
+	WindowWrites, WindowReads           int64
+	WindowFiredWrites, WindowFiredReads int64
 	// SentBytes is what this run's checkpoints sent of the stores' tables
 	// (new tables only; the rest are referenced).
 	SentBytes int64

@@ -30,15 +30,30 @@ import (
 // on the partials written cannot show the total stays in range.
 //
 // Only tumbling windows without early firing and without aggregates whose
-// result depends on the order of updates spill (UseStore reports it);
-// the panes of a window that fired stay in memory until it closes.
+// result depends on the order of updates spill (UseStore reports it).
+//
+// The panes of a window that fired and waits for late rows (allowed
+// lateness) spill too: firing read every partial back, so a fired
+// window's entries are whole instances — the accumulator, rows, version,
+// the live downstream row's version and, in retract mode, its values —
+// and each is written whole, once per key (a fired window's span of a key
+// group holds either nothing or every entry of the key group the window
+// holds, none of them in memory). A record (late row or retraction) of a
+// fired, open window whose key group's entries are in the store reads
+// that key group's entries of the window back first, in one scan, so the
+// record updates the key's whole instance and emits its next version as
+// memory would; closing the window reads back the rest and forgets the
+// window's span by one range delete per key group.
 //
 // Keys after state.KeyPrefix(key group, node):
 //
 //	0x00 end(8)              a window's marker: its start, the next
 //	                         arrival number, the last write-back's
-//	                         generation and the checked columns' bound
-//	0x01 end(8) key gen(4)   a partial of one key written at generation gen
+//	                         generation, the checked columns' bound and
+//	                         whether the window had fired (its entries
+//	                         whole instances)
+//	0x01 end(8) key gen(4)   a partial of one key written at generation
+//	                         gen; of a fired window, the key's instance
 //
 // end is the window end with its sign bit flipped, big-endian, so keys sort
 // by end; gen is big-endian.
@@ -59,8 +74,10 @@ type spillState struct {
 	enc   state.Encoder
 	err   error
 	parts []spillPart
-	// Reads and Writes count partials read back and written.
-	reads, writes, scans int64
+	// Reads and Writes count partials (and fired instances) read back and
+	// written; firedWrites and firedReads count the fired instances among
+	// them.
+	reads, writes, scans, firedWrites, firedReads int64
 }
 
 // spillWin is a window with partials in the store.
@@ -69,6 +86,9 @@ type spillWin struct {
 	groups []uint64 // key groups holding partials of the window (bits)
 	next   uint64   // arrival numbers of the partials written are below next
 	bound  uint64   // checked columns: the sum of the largest magnitudes of each write-back (saturating)
+	// fired says the window had fired when its entries were written: they
+	// are whole instances (one per key), not partials.
+	fired bool
 }
 
 // spillPart is a partial read back.
@@ -116,12 +136,23 @@ func (o *Operator) StoreErr() error {
 }
 
 // SpillStats returns the partials the operator wrote to its store and read
-// back, and the scans that read them (zero on the memory backend).
+// back, and the scans that read them (zero on the memory backend). The
+// writes and reads include the instances of fired windows (FiredSpills).
 func (o *Operator) SpillStats() (writes, reads, scans int64) {
 	if o.spill == nil {
 		return 0, 0, 0
 	}
 	return o.spill.writes, o.spill.reads, o.spill.scans
+}
+
+// FiredSpills returns the instances of fired windows (waiting for late
+// rows) the operator wrote to its store and read back: a part of
+// SpillStats' writes and reads. Zero on the memory backend.
+func (o *Operator) FiredSpills() (writes, reads int64) {
+	if o.spill == nil {
+		return 0, 0
+	}
+	return o.spill.firedWrites, o.spill.firedReads
 }
 
 func putEnd(dst []byte, end int64) []byte {
@@ -143,15 +174,13 @@ func (o *Operator) spillEntryBytes() int {
 	return entryBytes + mapEntryBytes + 8 + o.slots.slotBytes() + spillKeyBytes
 }
 
-// maybeSpill writes the unfired panes' entries to the store when they hold
-// more than the tier's budget.
+// maybeSpill writes the panes' entries (of windows fired or not) to the
+// store when they hold more than the tier's budget.
 func (o *Operator) maybeSpill() error {
 	sp := o.spill
 	n := 0
 	for _, p := range o.panes.list {
-		if !p.fired {
-			n += len(p.ents)
-		}
+		n += len(p.ents)
 	}
 	if n*o.spillEntryBytes() <= sp.hot {
 		return nil
@@ -159,23 +188,33 @@ func (o *Operator) maybeSpill() error {
 	return o.spillPanes()
 }
 
-// spillPanes writes every unfired pane's entries to the store in one batch
-// and drops them from memory.
+// spillPanes writes every pane's entries to the store in one batch and
+// drops them from memory: partials of the windows that have not fired,
+// whole instances of those that have (spillFired).
 func (o *Operator) spillPanes() error {
 	sp := o.spill
 	sp.gen++
 	words := (o.cfg.KeyGroups + 63) / 64
 	touched := make([]uint64, words)
 	for _, p := range o.panes.list {
-		if p.fired || len(p.ents) == 0 {
+		if len(p.ents) == 0 {
 			continue
 		}
 		sw := sp.wins[p.w.End]
 		if sw == nil {
-			sw = &spillWin{w: p.w, groups: make([]uint64, words)}
+			sw = &spillWin{w: p.w, groups: make([]uint64, words), fired: p.fired}
 			sp.wins[p.w.End] = sw
 		}
+		if sw.fired != p.fired {
+			// Firing reads every partial back (paneStart) before the pane
+			// is marked fired, so a fired pane's window has none.
+			return fmt.Errorf("window %s: partials in the store of a window that has fired", p.w)
+		}
 		clear(touched)
+		if p.fired {
+			o.spillFired(p, sw, touched)
+			continue
+		}
 		var mag uint64
 		for i := range p.ents {
 			e := &p.ents[i]
@@ -220,6 +259,40 @@ func (o *Operator) spillPanes() error {
 	return sp.store.Commit(sp.batch)
 }
 
+// spillFired writes fired pane p's entries — whole instances, each with
+// its arrival number — to the batch under generation sp.gen, marks the key
+// groups written in touched and sw, writes their markers and drops the
+// entries from memory. The key groups of p's entries have none in the
+// store (a record of a key group with entries in the store reads them back
+// first: processSpilled), so each key is written once.
+func (o *Operator) spillFired(p *pane, sw *spillWin, touched []uint64) {
+	sp := o.spill
+	for i := range p.ents {
+		e := &p.ents[i]
+		g := int(e.group)
+		sp.kbuf = sp.entryKey(sp.kbuf[:0], g, p.w.End)
+		sp.kbuf = append(sp.kbuf, o.keys.ent(e.key).enc...)
+		sp.kbuf = binary.BigEndian.AppendUint32(sp.kbuf, sp.gen)
+		sp.enc.Reset()
+		sp.enc.Uint(p.seqs[i])
+		o.appendGroupInst(&sp.enc, e, p.w, false)
+		if e.slot >= 0 {
+			o.slots.release(e.slot)
+		}
+		sp.batch.Set(sp.kbuf, sp.enc.Bytes())
+		sp.writes++
+		sp.firedWrites++
+		touched[g>>6] |= 1 << (uint(g) & 63)
+		sw.groups[g>>6] |= 1 << (uint(g) & 63)
+		o.markChanged(g)
+		o.keys.unref(e.key)
+	}
+	sw.next = p.next
+	forGroups(touched, func(g int) { sp.putMarker(g, sw) })
+	clear(p.idx)
+	p.ents, p.seqs, p.live = p.ents[:0], p.seqs[:0], 0
+}
+
 func (sp *spillState) putMarker(g int, sw *spillWin) {
 	sp.kbuf = sp.markerKey(sp.kbuf[:0], g, sw.w.End)
 	sp.enc.Reset()
@@ -227,6 +300,7 @@ func (sp *spillState) putMarker(g int, sw *spillWin) {
 	sp.enc.Uint(sw.next)
 	sp.enc.Uint(uint64(sp.gen))
 	sp.enc.Uint(sw.bound)
+	sp.enc.Bool(sw.fired)
 	sp.batch.Set(sp.kbuf, sp.enc.Bytes())
 }
 
@@ -290,6 +364,12 @@ func (o *Operator) unspill(p *pane, sw *spillWin, g int) error {
 		hi = append(state.KeyPrefix(hi[:0], g, sp.node), spillEntry+1)
 	}
 	sp.kbuf, sp.hbuf = lo, hi
+	if sw.fired {
+		if err := o.unspillFired(p, lo, hi, g); err != nil {
+			return err
+		}
+		return o.forgetSpilled(p, sw, g, lo, hi)
+	}
 	parts, err := o.scanPieces(lo, hi, g, nil)
 	if err != nil {
 		return err
@@ -326,6 +406,14 @@ func (o *Operator) unspill(p *pane, sw *spillWin, g int) error {
 		p.seqs = append(p.seqs, first.arr)
 	}
 	sp.parts = parts[:0]
+	return o.forgetSpilled(p, sw, g, lo, hi)
+}
+
+// forgetSpilled adds to the batch the range delete of key group g's
+// entries [lo, hi) of sw's window and of its marker, once they are back in
+// pane p, and puts p's entries in arrival order.
+func (o *Operator) forgetSpilled(p *pane, sw *spillWin, g int, lo, hi []byte) error {
+	sp := o.spill
 	sp.batch.DeleteRange(lo, hi)
 	sp.batch.Delete(sp.markerKey(nil, g, p.w.End))
 	sw.groups[g>>6] &^= 1 << (uint(g) & 63)
@@ -335,6 +423,68 @@ func (o *Operator) unspill(p *pane, sw *spillWin, g int) error {
 	o.markChanged(g)
 	o.sortPane(p)
 	return nil
+}
+
+// unspillFired reads key group g's instances [lo, hi) of fired pane p's
+// window back into p, each with its arrival number, version and last
+// emitted row, and counts them in sp.reads. Memory holds none of the key
+// group's entries of the window (spillFired), so a key met twice, or
+// already in p, is corrupt state. On an error the instances read so far
+// stay in p (the task stops).
+func (o *Operator) unspillFired(p *pane, lo, hi []byte, g int) error {
+	sp := o.spill
+	sp.scans++
+	r := groupRestorer{o: o}
+	var bad error
+	err := sp.store.Scan(lo, hi, func(key, value []byte) bool {
+		if len(key) < len(lo)+4 {
+			bad = fmt.Errorf("key group %d: a fired instance's key of %d bytes", g, len(key))
+			return false
+		}
+		enc := key[len(lo) : len(key)-4]
+		if err := checkKey(string(enc), o.cfg.Key); err != nil || keygroup.OfKey(enc, o.cfg.KeyGroups) != g {
+			bad = fmt.Errorf("key group %d: a fired instance of a key not in the key group", g)
+			return false
+		}
+		if _, dup := p.idx[string(enc)]; dup {
+			bad = fmt.Errorf("key group %d: a fired instance of a key held twice", g)
+			return false
+		}
+		d := state.NewDecoder(value)
+		arr := d.Uint()
+		in := inst{group: uint16(g)}
+		isFired, live := r.inst(d, &in, p.w)
+		if err := d.Err(); err != nil {
+			if in.slot >= 0 {
+				o.slots.release(in.slot)
+			}
+			bad = fmt.Errorf("key group %d: a fired instance: %w", g, err)
+			return false
+		}
+		if isFired || d.Remaining() != 0 {
+			if in.slot >= 0 {
+				o.slots.release(in.slot)
+			}
+			bad = fmt.Errorf("key group %d: a fired instance: corrupt", g)
+			return false
+		}
+		kid := o.keys.intern(enc)
+		o.keys.ref(kid)
+		in.key = kid
+		p.idx[o.keys.ent(kid).enc] = int32(len(p.ents))
+		p.ents = append(p.ents, in)
+		p.seqs = append(p.seqs, arr)
+		if live {
+			p.live++
+		}
+		sp.reads++
+		sp.firedReads++
+		return true
+	})
+	if err == nil {
+		err = bad
+	}
+	return err
 }
 
 // scanPieces reads the pieces (stored partials) in [lo, hi) of key group
@@ -496,17 +646,20 @@ func (o *Operator) loadSpilled() error {
 			end := int64(binary.BigEndian.Uint64(key[len(lo):]) ^ 1<<63)
 			d := state.NewDecoder(value)
 			start, next, gen, bound := d.Int(), d.Uint(), d.Uint(), d.Uint()
+			// A marker written before fired windows spilled ends here: its
+			// window had not fired.
+			fired := d.Remaining() > 0 && d.Bool()
 			if d.Err() != nil || d.Remaining() != 0 || start >= end || gen > math.MaxUint32 {
 				bad = fmt.Errorf("key group %d: window marker of end %d: corrupt", g, end)
 				return false
 			}
 			sw := sp.wins[end]
 			if sw == nil {
-				sw = &spillWin{w: window.Window{Start: start, End: end}, groups: make([]uint64, words)}
+				sw = &spillWin{w: window.Window{Start: start, End: end}, groups: make([]uint64, words), fired: fired}
 				sp.wins[end] = sw
 			}
-			if sw.w.Start != start {
-				bad = fmt.Errorf("key group %d: window marker of end %d: start %d, another key group's %d", g, end, start, sw.w.Start)
+			if sw.w.Start != start || sw.fired != fired {
+				bad = fmt.Errorf("key group %d: window marker of end %d: start %d (fired %v), another key group's %d (fired %v)", g, end, start, fired, sw.w.Start, sw.fired)
 				return false
 			}
 			sw.groups[g>>6] |= 1 << (uint(g) & 63)
@@ -522,11 +675,20 @@ func (o *Operator) loadSpilled() error {
 		}
 	}
 	for _, sw := range sp.wins {
-		if o.closed(sw.w.End) || o.firedAt(sw.w.End) {
+		// A window fires once every partial is back (paneStart), and its
+		// span is forgotten when it closes. A window closed here (a
+		// restore under a smaller allowed lateness) closes at the next
+		// advance, reading its instances back, as memory's restored pane.
+		switch fired := o.firedAt(sw.w.End); {
+		case fired && !sw.fired:
 			return fmt.Errorf("window %s has partials in the store but has fired", sw.w)
+		case !fired && sw.fired:
+			return fmt.Errorf("window %s has fired instances in the store but has not fired", sw.w)
 		}
-		if o.panes.get(sw.w) == nil {
-			o.panes.create(sw.w, false)
+		if p := o.panes.get(sw.w); p == nil {
+			o.panes.create(sw.w, sw.fired)
+		} else if p.fired != sw.fired {
+			return fmt.Errorf("window %s: fired %v in the store, %v in the key-group sections", sw.w, sw.fired, p.fired)
 		}
 	}
 	for _, p := range o.panes.list {
@@ -552,17 +714,28 @@ func (o *Operator) processSpilled(r *row.Row, ts int64, weight int) (Outcome, er
 	if sp.err != nil {
 		return OnTime, sp.err
 	}
-	if len(sp.wins) > 0 && (weight < 0 || len(o.slots.chk) > 0) {
+	if len(sp.wins) > 0 {
 		var rowMag uint64
 		for _, c := range o.slots.chk {
 			rowMag = max(rowMag, c.RowMagnitude(r))
 		}
 		o.assignPanes(ts)
 		for _, w := range o.wins {
-			if p := o.panes.get(w); p != nil && !p.fired && !o.closed(w.End) {
-				if err := o.spillBefore(p, weight, rowMag); err != nil {
-					return OnTime, fmt.Errorf("state store: %w", err)
-				}
+			p := o.panes.get(w)
+			if p == nil || o.closed(w.End) {
+				continue
+			}
+			var err error
+			switch {
+			case p.fired:
+				// A late row or retraction of a fired window: the key's
+				// whole instance, if its key group's are in the store.
+				err = o.unspillGroup(p, keygroup.OfKey(o.keyBuf, o.cfg.KeyGroups))
+			case !p.fired && (weight < 0 || len(o.slots.chk) > 0):
+				err = o.spillBefore(p, weight, rowMag)
+			}
+			if err != nil {
+				return OnTime, fmt.Errorf("state store: %w", err)
 			}
 		}
 	}

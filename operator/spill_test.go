@@ -37,7 +37,7 @@ func TestSliceSpillMatchesMemory(t *testing.T) { checkSpillMatchesMemory(t, "sli
 func TestCumulateSpillMatchesMemory(t *testing.T) { checkSpillMatchesMemory(t, "cumulate") }
 
 func checkSpillMatchesMemory(t *testing.T, kind string) {
-	var runs, restoredSpills, reads int
+	var runs, restoredSpills, reads, firedRuns, restoredFired int
 	rapid.Check(t, func(t *rapid.T) {
 		f := newSnapFields(t)
 		var cfg snapConfig
@@ -77,7 +77,7 @@ func checkSpillMatchesMemory(t *testing.T, kind string) {
 		if b == nil {
 			return // an aggregate whose result depends on the order of updates: memory only
 		}
-		spills := 0
+		spills, fired, firedRestarts := 0, int64(0), 0
 		r := f.schema.NewRow()
 		var live []snapEvent
 		var wm, now int64
@@ -136,6 +136,10 @@ func checkSpillMatchesMemory(t *testing.T, kind string) {
 				if w, _, _ := b.SpillStats(); w > 0 {
 					spills++
 				}
+				if n, _ := b.FiredSpills(); n > 0 {
+					fired += n
+					firedRestarts++
+				}
 				parts, gl := groupSections(b, cfg.groups)
 				b = open()
 				if err := b.RestoreGroups(parts, gl); err != nil {
@@ -151,6 +155,11 @@ func checkSpillMatchesMemory(t *testing.T, kind string) {
 		if _, r, _ := b.SpillStats(); r > 0 {
 			reads++
 		}
+		n, _ := b.FiredSpills()
+		if fired += n; fired > 0 {
+			firedRuns++
+		}
+		restoredFired += firedRestarts
 		a.AdvanceWatermark(changelog.WatermarkInfinity, now+1)
 		b.AdvanceWatermark(changelog.WatermarkInfinity, now+1)
 		compare(len(steps), "end")
@@ -166,9 +175,14 @@ func checkSpillMatchesMemory(t *testing.T, kind string) {
 	})
 	// The draws must exercise the store: runs that spill, restarts over
 	// partials, and windows read back before they fire.
-	t.Logf("%d runs on disk, %d restarts over written partials, %d runs read back before the end", runs, restoredSpills, reads)
+	// Tumbling windows: fired windows' instances written (late rows
+	// reading them back), also across restarts.
+	t.Logf("%d runs on disk, %d restarts over written partials, %d runs read back before the end; %d runs wrote fired instances, %d restarts over them", runs, restoredSpills, reads, firedRuns, restoredFired)
 	if runs < 10 || restoredSpills == 0 || reads == 0 {
 		t.Fatalf("%d runs on disk, %d restarts over written partials, %d read back: the draws do not exercise the store", runs, restoredSpills, reads)
+	}
+	if kind == "tumbling" && (firedRuns == 0 || restoredFired == 0) {
+		t.Fatalf("%d runs wrote fired instances, %d restarts over them: the draws do not exercise fired windows on disk", firedRuns, restoredFired)
 	}
 }
 

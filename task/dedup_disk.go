@@ -499,11 +499,13 @@ func (t *Task) Flush() error {
 // interval joins loaded from the store, the rows those loads read
 // and the rows the joins wrote (join.ColdStats); the window stages'
 // partials written to the store (WindowWrites) and read back
-// (WindowReads).
+// (WindowReads), and among them the instances of fired windows waiting
+// for late rows (WindowFiredWrites, WindowFiredReads).
 type ColdStats struct {
 	Reads, Hits, Writes                      int64
 	JoinLoads, JoinRowsRead, JoinRowsWritten int64
 	WindowWrites, WindowReads                int64
+	WindowFiredWrites, WindowFiredReads      int64
 }
 
 // ColdStats returns the task's disk-backend counters (zero on the memory
@@ -526,6 +528,9 @@ func (t *Task) ColdStats() ColdStats {
 			w, r, _ := nr.stage.op.SpillStats()
 			s.WindowWrites += w
 			s.WindowReads += r
+			fw, fr := nr.stage.op.FiredSpills()
+			s.WindowFiredWrites += fw
+			s.WindowFiredReads += fr
 		}
 	}
 	return s
