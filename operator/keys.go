@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/u64map"
 )
 
 // decodeKey turns an encoded key back into values; string values are
@@ -180,9 +181,9 @@ type keyTable struct {
 	ids map[string]uint32
 	// ints holds instead of ids the keys of one int, bool or time field
 	// that is not null (a 9-byte encoding: tag 1 and the value), by
-	// value: a table of 64-bit keys (intIndex) hashes and compares without
+	// value: a table of 64-bit keys (u64map) hashes and compares without
 	// touching the key's bytes (Nexmark's auction and bidder ids).
-	ints   intIndex
+	ints   u64map.Map[uint32]
 	intKey bool // the key is one int, bool or time field: ints is used
 	// extra gives every key entry its keyExtra (session windows, unsliced
 	// sliding windows).
@@ -228,7 +229,7 @@ func (k *keyTable) intOf(enc string) (uint64, bool) {
 // get returns the id of encoded key enc.
 func (k *keyTable) get(enc string) (uint32, bool) {
 	if v, ok := k.intOf(enc); ok {
-		return k.ints.get(v)
+		return k.ints.Get(v)
 	}
 	id, ok := k.ids[enc]
 	return id, ok
@@ -237,7 +238,7 @@ func (k *keyTable) get(enc string) (uint32, bool) {
 // set records id as encoded key enc's.
 func (k *keyTable) set(enc string, id uint32) {
 	if v, ok := k.intOf(enc); ok {
-		k.ints.set(v, id)
+		k.ints.Put(v, id)
 		return
 	}
 	k.ids[enc] = id
@@ -246,7 +247,7 @@ func (k *keyTable) set(enc string, id uint32) {
 // del forgets encoded key enc.
 func (k *keyTable) del(enc string) {
 	if v, ok := k.intOf(enc); ok {
-		k.ints.del(v)
+		k.ints.Delete(v)
 		return
 	}
 	delete(k.ids, enc)
@@ -256,7 +257,7 @@ func (k *keyTable) del(enc string) {
 func (k *keyTable) values(id uint32) []row.Value { return decodeKey(k.ent(id).enc, k.fields) }
 
 // count returns the number of keys held.
-func (k *keyTable) count() int { return len(k.ids) + k.ints.n }
+func (k *keyTable) count() int { return len(k.ids) + k.ints.Len() }
 
 // groupFloor is the number of idle keys a key group may hold before a
 // sweep frees them (when they also outnumber its live keys): the 1024 of
@@ -275,7 +276,7 @@ func (k *keyTable) initGroups() {
 // lookup returns the id of an encoded key if it is known.
 func (k *keyTable) lookup(enc []byte) (uint32, bool) {
 	if k.intKey && len(enc) == 9 && enc[0] == 1 {
-		return k.ints.get(binary.BigEndian.Uint64(enc[1:]))
+		return k.ints.Get(binary.BigEndian.Uint64(enc[1:]))
 	}
 	id, ok := k.ids[string(enc)] // no allocation: the compiler optimizes map[string(b)]
 	return id, ok
@@ -440,8 +441,8 @@ func (k *keyTable) bytes() int64 {
 	for id := range k.ids {
 		n += int64(len(id))*2 + 48 // enc in map and entry, map overhead
 	}
-	n += int64(k.ints.n)*16 + int64(len(k.ints.cells))*int64(unsafe.Sizeof(intCell{})) // the entry's 9-byte encoding, the table's cells
-	per := int64(unsafe.Sizeof(keyEntry{}))                                            // 32 bytes on amd64; values decoded per row, not kept
+	n += int64(k.ints.Len())*16 + k.ints.Bytes() // the entry's 9-byte encoding, the table's cells
+	per := int64(unsafe.Sizeof(keyEntry{}))      // 32 bytes on amd64; values decoded per row, not kept
 	if k.extra {
 		per += int64(unsafe.Sizeof(keyExtra{})) // 72 bytes: session windows, unsliced sliding windows
 	}

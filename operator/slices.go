@@ -3,7 +3,6 @@ package operator
 import (
 	"cmp"
 	"encoding/binary"
-	"hash/maphash"
 	"math"
 	"slices"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/keygroup"
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/u64map"
 	"github.com/tidemark/tidemark/window"
 )
 
@@ -85,22 +85,32 @@ type slice struct {
 // entry with one lookup, as a hand-written map[key]count per slice does,
 // without the key table (consulted only when a key enters a slice). Keys
 // of one int, bool or time field that is not null (keyTable.intKey) are
-// held by value in an open-addressing table (intIndex), others by their
-// encoding (the key table's string) in a map.
+// held by value in a u64map.Map, others by their encoding (the key
+// table's string) in a map.
 type entIndex struct {
-	ints intIndex
+	ints u64map.Map[entCell]
 	strs map[string]int32
 }
 
+// entCell is the value of a key held by value in an entIndex: its entry's
+// index and, beside it in the cell's spare bytes, the entry's slot (−1
+// while the entry holds none), so that a record reads its partial
+// aggregate's slot with its entry index and the two loads, of the entry
+// and of the aggregate, overlap instead of following one another.
+type entCell struct {
+	i    int32
+	slot int32
+}
+
 // get returns the entry index of the key encoded as enc and, for a key
-// held by value, its cell (whose aux is the entry's slot), else nil.
-func (x *entIndex) get(k *keyTable, enc []byte) (int32, *intCell, bool) {
+// held by value, its cell, else nil.
+func (x *entIndex) get(k *keyTable, enc []byte) (int32, *entCell, bool) {
 	if k.intKey && len(enc) == 9 && enc[0] == 1 {
-		c := x.ints.find(binary.BigEndian.Uint64(enc[1:]))
+		c := x.ints.Ptr(binary.BigEndian.Uint64(enc[1:]))
 		if c == nil {
 			return 0, nil, false
 		}
-		return int32(c.v - 1), c, true
+		return c.i, c, true
 	}
 	i, ok := x.strs[string(enc)]
 	return i, nil, ok
@@ -109,8 +119,8 @@ func (x *entIndex) get(k *keyTable, enc []byte) (int32, *intCell, bool) {
 // getString is get for an encoding held as a string (a key entry's).
 func (x *entIndex) getString(k *keyTable, enc string) (int32, bool) {
 	if v, ok := k.intOf(enc); ok {
-		i, ok := x.ints.get(v)
-		return int32(i), ok
+		c, ok := x.ints.Get(v)
+		return c.i, ok
 	}
 	i, ok := x.strs[enc]
 	return i, ok
@@ -119,7 +129,7 @@ func (x *entIndex) getString(k *keyTable, enc string) (int32, bool) {
 // set records entry i, holding slot, for the key encoded as enc.
 func (x *entIndex) set(k *keyTable, enc string, i, slot int32) {
 	if v, ok := k.intOf(enc); ok {
-		x.ints.setAux(v, uint32(i), slot)
+		x.ints.Put(v, entCell{i: i, slot: slot})
 		return
 	}
 	if x.strs == nil {
@@ -130,159 +140,8 @@ func (x *entIndex) set(k *keyTable, enc string, i, slot int32) {
 
 // reset empties the index, keeping its memory (pooled slices).
 func (x *entIndex) reset() {
-	x.ints.reset()
+	x.ints.Reset()
 	clear(x.strs)
-}
-
-// intIndex is a hash table of 64-bit keys to 32-bit values (entry
-// indexes, key ids) with linear probing, its key and value side by side
-// in one 16-byte cell: a lookup reads one cache line (four cells) unless
-// its probe crosses a line boundary, where a Go map reads its group's
-// control word and then the slot, most often in another line (a group of
-// 8 uint64 → int32 slots spans 136 bytes). At most 3/4 of the cells are
-// used, so a probe ends at an empty cell; a deletion shifts the cells
-// after it back into place (Knuth's Algorithm R, TAOCP vol. 3, 6.4), so
-// there are no tombstones. The hash is MurmurHash3's fmix64 of the key
-// xored with a seed drawn once per process: the table's layout never
-// reaches outputs (a slice's entries are ordered by their arrival numbers,
-// key ids are given in arrival order), and keys crafted to collide need
-// the seed.
-type intIndex struct {
-	cells []intCell // len a power of two (at least intIndexMin), or nil
-	n     int       // cells used
-}
-
-// intCell is one cell of an intIndex: v is the value + 1, 0 when the cell
-// is empty; aux is a second value kept beside it in the cell's spare bytes
-// (a slice index's: the entry's slot, so that a record reads its partial
-// aggregate's slot with its entry index and the two loads, of the entry
-// and of the aggregate, overlap instead of following one another).
-type intCell struct {
-	k   uint64
-	v   uint32
-	aux int32
-}
-
-// intIndexMin is the smallest table, in cells.
-const intIndexMin = 16
-
-// intIndexSeed is xored into keys before hashing (random per process).
-var intIndexSeed = new(maphash.Hash).Sum64()
-
-// intHash is MurmurHash3's 64-bit finalizer (Austin Appleby, public
-// domain) of k ^ intIndexSeed.
-func intHash(k uint64) uint64 {
-	x := k ^ intIndexSeed
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
-
-func (t *intIndex) get(k uint64) (uint32, bool) {
-	if c := t.find(k); c != nil {
-		return c.v - 1, true
-	}
-	return 0, false
-}
-
-// find returns key k's cell, or nil when k is absent. The pointer is valid
-// until the next set or del.
-func (t *intIndex) find(k uint64) *intCell {
-	if t.n == 0 {
-		return nil
-	}
-	m := uint64(len(t.cells) - 1)
-	for h := intHash(k) & m; ; h = (h + 1) & m {
-		c := &t.cells[h]
-		if c.v == 0 {
-			return nil
-		}
-		if c.k == k {
-			return c
-		}
-	}
-}
-
-// set records v (below math.MaxUint32) as key k's value, replacing k's
-// earlier one (and its aux with 0).
-func (t *intIndex) set(k uint64, v uint32) { t.setAux(k, v, 0) }
-
-// setAux is set with aux as the cell's second value.
-func (t *intIndex) setAux(k uint64, v uint32, aux int32) {
-	if 4*(t.n+1) > 3*len(t.cells) {
-		t.grow()
-	}
-	if t.put(intCell{k: k, v: v + 1, aux: aux}) {
-		t.n++
-	}
-}
-
-// put stores cell c (c.v > 0) in a table with room and reports whether its
-// key is new.
-func (t *intIndex) put(c intCell) bool {
-	m := uint64(len(t.cells) - 1)
-	for h := intHash(c.k) & m; ; h = (h + 1) & m {
-		d := &t.cells[h]
-		if d.v == 0 || d.k == c.k {
-			isNew := d.v == 0
-			*d = c
-			return isNew
-		}
-	}
-}
-
-// del removes key k (a no-op when it is absent): the cells of the probe
-// run after it whose home lies cyclically at or before the freed cell move
-// back into it, one after the other, until the run ends.
-func (t *intIndex) del(k uint64) {
-	if t.n == 0 {
-		return
-	}
-	m := uint64(len(t.cells) - 1)
-	i := intHash(k) & m
-	for {
-		c := &t.cells[i]
-		if c.v == 0 {
-			return
-		}
-		if c.k == k {
-			break
-		}
-		i = (i + 1) & m
-	}
-	for j := (i + 1) & m; t.cells[j].v != 0; j = (j + 1) & m {
-		// The cell at j may move to i unless its home h lies cyclically
-		// in (i, j]: its probe would then not pass i.
-		h := intHash(t.cells[j].k) & m
-		if (j-h)&m >= (j-i)&m {
-			t.cells[i] = t.cells[j]
-			i = j
-		}
-	}
-	t.cells[i] = intCell{}
-	t.n--
-}
-
-// grow doubles the table (or makes the first) and puts the cells back.
-func (t *intIndex) grow() {
-	old := t.cells
-	t.cells = make([]intCell, max(intIndexMin, 2*len(old)))
-	for _, c := range old {
-		if c.v != 0 {
-			t.put(c)
-		}
-	}
-}
-
-// reset empties the table, keeping its memory.
-func (t *intIndex) reset() {
-	if t.n > 0 {
-		clear(t.cells)
-		t.n = 0
-	}
 }
 
 // entIndexBytes is the estimated heap bytes of one entIndex entry.
@@ -461,14 +320,14 @@ func (ss *sliceStore) insert(s *slice) {
 
 // sliceEntry returns the index in s of the current record's key
 // (o.keyInt when keyByValue, else o.keyBuf) and, for a key held by value,
-// its index cell (whose aux is the entry's slot), else nil.
-func (o *Operator) sliceEntry(s *slice) (int32, *intCell, bool) {
+// its index cell (holding the entry's slot too), else nil.
+func (o *Operator) sliceEntry(s *slice) (int32, *entCell, bool) {
 	if o.keyByValue {
-		c := s.idx.ints.find(o.keyInt)
+		c := s.idx.ints.Ptr(o.keyInt)
 		if c == nil {
 			return 0, nil, false
 		}
-		return int32(c.v - 1), c, true
+		return c.i, c, true
 	}
 	return s.idx.get(o.keys, o.keyBuf)
 }
@@ -598,17 +457,17 @@ func (o *Operator) applySlice(r *row.Row, ts int64, weight int) (bool, error) {
 	ss := &o.sl
 	w, s := ss.at(ts)
 	var i int32
-	var c *intCell // the key's index cell, when held by value
+	var c *entCell // the key's index cell, when held by value
 	ok := false
 	if s != nil {
 		i, c, ok = o.sliceEntry(s)
 	}
-	if c != nil && c.aux >= 0 && weight > 0 {
+	if c != nil && c.slot >= 0 && weight > 0 {
 		// A live entry: its slot is in the cell, so the loads of the entry
 		// (its key group read first) and of the partial aggregate are
 		// issued together.
 		e := s.ents.at(int(i))
-		g, slot := int(e.group), c.aux
+		g, slot := int(e.group), c.slot
 		if err := o.slots.apply(slot, r, 1); err != nil {
 			return false, err
 		}
@@ -631,7 +490,7 @@ func (o *Operator) applySlice(r *row.Row, ts int64, weight int) (bool, error) {
 			o.slots.release(e.slot)
 			e.slot, e.rows = -1, 0
 			if c != nil {
-				c.aux = -1
+				c.slot = -1
 			}
 			s.live--
 		}
@@ -657,7 +516,7 @@ func (o *Operator) applySlice(r *row.Row, ts int64, weight int) (bool, error) {
 	case s.ents.at(int(i)).slot < 0:
 		s.ents.at(int(i)).slot = o.slots.alloc()
 		if c != nil {
-			c.aux = s.ents.at(int(i)).slot
+			c.slot = s.ents.at(int(i)).slot
 		}
 		s.live++
 	}

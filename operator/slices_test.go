@@ -2,8 +2,6 @@ package operator
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -139,105 +137,4 @@ func TestSlicedMatchesUnsliced(t *testing.T) {
 		groups := rapid.Bool().Draw(t, "groups") && cfg.order != OrderArrival
 		runSlicedVsUnsliced(t, f, cfg, drawSnapSteps(t, cfg.retract), groups)
 	})
-}
-
-// TestIntIndexMatchesMap checks intIndex against a Go map over random sets,
-// replacements, deletions and resets, with keys drawn from a small range
-// (collisions, long probes, deletions inside runs that wrap around the
-// table's end) or from all of uint64, across growths.
-func TestIntIndexMatchesMap(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		var x intIndex
-		want := map[uint64]uint32{}
-		small := rapid.Bool().Draw(t, "small")
-		keyGen := rapid.Uint64()
-		if small {
-			keyGen = rapid.Uint64Range(0, 300)
-		}
-		n := rapid.IntRange(0, 2000).Draw(t, "n")
-		for step := 0; step < n; step++ {
-			k := keyGen.Draw(t, "k")
-			switch op := rapid.IntRange(0, 20).Draw(t, "op"); {
-			case op == 0:
-				x.reset()
-				clear(want)
-			case op < 10:
-				i := rapid.Uint32Range(0, math.MaxUint32-1).Draw(t, "i")
-				x.set(k, i)
-				want[k] = i
-			case op < 15:
-				x.del(k)
-				delete(want, k)
-			default:
-				checkIntIndexKey(t, &x, want, k)
-			}
-			if x.n != len(want) {
-				t.Fatalf("n = %d, want %d", x.n, len(want))
-			}
-		}
-		for k, wi := range want {
-			if i, ok := x.get(k); !ok || i != wi {
-				t.Fatalf("final get(%d) = %d, %v; want %d, true", k, i, ok, wi)
-			}
-		}
-		used := 0
-		for _, c := range x.cells {
-			if c.v != 0 {
-				used++
-				if wi, ok := want[c.k]; !ok || c.v-1 != wi {
-					t.Fatalf("cell of key %d holds %d; the map has %d, %v", c.k, c.v-1, wi, ok)
-				}
-			}
-		}
-		if used != len(want) {
-			t.Fatalf("%d cells used, want %d", used, len(want))
-		}
-		if len(x.cells) > 0 && 4*x.n > 3*len(x.cells) {
-			t.Fatalf("%d of %d cells used, more than 3/4", x.n, len(x.cells))
-		}
-	})
-}
-
-// checkIntIndexKey fails unless x holds key k as want does.
-func checkIntIndexKey(t interface{ Fatalf(string, ...any) }, x *intIndex, want map[uint64]uint32, k uint64) {
-	i, ok := x.get(k)
-	if wi, wok := want[k]; ok != wok || i != wi {
-		t.Fatalf("get(%d) = %d, %v; want %d, %v", k, i, ok, wi, wok)
-	}
-}
-
-// TestIntIndexDeletes runs 400,000 random sets and deletions over 3,000
-// keys (the table near its 3/4 bound, long probe runs, runs wrapping
-// around the table's end) against a Go map, checking every key after each
-// 1,000 operations, then deletes every key.
-func TestIntIndexDeletes(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	var x intIndex
-	want := map[uint64]uint32{}
-	check := func() {
-		for k := uint64(0); k < 3000; k++ {
-			checkIntIndexKey(t, &x, want, k)
-		}
-		if x.n != len(want) {
-			t.Fatalf("n = %d, want %d", x.n, len(want))
-		}
-	}
-	for op := range 400_000 {
-		k := uint64(rng.IntN(3000))
-		if rng.IntN(2) == 0 {
-			x.set(k, uint32(op))
-			want[k] = uint32(op)
-		} else {
-			x.del(k)
-			delete(want, k)
-		}
-		if op%1000 == 999 {
-			check()
-		}
-	}
-	for k := range uint64(3000) {
-		x.del(k)
-		delete(want, k)
-	}
-	check()
 }

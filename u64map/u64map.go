@@ -27,7 +27,10 @@
 // A Map is not safe for concurrent use; its zero value is an empty table.
 package u64map
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"unsafe"
+)
 
 // minCells is the smallest table, in cells.
 const minCells = 16
@@ -71,31 +74,28 @@ func (m *Map[V]) Len() int {
 }
 
 // Cells returns the number of cells the table has allocated (0, or a
-// power of two at least 16): its heap bytes are Cells times the size of a
-// key and a V side by side (16 for a V of up to 8 bytes).
+// power of two at least 16).
 func (m *Map[V]) Cells() int { return len(m.cells) }
+
+// Bytes returns the heap bytes of the table's cells: Cells times the size
+// of a key and a V side by side (16 for a V of up to 8 bytes on amd64).
+func (m *Map[V]) Bytes() int64 { return int64(len(m.cells)) * int64(unsafe.Sizeof(cell[V]{})) }
 
 // Get returns key k's value and true, or V's zero value and false when k
 // is absent.
-func (m *Map[V]) Get(k uint64) (V, bool) {
-	if p := m.Ptr(k); p != nil {
-		return *p, true
+func (m *Map[V]) Get(k uint64) (v V, ok bool) {
+	p := m.Ptr(k)
+	if p == nil {
+		return v, false
 	}
-	var z V
-	return z, false
+	return *p, true
 }
 
 // Ptr returns a pointer to key k's value, or nil when k is absent. The
 // pointer is valid until the next Put, Upsert, Delete or Reset.
 func (m *Map[V]) Ptr(k uint64) *V {
-	if k == 0 {
-		if m.hasZero {
-			return &m.zero
-		}
-		return nil
-	}
-	if m.n == 0 {
-		return nil
+	if k == 0 || m.n == 0 {
+		return m.zeroPtr(k)
 	}
 	mask := uint64(len(m.cells) - 1)
 	for h := hash(k) & mask; ; h = (h + 1) & mask {
@@ -107,6 +107,15 @@ func (m *Map[V]) Ptr(k uint64) *V {
 			return nil
 		}
 	}
+}
+
+// zeroPtr is Ptr for key 0 or an empty table, kept out of the probe's
+// path.
+func (m *Map[V]) zeroPtr(k uint64) *V {
+	if k == 0 && m.hasZero {
+		return &m.zero
+	}
+	return nil
 }
 
 // Put records v as key k's value, replacing k's earlier one.

@@ -72,8 +72,8 @@ func TestSmall(t *testing.T) {
 	if v, ok := m.Get(0); !ok || v != 5 {
 		t.Fatalf("Get(0) = %d, %v; want 5, true", v, ok)
 	}
-	if m.Len() != 2 || m.Cells() != 16 {
-		t.Fatalf("Len %d, Cells %d; want 2, 16", m.Len(), m.Cells())
+	if m.Len() != 2 || m.Cells() != 16 || m.Bytes() != 16*16 {
+		t.Fatalf("Len %d, Cells %d, Bytes %d; want 2, 16, 256", m.Len(), m.Cells(), m.Bytes())
 	}
 	p, isNew := m.Upsert(9)
 	if !isNew || *p != 0 {
@@ -306,7 +306,7 @@ func TestStructValues(t *testing.T) {
 			t.Fatalf("Get(%d) = %+v, %v; want {%d %d}, true", k*k, e, ok, k, ws)
 		}
 	}
-	if m.Len() != 1000 || m.Cells() != 2048 {
-		t.Fatalf("Len %d, Cells %d; want 1000, 2048", m.Len(), m.Cells())
+	if m.Len() != 1000 || m.Cells() != 2048 || m.Bytes() != 2048*16 {
+		t.Fatalf("Len %d, Cells %d, Bytes %d; want 1000, 2048, 32768", m.Len(), m.Cells(), m.Bytes())
 	}
 }
