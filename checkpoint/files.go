@@ -34,9 +34,9 @@ type FileStore interface {
 	// object of that name is an error wrapping os.ErrExist.
 	PutFile(name, path string) (size int64, hash uint64, err error)
 	// GetFile makes object name the file at path (which must not exist):
-	// a hard link, or a copy. Errors wrap os.ErrNotExist for a missing
-	// object.
-	GetFile(name, path string) error
+	// a hard link, or a copy, and returns the bytes it copied (0 for a
+	// link). Errors wrap os.ErrNotExist for a missing object.
+	GetFile(name, path string) (copied int64, err error)
 	// StatFile returns an object's size; errors wrap os.ErrNotExist.
 	StatFile(name string) (int64, error)
 	// Files lists the table objects' names, sorted.
@@ -133,19 +133,23 @@ func hashFile(path string) (int64, uint64, error) {
 func HashFile(path string) (int64, uint64, error) { return hashFile(path) }
 
 // GetFile links (or copies) object name to path.
-func (s DirStore) GetFile(name, path string) error {
+func (s DirStore) GetFile(name, path string) (int64, error) {
 	src := filepath.Join(s.Dir, name)
 	err := os.Link(src, path)
 	if err == nil || errors.Is(err, os.ErrNotExist) || !crossDevice(err) {
 		if err != nil {
-			return fmt.Errorf("table %s: %w", src, err)
+			return 0, fmt.Errorf("table %s: %w", src, err)
 		}
-		return nil
+		return 0, nil
 	}
 	if err := copyFile(src, path, filepath.Dir(path)); err != nil {
-		return fmt.Errorf("table %s: %w", src, err)
+		return 0, fmt.Errorf("table %s: %w", src, err)
 	}
-	return nil
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, fmt.Errorf("table %s: %w", path, err)
+	}
+	return st.Size(), nil
 }
 
 // StatFile returns the size of object name.

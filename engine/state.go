@@ -40,6 +40,8 @@ type diskState struct {
 	sent int64
 	// cks is each checkpoint's synchronous pause and tables sent.
 	cks []DiskCheckpoint
+	// restore counts what the restore took from the checkpoint.
+	restore DiskRestore
 	// rounds counts each task's snapshot rounds (fault point "flushed").
 	rounds []int64
 	fs     vfs.FS // Options.StateFS
@@ -326,9 +328,13 @@ func (ds *diskState) restoreShard(fs checkpoint.FileStore, ref storeRef, lo, hi 
 			partial = true
 			continue // none of its keys is the task's
 		}
-		if err := fs.GetFile(t.obj, filepath.Join(dir, t.name)); err != nil {
+		copied, err := fs.GetFile(t.obj, filepath.Join(dir, t.name))
+		if err != nil {
 			return nil, fmt.Errorf("%w: state table %s: %v", checkpoint.ErrCorrupt, t.obj, err)
 		}
+		ds.restore.Tables++
+		ds.restore.TableBytes += t.size
+		ds.restore.CopiedBytes += copied
 		sh.objs[t.name] = t.obj
 	}
 	for _, m := range ref.metas {
@@ -344,7 +350,9 @@ func (ds *diskState) restoreShard(fs checkpoint.FileStore, ref storeRef, lo, hi 
 		}
 	}
 	opts := disk.Options{Dir: dir, FS: ds.fs, Cache: ds.cache, MemTableSize: uint64(ds.budget.MemTable)}
+	ds.restore.Stores++
 	if partial {
+		ds.restore.Excised++
 		// Open without the tables it did not take, excise what it does not
 		// own, and open again as usual.
 		o := opts

@@ -29,7 +29,7 @@ import (
 // are read.
 func diskRun(t *testing.T, p *spec.Pipeline, par, hot int, stopAfter int64, clock func() time.Time) *engine.Summary {
 	t.Helper()
-	p.State = spec.State{Backend: "disk", Memory: 16 << 20}
+	p.State = spec.State{Backend: "disk", Memory: 16 << 20, Dir: p.State.Dir}
 	p.Defaults()
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func checkDiskRestoreChains(t *testing.T, kind string) {
 	clock := func() time.Time { return time.Unix(tick.Add(1), 0) }
 	out, ck := filepath.Join(dir, "out"), filepath.Join(dir, "ck")
 	restored, carried, firedCarried := 0, 0, 0
-	for _, step := range []struct {
+	for k, step := range []struct {
 		stop int64
 		par  int
 	}{{900, 2}, {1700, 1}, {2600, 4}, {3900, 3}, {0, 2}} {
@@ -242,6 +242,21 @@ func checkDiskRestoreChains(t *testing.T, kind string) {
 			firedCarried++ // and fired windows' instances
 		}
 		checkDiskCheckpoints(t, sum)
+		// What the restores took: 2 → 1, both stores whole; 1 (holding
+		// those two stores) → 4, each task a half of one of them, excised;
+		// every table by a link (one file system), none copied.
+		r := sum.DiskState.Restore
+		t.Logf("parallelism %d: restore %+v", step.par, r)
+		switch {
+		case r.CopiedBytes != 0:
+			t.Errorf("step %d: %d bytes of tables copied within one file system", k, r.CopiedBytes)
+		case k > 0 && (r.Tables == 0 || r.TableBytes == 0):
+			t.Errorf("step %d: the restore took no table", k)
+		case k == 1 && (r.Stores != 2 || r.Excised != 0):
+			t.Errorf("2 → 1: %d stores, %d excised; want 2 and 0", r.Stores, r.Excised)
+		case k == 2 && (r.Stores != 4 || r.Excised != 4):
+			t.Errorf("1 → 4: %d stores, %d excised; want 4 and 4", r.Stores, r.Excised)
+		}
 		t.Logf("parallelism %d: %+v", step.par, sum.DiskState)
 	}
 	if restored != 4 {
@@ -254,6 +269,51 @@ func checkDiskRestoreChains(t *testing.T, kind string) {
 	if kind == "late" && firedCarried == 0 {
 		t.Fatal("no run read back fired windows' instances written before its restore")
 	}
+}
+
+// TestDiskRescaleCopiesAcrossFileSystems: with the checkpoint directory
+// on another file system than the state (a tmpfs), a restore cannot link
+// the tables: a rescale 2 → 1 copies every table it takes — the bytes
+// copied equal the tables' bytes, and both tasks' stores come whole
+// (none excised) — and ends with the outputs of an uninterrupted run.
+func TestDiskRescaleCopiesAcrossFileSystems(t *testing.T) {
+	shm, err := os.MkdirTemp("/dev/shm", "tidemark-ck-")
+	if err != nil {
+		t.Skipf("no tmpfs at /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	dir := t.TempDir()
+	var a, b syscall.Stat_t
+	if syscall.Stat(shm, &a) != nil || syscall.Stat(dir, &b) != nil || a.Dev == b.Dev {
+		t.Skip("/dev/shm is on the temporary directory's file system")
+	}
+	in := filepath.Join(dir, "in.jsonl")
+	diskInput(t, in, 3000)
+	build := func(out, ck string) *spec.Pipeline {
+		p := diskPipeline(in, out, ck)
+		if ck != "" {
+			p.Checkpoint.Interval = spec.Duration(time.Millisecond)
+			p.Checkpoint.Retain = 2
+			p.State.Dir = filepath.Join(dir, "state") // not beside the checkpoints
+		}
+		return p
+	}
+	refOut := filepath.Join(dir, "ref")
+	runPart(t, build(refOut, ""), 1, 0)
+	want := canonDir(t, refOut)
+	var tick atomic.Int64
+	clock := func() time.Time { return time.Unix(tick.Add(1), 0) }
+	out, ck := filepath.Join(dir, "out"), filepath.Join(shm, "ck")
+	if sum := diskRun(t, build(out, ck), 2, 1, 1500, clock); !sum.Stopped {
+		t.Fatal("the run at parallelism 2 did not stop")
+	}
+	sum := diskRun(t, build(out, ck), 1, 1, 0, clock)
+	r := sum.DiskState.Restore
+	t.Logf("2 → 1 across file systems: %+v", r)
+	if sum.Checkpoints.Restored == 0 || r.Tables == 0 || r.CopiedBytes != r.TableBytes || r.Stores != 2 || r.Excised != 0 {
+		t.Fatalf("restore %+v from checkpoint %d: want both stores whole, every table's bytes copied", r, sum.Checkpoints.Restored)
+	}
+	sameOutputs(t, want, out, "the uninterrupted run's")
 }
 
 // checkDiskCheckpoints fails t unless sum lists each checkpoint the run
@@ -328,7 +388,7 @@ func TestDiskFaults(t *testing.T) {
 			build := func() *spec.Pipeline {
 				p := diskPipeline(in, out, ck)
 				p.Checkpoint.Interval = spec.Duration(time.Millisecond)
-				p.State = spec.State{Backend: "disk", Memory: 16 << 20}
+				p.State = spec.State{Backend: "disk", Memory: 16 << 20, Dir: p.State.Dir}
 				p.Defaults()
 				if err := p.Validate(); err != nil {
 					t.Fatal(err)

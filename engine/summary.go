@@ -164,6 +164,25 @@ type DiskStateSummary struct {
 	// Checkpoints lists this run's checkpoints in order, each with its
 	// synchronous pause and the bytes of tables it sent.
 	Checkpoints []DiskCheckpoint
+	// Restore is what the run's restore took from its checkpoint (zero
+	// for a run that restored none).
+	Restore DiskRestore
+}
+
+// DiskRestore counts what a restore of the disk backend took from the
+// checkpoint's stores: Stores is the stores it made (one per task and
+// checkpoint store whose key groups overlap), Excised those of them that
+// took only part of a checkpoint store's key groups (the rest removed by
+// a range excise); Tables and TableBytes are the table files taken
+// (only those holding a key of the task's key groups: a rescale takes
+// only the tables of the key groups that move to a task); CopiedBytes
+// the bytes of them copied because the checkpoint directory is on
+// another file system (the rest are hard links, no bytes copied).
+type DiskRestore struct {
+	Stores, Excised int
+	Tables          int
+	TableBytes      int64
+	CopiedBytes     int64
 }
 
 // DiskCheckpoint is one checkpoint of the disk backend: ID is its
@@ -312,6 +331,11 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 			fmt.Fprintf(w, "; resumed from checkpoint %d", c.Restored)
 		}
 		fmt.Fprintln(w)
+	}
+	if d := s.DiskState; d != nil && d.Restore.Stores > 0 {
+		r := d.Restore
+		fmt.Fprintf(w, "  state restored       %12d  tables, %d bytes (%d copied, the rest linked) into %d stores, %d of them excised to their key groups\n",
+			r.Tables, r.TableBytes, r.CopiedBytes, r.Stores, r.Excised)
 	}
 	if s.EventsRead > 0 && s.Quarantined == s.EventsRead {
 		// One reason, not a warning per field: no record decoded, so every
