@@ -20,6 +20,7 @@ import (
 	"github.com/tidemark/tidemark/internal/articlebase"
 	"github.com/tidemark/tidemark/internal/articlegen"
 	"github.com/tidemark/tidemark/internal/nexbase"
+	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/source/nexmark"
 	"github.com/tidemark/tidemark/spec"
@@ -203,7 +204,76 @@ var baselines = map[string]baselineFunc{
 	"q9/q9":           {"nexbase.Q9", func(ctx context.Context, c nexbase.Config) (nexbase.Stats, error) { return nexbase.Q9(ctx, c, nil) }},
 }
 
+// benchJob is what one bench command measures: the pipeline, the file it
+// came from, and what its set-up made (bench article's generated events,
+// a database sink's connection), with the temporary directories close
+// removes.
+type benchJob struct {
+	p    *spec.Pipeline
+	file string // the pipeline's file (the bundled one for a query name)
+	// gen and eventsFile: bench article's generator counts and events.
+	gen        *articlegen.Stats
+	eventsFile string
+	// dbApp, dbDSN and ckDir: bench article --sink postgres (the
+	// connection's application name, the DSN, the checkpoint directory).
+	dbApp, dbDSN, ckDir string
+	dirs                []string
+}
+
+// tempDir makes a temporary directory that close removes.
+func (j *benchJob) tempDir(pattern string) (string, error) {
+	d, err := os.MkdirTemp("", pattern)
+	if err == nil {
+		j.dirs = append(j.dirs, d)
+	}
+	return d, err
+}
+
+// close removes the job's temporary directories.
+func (j *benchJob) close() {
+	for _, d := range j.dirs {
+		os.RemoveAll(d)
+	}
+}
+
 func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.Writer) error {
+	if err := checkBenchFlags(arg, &f); err != nil {
+		return err
+	}
+	j := &benchJob{}
+	defer j.close()
+	if wrote, err := j.load(arg, f, stdout); err != nil || wrote {
+		return err
+	}
+	stages := stageNames(j.p)
+	base, baseCfg, err := j.baseline(f, stages)
+	if err != nil {
+		return err
+	}
+	pl, reg, rows, err := j.compile(f)
+	if err != nil {
+		return err
+	}
+	rep := j.report(arg, f, stages)
+	if err := j.rounds(ctx, f, pl, reg, rows, base, baseCfg, rep, stderr); err != nil {
+		return err
+	}
+	rep.Notes = "state_bytes_end is the engine's estimate at the end of a bounded run, after every window closed (mostly key tables); peak_live_heap_bytes is the largest live heap at a garbage collection during the run, the whole process included (source buffers, the generator's delay wheel)."
+	if !rep.PeakRSSReset {
+		rep.Notes += " The peak RSS could not be reset between runs: each value is the process's peak since it started."
+	}
+	if f.format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	writeBenchText(stdout, rep)
+	return nil
+}
+
+// checkBenchFlags refuses flags that do not go together (a usage error
+// naming the flag); f.parallelism defaults to one run at one task per CPU.
+func checkBenchFlags(arg string, f *benchFlags) error {
 	if f.repeat < 1 {
 		return usageErr("--repeat %d: at least 1", f.repeat)
 	}
@@ -234,12 +304,17 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	case f.dsn != "" && f.sink == "":
 		return usageErr("--dsn: only with --sink postgres")
 	}
+	return nil
+}
+
+// load reads the pipeline bench measures: bench article's generated
+// events (its file in a temporary directory; --write-events only writes
+// them and returns wrote) and pipeline, a pipeline file, or a Nexmark
+// query (with its side inputs written beside the run); --events sets a
+// Nexmark source's count. Errors are usage errors or exit code 2.
+func (j *benchJob) load(arg string, f benchFlags, stdout io.Writer) (wrote bool, err error) {
 	var p *spec.Pipeline
-	var err error
-	file := arg
-	var gen *articlegen.Stats
-	var eventsFile string
-	var dbApp, dbDSN, ckDir string // bench article --sink postgres
+	j.file = arg
 	switch lower := strings.ToLower(arg); {
 	case arg == articleQuery:
 		events := f.events
@@ -250,28 +325,27 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 		if f.writeEvents != "" {
 			st, err := articlegen.WriteFile(f.writeEvents, cfg)
 			if err != nil {
-				return err
+				return false, err
 			}
 			fmt.Fprintf(stdout, "wrote %s order events to %s (%s first deliveries, %s redeliveries, %s conflicting, %s late, %s too late)\n",
 				thousands(st.Lines), f.writeEvents, thousands(st.First), thousands(st.Redeliveries), thousands(st.Conflicting), thousands(st.Late), thousands(st.TooLate))
-			return nil
+			return true, nil
 		}
-		dir, err := os.MkdirTemp("", "tidemark-bench-article-")
+		dir, err := j.tempDir("tidemark-bench-article-")
 		if err != nil {
-			return err
+			return false, err
 		}
-		defer os.RemoveAll(dir)
-		eventsFile = filepath.Join(dir, "orders.jsonl")
-		st, err := articlegen.WriteFile(eventsFile, cfg)
+		j.eventsFile = filepath.Join(dir, "orders.jsonl")
+		st, err := articlegen.WriteFile(j.eventsFile, cfg)
 		if err != nil {
-			return err
+			return false, err
 		}
-		gen = &st
-		file = article.PipelinePath
+		j.gen = &st
+		j.file = article.PipelinePath
 		if f.sink == "postgres" {
-			file = article.PostgresPath
-			if p, err = article.LoadPostgres(dir, eventsFile); err == nil {
-				dbApp = fmt.Sprintf("tidemark-bench-%d", os.Getpid())
+			j.file = article.PostgresPath
+			if p, err = article.LoadPostgres(dir, j.eventsFile); err == nil {
+				j.dbApp = fmt.Sprintf("tidemark-bench-%d", os.Getpid())
 				dsn := f.dsn
 				if dsn == "" {
 					dsn = os.Getenv("TIDEMARK_POSTGRES")
@@ -279,58 +353,63 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 				if dsn == "" {
 					dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 				}
-				if dbDSN, err = withApplicationName(dsn, dbApp); err != nil {
-					return &exitError{code: 2, err: err}
+				if j.dbDSN, err = withApplicationName(dsn, j.dbApp); err != nil {
+					return false, &exitError{code: 2, err: err}
 				}
-				p.Sinks[0].DSN = dbDSN
-				ckDir = filepath.Join(dir, "checkpoints")
-				p.Checkpoint.Dir = ckDir
+				p.Sinks[0].DSN = j.dbDSN
+				j.ckDir = filepath.Join(dir, "checkpoints")
+				p.Checkpoint.Dir = j.ckDir
 			}
 			break
 		}
-		p, err = article.Load(dir, eventsFile)
+		p, err = article.Load(dir, j.eventsFile)
 	case strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".sql"):
 		p, err = tidemark.Load(arg)
 	default:
 		var path string
 		if _, path, err = nexmarkq.File(arg); err == nil {
-			file = path
+			j.file = path
 			p, err = nexmarkq.Load(arg)
 		}
 		if err == nil && len(p.Inputs) > 0 {
 			// q13's side input: the bundled file, written beside the run.
-			dir, derr := os.MkdirTemp("", "tidemark-bench-inputs-")
+			dir, derr := j.tempDir("tidemark-bench-inputs-")
 			if derr != nil {
-				return derr
+				return false, derr
 			}
-			defer os.RemoveAll(dir)
 			err = nexmarkq.WriteInputs(p, dir)
 		}
 	}
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return false, &exitError{code: 2, err: err}
 	}
-	if f.events > 0 && gen == nil {
+	if f.events > 0 && j.gen == nil {
 		if p.Source.Type != "nexmark" {
-			return usageErr("--events: only for a nexmark source (this pipeline reads %s)", p.Source.Type)
+			return false, usageErr("--events: only for a nexmark source (this pipeline reads %s)", p.Source.Type)
 		}
 		p.Source.Events = f.events
 	}
 	switch {
 	case p.Source.Type == "nexmark" && p.Source.Events == 0:
-		return usageErr("%s: source.events is 0 (unbounded); give --events", file)
+		return false, usageErr("%s: source.events is 0 (unbounded); give --events", j.file)
 	case p.Source.Type == "kafka" && !p.Source.StopAtEnd:
-		return usageErr("%s: a benchmark needs a bounded source; set source.stop_at_end for kafka", file)
+		return false, usageErr("%s: a benchmark needs a bounded source; set source.stop_at_end for kafka", j.file)
 	}
-	stages := stageNames(p)
-	var base *baselineFunc
-	var baseCfg nexbase.Config
+	j.p = p
+	return false, nil
+}
+
+// baseline is the hand-written loop --vs-baseline runs beside tidemark
+// (nil without the flag) and its configuration from the pipeline: the
+// article's loop over its events file, or a Nexmark query's loop found
+// by the pipeline's name and last stage (a usage error when none exists).
+func (j *benchJob) baseline(f benchFlags, stages []string) (*baselineFunc, nexbase.Config, error) {
 	switch {
-	case f.baseline && gen != nil:
-		b := articleBaseline(eventsFile)
-		base = &b
+	case f.baseline && j.gen != nil:
+		b := articleBaseline(j.eventsFile)
+		return &b, nexbase.Config{}, nil
 	case f.baseline:
-		key := p.Name + "/" + stages[len(stages)-1]
+		key := j.p.Name + "/" + stages[len(stages)-1]
 		b, ok := baselines[key]
 		if !ok {
 			known := slices.Sorted(func(yield func(string) bool) {
@@ -340,22 +419,30 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 					}
 				}
 			})
-			return usageErr("--vs-baseline: no hand-written loop for pipeline %s, last stage %s (loops exist for %s)", p.Name, stages[len(stages)-1], strings.Join(known, ", "))
+			return nil, nexbase.Config{}, usageErr("--vs-baseline: no hand-written loop for pipeline %s, last stage %s (loops exist for %s)", j.p.Name, stages[len(stages)-1], strings.Join(known, ", "))
 		}
-		if baseCfg, err = nexbase.FromSpec(p); err != nil {
-			return usageErr("--vs-baseline: %v", err)
+		cfg, err := nexbase.FromSpec(j.p)
+		if err != nil {
+			return nil, nexbase.Config{}, usageErr("--vs-baseline: %v", err)
 		}
-		base = &b
+		return &b, cfg, nil
 	}
+	return nil, nexbase.Config{}, nil
+}
+
+// compile applies --state-backend and --memory, replaces the sinks by
+// blackholes counting the rows written (rows; a database sink stays) and
+// compiles the pipeline, with the registry that opens the blackholes.
+func (j *benchJob) compile(f benchFlags) (*plan.Plan, *engine.Registry, *int64, error) {
 	if prep := stateFlags(f.stateBackend, f.memory); prep != nil {
-		if err := prep(p); err != nil {
-			return &exitError{code: 2, err: err}
+		if err := prep(j.p); err != nil {
+			return nil, nil, nil, &exitError{code: 2, err: err}
 		}
 	}
-	rows := blackholeSinks(p, dbDSN != "")
-	pl, err := tidemark.Compile(p)
+	rows := blackholeSinks(j.p, j.dbDSN != "")
+	pl, err := tidemark.Compile(j.p)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("%s: %w", file, err)}
+		return nil, nil, nil, &exitError{code: 2, err: fmt.Errorf("%s: %w", j.file, err)}
 	}
 	reg := engine.DefaultRegistry()
 	reg.Results[blackholeType] = func(context.Context, spec.Sink, changelog.Desc, *engine.Env) (sink.Results, error) {
@@ -364,23 +451,34 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	reg.Records[blackholeType] = func(context.Context, spec.Sink, *engine.Env) (sink.Records, error) {
 		return &blackhole{rows: new(int64)}, nil
 	}
+	return pl, reg, rows, nil
+}
 
-	rep := benchReport{Query: arg, File: file, Pipeline: p.Name, Stages: stages, Repeat: f.repeat,
-		Machine: machine(), Source: benchSource{Type: p.Source.Type, Seed: p.Source.Seed}}
-	if p.Source.Type == "nexmark" {
-		rep.Source.Events, rep.Source.Rate = p.Source.Events, p.Source.Rate
+// report starts bench's report: the job, its source and the machine.
+func (j *benchJob) report(arg string, f benchFlags, stages []string) *benchReport {
+	rep := &benchReport{Query: arg, File: j.file, Pipeline: j.p.Name, Stages: stages, Repeat: f.repeat,
+		Machine: machine(), Source: benchSource{Type: j.p.Source.Type, Seed: j.p.Source.Seed}}
+	if j.p.Source.Type == "nexmark" {
+		rep.Source.Events, rep.Source.Rate = j.p.Source.Events, j.p.Source.Rate
 		if rep.Source.Rate == 0 {
 			rep.Source.Rate = nexmark.DefaultRate
 		}
 	}
-	if gen != nil {
-		rep.Source.Generator, rep.Source.Events, rep.Source.Rate, rep.Source.Seed = "articlegen", gen.Lines, articlegen.DefaultRate, f.seed
-		rep.Source.Article = gen
+	if j.gen != nil {
+		rep.Source.Generator, rep.Source.Events, rep.Source.Rate, rep.Source.Seed = "articlegen", j.gen.Lines, articlegen.DefaultRate, f.seed
+		rep.Source.Article = j.gen
 		rep.Source.Sink = f.sink
 	}
 	rep.Tidemark.Name = "tidemark"
 	rep.PeakRSSReset = true
+	return rep
+}
 
+// rounds runs tidemark f.repeat times at each of f.parallelism, and the
+// baseline's loop after each round (after all of them when profiling,
+// which covers tidemark's runs only), filling rep's series, medians and
+// ratios, and writes the profiles asked for.
+func (j *benchJob) rounds(ctx context.Context, f benchFlags, pl *plan.Plan, reg *engine.Registry, rows *int64, base *baselineFunc, baseCfg nexbase.Config, rep *benchReport, stderr io.Writer) error {
 	var heapProf *peakHeapProfile
 	if f.heapProfile != "" {
 		heapProf = &peakHeapProfile{}
@@ -425,63 +523,9 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 	}
 	for i := 0; i < f.repeat; i++ {
 		for k, n := range f.parallelism {
-			var par int
-			var sum *engine.Summary
-			var dbBack, dbBg float64
-			r, reset, err := measure(heapProf, func(h *liveHeap) (int64, time.Duration, int64, error) {
-				*rows = 0
-				opts := benchOptions(reg, stderr, h)
-				opts.Parallelism = n
-				var db *dbCPU
-				if dbDSN != "" {
-					// A fresh start every run: no checkpoint to resume.
-					if err := os.RemoveAll(ckDir); err != nil {
-						return 0, 0, 0, err
-					}
-					var err error
-					if db, err = startDBCPU(ctx, dbDSN, dbApp); err != nil {
-						return 0, 0, 0, err
-					}
-				}
-				var err error
-				if prof != nil {
-					if err := prof.start(); err != nil {
-						return 0, 0, 0, err
-					}
-				}
-				sum, err = engine.Run(ctx, pl, opts)
-				if prof != nil {
-					prof.stop() // parsed after the measured run
-				}
-				if db != nil {
-					dbBack, dbBg = db.Stop(ctx)
-				}
-				if err != nil {
-					return 0, 0, 0, err
-				}
-				par = sum.Parallelism
-				return sum.EventsRead, sum.CPU, stateBytes(sum), nil
-			})
+			r, reset, par, err := j.once(ctx, f, pl, reg, rows, n, prof, heapProf, stderr)
 			if err != nil {
 				return fmt.Errorf("run %d: %w", i+1, err)
-			}
-			if prof != nil {
-				ph, err := prof.parse()
-				if err != nil {
-					return err
-				}
-				if f.phases {
-					r.Phases = &ph
-				}
-			}
-			r.Rows = *rows
-			r.ExchangeBytes = sum.ExchangePeakBytes
-			if dbDSN != "" {
-				r.Rows = 0
-				for _, st := range sum.Stages {
-					r.Rows += st.RowsEmitted
-				}
-				r.DBBackendCPU, r.DBBackgroundCPU, r.Checkpoints = dbBack, dbBg, sum.Checkpoints.Taken
 			}
 			rep.PeakRSSReset = rep.PeakRSSReset && reset
 			series[k].Parallelism = par
@@ -543,16 +587,6 @@ func runBench(ctx context.Context, arg string, f benchFlags, stdout, stderr io.W
 			rep.RoundRatios = append(rep.RoundRatios, ratio(rep.Tidemark.Runs[i].EventsPerCore, bs.Runs[i].EventsPerCore))
 		}
 	}
-	rep.Notes = "state_bytes_end is the engine's estimate at the end of a bounded run, after every window closed (mostly key tables); peak_live_heap_bytes is the largest live heap at a garbage collection during the run, the whole process included (source buffers, the generator's delay wheel)."
-	if !rep.PeakRSSReset {
-		rep.Notes += " The peak RSS could not be reset between runs: each value is the process's peak since it started."
-	}
-	if f.format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(&rep)
-	}
-	writeBenchText(stdout, &rep)
 	return nil
 }
 
@@ -591,4 +625,70 @@ func stateBytes(s *engine.Summary) int64 {
 		n += st.StateBytes
 	}
 	return n
+}
+
+// once measures one tidemark run at n tasks (0: one per CPU): its
+// BenchRun (with its phases when f.phases), whether the peak RSS was
+// reset before it, and the parallelism it ran at. With a database sink
+// it starts from no checkpoint and counts the database's CPU.
+func (j *benchJob) once(ctx context.Context, f benchFlags, pl *plan.Plan, reg *engine.Registry, rows *int64, n int, prof *cpuRecorder, heapProf *peakHeapProfile, stderr io.Writer) (BenchRun, bool, int, error) {
+	var par int
+	var sum *engine.Summary
+	var dbBack, dbBg float64
+	r, reset, err := measure(heapProf, func(h *liveHeap) (int64, time.Duration, int64, error) {
+		*rows = 0
+		opts := benchOptions(reg, stderr, h)
+		opts.Parallelism = n
+		var db *dbCPU
+		if j.dbDSN != "" {
+			// A fresh start every run: no checkpoint to resume.
+			if err := os.RemoveAll(j.ckDir); err != nil {
+				return 0, 0, 0, err
+			}
+			var err error
+			if db, err = startDBCPU(ctx, j.dbDSN, j.dbApp); err != nil {
+				return 0, 0, 0, err
+			}
+		}
+		var err error
+		if prof != nil {
+			if err := prof.start(); err != nil {
+				return 0, 0, 0, err
+			}
+		}
+		sum, err = engine.Run(ctx, pl, opts)
+		if prof != nil {
+			prof.stop() // parsed after the measured run
+		}
+		if db != nil {
+			dbBack, dbBg = db.Stop(ctx)
+		}
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		par = sum.Parallelism
+		return sum.EventsRead, sum.CPU, stateBytes(sum), nil
+	})
+	if err != nil {
+		return BenchRun{}, false, 0, err
+	}
+	if prof != nil {
+		ph, err := prof.parse()
+		if err != nil {
+			return BenchRun{}, false, 0, err
+		}
+		if f.phases {
+			r.Phases = &ph
+		}
+	}
+	r.Rows = *rows
+	r.ExchangeBytes = sum.ExchangePeakBytes
+	if j.dbDSN != "" {
+		r.Rows = 0
+		for _, st := range sum.Stages {
+			r.Rows += st.RowsEmitted
+		}
+		r.DBBackendCPU, r.DBBackgroundCPU, r.Checkpoints = dbBack, dbBg, sum.Checkpoints.Taken
+	}
+	return r, reset, par, nil
 }
