@@ -70,6 +70,18 @@ func rescalePipeline(in, out, ck string) *spec.Pipeline {
 
 // runPart runs the pipeline at parallelism par; stopAfter > 0 stops it
 // (as SIGTERM would) once that many records have been read.
+// referenceRun runs build's pipeline uninterrupted (no checkpoints) at
+// one task into dir/ref and returns its outputs (canonDir), which the
+// interrupted runs must equal, and a wall clock for those runs that moves
+// one second at each reading (so every checkpoint interval has passed).
+func referenceRun(t *testing.T, dir string, build func(out, ck string) *spec.Pipeline) (map[string]string, func() time.Time) {
+	t.Helper()
+	refOut := filepath.Join(dir, "ref")
+	runPart(t, build(refOut, ""), 1, 0)
+	var tick atomic.Int64
+	return canonDir(t, refOut), func() time.Time { return time.Unix(tick.Add(1), 0) }
+}
+
 func runPart(t *testing.T, p *spec.Pipeline, par int, stopAfter int64) *engine.Summary {
 	t.Helper()
 	p.Defaults()
@@ -185,11 +197,7 @@ func TestRestoreDeltaChains(t *testing.T) {
 		}
 		return p
 	}
-	refOut := filepath.Join(dir, "ref")
-	runPart(t, build(refOut, ""), 1, 0)
-	want := canonDir(t, refOut)
-	var tick atomic.Int64
-	clock := func() time.Time { return time.Unix(tick.Add(1), 0) }
+	want, clock := referenceRun(t, dir, build)
 	out, ck := filepath.Join(dir, "out"), filepath.Join(dir, "ck")
 	var deltas, restored int
 	for _, step := range []struct {

@@ -217,11 +217,7 @@ func checkDiskRestoreChains(t *testing.T, kind string) {
 		}
 		return p
 	}
-	refOut := filepath.Join(dir, "ref")
-	runPart(t, build(refOut, ""), 1, 0)
-	want := canonDir(t, refOut)
-	var tick atomic.Int64
-	clock := func() time.Time { return time.Unix(tick.Add(1), 0) }
+	want, clock := referenceRun(t, dir, build)
 	out, ck := filepath.Join(dir, "out"), filepath.Join(dir, "ck")
 	restored, carried, firedCarried := 0, 0, 0
 	for k, step := range []struct {
@@ -298,11 +294,7 @@ func TestDiskRescaleCopiesAcrossFileSystems(t *testing.T) {
 		}
 		return p
 	}
-	refOut := filepath.Join(dir, "ref")
-	runPart(t, build(refOut, ""), 1, 0)
-	want := canonDir(t, refOut)
-	var tick atomic.Int64
-	clock := func() time.Time { return time.Unix(tick.Add(1), 0) }
+	want, clock := referenceRun(t, dir, build)
 	out, ck := filepath.Join(dir, "out"), filepath.Join(shm, "ck")
 	if sum := diskRun(t, build(out, ck), 2, 1, 1500, clock); !sum.Stopped {
 		t.Fatal("the run at parallelism 2 did not stop")
