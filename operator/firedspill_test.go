@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tidemark/tidemark/keygroup"
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/state"
 	"github.com/tidemark/tidemark/state/disk"
 )
 
@@ -162,5 +163,95 @@ func TestFiredSpillReadsBack(t *testing.T) {
 	}
 	if left != 0 {
 		t.Fatalf("%d keys left in the store after the window closed", left)
+	}
+}
+
+// TestFiredSpillCorrupt: a damaged fired instance in the store fails the
+// late row that reads it back (and the close), with an error naming the
+// key group, and a damaged marker of a fired window fails the restore;
+// never a panic.
+func TestFiredSpillCorrupt(t *testing.T) {
+	f := newSnapFields(t)
+	cfg := snapConfig{kind: "tumbling", size: 10, slide: 10, lateness: 100, mode: Retract, keys: 1,
+		aggs: []aggChoice{{"count", ""}, {"sum", "v"}}, retract: true, groups: 4}
+	for _, damage := range []string{"marker", "instance"} {
+		t.Run(damage, func(t *testing.T) {
+			st, err := disk.Open(disk.Options{Dir: "st", FS: vfs.NewMem()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			open := func() *Operator {
+				o := cfg.build(t, f)
+				if !o.UseStore(st, 7, 0) {
+					t.Fatal("a tumbling window does not spill")
+				}
+				return o
+			}
+			o := open()
+			r := f.schema.NewRow()
+			keys := []string{"a", "b", "c", "d", "e"}
+			for i, k := range keys {
+				v := int64(i)
+				f.fill(r, snapEvent{key: k, ts: int64(i), v: &v})
+				if _, err := o.Process(r, int64(i), 1, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o.AdvanceWatermark(10, 0)
+			o.Drain()
+			if err := o.maybeSpill(); err != nil {
+				t.Fatal(err)
+			}
+			if w, _ := o.FiredSpills(); w != int64(len(keys)) {
+				t.Fatalf("%d fired instances written, want %d", w, len(keys))
+			}
+			tag := byte(spillMarker)
+			if damage == "instance" {
+				tag = spillEntry
+			}
+			var key []byte
+			for g := range 4 {
+				lo := append(state.KeyPrefix(nil, g, 7), tag)
+				hi := append(state.KeyPrefix(nil, g, 7), tag+1)
+				if err := st.Scan(lo, hi, func(k, v []byte) bool { key = append([]byte(nil), k...); return false }); err != nil {
+					t.Fatal(err)
+				}
+				if key != nil {
+					break
+				}
+			}
+			if key == nil {
+				t.Fatalf("no %s in the store", damage)
+			}
+			b := st.NewBatch()
+			b.Set(key, []byte{0xff, 0x01})
+			if err := st.Commit(b); err != nil {
+				t.Fatal(err)
+			}
+			parts, gl := groupSections(o, 4)
+			o = open()
+			err = o.RestoreGroups(parts, gl)
+			if damage == "marker" {
+				if err == nil || !strings.Contains(err.Error(), "window marker of end") || !strings.Contains(err.Error(), "key group") {
+					t.Fatalf("restore over a damaged marker: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lateErr error
+			for i, k := range keys {
+				v := int64(10 + i)
+				f.fill(r, snapEvent{key: k, ts: 5, v: &v})
+				if _, lateErr = o.Process(r, 5, 1, 0); lateErr != nil {
+					break
+				}
+			}
+			if lateErr == nil || !strings.Contains(lateErr.Error(), "key group") || !strings.Contains(lateErr.Error(), "a fired instance") {
+				t.Fatalf("a late row over a damaged instance: %v", lateErr)
+			}
+		})
 	}
 }
