@@ -256,6 +256,21 @@ func (d *dedupNode) restoreDelta(i int, dec *state.Decoder) error {
 // full, a delete of the evicted id, instead of three operations on a Go
 // map (about 620 of a put's 860 instructions, callgrind, the article's
 // 2026-12-01 run).
+//
+// idx is its own table, not a u64map.Map, for a measured reason: its
+// slots hold a place alone (the id is read from ring, which holds it
+// anyway), 8 bytes where a u64map cell holds the id and the place in 16,
+// so at the same bytes it is half as full and its probes and backward
+// shifts are shorter. BenchmarkPayloadCachePut with idx a
+// u64map.Map[int] (id → place; one Upsert, and a Delete of the evicted
+// id), old and new test binaries alternating (2026-12-03, a shared
+// machine, load 6-15 on 2 cores): at the same bytes (128 cells for 79
+// ids) 1.46× the time per put (median of 12 rounds' ratios); reserved
+// twice the bytes (256 cells) 1.17× and 1.21× (10 and 8 rounds) and 379
+// instructions a put against 354 (callgrind, 300,000 puts; D1 read misses
+// 11 % fewer); four times the bytes (512 cells) 0.88× and 352
+// instructions. As fast only at four times the index's bytes (128 KiB a
+// key group at keep_payloads 1,024 and more, against 32 KiB).
 type payloadCache struct {
 	capacity int
 	ring     []uint64 // ids, by place
