@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/state"
+	"github.com/tidemark/tidemark/u64map"
 )
 
 // count_distinct(x) keeps, per slot, the set of x's values as 56-bit
@@ -85,16 +86,8 @@ func newDistinct(sp Spec) Column {
 	return c
 }
 
-// fmix64 is MurmurHash3's 64-bit finalizer (Austin Appleby, public
-// domain): a bijection whose every output bit depends on every input bit.
-func fmix64(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
+// fmix64 is MurmurHash3's 64-bit finalizer (u64map.Fmix64).
+func fmix64(x uint64) uint64 { return u64map.Fmix64(x) }
 
 // key is the 56-bit hash key of a hash.
 func key(h uint64) uint64 { return h >> 8 }

@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/tidemark/tidemark/u64map"
 )
 
 // IDHash hashes an event id's text (xxHash64).
@@ -138,16 +140,8 @@ const (
 	tagArray  = 0x6172726179767631 // "arrayv1"
 )
 
-// fmix64 is MurmurHash3's 64-bit finalizer (Austin Appleby, public
-// domain): a bijection whose every output bit depends on every input bit.
-func fmix64(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
+// fmix64 is MurmurHash3's 64-bit finalizer (u64map.Fmix64).
+func fmix64(x uint64) uint64 { return u64map.Fmix64(x) }
 
 func (h *Hasher) ws() int {
 	b, i := h.b, h.i

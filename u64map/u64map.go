@@ -38,9 +38,16 @@ const minCells = 16
 // seed is xored into keys before hashing (random per process).
 var seed = new(maphash.Hash).Sum64()
 
-// hash is fmix64 of k ^ seed.
-func hash(k uint64) uint64 {
-	x := k ^ seed
+// hash is Fmix64 of k ^ seed.
+func hash(k uint64) uint64 { return Fmix64(k ^ seed) }
+
+// Fmix64 is MurmurHash3's 64-bit finalizer (Austin Appleby, public
+// domain): a bijection whose every output bit depends on every input bit.
+// It must never change: besides the tables' hash (seeded per process,
+// never stored), dedup's canonical payload hashes and aggregate's
+// distinct-value hashes are built from it, and those are kept in
+// checkpoints.
+func Fmix64(x uint64) uint64 {
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33
