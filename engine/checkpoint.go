@@ -296,9 +296,12 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 	}
 	var snaps []stateSnap
 	var pause time.Duration
+	var parts DiskCheckpoint
 	for _, o := range outs {
 		snaps = append(snaps, o.snaps...)
-		pause = max(pause, o.pause)
+		if o.pause > pause {
+			pause, parts = o.pause, o.parts
+		}
 	}
 	var stores []storeRef
 	if rt.disk != nil {
@@ -311,7 +314,8 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 		}
 		ck.stateSent = sent
 		rt.disk.sent += sent
-		rt.disk.cks = append(rt.disk.cks, DiskCheckpoint{ID: id, Pause: pause, Sent: sent})
+		parts.ID, parts.Pause, parts.Sent = id, pause, sent
+		rt.disk.cks = append(rt.disk.cks, parts)
 		slices.SortFunc(stores, func(a, b storeRef) int { return a.lo - b.lo })
 		rt.fault("uploaded", id)
 	}

@@ -63,7 +63,10 @@ type taskOut struct {
 	// pause is how long the disk backend's synchronous part of a
 	// checkpoint held the task back: its changes flushed to its stores
 	// and their snapshots taken (0 in other rounds).
-	pause    time.Duration
+	pause time.Duration
+	// parts splits pause (DiskCheckpoint's WriteBack, Flush, Checkpoint
+	// and List; Pause and Sent unset).
+	parts    DiskCheckpoint
 	globals  task.Globals
 	stats    []task.StageStats
 	dedupIDs int
@@ -505,7 +508,7 @@ func (rt *runtime) beginRound(pl *pipeline) *routerOut {
 		// One task, in push mode: records and markers go straight to it.
 		b := <-pl.taskFree[0]
 		b.round, b.flags = ro.round.ID, roundFlags{}
-		b.sections, b.stats, b.snaps, b.pause = b.sections[:0], nil, nil, 0
+		b.sections, b.stats, b.snaps, b.pause, b.parts = b.sections[:0], nil, nil, 0, DiskCheckpoint{}
 		b.cnt.Reset()
 		for _, l := range b.logs {
 			l.Reset()
@@ -646,7 +649,7 @@ func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline)
 	t := rt.tasks[i]
 	g := rt.g
 	bundle.round, bundle.flags = rm.round.ID, rm.flags
-	bundle.sections, bundle.stats, bundle.snaps, bundle.pause = bundle.sections[:0], nil, nil, 0
+	bundle.sections, bundle.stats, bundle.snaps, bundle.pause, bundle.parts = bundle.sections[:0], nil, nil, 0, DiskCheckpoint{}
 	bundle.cnt.Reset()
 	for _, l := range bundle.logs {
 		l.Reset()
@@ -718,6 +721,7 @@ func (rt *runtime) snapshotTask(i int, round uint64, t *task.Task, bundle *taskO
 		if err := t.Flush(); err != nil {
 			return fmt.Errorf("task %d: %w", i, err)
 		}
+		wb := time.Since(t0)
 		// The checkpoint this round's snapshot is for: the k-th of the run
 		// after the restored one (each snapshot round makes one).
 		rt.disk.rounds[i]++
@@ -731,6 +735,12 @@ func (rt *runtime) snapshotTask(i int, round uint64, t *task.Task, bundle *taskO
 			return fmt.Errorf("task %d: %w", i, err)
 		}
 		bundle.snaps, bundle.pause = snaps, time.Since(t0)
+		bundle.parts = DiskCheckpoint{WriteBack: wb}
+		for _, sn := range snaps {
+			bundle.parts.Flush += sn.snap.Times.Flush
+			bundle.parts.Checkpoint += sn.snap.Times.Checkpoint
+			bundle.parts.List += sn.snap.Times.List
+		}
 	}
 	bundle.sections = t.Snapshot(bundle.sections)
 	return nil

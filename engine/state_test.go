@@ -325,6 +325,11 @@ func checkDiskCheckpoints(t *testing.T, sum *engine.Summary) {
 		if c.Pause <= 0 {
 			t.Errorf("checkpoint %d: pause %v", c.ID, c.Pause)
 		}
+		// The parts are of the pause's task, measured within it; a pebble
+		// checkpoint always takes some time (links, a directory synced).
+		if parts := c.WriteBack + c.Flush + c.Checkpoint + c.List; parts > c.Pause || c.Checkpoint <= 0 || c.WriteBack < 0 || c.Flush < 0 || c.List <= 0 {
+			t.Errorf("checkpoint %d: pause %v, parts write-back %v, flush %v, checkpoint %v, list %v", c.ID, c.Pause, c.WriteBack, c.Flush, c.Checkpoint, c.List)
+		}
 		if i > 0 && c.ID <= d.Checkpoints[i-1].ID {
 			t.Errorf("checkpoint %d listed after %d", c.ID, d.Checkpoints[i-1].ID)
 		}

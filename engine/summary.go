@@ -193,10 +193,23 @@ type DiskRestore struct {
 // goroutines); Sent is the bytes of the tables new since the checkpoint
 // before (what it sent to the checkpoint store), a measure of the state
 // changed in the interval.
+//
+// WriteBack, Flush, Checkpoint and List split the Pause of the task that
+// took it (the longest task's; their sum is Pause but for the
+// bookkeeping between them, microseconds): WriteBack is the task's hot
+// tiers' dirty entries committed to its stores (task.Task.Flush: pebble
+// batches into the memtable, including any wait for a memtable flush
+// that a full memtable forces); Flush the stores' memtables written to
+// tables (disk.SnapshotTimes.Flush, summed over the task's stores);
+// Checkpoint pebble's checkpoints (hard links, MANIFEST and OPTIONS
+// copied, directories synced); List the snapshots' files listed with
+// their key groups.
 type DiskCheckpoint struct {
 	ID    int64
 	Pause time.Duration
 	Sent  int64
+
+	WriteBack, Flush, Checkpoint, List time.Duration
 }
 
 // ReferenceSummary reports the reference data.

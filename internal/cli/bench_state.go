@@ -179,6 +179,18 @@ type stateRun struct {
 	PauseP99Ms   float64 `json:"checkpoint_pause_p99_ms,omitempty"`
 	PauseMaxMs   float64 `json:"checkpoint_pause_max_ms,omitempty"`
 	SentP50Bytes int64   `json:"checkpoint_sent_p50_bytes,omitempty"`
+	// The pause's parts (engine DiskCheckpoint: WriteBack, Flush,
+	// Checkpoint, List), ms, each the median and the nearest-rank 99th
+	// percentile over the checkpoints (of each part on its own: the p99s
+	// need not be of one checkpoint).
+	WriteBackP50Ms  float64 `json:"checkpoint_writeback_p50_ms,omitempty"`
+	WriteBackP99Ms  float64 `json:"checkpoint_writeback_p99_ms,omitempty"`
+	FlushP50Ms      float64 `json:"checkpoint_flush_p50_ms,omitempty"`
+	FlushP99Ms      float64 `json:"checkpoint_flush_p99_ms,omitempty"`
+	CheckpointP50Ms float64 `json:"checkpoint_links_p50_ms,omitempty"`
+	CheckpointP99Ms float64 `json:"checkpoint_links_p99_ms,omitempty"`
+	ListP50Ms       float64 `json:"checkpoint_list_p50_ms,omitempty"`
+	ListP99Ms       float64 `json:"checkpoint_list_p99_ms,omitempty"`
 }
 
 // pauseFigures fills r's pause and sent-bytes figures from a run's
@@ -196,6 +208,18 @@ func (r *stateRun) pauseFigures(cks []engine.DiskCheckpoint) {
 	slices.Sort(sent)
 	r.PauseP50Ms, r.PauseP99Ms, r.PauseMaxMs = median(ms), nearestRank(ms, 0.99), ms[len(ms)-1]
 	r.SentP50Bytes = sent[len(sent)/2]
+	part := func(get func(engine.DiskCheckpoint) time.Duration) (p50, p99 float64) {
+		v := make([]float64, len(cks))
+		for i, c := range cks {
+			v[i] = float64(get(c)) / float64(time.Millisecond)
+		}
+		slices.Sort(v)
+		return median(v), nearestRank(v, 0.99)
+	}
+	r.WriteBackP50Ms, r.WriteBackP99Ms = part(func(c engine.DiskCheckpoint) time.Duration { return c.WriteBack })
+	r.FlushP50Ms, r.FlushP99Ms = part(func(c engine.DiskCheckpoint) time.Duration { return c.Flush })
+	r.CheckpointP50Ms, r.CheckpointP99Ms = part(func(c engine.DiskCheckpoint) time.Duration { return c.Checkpoint })
+	r.ListP50Ms, r.ListP99Ms = part(func(c engine.DiskCheckpoint) time.Duration { return c.List })
 }
 
 // nearestRank returns the q-quantile (0 < q ≤ 1) of sorted values v by
@@ -669,6 +693,8 @@ func writeStateReport(w io.Writer, format string, rep *stateBenchReport) {
 				r.Checkpoints, bytesText(r.SentBytes), bytesText(r.CheckpointBytes), ratio(float64(r.SentBytes+r.CheckpointBytes), float64(r.SentBytes)), r.LongestSeconds)
 			fmt.Fprintf(w, "  synchronous pause (the tasks' flush and store snapshots) p50 %.1f ms, p99 %.1f ms, longest %.1f ms; new tables per checkpoint (median) %s\n",
 				r.PauseP50Ms, r.PauseP99Ms, r.PauseMaxMs, bytesText(r.SentP50Bytes))
+			fmt.Fprintf(w, "  the pause's parts p50/p99: write-back %.1f/%.1f ms, memtable flush %.1f/%.1f ms, pebble checkpoint (links) %.1f/%.1f ms, listing %.1f/%.1f ms\n",
+				r.WriteBackP50Ms, r.WriteBackP99Ms, r.FlushP50Ms, r.FlushP99Ms, r.CheckpointP50Ms, r.CheckpointP99Ms, r.ListP50Ms, r.ListP99Ms)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -34,6 +35,19 @@ type File struct {
 type Snapshot struct {
 	Dir   string
 	Files []File
+	// Times are how long Snapshot took, by part: a measurement for the
+	// run's summary, never an input of the run.
+	Times SnapshotTimes
+}
+
+// SnapshotTimes split the time of Store.Snapshot into its parts: Flush,
+// the memtables written to tables and the wait for it (pebble's flush);
+// Checkpoint, pebble's checkpoint (a hard link per table, a copy of the
+// MANIFEST and OPTIONS, the directory synced); List, the snapshot's files
+// listed with the key groups of each table (the snapshot opened read
+// only).
+type SnapshotTimes struct {
+	Flush, Checkpoint, List time.Duration
 }
 
 // Snapshot flushes the memtables and takes a pebble checkpoint of the
@@ -43,13 +57,21 @@ type Snapshot struct {
 // groups of each table, are listed from the snapshot itself (opened read
 // only), not from the live store, which compactions change meanwhile.
 func (s *Store) Snapshot(dir string) (*Snapshot, error) {
+	t0 := time.Now() // measurements for the summary, not inputs of the run
 	if err := s.flush("snapshot: flush"); err != nil {
 		return nil, err
 	}
+	t1 := time.Now()
 	if err := s.db.Checkpoint(dir); err != nil {
 		return nil, s.fail("snapshot: checkpoint into "+dir, err)
 	}
-	return s.list(dir)
+	t2 := time.Now()
+	snap, err := s.list(dir)
+	if err != nil {
+		return nil, err
+	}
+	snap.Times = SnapshotTimes{Flush: t1.Sub(t0), Checkpoint: t2.Sub(t1), List: time.Since(t2)}
+	return snap, nil
 }
 
 // list lists a snapshot directory's files, the tables with their key
