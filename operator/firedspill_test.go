@@ -5,11 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tidemark/tidemark/keygroup"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/state"
-	"github.com/tidemark/tidemark/state/disk"
 )
 
 // TestFiredSpillReadsBack: the instances of a window that fired and waits
@@ -42,18 +40,8 @@ func TestFiredSpillReadsBack(t *testing.T) {
 			z = k
 		}
 	}
-	st, err := disk.Open(disk.Options{Dir: "st", FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	open := func() *Operator {
-		o := cfg.build(t, f)
-		if !o.UseStore(st, 7, 1<<30) {
-			t.Fatal("a tumbling window does not spill")
-		}
-		return o
-	}
+	st := memStore(t)
+	open := spillOver(t, cfg, f, st, 1<<30)
 	a, b := cfg.build(t, f), open()
 	r := f.schema.NewRow()
 	step := func(what string, want ...string) {
@@ -176,18 +164,8 @@ func TestFiredSpillCorrupt(t *testing.T) {
 		aggs: []aggChoice{{"count", ""}, {"sum", "v"}}, retract: true, groups: 4}
 	for _, damage := range []string{"marker", "instance"} {
 		t.Run(damage, func(t *testing.T) {
-			st, err := disk.Open(disk.Options{Dir: "st", FS: vfs.NewMem()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			open := func() *Operator {
-				o := cfg.build(t, f)
-				if !o.UseStore(st, 7, 0) {
-					t.Fatal("a tumbling window does not spill")
-				}
-				return o
-			}
+			st := memStore(t)
+			open := spillOver(t, cfg, f, st, 0)
 			o := open()
 			r := f.schema.NewRow()
 			keys := []string{"a", "b", "c", "d", "e"}
@@ -231,7 +209,7 @@ func TestFiredSpillCorrupt(t *testing.T) {
 			}
 			parts, gl := groupSections(o, 4)
 			o = open()
-			err = o.RestoreGroups(parts, gl)
+			err := o.RestoreGroups(parts, gl)
 			if damage == "marker" {
 				if err == nil || !strings.Contains(err.Error(), "window marker of end") || !strings.Contains(err.Error(), "key group") {
 					t.Fatalf("restore over a damaged marker: %v", err)

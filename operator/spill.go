@@ -219,9 +219,7 @@ func (o *Operator) spillPanes() error {
 		for i := range p.ents {
 			e := &p.ents[i]
 			g := int(e.group)
-			sp.kbuf = sp.entryKey(sp.kbuf[:0], g, p.w.End)
-			sp.kbuf = append(sp.kbuf, o.keys.ent(e.key).enc...)
-			sp.kbuf = binary.BigEndian.AppendUint32(sp.kbuf, sp.gen)
+			o.paneEntryKey(e, g, p.w.End)
 			sp.enc.Reset()
 			sp.enc.Uint(p.seqs[i])
 			sp.enc.Uint(e.birth)
@@ -236,12 +234,7 @@ func (o *Operator) spillPanes() error {
 				}
 				o.slots.release(e.slot)
 			}
-			sp.batch.Set(sp.kbuf, sp.enc.Bytes())
-			sp.writes++
-			touched[g>>6] |= 1 << (uint(g) & 63)
-			sw.groups[g>>6] |= 1 << (uint(g) & 63)
-			o.markChanged(g)
-			o.keys.unref(e.key)
+			o.putPaneEntry(e, g, sw, touched)
 		}
 		sw.next = p.next
 		if sw.bound > math.MaxUint64-mag {
@@ -270,27 +263,43 @@ func (o *Operator) spillFired(p *pane, sw *spillWin, touched []uint64) {
 	for i := range p.ents {
 		e := &p.ents[i]
 		g := int(e.group)
-		sp.kbuf = sp.entryKey(sp.kbuf[:0], g, p.w.End)
-		sp.kbuf = append(sp.kbuf, o.keys.ent(e.key).enc...)
-		sp.kbuf = binary.BigEndian.AppendUint32(sp.kbuf, sp.gen)
+		o.paneEntryKey(e, g, p.w.End)
 		sp.enc.Reset()
 		sp.enc.Uint(p.seqs[i])
 		o.appendGroupInst(&sp.enc, e, p.w, false)
 		if e.slot >= 0 {
 			o.slots.release(e.slot)
 		}
-		sp.batch.Set(sp.kbuf, sp.enc.Bytes())
-		sp.writes++
 		sp.firedWrites++
-		touched[g>>6] |= 1 << (uint(g) & 63)
-		sw.groups[g>>6] |= 1 << (uint(g) & 63)
-		o.markChanged(g)
-		o.keys.unref(e.key)
+		o.putPaneEntry(e, g, sw, touched)
 	}
 	sw.next = p.next
 	forGroups(touched, func(g int) { sp.putMarker(g, sw) })
 	clear(p.idx)
 	p.ents, p.seqs, p.live = p.ents[:0], p.seqs[:0], 0
+}
+
+// paneEntryKey sets sp.kbuf to the store key of pane entry e of key
+// group g in the window ending at end: the entry prefix, the key's
+// encoding and the spill's generation.
+func (o *Operator) paneEntryKey(e *inst, g int, end int64) {
+	sp := o.spill
+	sp.kbuf = sp.entryKey(sp.kbuf[:0], g, end)
+	sp.kbuf = append(sp.kbuf, o.keys.ent(e.key).enc...)
+	sp.kbuf = binary.BigEndian.AppendUint32(sp.kbuf, sp.gen)
+}
+
+// putPaneEntry adds sp.kbuf → sp.enc's bytes (pane entry e of key group
+// g) to the batch, marks g written in touched and in sw and changed for
+// the next checkpoint, and lets go of the entry's key.
+func (o *Operator) putPaneEntry(e *inst, g int, sw *spillWin, touched []uint64) {
+	sp := o.spill
+	sp.batch.Set(sp.kbuf, sp.enc.Bytes())
+	sp.writes++
+	touched[g>>6] |= 1 << (uint(g) & 63)
+	sw.groups[g>>6] |= 1 << (uint(g) & 63)
+	o.markChanged(g)
+	o.keys.unref(e.key)
 }
 
 func (sp *spillState) putMarker(g int, sw *spillWin) {

@@ -217,16 +217,10 @@ func TestSliceSpillCorrupt(t *testing.T) {
 	cfg := snapConfig{kind: "sliding", size: 10, slide: 5, mode: Final, keys: 1, aggs: []aggChoice{{"count", ""}, {"sum", "v"}}, groups: 4}
 	for _, damage := range []string{"marker", "partial"} {
 		t.Run(damage, func(t *testing.T) {
-			st, err := disk.Open(disk.Options{Dir: "st", FS: vfs.NewMem()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := memStore(t)
+			over := spillOver(t, cfg, f, st, 0)
 			open := func() *Operator {
-				o := cfg.build(t, f)
-				if !o.UseStore(st, 7, 0) {
-					t.Fatal("a sliced operator does not spill")
-				}
+				o := over()
 				o.spill.every = 1
 				return o
 			}
@@ -268,7 +262,7 @@ func TestSliceSpillCorrupt(t *testing.T) {
 			}
 			parts, gl := groupSections(o, 4)
 			o = open()
-			err = o.RestoreGroups(parts, gl)
+			err := o.RestoreGroups(parts, gl)
 			if damage == "marker" {
 				if err == nil || !strings.Contains(err.Error(), "slice marker of end") || !strings.Contains(err.Error(), "key group") {
 					t.Fatalf("restore over a damaged marker: %v", err)
@@ -283,5 +277,28 @@ func TestSliceSpillCorrupt(t *testing.T) {
 				t.Fatalf("a window over a damaged partial: %v", err)
 			}
 		})
+	}
+}
+
+// memStore opens an empty store in memory, closed when t ends.
+func memStore(t *testing.T) *disk.Store {
+	t.Helper()
+	st, err := disk.Open(disk.Options{Dir: "st", FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// spillOver returns a function that builds cfg's operator over st with a
+// hot tier of hot bytes (0: none), failing t if it does not spill.
+func spillOver(t *testing.T, cfg snapConfig, f snapFields, st *disk.Store, hot int) func() *Operator {
+	return func() *Operator {
+		o := cfg.build(t, f)
+		if !o.UseStore(st, 7, hot) {
+			t.Fatalf("a %s window does not spill", cfg.kind)
+		}
+		return o
 	}
 }
