@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"cmp"
+	"fmt"
 	"slices"
 	"sort"
 
@@ -367,6 +369,16 @@ type paneAdvance struct {
 	p      *pane
 	order  []int32
 	pos    int
+	// stream: the pane closing is of a window with entries in the store
+	// and the operator emits by key group (OrderGroup): its key groups
+	// are read back, emitted and let go one at a time (streamGroup), so
+	// that a close holds one key group's stored entries, not the window's.
+	stream bool
+	sw     *spillWin
+	mem    []int32 // the entries in memory at the start, by key group
+	mi     int     // the next of mem
+	g      int     // the next key group to look at
+	n0     int     // p.ents before the current key group's were read back
 }
 
 // advancePanes closes, then fires, the panes the watermark has passed, and
@@ -417,16 +429,97 @@ func (o *Operator) paneNext() *pane {
 func (o *Operator) paneStart(p *pane, limit int) {
 	a := &o.padv
 	a.p = p
+	a.order, a.pos = a.order[:0], 0
+	if sp := o.spill; sp != nil && !a.firing && o.cfg.Order == OrderGroup && sp.wins[p.w.End] != nil && sp.err == nil {
+		a.stream, a.sw, a.mi, a.g, a.n0 = true, sp.wins[p.w.End], 0, 0, len(p.ents)
+		a.mem = append(a.mem[:0], o.paneOrder(p)...)
+		o.reserve(min(p.live, limit))
+		return
+	}
 	if o.spill != nil {
 		o.unspillWindow(p)
 	}
 	if a.firing {
 		p.fired = true
 	}
-	a.order = a.order[:0]
 	o.entriesInOrder(p, func(i int32) { a.order = append(a.order, i) })
-	a.pos = 0
 	o.reserve(min(p.live, limit))
+}
+
+// streamGroup moves a streamed close (paneAdvance.stream) to its next key
+// group: it lets go the entries the last one read back (emitted: their
+// slots, keys and places in p), then takes the next key group with
+// entries in memory or in the store, reads its stored entries back into p
+// and sets the order to its entries by arrival number — the order the
+// window's entries have in memory (sortPane), taken by key group
+// (paneOrder). It reports false when no key group is left (the batch of
+// range deletes committed); a failure of the store is kept in
+// spillState.err (the task stops) and the close goes on with memory's
+// entries.
+func (o *Operator) streamGroup() bool {
+	a, sp, p := &o.padv, o.spill, o.padv.p
+	for i := a.n0; i < len(p.ents); i++ {
+		e := &p.ents[i]
+		if e.slot >= 0 {
+			o.slots.release(e.slot)
+			p.live--
+		}
+		delete(p.idx, o.keys.ent(e.key).enc)
+		o.keys.unref(e.key)
+	}
+	clear(p.ents[a.n0:])
+	p.ents, p.seqs = p.ents[:a.n0], p.seqs[:a.n0]
+	o.panes.hit.p = nil
+	if a.g > 0 {
+		// The keys let go are idle: free them once they outnumber the
+		// live ones, as at the end of an advance.
+		o.keys.sweep(o.markChanged)
+	}
+	k := o.cfg.KeyGroups
+	g := k
+	if a.mi < len(a.mem) {
+		g = int(p.ents[a.mem[a.mi]].group)
+	}
+	stored := -1
+	if sp.err == nil {
+		for x := a.g; x < g; x++ {
+			if a.sw.groups[x>>6]&(1<<(uint(x)&63)) != 0 {
+				stored = x
+				break
+			}
+		}
+		if stored < 0 && g < k && a.sw.groups[g>>6]&(1<<(uint(g)&63)) != 0 {
+			stored = g
+		}
+		if stored >= 0 {
+			g = stored
+		}
+	}
+	if g == k {
+		a.stream = false
+		return false
+	}
+	a.g = g + 1
+	a.order, a.pos = a.order[:0], 0
+	for a.mi < len(a.mem) && int(p.ents[a.mem[a.mi]].group) == g {
+		a.order = append(a.order, a.mem[a.mi])
+		a.mi++
+	}
+	if stored == g {
+		err := o.unspill(p, a.sw, g)
+		if err == nil && sp.batch.Count() > 0 {
+			err = sp.store.Commit(sp.batch)
+		}
+		if err != nil {
+			sp.err = fmt.Errorf("window %s: %w", p.w, err)
+		}
+		for i := a.n0; i < len(p.ents); i++ {
+			a.order = append(a.order, int32(i))
+		}
+		sp.held = max(sp.held, len(p.ents)-a.n0)
+		slices.SortStableFunc(a.order, func(x, y int32) int { return cmp.Compare(p.seqs[x], p.seqs[y]) })
+	}
+	return true
 }
 
 // paneContinue emits the rows of the pane being closed or fired; it
@@ -440,19 +533,24 @@ func (o *Operator) paneContinue(limit int) bool {
 	if a.firing {
 		kind = fireOnTime
 	}
-	for a.pos < len(a.order) {
-		if len(o.out) >= limit {
-			return true
+	for {
+		for a.pos < len(a.order) {
+			if len(o.out) >= limit {
+				return true
+			}
+			e := &p.ents[a.order[a.pos]]
+			a.pos++
+			if a.firing {
+				// The pane's fired flag is part of every key group's share.
+				o.markChanged(int(e.group))
+			}
+			if e.slot >= 0 {
+				o.ordC = e.birth
+				o.emit(e, p.w, kind)
+			}
 		}
-		e := &p.ents[a.order[a.pos]]
-		a.pos++
-		if a.firing {
-			// The pane's fired flag is part of every key group's share.
-			o.markChanged(int(e.group))
-		}
-		if e.slot >= 0 {
-			o.ordC = e.birth
-			o.emit(e, p.w, kind)
+		if !a.stream || !o.streamGroup() {
+			break
 		}
 	}
 	if !a.firing {

@@ -78,6 +78,9 @@ type spillState struct {
 	// written; firedWrites and firedReads count the fired instances among
 	// them.
 	reads, writes, scans, firedWrites, firedReads int64
+	// held is the most entries of keys absent from memory that a firing
+	// or close read back from the store and held in memory at once.
+	held int
 }
 
 // spillWin is a window with partials in the store.
@@ -153,6 +156,19 @@ func (o *Operator) FiredSpills() (writes, reads int64) {
 		return 0, 0
 	}
 	return o.spill.firedWrites, o.spill.firedReads
+}
+
+// SpillHeld returns the most entries of keys not in memory that a
+// window's firing or close read back from the store and held in memory at
+// once (zero on the memory backend). A close of an operator emitting by
+// key group (OrderGroup) reads back one key group at a time, so this is at
+// most the entries one key group of a window had in the store; a firing,
+// or a close in another order, holds the whole window's.
+func (o *Operator) SpillHeld() int {
+	if o.spill == nil {
+		return 0
+	}
+	return o.spill.held
 }
 
 func putEnd(dst []byte, end int64) []byte {
@@ -335,11 +351,14 @@ func (o *Operator) unspillWindow(p *pane) {
 		return
 	}
 	var err error
+	n0 := len(p.ents)
 	forGroups(sw.groups, func(g int) {
 		if err == nil {
 			err = o.unspill(p, sw, g)
 		}
 	})
+	sp.held = max(sp.held, len(p.ents)-n0)
+	o.sortPane(p)
 	if err == nil && sp.batch.Count() > 0 {
 		err = sp.store.Commit(sp.batch)
 	}
@@ -359,12 +378,14 @@ func (o *Operator) unspillGroup(p *pane, g int) error {
 	if err := o.unspill(p, sw, g); err != nil {
 		return fmt.Errorf("window %s: %w", p.w, err)
 	}
+	o.sortPane(p)
 	return sp.store.Commit(sp.batch)
 }
 
-// unspill merges key group g's partials of sw's window into pane p (its
-// entries then in arrival order), and adds their range delete to the
-// batch.
+// unspill merges key group g's partials of sw's window into pane p — a
+// key in memory takes its pieces, the other keys are appended in key order
+// (sortPane then puts the entries in arrival order) — and adds their range
+// delete to the batch.
 func (o *Operator) unspill(p *pane, sw *spillWin, g int) error {
 	sp := o.spill
 	lo := sp.entryKey(sp.kbuf[:0], g, p.w.End)
@@ -420,7 +441,7 @@ func (o *Operator) unspill(p *pane, sw *spillWin, g int) error {
 
 // forgetSpilled adds to the batch the range delete of key group g's
 // entries [lo, hi) of sw's window and of its marker, once they are back in
-// pane p, and puts p's entries in arrival order.
+// pane p.
 func (o *Operator) forgetSpilled(p *pane, sw *spillWin, g int, lo, hi []byte) error {
 	sp := o.spill
 	sp.batch.DeleteRange(lo, hi)
@@ -430,7 +451,6 @@ func (o *Operator) forgetSpilled(p *pane, sw *spillWin, g int, lo, hi []byte) er
 		delete(sp.wins, p.w.End)
 	}
 	o.markChanged(g)
-	o.sortPane(p)
 	return nil
 }
 
