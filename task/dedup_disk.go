@@ -349,6 +349,14 @@ func (d *dedupNode) writeBack() error {
 	return c.store.Commit(c.batch)
 }
 
+// trickleIDs is how many new ids the dedup node's hot tier gathers
+// before it writes them back to the store between checkpoints (one batch
+// of about 100 KiB; checked every 256 new ids): a checkpoint then writes
+// back about that many at most, where
+// it wrote the whole interval's new ids (docs/state.md, "Checkpoints").
+// The ids stay in the tier; only the store learns them sooner.
+const trickleIDs = 4096
+
 // maybeTurn turns the tier's generations when it holds more than its
 // budget: the current tables' new ids are written back, the previous
 // generation is dropped (its ids are in the store), the current one
@@ -365,6 +373,19 @@ func (d *dedupNode) maybeTurn() error {
 		}
 	}
 	if bytes <= c.hot {
+		// The tier is not full: its new ids are written back in batches of
+		// trickleIDs as they come, so that a checkpoint's write-back (on
+		// the task's path, holding back records) has at most that many
+		// left per key group's tables, not an interval's worth.
+		added := 0
+		for _, t := range d.tables {
+			if t != nil {
+				added += t.Added()
+			}
+		}
+		if added >= trickleIDs {
+			return d.writeBack()
+		}
 		return nil
 	}
 	if err := d.writeBack(); err != nil {

@@ -136,3 +136,36 @@ func TestDiskDedupMatchesTable(t *testing.T) {
 		t.Fatalf("%d ids found in the store, %d buckets swept: the draws do not exercise the store", hits, swept)
 	}
 }
+
+// TestDiskDedupTrickles: with a hot tier that never fills, the dedup node
+// writes its new ids back in batches of trickleIDs as they come (checked
+// every 256 new ids), not all at the checkpoint: after 10,000 new ids the
+// store holds 8,192 (two batches of 4,096), and the checkpoint's
+// write-back (Task.Flush) writes only the other 1,808.
+func TestDiskDedupTrickles(t *testing.T) {
+	tk, d, st := diskDedupTask(t, "1h", 64<<20)
+	defer st.Close()
+	for j := range 10_000 {
+		id := uint64(j+1)*0x9e3779b97f4a7c15 | 1
+		i := keygroup.OfHash(id, d.g.KeyGroups)
+		if _, _, err := d.observeCold(i, d.table(i), id, 0, 1_000_000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() int {
+		n := 0
+		if err := st.Scan(nil, []byte{0xff, 0xff}, func(k, v []byte) bool { n++; return true }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := d.cold.writes; got != 2*trickleIDs || count() != 2*trickleIDs {
+		t.Fatalf("before the checkpoint: %d ids written, %d in the store; want %d", got, count(), 2*trickleIDs)
+	}
+	if err := tk.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.cold.writes; got != 10_000 || count() != 10_000 {
+		t.Fatalf("after the checkpoint's write-back: %d ids written, %d in the store; want 10000", got, count())
+	}
+}

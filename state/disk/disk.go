@@ -67,6 +67,13 @@ type Options struct {
 	// Logf receives pebble's informational messages (default: dropped;
 	// errors reach the caller as errors).
 	Logf func(format string, args ...any)
+	// FlushAhead is the bytes of commits (batch bytes) after which the
+	// store starts a flush of its memtable in the background, without
+	// waiting for it, if none is in progress: so that the flush at a
+	// snapshot, on the task's path, finds little left to write. Default a
+	// quarter of MemTableSize; negative: none (pebble flushes a memtable
+	// only when it is full).
+	FlushAhead int64
 	// ReadOnly opens an existing store for reading (a snapshot's files).
 	ReadOnly bool
 	// Unverified opens a store whose files are not all present — a
@@ -90,6 +97,12 @@ type Store struct {
 	// forever; once set, every operation fails with it.
 	broken atomic.Pointer[error]
 	bgErr  chan struct{} // closed when broken is set
+	// Flushes ahead of the checkpoint (Options.FlushAhead): flushAhead is
+	// the bytes of commits after which a flush starts in the background,
+	// pending the bytes committed since the last one started, ahead the
+	// background flush in progress (nil: none).
+	flushAhead, pending int64
+	ahead               <-chan struct{}
 }
 
 var _ state.Store = (*Store)(nil)
@@ -117,6 +130,12 @@ func Open(o Options) (*Store, error) {
 	mt := o.MemTableSize
 	if mt == 0 {
 		mt = 4 << 20
+	}
+	switch {
+	case o.FlushAhead == 0:
+		s.flushAhead = int64(mt / 4)
+	case o.FlushAhead > 0:
+		s.flushAhead = o.FlushAhead
 	}
 	po := &pebble.Options{
 		FS:                          s.fs,
@@ -231,10 +250,36 @@ func (s *Store) Commit(sb state.Batch) error {
 		b.b.Reset()
 		return err
 	}
-	n := b.b.Count()
+	n, size := b.b.Count(), int64(b.b.Len())
 	err := s.db.Apply(b.b, pebble.NoSync)
 	b.b.Reset()
-	return s.fail(fmt.Sprintf("commit of %d writes", n), err)
+	if err != nil {
+		return s.fail(fmt.Sprintf("commit of %d writes", n), err)
+	}
+	if s.pending += size; s.flushAhead > 0 && s.pending >= s.flushAhead {
+		return s.flushInBackground()
+	}
+	return nil
+}
+
+// flushInBackground starts a flush of the memtable without waiting for
+// it, unless the one it started before is still in progress (a second
+// would wait for the first: pebble holds at most two memtables,
+// MemTableStopWritesThreshold).
+func (s *Store) flushInBackground() error {
+	if s.ahead != nil {
+		select {
+		case <-s.ahead:
+		default:
+			return nil
+		}
+	}
+	done, err := s.db.AsyncFlush()
+	if err != nil {
+		return s.fail("flush", err)
+	}
+	s.ahead, s.pending = done, 0
+	return nil
 }
 
 // Lookup finds the sorted keys with one iterator, each by a prefix seek
@@ -299,6 +344,7 @@ func (s *Store) flush(op string) error {
 	if err != nil {
 		return s.fail(op, err)
 	}
+	s.ahead, s.pending = done, 0
 	select {
 	case <-done:
 		return s.Err()

@@ -257,3 +257,49 @@ func TestReadFault(t *testing.T) {
 	on.Store(false)
 	r.Close()
 }
+
+// TestFlushAhead: a store starts a memtable flush in the background once
+// FlushAhead bytes were committed since the last one (and none is in
+// progress), without waiting for it; below the threshold, or with
+// FlushAhead negative, the memtable stays (its 1 MiB is not full). The
+// keys are the same either way.
+func TestFlushAhead(t *testing.T) {
+	commit := func(s *Store, from, n int) {
+		t.Helper()
+		b := s.NewBatch()
+		for i := from; i < from+n; i++ {
+			b.Set(key(0, i), make([]byte, 100))
+		}
+		if err := s.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ahead := range []int64{64 << 10, -1} {
+		s, err := Open(Options{Dir: "st", FS: vfs.NewMem(), MemTableSize: 1 << 20, FlushAhead: ahead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		commit(s, 0, 100) // about 12 KiB: below the threshold
+		if s.ahead != nil || s.Stats().Flushes != 0 {
+			t.Fatalf("FlushAhead %d: a flush after 12 KiB (%d flushes)", ahead, s.Stats().Flushes)
+		}
+		commit(s, 100, 1000) // about 120 KiB in all
+		want := int64(0)
+		if ahead > 0 {
+			if s.ahead == nil {
+				t.Fatalf("FlushAhead %d: no flush started after 120 KiB", ahead)
+			}
+			<-s.ahead
+			want = 1
+		} else if s.ahead != nil {
+			t.Fatalf("FlushAhead %d: a flush started", ahead)
+		}
+		if got := s.Stats().Flushes; got != want {
+			t.Errorf("FlushAhead %d: %d flushes, want %d", ahead, got, want)
+		}
+		if n := len(contents(t, s)); n != 1100 {
+			t.Errorf("FlushAhead %d: %d keys, want 1100", ahead, n)
+		}
+		s.Close()
+	}
+}
