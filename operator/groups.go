@@ -241,7 +241,7 @@ func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) 
 					e.Int(s.w.Start)
 					e.Int(s.w.End - s.w.Start)
 					e.Uint(uint64(ranks[s]))
-					o.appendGroupInst(e, &s.inst, s.w, s.fired)
+					o.appendInst(e, &s.inst, s.w, s.fired, false)
 				}
 			}
 		}
@@ -294,7 +294,7 @@ func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) 
 			}
 			e := encs[w-1]
 			e.Uint(uint64(index[in.key]))
-			o.appendGroupInst(e, in, p.w, false)
+			o.appendInst(e, in, p.w, false, false)
 		}
 	}
 	if o.sl.on {
@@ -359,51 +359,6 @@ func (o *Operator) snapshotSliceGroups(groups []int, want []int32, encs []*state
 				e.Uint(uint64(rank))
 			}
 			o.appendSliceEnt(e, se, false)
-		}
-	}
-}
-
-// appendGroupInst writes an instance without its slot number.
-func (o *Operator) appendGroupInst(e *state.Encoder, in *inst, w window.Window, fired bool) {
-	var flags byte
-	if in.slot >= 0 {
-		flags |= flagLive
-	}
-	if in.emitted {
-		flags |= flagEmitted
-	}
-	if in.dirty {
-		flags |= flagDirty
-	}
-	if fired {
-		flags |= flagFired
-	}
-	switch in.emitW {
-	case window.Window{}:
-	case w:
-		flags |= flagEmitSame
-	default:
-		flags |= flagEmitDiff
-	}
-	e.Byte(flags)
-	e.Int(in.rows)
-	e.Uint(uint64(in.version))
-	e.Int(int64(in.version) - int64(in.emitV))
-	e.Uint(in.birth)
-	if flags&flagEmitDiff != 0 {
-		e.Int(in.emitW.Start - w.Start)
-		e.Int(in.emitW.End - w.End)
-	}
-	if in.slot >= 0 {
-		for _, c := range o.cfg.Aggs {
-			c.AppendSlot(e, in.slot)
-		}
-		if o.slots.keep {
-			prev := o.slots.prev[in.slot]
-			e.Uint(uint64(len(prev)))
-			for _, v := range prev {
-				e.Value(v)
-			}
 		}
 	}
 }
@@ -747,36 +702,15 @@ func (r *groupRestorer) keySessions(d *state.Decoder, g int, id uint32) {
 // inst reads an instance in the key-group format, allocating its slot.
 func (r *groupRestorer) inst(d *state.Decoder, in *inst, w window.Window) (fired, live bool) {
 	o := r.o
-	flags := d.Byte()
+	flags := readInstFlags(d)
 	if d.Err() != nil {
-		return
-	}
-	if flags&^flagMask != 0 || flags&(flagEmitSame|flagEmitDiff) == flagEmitSame|flagEmitDiff {
-		d.Fail("bad instance flags %#x", flags)
 		return
 	}
 	live = flags&flagLive != 0
 	in.slot = -1
-	in.rows = d.Int()
-	ver := d.Uint()
-	dv := d.Int()
-	in.birth = d.Uint()
+	readInstCounts(d, in, w, flags)
 	if d.Err() != nil {
 		return
-	}
-	emitV := int64(ver) - dv
-	if ver > math.MaxUint32 || dv < -math.MaxUint32 || dv > math.MaxUint32 || emitV < 0 || emitV > math.MaxUint32 {
-		d.Fail("version %d / emitted version offset %d out of range", ver, dv)
-		return
-	}
-	in.version, in.emitV = uint32(ver), uint32(emitV)
-	in.emitted = flags&flagEmitted != 0
-	in.dirty = flags&flagDirty != 0
-	switch {
-	case flags&flagEmitSame != 0:
-		in.emitW = w
-	case flags&flagEmitDiff != 0:
-		in.emitW = window.Window{Start: w.Start + d.Int(), End: w.End + d.Int()}
 	}
 	if live {
 		in.slot = o.slots.alloc()

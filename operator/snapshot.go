@@ -144,7 +144,7 @@ func (o *Operator) Snapshot(e *state.Encoder) {
 				e.Int(s.w.Start)
 				e.Int(s.w.End - s.w.Start)
 				e.Uint(s.seq)
-				o.appendInst(e, &s.inst, s.w, s.fired)
+				o.appendInst(e, &s.inst, s.w, s.fired, true)
 			}
 		}
 	}
@@ -159,7 +159,7 @@ func (o *Operator) Snapshot(e *state.Encoder) {
 			for i := range p.ents {
 				in := &p.ents[i]
 				e.Uint(uint64(in.key))
-				o.appendInst(e, in, p.w, false)
+				o.appendInst(e, in, p.w, false, true)
 				if o.sl.on {
 					e.Uint(p.seqs[i])
 				}
@@ -226,7 +226,11 @@ func (o *Operator) appendShape(e *state.Encoder) {
 	}
 }
 
-func (o *Operator) appendInst(e *state.Encoder, in *inst, w window.Window, fired bool) {
+// appendInst writes an instance of window w: its flags, its slot number
+// when withSlot (the whole-operator snapshot; the key-group sections and
+// the spilled entries leave it out, their reader allocates the slot),
+// counters and, when live, its aggregate slot.
+func (o *Operator) appendInst(e *state.Encoder, in *inst, w window.Window, fired, withSlot bool) {
 	var flags byte
 	if in.slot >= 0 {
 		flags |= flagLive
@@ -248,7 +252,7 @@ func (o *Operator) appendInst(e *state.Encoder, in *inst, w window.Window, fired
 		flags |= flagEmitDiff
 	}
 	e.Byte(flags)
-	if in.slot >= 0 {
+	if withSlot && in.slot >= 0 {
 		e.Uint(uint64(in.slot))
 	}
 	e.Int(in.rows)
@@ -718,17 +722,10 @@ func (r *restorer) sliceList() {
 			}
 			se.slot = -1
 			if flags&flagLive != 0 {
-				sl := d.Uint()
+				se.slot = r.slot()
 				if d.Err() != nil {
 					return
 				}
-				if sl >= uint64(r.nslots) || r.slotUsed[sl] {
-					d.Fail("slot %d out of range, free or held twice", sl)
-					return
-				}
-				r.slotUsed[sl] = true
-				r.heldSlots++
-				se.slot = int32(sl)
 			}
 			se.rows = d.Int()
 			se.birth = d.Uint()
@@ -754,29 +751,69 @@ func (r *restorer) sliceList() {
 // fired flag and whether the instance holds a slot.
 func (r *restorer) inst(in *inst, w window.Window) (fired, live bool) {
 	o, d := r.o, r.d
-	flags := d.Byte()
+	flags := readInstFlags(d)
 	if d.Err() != nil {
-		return
-	}
-	if flags&^flagMask != 0 || flags&(flagEmitSame|flagEmitDiff) == flagEmitSame|flagEmitDiff {
-		d.Fail("bad instance flags %#x", flags)
 		return
 	}
 	live = flags&flagLive != 0
 	in.slot = -1
 	if live {
-		s := d.Uint()
+		in.slot = r.slot()
 		if d.Err() != nil {
 			return
 		}
-		if s >= uint64(r.nslots) || r.slotUsed[s] {
-			d.Fail("slot %d out of range, free or held twice", s)
-			return
-		}
-		r.slotUsed[s] = true
-		r.heldSlots++
-		in.slot = int32(s)
 	}
+	readInstCounts(d, in, w, flags)
+	if d.Err() != nil {
+		return
+	}
+	if live {
+		for _, c := range o.cfg.Aggs {
+			c.RestoreSlot(d, in.slot)
+		}
+		if o.slots.keep {
+			r.prevValues(in.slot)
+		}
+	}
+	return flags&flagFired != 0, live
+}
+
+// slot reads the slot number of a live instance or slice entry, failing
+// the decoder on a number out of range or already held, and counts it held.
+func (r *restorer) slot() int32 {
+	d := r.d
+	s := d.Uint()
+	if d.Err() != nil {
+		return -1
+	}
+	if s >= uint64(r.nslots) || r.slotUsed[s] {
+		d.Fail("slot %d out of range, free or held twice", s)
+		return -1
+	}
+	r.slotUsed[s] = true
+	r.heldSlots++
+	return int32(s)
+}
+
+// readInstFlags reads an instance's flags byte (appendInst), failing d on
+// bits no writer sets or on both emitted-window flags at once.
+func readInstFlags(d *state.Decoder) byte {
+	flags := d.Byte()
+	if d.Err() != nil {
+		return 0
+	}
+	if flags&^flagMask != 0 || flags&(flagEmitSame|flagEmitDiff) == flagEmitSame|flagEmitDiff {
+		d.Fail("bad instance flags %#x", flags)
+		return 0
+	}
+	return flags
+}
+
+// readInstCounts reads what appendInst writes after an instance's flags
+// and slot number: rows, version, emitted version, birth and, by the
+// flags, the emitted window (relative to w). It fails d on versions out of
+// range.
+func readInstCounts(d *state.Decoder, in *inst, w window.Window, flags byte) {
 	in.rows = d.Int()
 	ver := d.Uint()
 	dv := d.Int()
@@ -798,15 +835,6 @@ func (r *restorer) inst(in *inst, w window.Window) (fired, live bool) {
 	case flags&flagEmitDiff != 0:
 		in.emitW = window.Window{Start: w.Start + d.Int(), End: w.End + d.Int()}
 	}
-	if live {
-		for _, c := range o.cfg.Aggs {
-			c.RestoreSlot(d, in.slot)
-		}
-		if o.slots.keep {
-			r.prevValues(in.slot)
-		}
-	}
-	return flags&flagFired != 0, live
 }
 
 // prevValues reads a slot's last emitted values: none, or one per

@@ -282,7 +282,7 @@ func (o *Operator) spillFired(p *pane, sw *spillWin, touched []uint64) {
 		o.paneEntryKey(e, g, p.w.End)
 		sp.enc.Reset()
 		sp.enc.Uint(p.seqs[i])
-		o.appendGroupInst(&sp.enc, e, p.w, false)
+		o.appendInst(&sp.enc, e, p.w, false, false)
 		if e.slot >= 0 {
 			o.slots.release(e.slot)
 		}
