@@ -213,6 +213,19 @@ func (t *Table) RestoreEntries(d *state.Decoder, s SweepState) error {
 		size *= 2
 	}
 	t.slots = make([]slot, size)
+	if err := t.readSlots(d, n, t.insertSlot); err != nil {
+		return err
+	}
+	t.sectionIDs = n
+	return nil
+}
+
+// readSlots reads n ids as appendSlots writes them — ascending, each with
+// its payload hash and its expiry (seconds since the epoch, as a delta
+// from the previous id's) — and passes each to add. The first expiry read
+// sets the table's base when it has none. Errors (d's): a truncated
+// input, an id zero or out of order, an expiry out of range.
+func (t *Table) readSlots(d *state.Decoder, n int, add func(slot)) error {
 	var prevID uint64
 	var exp int64
 	for i := range n {
@@ -235,9 +248,8 @@ func (t *Table) RestoreEntries(d *state.Decoder, s SweepState) error {
 			d.Fail("dedup id %d: expiry %d s out of range", i, exp)
 			return d.Err()
 		}
-		t.insertSlot(slot{id: id, payload: payload, expiry: uint32(rel)})
+		add(slot{id: id, payload: payload, expiry: uint32(rel)})
 	}
-	t.sectionIDs = n
 	return nil
 }
 
@@ -294,35 +306,16 @@ func (t *Table) ApplyDelta(d *state.Decoder) error {
 	if err := d.Err(); err != nil {
 		return err
 	}
-	var prevID uint64
-	var exp int64
-	for i := range n {
-		id := d.Fixed64()
-		payload := d.Fixed32()
-		exp += d.Int()
-		if err := d.Err(); err != nil {
-			return err
-		}
-		if id == 0 || (i > 0 && id <= prevID) {
-			d.Fail("dedup id %d out of order or zero", i)
-			return d.Err()
-		}
-		prevID = id
-		if !t.baseSet {
-			t.base, t.baseSet = exp-1<<31, true
-		}
-		rel := exp - t.base
-		if rel < 1 || rel > math.MaxUint32 {
-			d.Fail("dedup id %d: expiry %d s out of range", i, exp)
-			return d.Err()
-		}
-		s := slot{id: id, payload: payload, expiry: uint32(rel)}
+	err := t.readSlots(d, n, func(s slot) {
 		if !t.replace(s) {
 			if (t.n+1)*4 > len(t.slots)*3 {
 				t.resize(len(t.slots) * 2)
 			}
 			t.insertSlot(s)
 		}
+	})
+	if err != nil {
+		return err
 	}
 	t.sectionIDs, t.liveOK = n, false
 	return nil
