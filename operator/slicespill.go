@@ -2,7 +2,6 @@ package operator
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -74,16 +73,6 @@ type spillSlice struct {
 	bound uint64
 }
 
-func (sp *spillState) sliceMarkerKey(dst []byte, g int, end int64) []byte {
-	dst = state.KeyPrefix(dst, g, sp.node)
-	return putEnd(append(dst, sliceMarker), end)
-}
-
-func (sp *spillState) sliceEntryKey(dst []byte, g int, end int64) []byte {
-	dst = state.KeyPrefix(dst, g, sp.node)
-	return putEnd(append(dst, sliceEntry), end)
-}
-
 // sliceEntryBytes estimates the bytes of a slice entry in memory.
 func (o *Operator) sliceEntryBytes() int {
 	return sliceEntBytes + entIndexBytes + o.slots.slotBytes() + spillKeyBytes
@@ -123,35 +112,11 @@ func (o *Operator) spillSlices() error {
 		for i := range s.ents.len() {
 			e := s.ents.at(i)
 			g := int(e.group)
-			sp.kbuf = sp.sliceEntryKey(sp.kbuf[:0], g, s.w.End)
-			sp.kbuf = append(sp.kbuf, o.keys.ent(e.key).enc...)
-			sp.kbuf = binary.BigEndian.AppendUint32(sp.kbuf, sp.gen)
-			sp.enc.Reset()
-			sp.enc.Uint(e.seq)
-			sp.enc.Uint(e.birth)
-			sp.enc.Int(e.rows)
-			sp.enc.Bool(e.slot >= 0)
-			if e.slot >= 0 {
-				for _, c := range o.cfg.Aggs {
-					c.AppendSlot(&sp.enc, e.slot)
-				}
-				for _, c := range o.slots.chk {
-					mag = max(mag, c.Magnitude(e.slot))
-				}
-				o.slots.release(e.slot)
-			}
-			sp.batch.Set(sp.kbuf, sp.enc.Bytes())
-			sp.writes++
-			touched[g>>6] |= 1 << (uint(g) & 63)
-			sw.groups[g>>6] |= 1 << (uint(g) & 63)
-			o.markChanged(g)
-			o.keys.unref(e.key)
+			o.entryKey(sliceEntry, e.key, g, s.w.End)
+			mag = max(mag, o.encodePartial(e.seq, e.birth, e.rows, e.slot))
+			o.putEntry(e.key, g, sw.groups, touched)
 		}
-		if sw.bound > math.MaxUint64-mag {
-			sw.bound = math.MaxUint64
-		} else {
-			sw.bound += mag
-		}
+		sw.bound = addSat(sw.bound, mag)
 		forGroups(touched, func(g int) { sp.putSliceMarker(g, sw, ss.seq) })
 		s.ents.reset()
 		s.idx.reset()
@@ -163,13 +128,10 @@ func (o *Operator) spillSlices() error {
 	return sp.store.Commit(sp.batch)
 }
 
+// putSliceMarker writes a slice's marker: a window's (setMarker) without
+// the fired flag, as a slice holds partials only.
 func (sp *spillState) putSliceMarker(g int, sw *spillSlice, next uint64) {
-	sp.kbuf = sp.sliceMarkerKey(sp.kbuf[:0], g, sw.w.End)
-	sp.enc.Reset()
-	sp.enc.Int(sw.w.Start)
-	sp.enc.Uint(next)
-	sp.enc.Uint(uint64(sp.gen))
-	sp.enc.Uint(sw.bound)
+	sp.setMarker(g, sliceMarker, sw.w, next, sw.bound)
 	sp.batch.Set(sp.kbuf, sp.enc.Bytes())
 }
 
@@ -244,11 +206,7 @@ func (o *Operator) loadSlice(s *slice, only int) error {
 // to the batch.
 func (o *Operator) loadSliceGroup(s *slice, sw *spillSlice, g int) error {
 	sp := o.spill
-	lo := sp.sliceEntryKey(sp.kbuf[:0], g, s.w.End)
-	hi := sp.sliceEntryKey(sp.hbuf[:0], g, s.w.End+1)
-	if s.w.End == math.MaxInt64 {
-		hi = append(state.KeyPrefix(hi[:0], g, sp.node), sliceEntry+1)
-	}
+	lo, hi := sp.entryRange(sp.kbuf, sp.hbuf, g, sliceEntry, s.w.End)
 	sp.kbuf, sp.hbuf = lo, hi
 	parts, err := o.scanPieces(lo, hi, g, checkSliceRows)
 	if err != nil {
@@ -258,6 +216,9 @@ func (o *Operator) loadSliceGroup(s *slice, sw *spillSlice, g int) error {
 		first := parts[i]
 		j, acc, rows := o.mergePieces(parts, i)
 		i = j
+		// unspill's merge into a pane's entry, kept apart: a slice entry
+		// (sliceEnt) holds its arrival number and bounds its slot
+		// (boundSlot); a pane keeps the numbers in p.seqs and bounds none.
 		if x, ok := s.idx.getString(o.keys, first.enc); ok {
 			e := s.ents.at(int(x))
 			if e.slot >= 0 {
@@ -288,13 +249,9 @@ func (o *Operator) loadSliceGroup(s *slice, sw *spillSlice, g int) error {
 		s.ents.add(e)
 	}
 	sp.parts = parts[:0]
-	sp.batch.DeleteRange(lo, hi)
-	sp.batch.Delete(sp.sliceMarkerKey(nil, g, s.w.End))
-	sw.groups[g>>6] &^= 1 << (uint(g) & 63)
-	if !slices.ContainsFunc(sw.groups, func(b uint64) bool { return b != 0 }) {
+	if o.forgetGroup(g, sliceMarker, s.w.End, lo, hi, sw.groups) {
 		delete(sp.slw, s.w.Start)
 	}
-	o.markChanged(g)
 	return nil
 }
 
@@ -343,13 +300,9 @@ func (o *Operator) dropSlice(s *slice) {
 		return
 	}
 	forGroups(sw.groups, func(g int) {
-		lo := sp.sliceEntryKey(nil, g, s.w.End)
-		hi := sp.sliceEntryKey(nil, g, s.w.End+1)
-		if s.w.End == math.MaxInt64 {
-			hi = append(state.KeyPrefix(nil, g, sp.node), sliceEntry+1)
-		}
+		lo, hi := sp.entryRange(nil, nil, g, sliceEntry, s.w.End)
 		sp.batch.DeleteRange(lo, hi)
-		sp.batch.Delete(sp.sliceMarkerKey(nil, g, s.w.End))
+		sp.batch.Delete(sp.key(nil, g, sliceMarker, s.w.End))
 		o.markChanged(g)
 	})
 	delete(sp.slw, s.w.Start)
@@ -472,48 +425,33 @@ func (o *Operator) loadSliceMarkers(list []*slice, cut uint64) ([]*slice, uint64
 	for _, s := range list {
 		have[s.w.Start] = true
 	}
-	for g := range o.cfg.KeyGroups {
-		lo := append(state.KeyPrefix(nil, g, sp.node), sliceMarker)
-		hi := append(state.KeyPrefix(nil, g, sp.node), sliceMarker+1)
-		var bad error
-		err := sp.store.Scan(lo, hi, func(key, value []byte) bool {
-			if len(key) != len(lo)+8 {
-				bad = fmt.Errorf("key group %d: a slice marker's key of %d bytes", g, len(key))
-				return false
-			}
-			end := int64(binary.BigEndian.Uint64(key[len(lo):]) ^ 1<<63)
-			d := state.NewDecoder(value)
-			start, next, gen, bound := d.Int(), d.Uint(), d.Uint(), d.Uint()
-			if d.Err() != nil || d.Remaining() != 0 || start >= end || gen > math.MaxUint32 || next == math.MaxUint64 {
-				bad = fmt.Errorf("key group %d: slice marker of end %d: corrupt", g, end)
-				return false
-			}
-			w := window.Window{Start: start, End: end}
-			if got := o.sl.slicer.SliceOf(start); got != w {
-				bad = fmt.Errorf("key group %d: slice marker %s is not a slice of the windows (%s is)", g, w, got)
-				return false
-			}
-			sw := sp.slw[start]
-			if sw == nil {
-				sw = &spillSlice{w: w, groups: make([]uint64, words)}
-				sp.slw[start] = sw
-			}
-			sw.groups[g>>6] |= 1 << (uint(g) & 63)
-			sw.bound = max(sw.bound, bound)
-			cut = max(cut, next)
-			sp.gen = max(sp.gen, uint32(gen))
-			if !have[start] {
-				have[start] = true
-				list = append(list, &slice{w: w})
-			}
-			return true
-		})
-		if err == nil {
-			err = bad
+	err := sp.scanMarkers(o.cfg.KeyGroups, sliceMarker, "slice marker", func(g int, end int64, value []byte) error {
+		d := state.NewDecoder(value)
+		start, next, gen, bound := d.Int(), d.Uint(), d.Uint(), d.Uint()
+		if d.Err() != nil || d.Remaining() != 0 || start >= end || gen > math.MaxUint32 || next == math.MaxUint64 {
+			return fmt.Errorf("key group %d: slice marker of end %d: corrupt", g, end)
 		}
-		if err != nil {
-			return nil, 0, err
+		w := window.Window{Start: start, End: end}
+		if got := o.sl.slicer.SliceOf(start); got != w {
+			return fmt.Errorf("key group %d: slice marker %s is not a slice of the windows (%s is)", g, w, got)
 		}
+		sw := sp.slw[start]
+		if sw == nil {
+			sw = &spillSlice{w: w, groups: make([]uint64, words)}
+			sp.slw[start] = sw
+		}
+		sw.groups[g>>6] |= 1 << (uint(g) & 63)
+		sw.bound = max(sw.bound, bound)
+		cut = max(cut, next)
+		sp.gen = max(sp.gen, uint32(gen))
+		if !have[start] {
+			have[start] = true
+			list = append(list, &slice{w: w})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	slices.SortFunc(list, func(x, y *slice) int { return cmp.Compare(x.w.Start, y.w.Start) })
 	return list, cut, nil

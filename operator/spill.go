@@ -175,14 +175,13 @@ func putEnd(dst []byte, end int64) []byte {
 	return binary.BigEndian.AppendUint64(dst, uint64(end)^1<<63)
 }
 
-func (sp *spillState) markerKey(dst []byte, g int, end int64) []byte {
+// key appends to dst the store key of a window's marker or entries in key
+// group g: state.KeyPrefix(g, node), the kind (spillMarker, spillEntry,
+// sliceMarker, sliceEntry) and the window's end (putEnd); an entry's key
+// and generation follow it.
+func (sp *spillState) key(dst []byte, g int, kind byte, end int64) []byte {
 	dst = state.KeyPrefix(dst, g, sp.node)
-	return putEnd(append(dst, spillMarker), end)
-}
-
-func (sp *spillState) entryKey(dst []byte, g int, end int64) []byte {
-	dst = state.KeyPrefix(dst, g, sp.node)
-	return putEnd(append(dst, spillEntry), end)
+	return putEnd(append(dst, kind), end)
 }
 
 // entryBytes estimates the bytes of a pane entry in memory.
@@ -235,29 +234,12 @@ func (o *Operator) spillPanes() error {
 		for i := range p.ents {
 			e := &p.ents[i]
 			g := int(e.group)
-			o.paneEntryKey(e, g, p.w.End)
-			sp.enc.Reset()
-			sp.enc.Uint(p.seqs[i])
-			sp.enc.Uint(e.birth)
-			sp.enc.Int(e.rows)
-			sp.enc.Bool(e.slot >= 0)
-			if e.slot >= 0 {
-				for _, c := range o.cfg.Aggs {
-					c.AppendSlot(&sp.enc, e.slot)
-				}
-				for _, c := range o.slots.chk {
-					mag = max(mag, c.Magnitude(e.slot))
-				}
-				o.slots.release(e.slot)
-			}
-			o.putPaneEntry(e, g, sw, touched)
+			o.entryKey(spillEntry, e.key, g, p.w.End)
+			mag = max(mag, o.encodePartial(p.seqs[i], e.birth, e.rows, e.slot))
+			o.putEntry(e.key, g, sw.groups, touched)
 		}
 		sw.next = p.next
-		if sw.bound > math.MaxUint64-mag {
-			sw.bound = math.MaxUint64
-		} else {
-			sw.bound += mag
-		}
+		sw.bound = addSat(sw.bound, mag)
 		forGroups(touched, func(g int) { sp.putMarker(g, sw) })
 		clear(p.idx)
 		p.ents, p.seqs, p.live = p.ents[:0], p.seqs[:0], 0
@@ -279,7 +261,7 @@ func (o *Operator) spillFired(p *pane, sw *spillWin, touched []uint64) {
 	for i := range p.ents {
 		e := &p.ents[i]
 		g := int(e.group)
-		o.paneEntryKey(e, g, p.w.End)
+		o.entryKey(spillEntry, e.key, g, p.w.End)
 		sp.enc.Reset()
 		sp.enc.Uint(p.seqs[i])
 		o.appendInst(&sp.enc, e, p.w, false, false)
@@ -287,7 +269,7 @@ func (o *Operator) spillFired(p *pane, sw *spillWin, touched []uint64) {
 			o.slots.release(e.slot)
 		}
 		sp.firedWrites++
-		o.putPaneEntry(e, g, sw, touched)
+		o.putEntry(e.key, g, sw.groups, touched)
 	}
 	sw.next = p.next
 	forGroups(touched, func(g int) { sp.putMarker(g, sw) })
@@ -295,36 +277,78 @@ func (o *Operator) spillFired(p *pane, sw *spillWin, touched []uint64) {
 	p.ents, p.seqs, p.live = p.ents[:0], p.seqs[:0], 0
 }
 
-// paneEntryKey sets sp.kbuf to the store key of pane entry e of key
-// group g in the window ending at end: the entry prefix, the key's
-// encoding and the spill's generation.
-func (o *Operator) paneEntryKey(e *inst, g int, end int64) {
+// entryKey sets sp.kbuf to the store key of key id's entry of the given
+// kind (spillEntry: a pane's, sliceEntry: a slice's) in key group g, in
+// the window or slice ending at end: the prefix (spillState.key), the
+// key's encoding and the spill's generation.
+func (o *Operator) entryKey(kind byte, id uint32, g int, end int64) {
 	sp := o.spill
-	sp.kbuf = sp.entryKey(sp.kbuf[:0], g, end)
-	sp.kbuf = append(sp.kbuf, o.keys.ent(e.key).enc...)
+	sp.kbuf = sp.key(sp.kbuf[:0], g, kind, end)
+	sp.kbuf = append(sp.kbuf, o.keys.ent(id).enc...)
 	sp.kbuf = binary.BigEndian.AppendUint32(sp.kbuf, sp.gen)
 }
 
-// putPaneEntry adds sp.kbuf → sp.enc's bytes (pane entry e of key group
-// g) to the batch, marks g written in touched and in sw and changed for
-// the next checkpoint, and lets go of the entry's key.
-func (o *Operator) putPaneEntry(e *inst, g int, sw *spillWin, touched []uint64) {
+// encodePartial sets sp.enc to a partial's stored value — its arrival
+// number, birth, rows, whether it holds a slot and, if so, the slot's
+// aggregates — and releases the slot. It returns the largest magnitude of
+// the slot's checked columns (0 without a slot).
+func (o *Operator) encodePartial(seq, birth uint64, rows int64, slot int32) (mag uint64) {
+	sp := o.spill
+	sp.enc.Reset()
+	sp.enc.Uint(seq)
+	sp.enc.Uint(birth)
+	sp.enc.Int(rows)
+	sp.enc.Bool(slot >= 0)
+	if slot >= 0 {
+		for _, c := range o.cfg.Aggs {
+			c.AppendSlot(&sp.enc, slot)
+		}
+		for _, c := range o.slots.chk {
+			mag = max(mag, c.Magnitude(slot))
+		}
+		o.slots.release(slot)
+	}
+	return mag
+}
+
+// putEntry adds sp.kbuf → sp.enc's bytes (an entry of key id in key group
+// g) to the batch, marks g written in touched and in groups (the window's
+// or slice's) and changed for the next checkpoint, and lets go of the key.
+func (o *Operator) putEntry(id uint32, g int, groups, touched []uint64) {
 	sp := o.spill
 	sp.batch.Set(sp.kbuf, sp.enc.Bytes())
 	sp.writes++
 	touched[g>>6] |= 1 << (uint(g) & 63)
-	sw.groups[g>>6] |= 1 << (uint(g) & 63)
+	groups[g>>6] |= 1 << (uint(g) & 63)
 	o.markChanged(g)
-	o.keys.unref(e.key)
+	o.keys.unref(id)
 }
 
-func (sp *spillState) putMarker(g int, sw *spillWin) {
-	sp.kbuf = sp.markerKey(sp.kbuf[:0], g, sw.w.End)
+// addSat returns a+b, or math.MaxUint64 when the sum would wrap.
+func addSat(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+// setMarker sets sp.kbuf and sp.enc to the marker of the given kind
+// (spillMarker, sliceMarker) of window or slice w in key group g: w's
+// start, next (the arrival numbers written are below it), the spill's
+// generation and bound. A window's marker adds its fired flag (putMarker).
+func (sp *spillState) setMarker(g int, kind byte, w window.Window, next, bound uint64) {
+	sp.kbuf = sp.key(sp.kbuf[:0], g, kind, w.End)
 	sp.enc.Reset()
-	sp.enc.Int(sw.w.Start)
-	sp.enc.Uint(sw.next)
+	sp.enc.Int(w.Start)
+	sp.enc.Uint(next)
 	sp.enc.Uint(uint64(sp.gen))
-	sp.enc.Uint(sw.bound)
+	sp.enc.Uint(bound)
+}
+
+// putMarker writes window sw's marker in key group g (setMarker) with its
+// fired flag.
+func (sp *spillState) putMarker(g int, sw *spillWin) {
+	sp.setMarker(g, spillMarker, sw.w, sw.next, sw.bound)
 	sp.enc.Bool(sw.fired)
 	sp.batch.Set(sp.kbuf, sp.enc.Bytes())
 }
@@ -388,11 +412,7 @@ func (o *Operator) unspillGroup(p *pane, g int) error {
 // delete to the batch.
 func (o *Operator) unspill(p *pane, sw *spillWin, g int) error {
 	sp := o.spill
-	lo := sp.entryKey(sp.kbuf[:0], g, p.w.End)
-	hi := sp.entryKey(sp.hbuf[:0], g, p.w.End+1)
-	if p.w.End == math.MaxInt64 {
-		hi = append(state.KeyPrefix(hi[:0], g, sp.node), spillEntry+1)
-	}
+	lo, hi := sp.entryRange(sp.kbuf, sp.hbuf, g, spillEntry, p.w.End)
 	sp.kbuf, sp.hbuf = lo, hi
 	if sw.fired {
 		if err := o.unspillFired(p, lo, hi, g); err != nil {
@@ -443,15 +463,37 @@ func (o *Operator) unspill(p *pane, sw *spillWin, g int) error {
 // entries [lo, hi) of sw's window and of its marker, once they are back in
 // pane p.
 func (o *Operator) forgetSpilled(p *pane, sw *spillWin, g int, lo, hi []byte) error {
+	if o.forgetGroup(g, spillMarker, p.w.End, lo, hi, sw.groups) {
+		delete(o.spill.wins, p.w.End)
+	}
+	return nil
+}
+
+// entryRange returns the key range [lo, hi) of key group g's entries of
+// the given kind (spillEntry, sliceEntry) in the window or slice ending at
+// end, built in lo's and hi's storage.
+func (sp *spillState) entryRange(lo, hi []byte, g int, kind byte, end int64) ([]byte, []byte) {
+	lo = sp.key(lo[:0], g, kind, end)
+	if end == math.MaxInt64 {
+		hi = append(state.KeyPrefix(hi[:0], g, sp.node), kind+1)
+	} else {
+		hi = sp.key(hi[:0], g, kind, end+1)
+	}
+	return lo, hi
+}
+
+// forgetGroup adds to the batch the range delete of key group g's entries
+// [lo, hi) and the delete of its marker of the given kind (spillMarker,
+// sliceMarker) of the window or slice ending at end, clears g in groups
+// (the window's or slice's) and marks g changed. It reports whether groups
+// is left empty.
+func (o *Operator) forgetGroup(g int, kind byte, end int64, lo, hi []byte, groups []uint64) (empty bool) {
 	sp := o.spill
 	sp.batch.DeleteRange(lo, hi)
-	sp.batch.Delete(sp.markerKey(nil, g, p.w.End))
-	sw.groups[g>>6] &^= 1 << (uint(g) & 63)
-	if !slices.ContainsFunc(sw.groups, func(b uint64) bool { return b != 0 }) {
-		delete(sp.wins, p.w.End)
-	}
+	sp.batch.Delete(sp.key(nil, g, kind, end))
+	groups[g>>6] &^= 1 << (uint(g) & 63)
 	o.markChanged(g)
-	return nil
+	return !slices.ContainsFunc(groups, func(b uint64) bool { return b != 0 })
 }
 
 // unspillFired reads key group g's instances [lo, hi) of fired pane p's
@@ -657,44 +699,22 @@ func (o *Operator) spillBefore(p *pane, weight int, rowMag uint64) error {
 	return o.unspillGroup(p, keygroup.OfKey(o.keyBuf, o.cfg.KeyGroups))
 }
 
-// loadSpilled reads the windows' markers of every key group (after a
-// restore): the windows with partials in the store get their panes, and
-// the restored entries their arrival numbers after the partials'.
-func (o *Operator) loadSpilled() error {
-	sp := o.spill
-	words := (o.cfg.KeyGroups + 63) / 64
-	for g := range o.cfg.KeyGroups {
-		lo := append(state.KeyPrefix(nil, g, sp.node), spillMarker)
-		hi := append(state.KeyPrefix(nil, g, sp.node), spillMarker+1)
+// scanMarkers calls fn with the key group, the window's end and the value
+// of every marker of the given kind (spillMarker, sliceMarker) in the
+// store, key group by key group in order of end, and stops at fn's first
+// error. A marker's key of the wrong length fails, named by what.
+func (sp *spillState) scanMarkers(keyGroups int, kind byte, what string, fn func(g int, end int64, value []byte) error) error {
+	for g := range keyGroups {
+		lo := append(state.KeyPrefix(nil, g, sp.node), kind)
+		hi := append(state.KeyPrefix(nil, g, sp.node), kind+1)
 		var bad error
 		err := sp.store.Scan(lo, hi, func(key, value []byte) bool {
 			if len(key) != len(lo)+8 {
-				bad = fmt.Errorf("key group %d: a window marker's key of %d bytes", g, len(key))
+				bad = fmt.Errorf("key group %d: a %s's key of %d bytes", g, what, len(key))
 				return false
 			}
-			end := int64(binary.BigEndian.Uint64(key[len(lo):]) ^ 1<<63)
-			d := state.NewDecoder(value)
-			start, next, gen, bound := d.Int(), d.Uint(), d.Uint(), d.Uint()
-			// A marker written before fired windows spilled ends here: its
-			// window had not fired.
-			fired := d.Remaining() > 0 && d.Bool()
-			if d.Err() != nil || d.Remaining() != 0 || start >= end || gen > math.MaxUint32 {
-				bad = fmt.Errorf("key group %d: window marker of end %d: corrupt", g, end)
-				return false
-			}
-			sw := sp.wins[end]
-			if sw == nil {
-				sw = &spillWin{w: window.Window{Start: start, End: end}, groups: make([]uint64, words), fired: fired}
-				sp.wins[end] = sw
-			}
-			if sw.w.Start != start || sw.fired != fired {
-				bad = fmt.Errorf("key group %d: window marker of end %d: start %d (fired %v), another key group's %d (fired %v)", g, end, start, fired, sw.w.Start, sw.fired)
-				return false
-			}
-			sw.groups[g>>6] |= 1 << (uint(g) & 63)
-			sw.next, sw.bound = max(sw.next, next), max(sw.bound, bound)
-			sp.gen = max(sp.gen, uint32(gen))
-			return true
+			bad = fn(g, int64(binary.BigEndian.Uint64(key[len(lo):])^1<<63), value)
+			return bad == nil
 		})
 		if err == nil {
 			err = bad
@@ -702,6 +722,40 @@ func (o *Operator) loadSpilled() error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// loadSpilled reads the windows' markers of every key group (after a
+// restore): the windows with partials in the store get their panes, and
+// the restored entries their arrival numbers after the partials'.
+func (o *Operator) loadSpilled() error {
+	sp := o.spill
+	words := (o.cfg.KeyGroups + 63) / 64
+	err := sp.scanMarkers(o.cfg.KeyGroups, spillMarker, "window marker", func(g int, end int64, value []byte) error {
+		d := state.NewDecoder(value)
+		start, next, gen, bound := d.Int(), d.Uint(), d.Uint(), d.Uint()
+		// A marker written before fired windows spilled ends here: its
+		// window had not fired.
+		fired := d.Remaining() > 0 && d.Bool()
+		if d.Err() != nil || d.Remaining() != 0 || start >= end || gen > math.MaxUint32 {
+			return fmt.Errorf("key group %d: window marker of end %d: corrupt", g, end)
+		}
+		sw := sp.wins[end]
+		if sw == nil {
+			sw = &spillWin{w: window.Window{Start: start, End: end}, groups: make([]uint64, words), fired: fired}
+			sp.wins[end] = sw
+		}
+		if sw.w.Start != start || sw.fired != fired {
+			return fmt.Errorf("key group %d: window marker of end %d: start %d (fired %v), another key group's %d (fired %v)", g, end, start, fired, sw.w.Start, sw.fired)
+		}
+		sw.groups[g>>6] |= 1 << (uint(g) & 63)
+		sw.next, sw.bound = max(sw.next, next), max(sw.bound, bound)
+		sp.gen = max(sp.gen, uint32(gen))
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, sw := range sp.wins {
 		// A window fires once every partial is back (paneStart), and its
