@@ -94,6 +94,13 @@ const (
 // offending sequence starts (its backslash for an escape) and what it is,
 // and out is unusable. bad is −1 for valid text.
 func unescapeText(dst, s []byte) (out []byte, bad int, what badText) {
+	return unescape(dst, s, true)
+}
+
+// unescape is unescapeText when strict, and appendUnescaped (which never
+// reports) when not: a NUL stays, a lone surrogate or an invalid UTF-8 byte
+// becomes U+FFFD.
+func unescape(dst, s []byte, strict bool) (out []byte, bad int, what badText) {
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
@@ -112,7 +119,7 @@ func unescapeText(dst, s []byte) (out []byte, bad int, what badText) {
 			case 'u':
 				r := hex4(s[i+2 : i+6])
 				switch {
-				case r == 0:
+				case r == 0 && strict:
 					return dst, i, textNUL
 				case utf16.IsSurrogate(r):
 					if i+12 <= len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
@@ -122,7 +129,10 @@ func unescapeText(dst, s []byte) (out []byte, bad int, what badText) {
 							continue
 						}
 					}
-					return dst, i, textSurrogate
+					if strict {
+						return dst, i, textSurrogate
+					}
+					r = utf8.RuneError
 				}
 				dst = utf8.AppendRune(dst, r)
 				i += 6
@@ -131,7 +141,7 @@ func unescapeText(dst, s []byte) (out []byte, bad int, what badText) {
 				dst = append(dst, e)
 			}
 			i += 2
-		case c == 0:
+		case c == 0 && strict:
 			return dst, i, textNUL
 		case c < utf8.RuneSelf:
 			dst = append(dst, c)
@@ -139,9 +149,13 @@ func unescapeText(dst, s []byte) (out []byte, bad int, what badText) {
 		default:
 			r, n := utf8.DecodeRune(s[i:])
 			if r == utf8.RuneError && n == 1 {
-				return dst, i, textUTF8
+				if strict {
+					return dst, i, textUTF8
+				}
+				dst = utf8.AppendRune(dst, r)
+			} else {
+				dst = append(dst, s[i:i+n]...)
 			}
-			dst = append(dst, s[i:i+n]...)
 			i += n
 		}
 	}

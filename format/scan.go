@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/tidemark/tidemark/row"
@@ -383,50 +382,8 @@ func plainRun(b []byte, i int) int {
 // surrogate pair becomes one rune, a lone surrogate or an invalid UTF-8
 // byte becomes U+FFFD.
 func appendUnescaped(dst, s []byte) []byte {
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\\':
-			switch e := s[i+1]; e {
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				r := hex4(s[i+2 : i+6])
-				i += 6
-				if utf16.IsSurrogate(r) {
-					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						if r2 := utf16.DecodeRune(r, hex4(s[i+2:i+6])); r2 != utf8.RuneError {
-							dst = utf8.AppendRune(dst, r2)
-							i += 6
-							continue
-						}
-					}
-					r = utf8.RuneError
-				}
-				dst = utf8.AppendRune(dst, r)
-				continue
-			default: // '"', '\\', '/'
-				dst = append(dst, e)
-			}
-			i += 2
-		case c < utf8.RuneSelf:
-			dst = append(dst, c)
-			i++
-		default:
-			r, n := utf8.DecodeRune(s[i:])
-			dst = utf8.AppendRune(dst, r) // RuneError for an invalid byte
-			i += n
-		}
-	}
-	return dst
+	out, _, _ := unescape(dst, s, false)
+	return out
 }
 
 // hex4 reads four hex digits (checked by scanString).
