@@ -79,6 +79,32 @@ ON CONFLICT (table_name) DO UPDATE SET table_oid = excluded.table_oid, pipeline 
 	return nil
 }
 
+// abortConn is a sink's Abort after its own state is let go: it drops
+// table t when this run created it (made), then closes x. The errors name
+// t; a failed close comes first.
+func abortConn(ctx context.Context, x *txRunner, t tableName, made bool) error {
+	var derr error
+	if made {
+		derr = dropNew(ctx, x, t)
+	}
+	if err := x.close(ctx); err != nil {
+		return fmt.Errorf("postgres %s: %w", t, err)
+	}
+	if derr != nil {
+		return fmt.Errorf("postgres %s: drop the table this run created: %w", t, derr)
+	}
+	return nil
+}
+
+// closeConn is a sink's Close after its flush (err, returned first) and
+// its own state let go: it closes x, naming table t in a close's error.
+func closeConn(ctx context.Context, x *txRunner, t tableName, err error) error {
+	if cerr := x.close(ctx); err == nil && cerr != nil {
+		err = fmt.Errorf("postgres %s: %w", t, cerr)
+	}
+	return err
+}
+
 // dropNew drops t, which the sink created from nothing when it opened,
 // while it is still empty, and its record in tidemark_tables: a run
 // whose start is refused after the sink opened (Abort) leaves no table

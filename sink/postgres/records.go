@@ -570,18 +570,8 @@ func (r *Records) Abort(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
-	var derr error
-	if r.made {
-		derr = dropNew(ctx, &r.x, r.table)
-	}
 	r.stage, r.prep = nil, nil
-	if err := r.x.close(ctx); err != nil {
-		return fmt.Errorf("postgres %s: %w", r.table, err)
-	}
-	if derr != nil {
-		return fmt.Errorf("postgres %s: drop the table this run created: %w", r.table, derr)
-	}
-	return nil
+	return abortConn(ctx, &r.x, r.table, r.made)
 }
 
 // Close releases the connection; with AtLeastOnce it flushes first (even
@@ -598,8 +588,5 @@ func (r *Records) Close(ctx context.Context) error {
 	}
 	r.closed = true
 	r.stage, r.prep = nil, nil
-	if cerr := r.x.close(ctx); err == nil && cerr != nil {
-		err = fmt.Errorf("postgres %s: %w", r.table, cerr)
-	}
-	return err
+	return closeConn(ctx, &r.x, r.table, err)
 }

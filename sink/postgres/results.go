@@ -746,19 +746,9 @@ func (r *Results) Abort(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
-	var derr error
-	if r.made {
-		derr = dropNew(ctx, &r.x, r.table)
-	}
 	r.stage.reset()
 	r.releasePrep()
-	if err := r.x.close(ctx); err != nil {
-		return fmt.Errorf("postgres %s: %w", r.table, err)
-	}
-	if derr != nil {
-		return fmt.Errorf("postgres %s: drop the table this run created: %w", r.table, derr)
-	}
-	return nil
+	return abortConn(ctx, &r.x, r.table, r.made)
 }
 
 // Close releases the connection. With AtLeastOnce it flushes first (even
@@ -777,8 +767,5 @@ func (r *Results) Close(ctx context.Context) error {
 	r.closed = true
 	r.stage.reset()
 	r.releasePrep()
-	if cerr := r.x.close(ctx); err == nil && cerr != nil {
-		err = fmt.Errorf("postgres %s: %w", r.table, cerr)
-	}
-	return err
+	return closeConn(ctx, &r.x, r.table, err)
 }

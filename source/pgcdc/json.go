@@ -7,6 +7,9 @@ import (
 
 // appendJSONString appends s as a JSON string (RFC 8259): quotes,
 // backslashes and control characters escaped, invalid UTF-8 as U+FFFD.
+// Kept apart from changelog.AppendJSONString, which writes \ufffd and
+// \u2028/\u2029 as escapes: this text is a change record's bytes, which
+// replays after a restore (and dedup's payload hashes) must see unchanged.
 func appendJSONString(dst []byte, s []byte) []byte {
 	dst = append(dst, '"')
 	start := 0
