@@ -5,7 +5,53 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/tidemark/tidemark/state"
 )
+
+// preparedRecordsVersion is the version byte of EncodePrepared's layout.
+const preparedRecordsVersion = 1
+
+// maxPreparedRecords bounds the count DecodePrepared accepts.
+const maxPreparedRecords = 1 << 30
+
+// EncodePrepared returns the encoding of the side-output records a table
+// sink prepared for a checkpoint (sink.Committer's Prepare): Byte(1)
+// Uint(#records), then each record as Bytes8. The layout is kept in
+// checkpoints: it never changes.
+func EncodePrepared(recs [][]byte) []byte {
+	e := state.NewEncoder(nil)
+	e.Byte(preparedRecordsVersion)
+	e.Uint(uint64(len(recs)))
+	for _, b := range recs {
+		e.Bytes8(b)
+	}
+	return e.Bytes()
+}
+
+// DecodePrepared reads EncodePrepared's records back (copies; nil for an
+// empty p). name ("postgres prepared records") names the section in a
+// version error. Errors: a version other than 1, a truncated input or
+// bytes after the last record, wrapped as "prepared records: …".
+func DecodePrepared(p []byte, name string) ([][]byte, error) {
+	if len(p) == 0 {
+		return nil, nil
+	}
+	d := state.NewDecoder(p)
+	d.Section(name, preparedRecordsVersion)
+	n := d.Len(maxPreparedRecords, 1)
+	out := make([][]byte, 0, n)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		out = append(out, append([]byte(nil), d.Bytes8()...))
+	}
+	if d.Err() == nil && d.Remaining() > 0 {
+		d.Fail("%d bytes after the last record", d.Remaining())
+	}
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("prepared records: %w", err)
+	}
+	return out, nil
+}
 
 // RecordFields are the fields of a side-output record that a table of
 // records keeps in typed columns (docs/pipeline.md, "Side-output tables"),

@@ -11,7 +11,6 @@ import (
 
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
-	"github.com/tidemark/tidemark/state"
 )
 
 // The columns of a table of side-output records, in order (see
@@ -390,9 +389,6 @@ func (r *Records) deleteAfter(ctx context.Context, tx pgx.Tx, id int64) (int64, 
 	return tag.RowsAffected(), err
 }
 
-// preparedRecordsVersion is the first byte of what Prepare returns.
-const preparedRecordsVersion = 1
-
 // Prepare implements sink.Committer: the records staged since the last
 // Prepare join those prepared and not committed, and their encoding is
 // returned (nil when there are none). Nothing reaches the database.
@@ -406,37 +402,7 @@ func (r *Records) Prepare(ctx context.Context, id int64) ([]byte, error) {
 	if len(r.prep) == 0 {
 		return nil, nil
 	}
-	return encodeRecords(r.prep), nil
-}
-
-func encodeRecords(recs [][]byte) []byte {
-	e := state.NewEncoder(nil)
-	e.Byte(preparedRecordsVersion)
-	e.Uint(uint64(len(recs)))
-	for _, b := range recs {
-		e.Bytes8(b)
-	}
-	return e.Bytes()
-}
-
-func decodeRecords(p []byte) ([][]byte, error) {
-	if len(p) == 0 {
-		return nil, nil
-	}
-	d := state.NewDecoder(p)
-	d.Section("postgres prepared records", preparedRecordsVersion)
-	n := d.Len(maxPreparedRows, 1)
-	out := make([][]byte, 0, n)
-	for i := 0; i < n && d.Err() == nil; i++ {
-		out = append(out, append([]byte(nil), d.Bytes8()...))
-	}
-	if d.Err() == nil && d.Remaining() > 0 {
-		d.Fail("%d bytes after the last record", d.Remaining())
-	}
-	if err := d.Err(); err != nil {
-		return nil, fmt.Errorf("prepared records: %w", err)
-	}
-	return out, nil
+	return sink.EncodePrepared(r.prep), nil
 }
 
 // Commit implements sink.Committer: in one transaction, unless the commit
@@ -451,7 +417,7 @@ func (r *Records) Commit(ctx context.Context, id int64, prepared []byte) error {
 	recs := r.prep
 	if r.prepID != id || recs == nil {
 		var err error
-		if recs, err = decodeRecords(prepared); err != nil {
+		if recs, err = sink.DecodePrepared(prepared, "postgres prepared records"); err != nil {
 			return fmt.Errorf("postgres %s: commit %d: %w", r.table, id, err)
 		}
 	}
@@ -542,7 +508,7 @@ func (r *Records) Recover(ctx context.Context, id int64, prepared []byte) error 
 		r.created = false
 		return fmt.Errorf("postgres %s: recover %d: %w", r.table, id, e)
 	}
-	recs, err := decodeRecords(prepared)
+	recs, err := sink.DecodePrepared(prepared, "postgres prepared records")
 	if err != nil {
 		return fmt.Errorf("postgres %s: recover %d: %w", r.table, id, err)
 	}

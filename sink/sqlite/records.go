@@ -9,7 +9,6 @@ import (
 
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
-	"github.com/tidemark/tidemark/state"
 )
 
 // recordColumns are the columns of a table of side-output records
@@ -405,33 +404,7 @@ func (r *Records) Prepare(ctx context.Context, id int64) ([]byte, error) {
 	if len(r.prep) == 0 {
 		return nil, nil
 	}
-	e := state.NewEncoder(nil)
-	e.Byte(1)
-	e.Uint(uint64(len(r.prep)))
-	for _, b := range r.prep {
-		e.Bytes8(b)
-	}
-	return e.Bytes(), nil
-}
-
-func decodeRecords(p []byte) ([][]byte, error) {
-	if len(p) == 0 {
-		return nil, nil
-	}
-	d := state.NewDecoder(p)
-	d.Section("sqlite prepared records", 1)
-	n := d.Len(1<<30, 1)
-	out := make([][]byte, 0, n)
-	for i := 0; i < n && d.Err() == nil; i++ {
-		out = append(out, append([]byte(nil), d.Bytes8()...))
-	}
-	if d.Err() == nil && d.Remaining() > 0 {
-		d.Fail("%d bytes after the last record", d.Remaining())
-	}
-	if err := d.Err(); err != nil {
-		return nil, fmt.Errorf("prepared records: %w", err)
-	}
-	return out, nil
+	return sink.EncodePrepared(r.prep), nil
 }
 
 // Commit implements sink.Committer: in one transaction, unless the marker
@@ -444,7 +417,7 @@ func (r *Records) Commit(ctx context.Context, id int64, prepared []byte) error {
 	recs := r.prep
 	if r.prepID != id || recs == nil {
 		var err error
-		if recs, err = decodeRecords(prepared); err != nil {
+		if recs, err = sink.DecodePrepared(prepared, "sqlite prepared records"); err != nil {
 			return fmt.Errorf("sqlite %s: checkpoint %d: %w", r.path, id, err)
 		}
 	}
@@ -522,7 +495,7 @@ func (r *Records) Recover(ctx context.Context, id int64, prepared []byte) error 
 		r.created = false
 		return fmt.Errorf("sqlite %s: %w", r.path, e)
 	}
-	recs, err := decodeRecords(prepared)
+	recs, err := sink.DecodePrepared(prepared, "sqlite prepared records")
 	if err != nil {
 		return fmt.Errorf("sqlite %s: checkpoint %d: %w", r.path, id, err)
 	}
