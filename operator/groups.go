@@ -227,23 +227,8 @@ func (o *Operator) SnapshotGroups(groups []int, enc func(g int) *state.Encoder) 
 			}
 		}
 		for i, id := range ids {
-			ke := o.keys.ent(id)
 			index[id] = i
-			e.String(ke.enc)
-			e.Uint(uint64(ke.version()))
-			if sessions {
-				e.Bool(ke.closedHeld)
-				if ke.closedHeld {
-					e.Int(ke.closedEnd)
-				}
-				e.Uint(uint64(len(ke.sessions)))
-				for _, s := range ke.sessions {
-					e.Int(s.w.Start)
-					e.Int(s.w.End - s.w.Start)
-					e.Uint(uint64(ranks[s]))
-					o.appendInst(e, &s.inst, s.w, s.fired, false)
-				}
-			}
+			o.appendKeyEntry(e, o.keys.ent(id), sessions, ranks, false)
 		}
 	}
 	if sessions {

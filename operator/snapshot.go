@@ -131,22 +131,7 @@ func (o *Operator) Snapshot(e *state.Encoder) {
 		if freed[id] {
 			continue
 		}
-		ke := k.ent(id)
-		e.String(ke.enc)
-		e.Uint(uint64(ke.version()))
-		if sessions {
-			e.Bool(ke.closedHeld)
-			if ke.closedHeld {
-				e.Int(ke.closedEnd)
-			}
-			e.Uint(uint64(len(ke.sessions)))
-			for _, s := range ke.sessions {
-				e.Int(s.w.Start)
-				e.Int(s.w.End - s.w.Start)
-				e.Uint(s.seq)
-				o.appendInst(e, &s.inst, s.w, s.fired, true)
-			}
-		}
+		o.appendKeyEntry(e, k.ent(id), sessions, nil, true)
 	}
 
 	if !sessions {
@@ -223,6 +208,33 @@ func (o *Operator) appendShape(e *state.Encoder) {
 	e.Uint(uint64(len(o.cfg.Key)))
 	for _, f := range o.cfg.Key {
 		e.Byte(byte(f.Kind))
+	}
+}
+
+// appendKeyEntry writes a key's entry: its encoding, its version and, for
+// session windows, its closed-session horizon and its sessions, each
+// numbered by its creation number (whole, the whole-operator snapshot, with
+// slot numbers) or by its rank in ranks (a key-group section).
+func (o *Operator) appendKeyEntry(e *state.Encoder, ke *keyEntry, sessions bool, ranks map[*session]int, whole bool) {
+	e.String(ke.enc)
+	e.Uint(uint64(ke.version()))
+	if !sessions {
+		return
+	}
+	e.Bool(ke.closedHeld)
+	if ke.closedHeld {
+		e.Int(ke.closedEnd)
+	}
+	e.Uint(uint64(len(ke.sessions)))
+	for _, s := range ke.sessions {
+		e.Int(s.w.Start)
+		e.Int(s.w.End - s.w.Start)
+		if whole {
+			e.Uint(s.seq)
+		} else {
+			e.Uint(uint64(ranks[s]))
+		}
+		o.appendInst(e, &s.inst, s.w, s.fired, whole)
 	}
 }
 
