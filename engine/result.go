@@ -36,7 +36,7 @@ func (rt *runtime) summary() *Summary {
 		ExchangePeakBytes: rt.exchangePeak,
 	}
 	if rt.disk != nil {
-		d := &DiskStateSummary{SentBytes: rt.disk.sent, Checkpoints: rt.disk.cks, Restore: rt.disk.restore}
+		d := &DiskStateSummary{Dir: rt.disk.dir, Memory: rt.disk.budget.Total, SentBytes: rt.disk.sent, Checkpoints: rt.disk.cks, Restore: rt.disk.restore}
 		for _, t := range rt.tasks {
 			cs := t.ColdStats()
 			d.Reads += cs.Reads

@@ -341,6 +341,17 @@ func checkDiskCheckpoints(t *testing.T, sum *engine.Summary) {
 	if sent != d.SentBytes {
 		t.Errorf("the checkpoints sent %d bytes of tables in all, SentBytes %d", sent, d.SentBytes)
 	}
+	var text strings.Builder
+	sum.WriteText(&text, time.UTC)
+	if spec.Bytes(d.Memory) < spec.MinStateMemory || d.Dir == "" {
+		t.Errorf("the summary's state.memory %d, state.dir %q", d.Memory, d.Dir)
+	}
+	if want := "state backend        disk (state.memory " + spec.Bytes(d.Memory).String() + ", state.dir " + d.Dir + ")"; !strings.Contains(text.String(), want) {
+		t.Errorf("the summary does not say %q:\n%s", want, text.String())
+	}
+	if restored := strings.Contains(text.String(), "state restored"); restored != (d.Restore.Stores > 0) {
+		t.Errorf("the summary says state restored: %v; the restore made %d stores", restored, d.Restore.Stores)
+	}
 }
 
 // TestDiskFaults: ENOSPC writing a store's table and EIO syncing one stop

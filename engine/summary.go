@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/task"
 )
 
@@ -141,6 +142,10 @@ type CheckpointSummary struct {
 
 // DiskStateSummary reports the disk backend's work (docs/state.md).
 type DiskStateSummary struct {
+	// Dir is the state directory (state.dir, or the one the run chose);
+	// Memory is state.memory, bytes.
+	Dir    string
+	Memory int64
 	// Reads counts the keys looked up in the stores (the hot tiers'
 	// misses where the store may hold the key; a dedup id is looked up in
 	// each bucket it may be in), Hits the ids found there, Writes the
@@ -344,6 +349,9 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 			fmt.Fprintf(w, "; resumed from checkpoint %d", c.Restored)
 		}
 		fmt.Fprintln(w)
+	}
+	if d := s.DiskState; d != nil {
+		fmt.Fprintf(w, "  state backend        disk (state.memory %s, state.dir %s)\n", spec.Bytes(d.Memory), d.Dir)
 	}
 	if d := s.DiskState; d != nil && d.Restore.Stores > 0 {
 		r := d.Restore
