@@ -7,7 +7,6 @@ import (
 
 	"github.com/tidemark/tidemark/keygroup"
 	"github.com/tidemark/tidemark/row"
-	"github.com/tidemark/tidemark/state"
 )
 
 // TestFiredSpillReadsBack: the instances of a window that fired and waits
@@ -188,25 +187,7 @@ func TestFiredSpillCorrupt(t *testing.T) {
 			if damage == "instance" {
 				tag = spillEntry
 			}
-			var key []byte
-			for g := range 4 {
-				lo := append(state.KeyPrefix(nil, g, 7), tag)
-				hi := append(state.KeyPrefix(nil, g, 7), tag+1)
-				if err := st.Scan(lo, hi, func(k, v []byte) bool { key = append([]byte(nil), k...); return false }); err != nil {
-					t.Fatal(err)
-				}
-				if key != nil {
-					break
-				}
-			}
-			if key == nil {
-				t.Fatalf("no %s in the store", damage)
-			}
-			b := st.NewBatch()
-			b.Set(key, []byte{0xff, 0x01})
-			if err := st.Commit(b); err != nil {
-				t.Fatal(err)
-			}
+			damageFirst(t, st, tag, damage)
 			parts, gl := groupSections(o, 4)
 			o = open()
 			err := o.RestoreGroups(parts, gl)

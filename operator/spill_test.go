@@ -241,25 +241,7 @@ func TestSliceSpillCorrupt(t *testing.T) {
 			if damage == "partial" {
 				tag = sliceEntry
 			}
-			var key []byte
-			for g := range 4 {
-				lo := append(state.KeyPrefix(nil, g, 7), tag)
-				hi := append(state.KeyPrefix(nil, g, 7), tag+1)
-				if err := st.Scan(lo, hi, func(k, v []byte) bool { key = append([]byte(nil), k...); return false }); err != nil {
-					t.Fatal(err)
-				}
-				if key != nil {
-					break
-				}
-			}
-			if key == nil {
-				t.Fatalf("no %s in the store", damage)
-			}
-			b := st.NewBatch()
-			b.Set(key, []byte{0xff, 0x01})
-			if err := st.Commit(b); err != nil {
-				t.Fatal(err)
-			}
+			damageFirst(t, st, tag, damage)
 			parts, gl := groupSections(o, 4)
 			o = open()
 			err := o.RestoreGroups(parts, gl)
@@ -300,5 +282,31 @@ func spillOver(t *testing.T, cfg snapConfig, f snapFields, st *disk.Store, hot i
 			t.Fatalf("a %s window does not spill", cfg.kind)
 		}
 		return o
+	}
+}
+
+// damageFirst overwrites the first key of st with tag (a marker or an
+// entry of node 7, in key groups 0–3) with bytes no decoder accepts;
+// what names the kind in the failure.
+func damageFirst(t *testing.T, st *disk.Store, tag byte, what string) {
+	t.Helper()
+	var key []byte
+	for g := range 4 {
+		lo := append(state.KeyPrefix(nil, g, 7), tag)
+		hi := append(state.KeyPrefix(nil, g, 7), tag+1)
+		if err := st.Scan(lo, hi, func(k, v []byte) bool { key = append([]byte(nil), k...); return false }); err != nil {
+			t.Fatal(err)
+		}
+		if key != nil {
+			break
+		}
+	}
+	if key == nil {
+		t.Fatalf("no %s in the store", what)
+	}
+	b := st.NewBatch()
+	b.Set(key, []byte{0xff, 0x01})
+	if err := st.Commit(b); err != nil {
+		t.Fatal(err)
 	}
 }
