@@ -295,12 +295,11 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 		}
 	}
 	var snaps []stateSnap
-	var pause time.Duration
-	var parts DiskCheckpoint
+	var pause DiskCheckpoint // the longest task's
 	for _, o := range outs {
 		snaps = append(snaps, o.snaps...)
-		if o.pause > pause {
-			pause, parts = o.pause, o.parts
+		if o.pause.Pause > pause.Pause {
+			pause = o.pause
 		}
 	}
 	var stores []storeRef
@@ -314,8 +313,8 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 		}
 		ck.stateSent = sent
 		rt.disk.sent += sent
-		parts.ID, parts.Pause, parts.Sent = id, pause, sent
-		rt.disk.cks = append(rt.disk.cks, parts)
+		pause.ID, pause.Sent = id, sent
+		rt.disk.cks = append(rt.disk.cks, pause)
 		slices.SortFunc(stores, func(a, b storeRef) int { return a.lo - b.lo })
 		rt.fault("uploaded", id)
 	}

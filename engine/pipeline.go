@@ -61,12 +61,11 @@ type taskOut struct {
 	// snaps are the task's state stores' snapshots (the disk backend).
 	snaps []stateSnap
 	// pause is how long the disk backend's synchronous part of a
-	// checkpoint held the task back: its changes flushed to its stores
-	// and their snapshots taken (0 in other rounds).
-	pause time.Duration
-	// parts splits pause (DiskCheckpoint's WriteBack, Flush, Checkpoint
-	// and List; Pause and Sent unset).
-	parts    DiskCheckpoint
+	// checkpoint held the task back — its changes flushed to its stores
+	// and their snapshots taken — and its parts (DiskCheckpoint's Pause,
+	// WriteBack, Flush, Checkpoint and List; ID and Sent unset; zero in
+	// other rounds).
+	pause    DiskCheckpoint
 	globals  task.Globals
 	stats    []task.StageStats
 	dedupIDs int
@@ -508,7 +507,7 @@ func (rt *runtime) beginRound(pl *pipeline) *routerOut {
 		// One task, in push mode: records and markers go straight to it.
 		b := <-pl.taskFree[0]
 		b.round, b.flags = ro.round.ID, roundFlags{}
-		b.sections, b.stats, b.snaps, b.pause, b.parts = b.sections[:0], nil, nil, 0, DiskCheckpoint{}
+		b.sections, b.stats, b.snaps, b.pause = b.sections[:0], nil, nil, DiskCheckpoint{}
 		b.cnt.Reset()
 		for _, l := range b.logs {
 			l.Reset()
@@ -649,7 +648,7 @@ func (rt *runtime) taskRound(i int, rm *roundMsg, bundle *taskOut, pl *pipeline)
 	t := rt.tasks[i]
 	g := rt.g
 	bundle.round, bundle.flags = rm.round.ID, rm.flags
-	bundle.sections, bundle.stats, bundle.snaps, bundle.pause, bundle.parts = bundle.sections[:0], nil, nil, 0, DiskCheckpoint{}
+	bundle.sections, bundle.stats, bundle.snaps, bundle.pause = bundle.sections[:0], nil, nil, DiskCheckpoint{}
 	bundle.cnt.Reset()
 	for _, l := range bundle.logs {
 		l.Reset()
@@ -734,12 +733,12 @@ func (rt *runtime) snapshotTask(i int, round uint64, t *task.Task, bundle *taskO
 		if err != nil {
 			return fmt.Errorf("task %d: %w", i, err)
 		}
-		bundle.snaps, bundle.pause = snaps, time.Since(t0)
-		bundle.parts = DiskCheckpoint{WriteBack: wb}
+		bundle.snaps = snaps
+		bundle.pause = DiskCheckpoint{Pause: time.Since(t0), WriteBack: wb}
 		for _, sn := range snaps {
-			bundle.parts.Flush += sn.snap.Times.Flush
-			bundle.parts.Checkpoint += sn.snap.Times.Checkpoint
-			bundle.parts.List += sn.snap.Times.List
+			bundle.pause.Flush += sn.snap.Times.Flush
+			bundle.pause.Checkpoint += sn.snap.Times.Checkpoint
+			bundle.pause.List += sn.snap.Times.List
 		}
 	}
 	bundle.sections = t.Snapshot(bundle.sections)
