@@ -46,7 +46,7 @@ CREATE TABLE invoice_lines (
   'path' = '${TIDEMARK_DATA:-../shared/data}/online-retail/by-day/*.csv',
   'format' = 'csv',
   'scan.watermark.idle-timeout' = '15 min',
-  'tidemark.about' = 'the UCI Online Retail data set (Chen, Sain and Guo, 2012; CC BY 4.0), one CSV file per day in online-retail/by-day/ under the data directory. tidemark does not ship it: set TIDEMARK_DATA to the directory that holds online-retail/ (default ../shared/data, relative to where you run tidemark).',
+  'tidemark.about' = 'the UCI Online Retail data set (Chen, Sain and Guo, 2012; CC BY 4.0), one CSV file per day in online-retail/by-day/ under the data directory. tidemark does not ship it: set TIDEMARK_DATA to the directory that holds online-retail/; unset, tidemark uses the first shared/data holding online-retail/by-day in the directory it runs in or one above it (else ../shared/data).',
   -- The data has no line id: a line is its invoice number and its
   -- position within the invoice.
   'tidemark.ordinal' = '{field: line_no, per: InvoiceNo}',

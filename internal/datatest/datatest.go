@@ -4,19 +4,21 @@ package datatest
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/tidemark/tidemark/internal/datadir"
 )
 
 // Dir returns the directory holding the shared data sets: the TIDEMARK_DATA
 // environment variable, or the first shared/data found walking up from the
-// working directory. Without it the test is skipped, unless
+// working directory (package datadir, as the command line finds them).
+// Without it the test is skipped, unless
 // TIDEMARK_REQUIRE_DATA is set (CI sets it), when it fails. A TIDEMARK_DATA
 // without online-retail/by-day fails the test.
 func Dir(t testing.TB) string {
 	t.Helper()
-	if d := os.Getenv("TIDEMARK_DATA"); d != "" {
-		if st, err := os.Stat(filepath.Join(d, "online-retail", "by-day")); err != nil || !st.IsDir() {
+	if d := os.Getenv(datadir.Env); d != "" {
+		if !datadir.Holds(d) {
 			t.Fatalf("TIDEMARK_DATA=%s has no online-retail/by-day: point it at the directory that holds online-retail/", d)
 		}
 		return d
@@ -25,14 +27,8 @@ func Dir(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		cand := filepath.Join(dir, "shared", "data")
-		if st, err := os.Stat(filepath.Join(cand, "online-retail", "by-day")); err == nil && st.IsDir() {
-			return cand
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
+	if d := datadir.Find(wd); d != "" {
+		return d
 	}
 	msg := "data sets not found: set TIDEMARK_DATA to the directory that holds online-retail/ (its by-day/ CSV files are the UCI Online Retail data set, CC BY 4.0)"
 	if os.Getenv("TIDEMARK_REQUIRE_DATA") != "" {

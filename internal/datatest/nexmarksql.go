@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/tidemark/tidemark/internal/datadir"
 )
 
 // FindNexmarkSQL returns the directory of the Nexmark SQL corpus (Flink's
@@ -33,17 +35,7 @@ func FindNexmarkSQL(getenv func(string) string, wd string) string {
 			}
 		}
 	}
-	if wd == "" {
-		return ""
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if c := filepath.Join(dir, "shared", "nexmark-sql"); corpus(c) {
-			return c
-		}
-		if filepath.Dir(dir) == dir {
-			return ""
-		}
-	}
+	return datadir.Up(wd, filepath.Join("shared", "nexmark-sql"), corpus)
 }
 
 // NexmarkSQL returns the Nexmark SQL corpus (FindNexmarkSQL from the
