@@ -29,10 +29,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Version is the release version, set at link time
-// (-ldflags "-X github.com/tidemark/tidemark/internal/cli.Version=v0.1.0").
-var Version = "dev"
-
 // exitError carries a process exit status.
 type exitError struct {
 	code int

@@ -4,16 +4,23 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tidemark/tidemark/engine"
 )
 
 func newVersionCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the tidemark version and build information",
-		Args:  usage(cobra.NoArgs),
+		Long: `Print the tidemark version: the build the lineage column of every result
+row names (tidemark=…), from the binary's build information — the module
+version ("devel" for a build from a source tree) and, when the build
+recorded it, "+" and the first 12 hex digits of the repository revision
+("+dirty" when the tree was modified) — then the Go version and the
+platform.`,
+		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintln(stdout, versionString())
 			return nil
@@ -21,25 +28,10 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 	}
 }
 
-// versionString is "tidemark VERSION (module version, vcs revision, go
-// version, os/arch)".
+// versionString is "tidemark VERSION (GO VERSION, OS/ARCH)", VERSION being
+// engine.BuildVersion, the one definition of the build that the lineage
+// column records too (runtime/debug's build information: module version,
+// vcs revision when present).
 func versionString() string {
-	v := Version
-	extra := ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				extra += " rev " + s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					extra += "+dirty"
-				}
-			}
-		}
-	}
-	return fmt.Sprintf("tidemark %s (%s%s, %s/%s)", v, runtime.Version(), extra, runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("tidemark %s (%s, %s/%s)", engine.BuildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
