@@ -653,6 +653,7 @@ func TestLoad(t *testing.T) {
 	eq(t, "event_time.format", p.EventTime.Format, "layout")
 	eq(t, "late.policy", p.Late.Policy, "side_output")
 	eq(t, "dedup.ttl", p.Dedup.TTL, Duration(24*time.Hour))
+	eq(t, "contributions.sink", *p.Contributions.Sink, Sink{Type: "jsonl", Path: "out/revenue_hourly.events.jsonl"})
 
 	if _, err := Load("testdata/does-not-exist.yaml"); err == nil {
 		t.Error("Load of a missing file succeeded")

@@ -67,6 +67,9 @@ SET 'table.exec.emit.allow-lateness' = '30 min';
 SET 'tidemark.emit.mode' = 'update';
 SET 'tidemark.late.policy' = 'side_output';
 SET 'tidemark.late.sink' = '{type: jsonl, path: out/late.jsonl}';
+-- Every line accepted into a window, with what it added to each aggregate:
+-- tidemark explain reads it to show the lines behind a row.
+SET 'tidemark.contributions.sink' = '{type: jsonl, path: out/revenue_hourly.events.jsonl}';
 
 -- The versioning convention (docs/reprocessing.md): the live pipeline
 -- writes version "live" of revenue_hourly; readers query the view.
