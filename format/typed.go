@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
@@ -14,7 +15,9 @@ import (
 // format/protobuf): a writer's typed value — an integer, a bool, a
 // floating-point number, a string — stored into a pipeline field of
 // another or the same kind, by a Conv each decoder's compiler chooses
-// once per field. The decoders read their own encodings and keep what is
+// once per field (ConvFor: one table for both, by the writer's class);
+// Begin starts a record (the defaults of fields the writer lacks) and
+// Wants tells a compiler which writer fields are read. The decoders read their own encodings and keep what is
 // theirs alone (Avro's timestamp logical types and enum text, Protobuf's
 // uint64 beyond int64, Timestamp and Confluent decimals); what a value of
 // one type becomes in a field of one kind is decided here, once for both.
@@ -49,6 +52,86 @@ const (
 	ConvTimestamp                 // Protobuf: google.protobuf.Timestamp → timestamp
 )
 
+// Writer is the class of a value a binary decoder reads, as ConvFor
+// sees it: the encoding's own types map onto these (Avro's int and long,
+// Protobuf's ten integer kinds → WriterInt).
+type Writer uint8
+
+// The writer classes.
+const (
+	WriterInt     Writer = iota + 1 // a whole number of any width
+	WriterBool                      // a boolean
+	WriterFloat                     // a float or double
+	WriterString                    // a string
+	WriterBytes                     // bytes that are not a decimal
+	WriterDecimal                   // a decimal type (Avro's logical decimal, Confluent's Decimal message)
+	WriterEnum                      // an enum value
+)
+
+// ConvFor is how a writer value of class w reaches t's field: the one
+// table both decoders use (an integer into int, decimal, string, or a
+// timestamp with an epoch parser; a boolean into bool or string; a float
+// into decimal, int or string; a string into string or, by the text
+// rules, any other kind; bytes into string; a decimal into decimal or
+// string; an enum into string), ConvBad for any other pair. What one
+// encoding alone has (Avro's logical timestamps and enum text, Protobuf's
+// Timestamp message) the decoder decides before it asks.
+func ConvFor(w Writer, t *Target) Conv {
+	k := t.F.Kind
+	switch w {
+	case WriterInt:
+		switch k {
+		case row.KindInt:
+			return ConvInt
+		case row.KindDecimal:
+			return ConvIntDecimal
+		case row.KindString:
+			return ConvIntString
+		case row.KindTime:
+			if ep, _ := t.Text.Epoch(); ep {
+				return ConvIntText
+			}
+		}
+	case WriterBool:
+		switch k {
+		case row.KindBool:
+			return ConvBool
+		case row.KindString:
+			return ConvBoolString
+		}
+	case WriterFloat:
+		switch k {
+		case row.KindDecimal:
+			return ConvFloatDecimal
+		case row.KindInt:
+			return ConvFloatInt
+		case row.KindString:
+			return ConvFloatString
+		}
+	case WriterString:
+		if k == row.KindString {
+			return ConvString
+		}
+		return ConvStringText
+	case WriterBytes:
+		if k == row.KindString {
+			return ConvString
+		}
+	case WriterDecimal:
+		switch k {
+		case row.KindDecimal:
+			return ConvDecimal
+		case row.KindString:
+			return ConvDecimalString
+		}
+	case WriterEnum:
+		if k == row.KindString {
+			return ConvEnumString
+		}
+	}
+	return ConvBad
+}
+
 // Target is a pipeline field a binary decoder fills.
 type Target struct {
 	F row.Field
@@ -64,6 +147,32 @@ type Typed struct {
 	R   *row.Row
 	A   *source.Arena
 	Num []byte
+}
+
+// Begin returns the Typed of one record: it stores the defaults (of the
+// fields the writer lacks, Projection.DefaultsFor) into r, which the
+// caller has shaped and nulled, and keeps r, the arena a and num[:0], the
+// decoder's scratch for number text.
+func Begin(r *row.Row, a *source.Arena, num []byte, defaults []Default) Typed {
+	for i := range defaults {
+		_ = r.Set(defaults[i].F, defaults[i].V) // DefaultsFor checked each value's kind
+	}
+	return Typed{R: r, A: a, Num: num[:0]}
+}
+
+// Wants reports whether some writer path of paths (as Projection.Targets
+// made it) is path or lies under it (path "a" for a target "a.b"): a
+// decoder's compiler reads what a writer field holds only when it does.
+func Wants(paths map[string]int32, path string) bool {
+	if _, ok := paths[path]; ok {
+		return true
+	}
+	for p := range paths {
+		if strings.HasPrefix(p, path+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // The outcome of a Set function: ok, or a type error (the decoder names

@@ -5,8 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidemark/tidemark/eventtime"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/spec"
 )
 
 // TestProjectionTargets: the derived field is no target, a renamed field
@@ -114,4 +116,96 @@ func TestSetConversions(t *testing.T) {
 	}
 	w.SetString(ts, ConvString, []byte("café"), 0, "string")
 	check("string", fs, "café")
+}
+
+// TestWants: a path is wanted when a target is it or lies under it, not
+// when it only shares a prefix of its name.
+func TestWants(t *testing.T) {
+	paths := map[string]int32{"id": 0, "payment.gross": 1, "a.b.c": 2}
+	for path, want := range map[string]bool{
+		"id": true, "payment": true, "payment.gross": true, "a": true, "a.b": true, "a.b.c": true,
+		"i": false, "pay": false, "payment.net": false, "a.b.c.d": false, "b": false, "": false,
+	} {
+		if got := Wants(paths, path); got != want {
+			t.Errorf("Wants(%q) = %v, want %v", path, got, want)
+		}
+	}
+	if Wants(nil, "id") {
+		t.Error("Wants of no paths = true")
+	}
+}
+
+// TestBegin: the defaults are stored into the row, the other fields stay
+// null, and the number scratch starts empty on the caller's memory.
+func TestBegin(t *testing.T) {
+	s := row.NewSchema()
+	id, _ := s.Add("id", row.KindInt)
+	region, _ := s.Add("region", row.KindString)
+	amount, _ := s.Add("amount", row.KindDecimal)
+	r := s.NewRow()
+	var a source.Arena
+	scratch := append(make([]byte, 0, 64), "left over"...)
+	w := Begin(r, &a, scratch, []Default{{F: region, V: row.Str("EU")}, {F: amount, V: row.Int(0)}})
+	if w.R != r || w.A != &a || len(w.Num) != 0 || cap(w.Num) != 64 {
+		t.Fatalf("Begin kept R %p A %p Num len %d cap %d", w.R, w.A, len(w.Num), cap(w.Num))
+	}
+	if v := r.Get(region); v.Kind != row.KindString || v.S != "EU" {
+		t.Errorf("region = %+v, want EU", v)
+	}
+	if v := r.Get(amount); v.Kind != row.KindDecimal || v.String() != "0" {
+		t.Errorf("amount = %+v (%s), want decimal 0", v, v.String())
+	}
+	if v := r.Get(id); v.Kind != row.KindNull {
+		t.Errorf("id = %+v, want null", v)
+	}
+}
+
+// TestConvFor: the whole table of writer class × field kind, by hand; a
+// time field takes an integer only with an epoch parser.
+func TestConvFor(t *testing.T) {
+	s := row.NewSchema()
+	field := map[row.Kind]row.Field{}
+	for _, k := range []row.Kind{row.KindBool, row.KindInt, row.KindDecimal, row.KindString, row.KindTime} {
+		f, _ := s.Add(k.String(), k)
+		field[k] = f
+	}
+	epochMS, err := eventtime.New(spec.EventTime{Field: "time", Format: "epoch_ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rfc := &Target{F: field[row.KindTime], Text: NewTextField(field[row.KindTime], nil)}
+	epoch := &Target{F: field[row.KindTime], Text: NewTextField(field[row.KindTime], epochMS)}
+	target := func(k row.Kind) *Target {
+		if k == row.KindTime {
+			return rfc
+		}
+		return &Target{F: field[k], Text: NewTextField(field[k], nil)}
+	}
+	//                      bool        int             decimal           string             time (RFC 3339)
+	want := map[Writer][5]Conv{
+		WriterInt:     {ConvBad, ConvInt, ConvIntDecimal, ConvIntString, ConvBad},
+		WriterBool:    {ConvBool, ConvBad, ConvBad, ConvBoolString, ConvBad},
+		WriterFloat:   {ConvBad, ConvFloatInt, ConvFloatDecimal, ConvFloatString, ConvBad},
+		WriterString:  {ConvStringText, ConvStringText, ConvStringText, ConvString, ConvStringText},
+		WriterBytes:   {ConvBad, ConvBad, ConvBad, ConvString, ConvBad},
+		WriterDecimal: {ConvBad, ConvBad, ConvDecimal, ConvDecimalString, ConvBad},
+		WriterEnum:    {ConvBad, ConvBad, ConvBad, ConvEnumString, ConvBad},
+	}
+	kinds := []row.Kind{row.KindBool, row.KindInt, row.KindDecimal, row.KindString, row.KindTime}
+	for w, convs := range want {
+		for i, k := range kinds {
+			if got := ConvFor(w, target(k)); got != convs[i] {
+				t.Errorf("ConvFor(writer %d, %s) = %d, want %d", w, k, got, convs[i])
+			}
+		}
+	}
+	if got := ConvFor(WriterInt, epoch); got != ConvIntText {
+		t.Errorf("ConvFor(int, epoch_ms time) = %d, want ConvIntText", got)
+	}
+	if got := ConvFor(WriterFloat, epoch); got != ConvBad {
+		t.Errorf("ConvFor(float, epoch_ms time) = %d, want ConvBad", got)
+	}
+	if got := ConvFor(Writer(0), target(row.KindString)); got != ConvBad {
+		t.Errorf("ConvFor(no class) = %d, want ConvBad", got)
+	}
 }

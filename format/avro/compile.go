@@ -157,26 +157,13 @@ func (c *compiler) record(s *seq, n *avro.SchemaNode, prefix string, depth int) 
 	return nil
 }
 
-// wants reports whether some target path is path or lies under it.
-func (c *compiler) wants(path string) bool {
-	if _, ok := c.paths[path]; ok {
-		return true
-	}
-	for p := range c.paths {
-		if strings.HasPrefix(p, path+".") {
-			return true
-		}
-	}
-	return false
-}
-
 // value appends the op reading one value of type n at path to s.
 func (c *compiler) value(s *seq, n *avro.SchemaNode, path string, depth int) error {
 	if depth > maxSchemaDepth {
 		return fmt.Errorf("avro: the writer schema nests deeper than %d levels", maxSchemaDepth)
 	}
 	n = c.resolve(n)
-	if !c.wants(path) {
+	if !format.Wants(c.paths, path) {
 		sk, err := c.skip(n, depth)
 		if err != nil {
 			return err
@@ -375,7 +362,9 @@ func zeroWidth(s *seq) bool {
 	return true
 }
 
-// convFor is how a value of writer type n (read by o) reaches target t.
+// convFor is how a value of writer type n (read by o) reaches target t:
+// Avro's logical timestamps and dates, and an enum's symbol read as text,
+// here; the rest by format.ConvFor.
 func convFor(n *avro.SchemaNode, o op, t target) format.Conv {
 	k := t.F.Kind
 	dec := n.LogicalType == "decimal" && (n.Type == "bytes" || n.Type == "fixed")
@@ -383,12 +372,7 @@ func convFor(n *avro.SchemaNode, o op, t target) format.Conv {
 	case opNull:
 		return format.ConvSkip // null: the field stays null
 	case opBool:
-		switch k {
-		case row.KindBool:
-			return format.ConvBool
-		case row.KindString:
-			return format.ConvBoolString
-		}
+		return format.ConvFor(format.WriterBool, &t)
 	case opInt, opLong:
 		switch lt := n.LogicalType; {
 		case k == row.KindTime && lt == "timestamp-millis" && o.code == opLong:
@@ -399,48 +383,26 @@ func convFor(n *avro.SchemaNode, o op, t target) format.Conv {
 			return format.ConvTsNanos
 		case k == row.KindTime && lt == "date" && o.code == opInt:
 			return format.ConvDate
-		case k == row.KindTime:
-			if ep, _ := t.Text.Epoch(); ep && lt == "" {
-				return format.ConvIntText
-			}
-			return format.ConvBad
-		case k == row.KindInt:
-			return format.ConvInt
-		case k == row.KindDecimal:
-			return format.ConvIntDecimal
-		case k == row.KindString:
-			return format.ConvIntString
+		case k == row.KindTime && lt != "":
+			return format.ConvBad // another logical type is no epoch number
 		}
+		return format.ConvFor(format.WriterInt, &t)
 	case opFloat, opDouble:
-		switch k {
-		case row.KindDecimal:
-			return format.ConvFloatDecimal
-		case row.KindInt:
-			return format.ConvFloatInt
-		case row.KindString:
-			return format.ConvFloatString
-		}
+		return format.ConvFor(format.WriterFloat, &t)
 	case opBytes, opFixed:
 		switch {
-		case dec && k == row.KindDecimal:
-			return format.ConvDecimal
-		case dec && k == row.KindString:
-			return format.ConvDecimalString
-		case !dec && o.code == opBytes && k == row.KindString:
-			return format.ConvString
+		case dec:
+			return format.ConvFor(format.WriterDecimal, &t)
+		case o.code == opBytes:
+			return format.ConvFor(format.WriterBytes, &t)
 		}
 	case opString:
-		if k == row.KindString {
-			return format.ConvString
-		}
-		return format.ConvStringText
+		return format.ConvFor(format.WriterString, &t)
 	case opEnum:
-		if k == row.KindString {
-			return format.ConvEnumString
-		}
 		if k == row.KindBool || k == row.KindInt || k == row.KindDecimal {
 			return format.ConvEnumText
 		}
+		return format.ConvFor(format.WriterEnum, &t)
 	}
 	return format.ConvBad
 }

@@ -20,18 +20,17 @@ const maxDataDepth = 256
 const msPerDay = 86_400_000
 
 // dec is the state of one Decode.
+// It has the shape of format/protobuf's: the two must differ, each holding its own
+// Program and reading its own encoding; what they share is format.Typed.
 type dec struct {
-	p     *Program
-	b     []byte
-	i     int
-	base  int // offset of b[0] in the record, for messages
-	r     *row.Row
-	a     *source.Arena
-	err   *source.DecodeError // the first error; structural errors stop
-	stop  bool                // a structural error: the bytes cannot be read on
-	depth int
-	num   []byte       // scratch: number text (the Program's)
-	w     format.Typed // r, a and num for the shared conversions
+	format.Typed // the row, the arena and the number scratch (the Program's), with the shared conversions
+	p            *Program
+	b            []byte
+	i            int
+	base         int                 // offset of b[0] in the record, for messages
+	err          *source.DecodeError // the first error; structural errors stop
+	stop         bool                // a structural error: the bytes cannot be read on
+	depth        int
 }
 
 // Decode fills r (shaped for the Reader's schema, all null) from one
@@ -48,10 +47,7 @@ type dec struct {
 // field's parser refuses a string. It never panics and allocates nothing
 // for records whose decimals fit in 128 bits.
 func (p *Program) Decode(data []byte, base int, r *row.Row, a *source.Arena) *source.DecodeError {
-	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0], w: format.Typed{R: r, A: a, Num: p.scratch[:0]}}
-	for i := range p.defaults {
-		_ = r.Set(p.defaults[i].F, p.defaults[i].V)
-	}
+	d := dec{Typed: format.Begin(r, a, p.scratch, p.defaults), p: p, b: data, base: base}
 	d.run(p.root)
 	if !d.stop && d.i != len(d.b) {
 		d.fail("%d bytes after the end of the record (at byte %d): not a record of this schema", len(d.b)-d.i, d.base+d.i)
@@ -69,10 +65,7 @@ func (p *Program) Decode(data []byte, base int, r *row.Row, a *source.Arena) *so
 // can be read. It never panics and allocates nothing for records whose
 // decimals fit in 128 bits.
 func (p *Program) DecodePrefix(data []byte, base int, r *row.Row, a *source.Arena) (n int, e *source.DecodeError) {
-	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0], w: format.Typed{R: r, A: a, Num: p.scratch[:0]}}
-	for i := range p.defaults {
-		_ = r.Set(p.defaults[i].F, p.defaults[i].V)
-	}
+	d := dec{Typed: format.Begin(r, a, p.scratch, p.defaults), p: p, b: data, base: base}
 	d.run(p.root)
 	if d.stop {
 		return 0, d.err
@@ -370,7 +363,7 @@ func (d *dec) bad(o *op, why string) {
 }
 
 func (d *dec) setBool(o *op, v bool) {
-	if d.w.SetBool(d.field(o), o.cv, v) {
+	if d.SetBool(d.field(o), o.cv, v) {
 		d.bad(o, "")
 	}
 }
@@ -395,7 +388,7 @@ func (d *dec) setLong(o *op, v int64) {
 		d.setTime(o, v)
 		return
 	}
-	d.done(o, d.w.SetInt(d.field(o), o.cv, v, o.what))
+	d.done(o, d.SetInt(d.field(o), o.cv, v, o.what))
 }
 
 // setTime stores a long of a timestamp or date logical type.
@@ -403,15 +396,15 @@ func (d *dec) setTime(o *op, v int64) {
 	f := &d.field(o).F
 	switch o.cv {
 	case format.ConvTsMillis:
-		d.r.I[f.Slot] = v
+		d.R.I[f.Slot] = v
 	case format.ConvTsMicros:
-		d.r.I[f.Slot] = floorDiv(v, 1000)
+		d.R.I[f.Slot] = floorDiv(v, 1000)
 	case format.ConvTsNanos:
-		d.r.I[f.Slot] = floorDiv(v, 1_000_000)
+		d.R.I[f.Slot] = floorDiv(v, 1_000_000)
 	default: // format.ConvDate
-		d.r.I[f.Slot] = v * msPerDay // |v| < 2^31: no overflow
+		d.R.I[f.Slot] = v * msPerDay // |v| < 2^31: no overflow
 	}
-	d.r.SetValid(f.Index)
+	d.R.SetValid(f.Index)
 }
 
 func floorDiv(a, b int64) int64 {
@@ -423,7 +416,7 @@ func floorDiv(a, b int64) int64 {
 }
 
 func (d *dec) setFloat(o *op, v float64, size int) {
-	d.done(o, d.w.SetFloat(d.field(o), o.cv, v, size))
+	d.done(o, d.SetFloat(d.field(o), o.cv, v, size))
 }
 
 // setBytes stores a string's, bytes' or fixed's contents b (at offset at
@@ -433,7 +426,7 @@ func (d *dec) setBytes(o *op, b []byte, at int) {
 		d.setDecimal(o, b)
 		return
 	}
-	d.done(o, d.w.SetString(d.field(o), o.cv, b, d.base+at, "Avro string"))
+	d.done(o, d.SetString(d.field(o), o.cv, b, d.base+at, "Avro string"))
 }
 
 // setDecimal stores a bytes or fixed decimal b.
@@ -445,21 +438,21 @@ func (d *dec) setDecimal(o *op, b []byte) {
 		return
 	}
 	if o.cv == format.ConvDecimal {
-		d.r.D[f.Slot] = v
+		d.R.D[f.Slot] = v
 	} else {
-		d.r.S[f.Slot] = d.a.String(row.FormatDecimal(d.num, v))
+		d.R.S[f.Slot] = d.A.String(row.FormatDecimal(d.Num, v))
 	}
-	d.r.SetValid(f.Index)
+	d.R.SetValid(f.Index)
 }
 
 func (d *dec) setEnum(o *op, sym string) {
 	t := d.field(o)
 	switch o.cv {
 	case format.ConvEnumString:
-		d.r.S[t.F.Slot] = sym // the schema's memory: lives as long as the Program
-		d.r.SetValid(t.F.Index)
+		d.R.S[t.F.Slot] = sym // the schema's memory: lives as long as the Program
+		d.R.SetValid(t.F.Index)
 	case format.ConvEnumText:
-		if e := t.Text.Set(unsafe.Slice(unsafe.StringData(sym), len(sym)), "Avro enum", d.r); e != nil {
+		if e := t.Text.Set(unsafe.Slice(unsafe.StringData(sym), len(sym)), "Avro enum", d.R); e != nil {
 			d.fieldErr(e)
 		}
 	default:

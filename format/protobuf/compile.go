@@ -3,7 +3,6 @@ package protobuf
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -155,18 +154,6 @@ type compiler struct {
 	found   map[int32]bool
 }
 
-func (c *compiler) wants(path string) bool {
-	if _, ok := c.paths[path]; ok {
-		return true
-	}
-	for p := range c.paths {
-		if strings.HasPrefix(p, path+".") {
-			return true
-		}
-	}
-	return false
-}
-
 // message compiles the fields of md under prefix.
 func (c *compiler) message(md protoreflect.MessageDescriptor, prefix string, depth int) (*msg, error) {
 	if depth > maxSchemaDepth {
@@ -180,7 +167,7 @@ func (c *compiler) message(md protoreflect.MessageDescriptor, prefix string, dep
 		if prefix != "" {
 			path = prefix + "." + path
 		}
-		if !c.wants(path) {
+		if !format.Wants(c.paths, path) {
 			continue // unknown to the Program: skipped by wire type
 		}
 		f := &field{number: fd.Number(), tgt: -1, what: describe(fd), wire: wireOf(fd)}
@@ -328,66 +315,34 @@ func wireOf(fd protoreflect.FieldDescriptor) byte {
 	return wVarint
 }
 
-// convFor is how a field of descriptor fd reaches target t.
+// convFor is how a field of descriptor fd reaches target t: the
+// Timestamp and Confluent Decimal messages and the wrapper types here,
+// the rest by format.ConvFor.
 func convFor(fd protoreflect.FieldDescriptor, t target) format.Conv {
-	k := t.F.Kind
 	switch fd.Kind() {
 	case protoreflect.Int32Kind, protoreflect.Int64Kind, protoreflect.Sint32Kind, protoreflect.Sint64Kind,
 		protoreflect.Uint32Kind, protoreflect.Uint64Kind, protoreflect.Fixed32Kind, protoreflect.Fixed64Kind,
 		protoreflect.Sfixed32Kind, protoreflect.Sfixed64Kind:
-		switch k {
-		case row.KindInt:
-			return format.ConvInt
-		case row.KindDecimal:
-			return format.ConvIntDecimal
-		case row.KindString:
-			return format.ConvIntString
-		case row.KindTime:
-			if ep, _ := t.Text.Epoch(); ep {
-				return format.ConvIntText
-			}
-		}
+		return format.ConvFor(format.WriterInt, &t)
 	case protoreflect.BoolKind:
-		switch k {
-		case row.KindBool:
-			return format.ConvBool
-		case row.KindString:
-			return format.ConvBoolString
-		}
+		return format.ConvFor(format.WriterBool, &t)
 	case protoreflect.FloatKind, protoreflect.DoubleKind:
-		switch k {
-		case row.KindDecimal:
-			return format.ConvFloatDecimal
-		case row.KindInt:
-			return format.ConvFloatInt
-		case row.KindString:
-			return format.ConvFloatString
-		}
+		return format.ConvFor(format.WriterFloat, &t)
 	case protoreflect.StringKind:
-		if k == row.KindString {
-			return format.ConvString
-		}
-		return format.ConvStringText
+		return format.ConvFor(format.WriterString, &t)
 	case protoreflect.BytesKind:
-		if k == row.KindString {
-			return format.ConvString
-		}
+		return format.ConvFor(format.WriterBytes, &t)
 	case protoreflect.EnumKind:
-		if k == row.KindString {
-			return format.ConvEnumString
-		}
+		return format.ConvFor(format.WriterEnum, &t)
 	case protoreflect.MessageKind:
 		switch fd.Message().FullName() {
 		case "google.protobuf.Timestamp":
-			if k == row.KindTime {
+			if t.F.Kind == row.KindTime {
 				return format.ConvTimestamp
 			}
 		case "confluent.type.Decimal":
-			switch k {
-			case row.KindDecimal:
-				return format.ConvDecimal
-			case row.KindString:
-				return format.ConvDecimalString
+			if cv := format.ConvFor(format.WriterDecimal, &t); cv != format.ConvBad {
+				return cv
 			}
 		}
 		if w := wrapped(fd); w != nil {

@@ -17,17 +17,17 @@ import (
 // maxDataDepth bounds nested messages and groups in one record's data.
 const maxDataDepth = 100
 
+// dec is the state of one Decode.
+// It has the shape of format/avro's: the two must differ, each holding its own
+// Program and reading its own encoding; what they share is format.Typed.
 type dec struct {
-	p     *Program
-	b     []byte
-	base  int
-	r     *row.Row
-	a     *source.Arena
-	err   *source.DecodeError
-	stop  bool
-	depth int
-	num   []byte       // scratch: number text (the Program's)
-	w     format.Typed // r, a and num for the shared conversions
+	format.Typed // the row, the arena and the number scratch (the Program's), with the shared conversions
+	p            *Program
+	b            []byte
+	base         int                 // offset of b[0] in the record, for messages
+	err          *source.DecodeError // the first error; structural errors stop
+	stop         bool                // a structural error: the bytes cannot be read on
+	depth        int
 }
 
 // Decode fills r (shaped for the Reader's schema, all null) from one
@@ -45,10 +45,7 @@ type dec struct {
 // value wins, as in every Protobuf parser. It never panics and allocates
 // nothing per record.
 func (p *Program) Decode(data []byte, base int, r *row.Row, a *source.Arena) *source.DecodeError {
-	d := dec{p: p, b: data, base: base, r: r, a: a, num: p.scratch[:0], w: format.Typed{R: r, A: a, Num: p.scratch[:0]}}
-	for i := range p.defaults {
-		_ = r.Set(p.defaults[i].F, p.defaults[i].V)
-	}
+	d := dec{Typed: format.Begin(r, a, p.scratch, p.defaults), p: p, b: data, base: base}
 	d.message(p.root, 0, len(data))
 	return d.err
 }
@@ -100,7 +97,7 @@ func (d *dec) message(m *msg, i, end int) {
 	}
 	for k := range m.zero {
 		z := &m.zero[k]
-		_ = d.r.Set(d.p.targets[z.tgt].F, z.v)
+		_ = d.R.Set(d.p.targets[z.tgt].F, z.v)
 	}
 	for i < end && !d.stop {
 		at := i
@@ -319,7 +316,7 @@ func (d *dec) bad(f *field, why string) {
 func (d *dec) setVarint(f *field, u uint64) {
 	switch f.num {
 	case nBool:
-		if d.w.SetBool(d.target(f), f.cv, u != 0) {
+		if d.SetBool(d.target(f), f.cv, u != 0) {
 			d.bad(f, "")
 		}
 	case nEnum:
@@ -330,11 +327,11 @@ func (d *dec) setVarint(f *field, u uint64) {
 		}
 		n := int32(u)
 		if v := f.enum.ByNumber(fieldNumberEnum(n)); v != nil {
-			d.r.S[t.F.Slot] = string(v.Name()) // the descriptor's memory: lives with the Program
+			d.R.S[t.F.Slot] = string(v.Name()) // the descriptor's memory: lives with the Program
 		} else {
-			d.r.S[t.F.Slot] = d.a.String(strconv.AppendInt(d.num, int64(n), 10))
+			d.R.S[t.F.Slot] = d.A.String(strconv.AppendInt(d.Num, int64(n), 10))
 		}
-		d.r.SetValid(t.F.Index)
+		d.R.SetValid(t.F.Index)
 	case nZigzag:
 		v := int64(u>>1) ^ -int64(u&1)
 		if f.is32 {
@@ -369,21 +366,21 @@ func (d *dec) setInt(f *field, v int64, big bool) {
 				d.bad(f, err.Error())
 				return
 			}
-			d.r.D[fl.Slot] = dv
+			d.R.D[fl.Slot] = dv
 		case format.ConvIntString:
-			d.r.S[fl.Slot] = d.a.String(strconv.AppendUint(d.num, u, 10))
+			d.R.S[fl.Slot] = d.A.String(strconv.AppendUint(d.Num, u, 10))
 		default:
 			d.bad(f, strconv.FormatUint(u, 10)+" is out of int64 range")
 			return
 		}
-		d.r.SetValid(fl.Index)
+		d.R.SetValid(fl.Index)
 		return
 	}
-	d.done(f, d.w.SetInt(t, f.cv, v, f.what))
+	d.done(f, d.SetInt(t, f.cv, v, f.what))
 }
 
 func (d *dec) setFloat(f *field, v float64, size int) {
-	d.done(f, d.w.SetFloat(d.target(f), f.cv, v, size))
+	d.done(f, d.SetFloat(d.target(f), f.cv, v, size))
 }
 
 // done reports a shared conversion's outcome (format.Outcome) for f.
@@ -402,7 +399,7 @@ func (d *dec) report(f *field, out format.Outcome) {
 }
 
 func (d *dec) setBytes(f *field, b []byte, at int) {
-	d.done(f, d.w.SetString(d.target(f), f.cv, b, d.base+at, "Protobuf string"))
+	d.done(f, d.SetString(d.target(f), f.cv, b, d.base+at, "Protobuf string"))
 }
 
 // timestamp reads a google.protobuf.Timestamp {int64 seconds = 1; int32
@@ -446,8 +443,8 @@ func (d *dec) timestamp(f *field, s, e int) {
 		return
 	}
 	t := d.target(f)
-	d.r.I[t.F.Slot] = sec*1000 + nanos/1_000_000
-	d.r.SetValid(t.F.Index)
+	d.R.I[t.F.Slot] = sec*1000 + nanos/1_000_000
+	d.R.SetValid(t.F.Index)
 }
 
 // decimal reads a confluent.type.Decimal {bytes value = 1; uint32
@@ -500,11 +497,11 @@ func (d *dec) decimal(f *field, s, e int) {
 	}
 	t := d.target(f)
 	if f.cv == format.ConvDecimal {
-		d.r.D[t.F.Slot] = v
+		d.R.D[t.F.Slot] = v
 	} else {
-		d.r.S[t.F.Slot] = d.a.String(row.FormatDecimal(d.num, v))
+		d.R.S[t.F.Slot] = d.A.String(row.FormatDecimal(d.Num, v))
 	}
-	d.r.SetValid(t.F.Index)
+	d.R.SetValid(t.F.Index)
 }
 
 func fieldNumber(n uint64) protoreflect.FieldNumber { return protoreflect.FieldNumber(n) }
