@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/tidemark/tidemark/source"
+	"github.com/tidemark/tidemark/task"
 )
 
 // decoders read a splitting source (source.Splitter) ahead of the
@@ -41,6 +42,11 @@ type decoders struct {
 	spare []*claim
 	depth int  // the most batches claimed ahead
 	ended bool // a claim returned End or an error: claim no more
+	// pres holds, per batch, the front the decoders compute of a select
+	// stage reading the source (preBatch; nil when they compute none):
+	// touched by the router only, when it claims the batch.
+	pres   map[*source.Batch]*preBatch
+	stride int // a preBatch's stride
 }
 
 // claim is one claimed batch.
@@ -48,8 +54,9 @@ type claim struct {
 	b     *source.Batch
 	st    source.Status // what Claim returned
 	err   error
-	known int    // len(Partitions()) after the claim (a Finisher's: after Finish)
-	pos   []byte // Position() after the claim (res set; a Finisher's: ClaimPosition, then FinishedPosition)
+	known int       // len(Partitions()) after the claim (a Finisher's: after Finish)
+	pos   []byte    // Position() after the claim (res set; a Finisher's: ClaimPosition, then FinishedPosition)
+	pre   *preBatch // the batch's front, computed by its decoder (nil: the router's)
 	done  chan struct{}
 }
 
@@ -66,7 +73,14 @@ func (rt *runtime) newDecoders(src source.Splitter, pl *pipeline, n, depth int) 
 	if res, ok := rt.src.(source.Resumable); ok && rt.ck != nil {
 		d.res = res
 	}
+	if stride, ok := rt.selectFront(d); ok {
+		d.pres, d.stride = map[*source.Batch]*preBatch{}, stride
+	}
 	for range n {
+		var sf *task.SelectFront
+		if d.pres != nil {
+			sf, _ = task.NewSelectFront(rt.g) // one per goroutine: its scratch row
+		}
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
@@ -74,6 +88,9 @@ func (rt *runtime) newDecoders(src source.Splitter, pl *pipeline, n, depth int) 
 				for c := range d.work {
 					pl.guard(func() error {
 						src.Decode(c.b)
+						if c.pre != nil {
+							c.pre.fill(sf, c.b)
+						}
 						return nil
 					})
 					c.done <- struct{}{}
@@ -124,6 +141,13 @@ func (d *decoders) next(ctx context.Context, pl *pipeline, max int) (*claim, err
 		}
 		c := d.claim()
 		c.b = b
+		if d.pres != nil {
+			c.pre = d.pres[b]
+			if c.pre == nil {
+				c.pre = &preBatch{stride: d.stride}
+				d.pres[b] = c.pre
+			}
+		}
 		b.Reset()
 		c.st, c.err = d.src.Claim(ctx, b, max)
 		if d.fin == nil {
@@ -216,6 +240,6 @@ func (d *decoders) claim() *claim {
 
 // release hands a routed claim back (its batch belongs to its round).
 func (d *decoders) release(c *claim) {
-	c.b, c.st, c.err, c.pos = nil, source.More, nil, nil
+	c.b, c.st, c.err, c.pos, c.pre = nil, source.More, nil, nil, nil
 	d.spare = append(d.spare, c)
 }

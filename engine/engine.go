@@ -374,6 +374,12 @@ type runtime struct {
 	aborting bool
 	finalWM  int64
 	rtLive   routerLive // the router's part of the newest snapshot
+
+	// pre is the front of the batch being routed that its decoder
+	// computed (prefront.go), nil when the router runs it; preI is the
+	// index of the record being routed in that batch.
+	pre  *preBatch
+	preI int
 }
 
 // stage is the runtime of one plan stage: its sinks.

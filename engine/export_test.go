@@ -8,3 +8,7 @@ var ScenarioClock = scenarioClock
 
 // WriteScenarioInputs writes a scenario run's records into its input files.
 var WriteScenarioInputs = writeScenarioInputs
+
+// PreRouted counts the batches routed with a front their decoder
+// computed (preRouted).
+var PreRouted = &preRouted

@@ -380,8 +380,13 @@ func (rt *runtime) routeAll(ctx context.Context, pl *pipeline) (stopped bool, er
 				}
 				b.Reset()
 				rerr = ctx.Err()
+				rt.pre = nil
 			} else {
 				b, st, rerr = c.b, c.st, c.err
+				rt.pre = c.pre
+				if c.pre != nil {
+					preRouted.Add(1)
+				}
 				rt.srcKnown = c.known
 				if c.pos != nil {
 					rt.srcPos = c.pos

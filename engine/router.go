@@ -250,6 +250,7 @@ func (rt *runtime) routeBatch(b *source.Batch, more bool) error {
 			}
 			now = clock
 		}
+		rt.preI = i
 		if err := rt.record(&b.Rows[i], m, now, known); err != nil {
 			return err
 		}
@@ -360,6 +361,14 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64, known int) erro
 		snd.ToDedup(step, now, r, m, ts, id)
 	case rt.g.OrderNode >= 0:
 		snd.ToOrder(step, now, r, m, ts, id)
+	case rt.pre != nil && rt.pre.verdict[rt.preI] != task.PreRouter:
+		// The decoder ran the select stage's front (prefront.go).
+		si := rt.g.Roots[0]
+		if rt.pre.verdict[rt.preI] == task.PreFiltered {
+			snd.SelectFiltered(si)
+		} else {
+			snd.SelectPrepared(si, step, now, r, ts, rt.pre.row(rt.preI))
+		}
 	default:
 		snd.ToRoots(step, nil, now, r, m, ts, 1, &id, true)
 	}

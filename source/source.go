@@ -233,6 +233,17 @@ type Finisher interface {
 	FinishedPosition(claimed []byte) []byte
 }
 
+// RowFinisher is a Finisher that tells whether its Finish writes into
+// the records' rows (a file's ordinal field) or only into their metas
+// (partitions, arrival times): a runner may then evaluate what depends
+// on the rows alone (engine/prefront.go) right after Decode, before
+// Finish. A Finisher that is not a RowFinisher is taken to write rows.
+type RowFinisher interface {
+	Finisher
+	// FinishesRows reports whether Finish changes a row's fields.
+	FinishesRows() bool
+}
+
 // Reorderer is a Finisher whose deliveries are not its input's records
 // in their order — a file's replay, which holds records back, delays,
 // copies and reorders them as a transport would — so that the runner

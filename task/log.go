@@ -16,14 +16,19 @@ import (
 type Log struct {
 	Entries []Entry
 	// Rows are the result rows (their Values owned by the log, the lineage
-	// value last when the run records lineage; Key shared with the
-	// operator's key table, which never changes a key's values).
+	// value last when the run records lineage, or — a select row made
+	// beside the router, Sender.SelectPrepared — held by the round's
+	// source batch; Key shared with the operator's key table, which never
+	// changes a key's values).
 	Rows []changelog.Row
 	// Bytes holds the records (JSON objects) back to back.
 	Bytes []byte
 	// Ledger holds the events for postgres ledger sinks.
 	Ledger []LedgerEvent
 	vals   []row.Value
+	// one is the row row hands to W: a field, not a local, which passing
+	// it through the interface would move to the heap per row.
+	one [1]changelog.Row
 
 	// W, when set, takes every output at once instead of the log (one
 	// task in push mode, whose outputs are in step order as they come):
@@ -101,6 +106,19 @@ func (l *Log) record(step uint64, out Output, start int) {
 		return
 	}
 	l.Entries = append(l.Entries, Entry{Step: step, Out: out, Kind: EntryRecord, A: uint32(start), B: uint32(len(l.Bytes))})
+}
+
+// row appends r, its values not copied (they must stay valid until the
+// log is written), as an entry of out at step; no lineage value is
+// added (the caller's run records none).
+func (l *Log) row(step uint64, out Output, r changelog.Row) {
+	if l.W != nil {
+		l.one[0] = r
+		l.fail(l.W.WriteRows(out, l.one[:]))
+		return
+	}
+	l.Entries = append(l.Entries, Entry{Step: step, Out: out, Kind: EntryRow, A: uint32(len(l.Rows))})
+	l.Rows = append(l.Rows, r)
 }
 
 // rows appends copies of rows (values copied, with lin appended when it is

@@ -391,6 +391,11 @@ func (s *Source) Finish(b *source.Batch) {
 	}
 }
 
+// FinishesRows implements source.RowFinisher: Finish writes the ordinal
+// field into the rows (source.ordinal); partitions and arrival times go
+// into the metas only.
+func (s *Source) FinishesRows() bool { return s.d.hasOrd }
+
 // Decode implements source.Splitter: it decodes the records Claim put
 // in b into their rows, their strings into b's arena, setting Meta.Err
 // of a record that does not decode. Safe for concurrent use (each call

@@ -1,0 +1,168 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/spec"
+)
+
+// preFrontContract is the contract of preFrontPipeline's records: an
+// amount never negative.
+const preFrontContract = `product: prefront
+owner: tests
+schema_version: "1"
+event_id: id
+event_time:
+  field: ts
+fields:
+  id: {type: string, required: true}
+  amount: {type: int}
+  d: {type: int}
+  ts: {type: timestamp}
+rules:
+  - name: amount_not_negative
+    check: amount >= 0
+`
+
+// preFrontInput writes n random JSON lines to path: out of order event
+// times (so the watermark_at of the rows moves unevenly and some records
+// are behind the watermark), a few lines that do not decode, without an
+// event time, breaking the contract's rule (a negative amount) or the
+// timestamp rule (max_future), and divisors of 0 for an expression
+// error in the derived field.
+func preFrontInput(t *testing.T, path string, rng *rand.Rand, n int) {
+	t.Helper()
+	base := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	for i := range n {
+		ts := base.Add(time.Duration(i*500-rng.IntN(20_000)) * time.Millisecond)
+		amount := rng.IntN(100)
+		d := rng.IntN(10)
+		tsText := `"` + ts.Format(time.RFC3339Nano) + `"`
+		switch k := rng.IntN(100); {
+		case k < 4:
+			fmt.Fprintf(&b, `{"id":"e%d","amount":%d,`+"\n", i, amount) // does not decode
+			continue
+		case k < 8:
+			tsText = "null"
+		case k < 12:
+			amount = -amount - 1 // the contract's rule
+		case k < 15:
+			tsText = `"` + time.UnixMilli(fixedNow).Add(48*time.Hour).UTC().Format(time.RFC3339) + `"` // max_future
+		}
+		fmt.Fprintf(&b, `{"id":"e%d","amount":%d,"d":%d,"ts":%s,"name":"n%d"}`+"\n", i, amount, d, tsText, rng.IntN(7))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// preFrontPipeline is a select stage over one unpartitioned JSONL file
+// (a source the decoders decode at more than one task) with a contract,
+// a timestamp rule and quarantine: with derived, a filter the router
+// evaluates as an expression and a derived field dividing by d (an
+// error for d = 0); else a filter that is a direct int test.
+func preFrontPipeline(dir, in, out string, derived bool) *spec.Pipeline {
+	maxFuture := spec.Duration(time.Hour)
+	st := spec.Stage{Name: "sel", Filter: "amount > 20",
+		Select: []string{"id", "amount", "ts", "name"},
+		Sinks:  []spec.Sink{{Type: "jsonl", Path: filepath.Join(out, "sel.jsonl")}}}
+	if derived {
+		st.Filter = "amount % 3 != 1"
+		st.Fields = spec.NamedExprs{{Name: "q", Expr: "amount / d"}}
+		st.Select = []string{"id", "q", "ts", "name"}
+	}
+	return &spec.Pipeline{
+		Name:       "prefront",
+		Contract:   filepath.Join(dir, "contract.yaml"),
+		Source:     spec.Source{Type: "file", Path: in, Format: "jsonl", Schema: spec.FieldTypes{{Name: "name", Type: "string"}, {Name: "amount", Type: "int"}, {Name: "d", Type: "int"}}},
+		EventTime:  spec.EventTime{Field: "ts", OutOfOrderness: spec.Duration(5 * time.Second), MaxFuture: &maxFuture},
+		Quarantine: spec.Quarantine{Sink: &spec.Sink{Type: "jsonl", Path: filepath.Join(out, "quarantine.jsonl")}},
+		Stages:     []spec.Stage{st},
+	}
+}
+
+// runPreFront runs p at parallelism par and batch size batch, processing
+// time from a fixed clock, and returns its summary and output files.
+func runPreFront(t *testing.T, p *spec.Pipeline, par, batch int) (*engine.Summary, map[string]string) {
+	t.Helper()
+	pl, err := tidemark.Compile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: par, BatchSize: batch, Clock: func() int64 { return fixedNow }})
+	if err != nil {
+		t.Fatalf("parallelism %d, batch %d: %v", par, batch, err)
+	}
+	files := map[string]string{}
+	for _, f := range []string{"sel.jsonl", "quarantine.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(p.Stages[0].Sinks[0].Path), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f] = string(b)
+	}
+	return sum, files
+}
+
+// TestPreFrontEqualsRouter: the front of a select stage computed by the
+// decoders (at two tasks or more, engine/prefront.go) gives what the
+// router's own gives (one task: the router runs every record's front):
+// for random inputs with undecodable lines, null event times, contract
+// and timestamp rule violations, expression errors and records behind
+// the watermark, at random parallelism and batch sizes, the same result
+// rows in the same order (their watermark_at included), the same
+// quarantine records and the same counters — and the decoders' path ran.
+func TestPreFrontEqualsRouter(t *testing.T) {
+	for seed := range uint64(6) {
+		derived := seed%2 == 0
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 27))
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "contract.yaml"), []byte(preFrontContract), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			in := filepath.Join(dir, "in.jsonl")
+			preFrontInput(t, in, rng, 1500+rng.IntN(1500))
+			refSum, ref := runPreFront(t, preFrontPipeline(dir, in, filepath.Join(dir, "ref"), derived), 1, 64)
+			rc := refSum.Stages[0].Counters
+			rules := map[string]int64{}
+			for _, r := range refSum.Rules {
+				rules[r.Rule] = r.Count
+			}
+			if rc.Filtered == 0 || rc.OnTime < 100 || refSum.Quarantined == 0 || rules["amount_not_negative"] == 0 ||
+				rules["max_future"] == 0 || rules["event_time"] == 0 || derived && rc.Quarantined == 0 {
+				t.Fatalf("the reference run lacks some case: %+v, quarantined %d %v", rc, refSum.Quarantined, refSum.Rules)
+			}
+			if n := strings.Count(ref["sel.jsonl"], "\n"); int64(n) != rc.RowsEmitted {
+				t.Fatalf("%d rows written, %d counted", n, rc.RowsEmitted)
+			}
+			for run := range 3 {
+				par, batch := 2+rng.IntN(3), 1+rng.IntN(200)
+				before := engine.PreRouted.Load()
+				sum, got := runPreFront(t, preFrontPipeline(dir, in, filepath.Join(dir, fmt.Sprint("out", run)), derived), par, batch)
+				if engine.PreRouted.Load() == before {
+					t.Fatalf("parallelism %d: no batch was routed with the decoders' front", par)
+				}
+				for f, want := range ref {
+					if got[f] != want {
+						t.Errorf("parallelism %d, batch %d: %s differs from the one-task run's", par, batch, f)
+					}
+				}
+				if sum.Stages[0].Counters != rc || sum.Quarantined != refSum.Quarantined || fmt.Sprint(sum.Rules) != fmt.Sprint(refSum.Rules) {
+					t.Errorf("parallelism %d, batch %d: counters %+v %d %v, want %+v %d %v", par, batch,
+						sum.Stages[0].Counters, sum.Quarantined, sum.Rules, rc, refSum.Quarantined, refSum.Rules)
+				}
+			}
+		})
+	}
+}
