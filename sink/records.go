@@ -53,6 +53,64 @@ func DecodePrepared(p []byte, name string) ([][]byte, error) {
 	return out, nil
 }
 
+// PreparedRecords is the two-phase-commit bookkeeping of a table sink of
+// side-output records (sink/postgres's and sink/sqlite's Records): the
+// records written since the last Prepare, those prepared and not yet
+// committed, and the checkpoint they were last prepared for. Each sink
+// keeps its own table, marker and transaction; this is only what the
+// checkpoint protocol asks of them all. The zero value holds nothing. It
+// is not safe for concurrent use.
+type PreparedRecords struct {
+	// Staged are the records written since the last Prepare (or, for a
+	// sink that writes at least once, since its last Flush).
+	Staged [][]byte
+	prep   [][]byte // prepared and not committed
+	prepID int64    // the checkpoint prep was last prepared for
+}
+
+// Stage adds a copy of rec to Staged.
+func (p *PreparedRecords) Stage(rec []byte) {
+	p.Staged = append(p.Staged, append([]byte(nil), rec...))
+}
+
+// Prepare (sink.Committer's) moves Staged to the records prepared and not
+// committed, notes id as the checkpoint they are prepared for, and
+// returns EncodePrepared of all of them, or nil when there are none.
+func (p *PreparedRecords) Prepare(id int64) []byte {
+	p.prep = append(p.prep, p.Staged...)
+	p.Staged = nil
+	p.prepID = id
+	if len(p.prep) == 0 {
+		return nil
+	}
+	return EncodePrepared(p.prep)
+}
+
+// ForCommit returns the records a Commit of checkpoint id inserts: those
+// in memory when the last Prepare was for id and left some, else the
+// decoding of prepared, the bytes Prepare returned (after a restart;
+// DecodePrepared, name naming the section in its errors).
+func (p *PreparedRecords) ForCommit(id int64, prepared []byte, name string) ([][]byte, error) {
+	if p.prepID == id && p.prep != nil {
+		return p.prep, nil
+	}
+	return DecodePrepared(prepared, name)
+}
+
+// Committed forgets the prepared records once the commit of checkpoint id
+// covers them: when they were last prepared for id or an earlier one.
+func (p *PreparedRecords) Committed(id int64) {
+	if p.prepID <= id {
+		p.prep = nil
+	}
+}
+
+// Reset drops the staged and the prepared records (a Recover, an Abort,
+// a Close: a restore writes them again).
+func (p *PreparedRecords) Reset() {
+	p.Staged, p.prep = nil, nil
+}
+
 // RecordFields are the fields of a side-output record that a table of
 // records keeps in typed columns (docs/pipeline.md, "Side-output tables"),
 // read from its JSON. A field the record lacks, or holds as null, is nil

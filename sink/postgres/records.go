@@ -79,6 +79,10 @@ type RecordsOptions struct {
 // does nothing, and a Recover that falls back to an older checkpoint
 // deletes the records of the later ones first, so every record is in the
 // table exactly once. A Records is not safe for concurrent use.
+//
+// Its shape is sink/sqlite's Records' (the same sink interfaces); they
+// differ in their database, its transaction and marker; the checkpoint
+// bookkeeping both keep is sink.PreparedRecords.
 type Records struct {
 	table   tableName
 	cols    []column
@@ -91,9 +95,7 @@ type Records struct {
 	replace bool // the emptying of a Fresh run still to do
 	notes   []string
 
-	stage  [][]byte // records written since the last Prepare (or Flush)
-	prep   [][]byte // prepared and not committed
-	prepID int64
+	pend   sink.PreparedRecords // staged, prepared and not committed
 	closed bool
 }
 
@@ -145,6 +147,8 @@ func openRecords(ctx context.Context, dsn, table string, o RecordsOptions) (*Rec
 	return r, nil
 }
 
+// init follows the table rules sink/sqlite's init follows; the catalogs
+// it reads and the transaction it runs in are PostgreSQL's.
 func (r *Records) init(ctx context.Context) func(pgx.Tx) error {
 	return func(tx pgx.Tx) error {
 		r.created, r.owned, r.notes, r.made = false, false, nil, false
@@ -245,7 +249,7 @@ func (r *Records) WriteRecord(ctx context.Context, obj []byte) error {
 	if _, err := r.args(obj, 0, nil, nil); err != nil {
 		return fmt.Errorf("postgres %s: %w", r.table, err)
 	}
-	r.stage = append(r.stage, append([]byte(nil), obj...))
+	r.pend.Stage(obj)
 	return nil
 }
 
@@ -313,10 +317,11 @@ func (r *Records) args(obj []byte, seq int64, ck *int64, dst []any) ([]any, erro
 // Flush of a Fresh sink whose table tidemark created. Without AtLeastOnce
 // it does nothing: records wait for their checkpoint.
 func (r *Records) Flush(ctx context.Context) error {
+	// As sink/sqlite's Flush, in this database's transaction (pgx.Tx).
 	if r.closed {
 		return fmt.Errorf("postgres %s: %w", r.table, ErrClosed)
 	}
-	if !r.o.AtLeastOnce || (len(r.stage) == 0 && !r.replace) {
+	if !r.o.AtLeastOnce || (len(r.pend.Staged) == 0 && !r.replace) {
 		return nil
 	}
 	var emptied int64 = -1
@@ -328,12 +333,12 @@ func (r *Records) Flush(ctx context.Context) error {
 			}
 			emptied = n
 		}
-		return r.insert(ctx, tx, r.stage, nil)
+		return r.insert(ctx, tx, r.pend.Staged, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("postgres %s: %w", r.table, err)
 	}
-	r.stage = r.stage[:0]
+	r.pend.Staged = r.pend.Staged[:0]
 	r.noteEmptied(emptied)
 	return nil
 }
@@ -396,13 +401,7 @@ func (r *Records) Prepare(ctx context.Context, id int64) ([]byte, error) {
 	if err := r.committerUsable(); err != nil {
 		return nil, err
 	}
-	r.prep = append(r.prep, r.stage...)
-	r.stage = nil
-	r.prepID = id
-	if len(r.prep) == 0 {
-		return nil, nil
-	}
-	return sink.EncodePrepared(r.prep), nil
+	return r.pend.Prepare(id), nil
 }
 
 // Commit implements sink.Committer: in one transaction, unless the commit
@@ -411,22 +410,18 @@ func (r *Records) Prepare(ctx context.Context, id int64) ([]byte, error) {
 // fails for a transient reason is retried (the marker makes a commit that
 // reached the database a no-op).
 func (r *Records) Commit(ctx context.Context, id int64, prepared []byte) error {
+	// As sink/sqlite's Commit; what differs is r.commit's transaction.
 	if err := r.committerUsable(); err != nil {
 		return err
 	}
-	recs := r.prep
-	if r.prepID != id || recs == nil {
-		var err error
-		if recs, err = sink.DecodePrepared(prepared, "postgres prepared records"); err != nil {
-			return fmt.Errorf("postgres %s: commit %d: %w", r.table, id, err)
-		}
+	recs, err := r.pend.ForCommit(id, prepared, "postgres prepared records")
+	if err != nil {
+		return fmt.Errorf("postgres %s: commit %d: %w", r.table, id, err)
 	}
 	if err := r.commit(ctx, id, recs, false); err != nil {
 		return fmt.Errorf("postgres %s: commit %d: %w", r.table, id, err)
 	}
-	if r.prepID <= id {
-		r.prep = nil
-	}
+	r.pend.Committed(id)
 	return nil
 }
 
@@ -467,13 +462,14 @@ func (r *Records) Recover(ctx context.Context, id int64, prepared []byte) error 
 	if err := r.committerUsable(); err != nil {
 		return err
 	}
-	r.stage, r.prep = nil, nil
+	r.pend.Reset()
 	switch {
 	case id < 0:
 		return fmt.Errorf("postgres %s: recover: negative checkpoint id %d", r.table, id)
 	case id == 0 && len(prepared) > 0:
 		return fmt.Errorf("postgres %s: recover: prepared output without a checkpoint id", r.table)
 	case id == 0:
+		// As sink/sqlite's: marker and emptying in one pgx transaction.
 		var emptied int64 = -1
 		err := r.x.inTx(ctx, func(tx pgx.Tx) error {
 			if err := r.mark.forget(ctx, tx); err != nil {
@@ -536,7 +532,7 @@ func (r *Records) Abort(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
-	r.stage, r.prep = nil, nil
+	r.pend.Reset()
 	return abortConn(ctx, &r.x, r.table, r.made)
 }
 
@@ -553,6 +549,6 @@ func (r *Records) Close(ctx context.Context) error {
 		err = r.Flush(context.WithoutCancel(ctx))
 	}
 	r.closed = true
-	r.stage, r.prep = nil, nil
+	r.pend.Reset()
 	return closeConn(ctx, &r.x, r.table, err)
 }

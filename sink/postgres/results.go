@@ -21,7 +21,9 @@ import (
 // checkpoints.
 var ErrAtLeastOnce = errors.New("sink was opened with AtLeastOnce: it publishes on Flush and takes no part in checkpoints")
 
-// Options adjusts a Results.
+// Options adjusts a Results. Fresh … Serve are named as sink/sqlite's
+// Options are and kept apart: each is its sink's public API and states
+// its own database's behaviour and defaults.
 type Options struct {
 	// Pipeline and Sink name the sink's commit marker: the row (Pipeline,
 	// Sink) of tidemark_commits records the last checkpoint committed to

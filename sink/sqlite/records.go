@@ -60,6 +60,10 @@ type RecordsOptions struct {
 // Commit(id) inserts them with checkpoint_id id and moves the commit
 // marker in one transaction; Recover of an older checkpoint deletes the
 // records of the later ones first. Not safe for concurrent use.
+//
+// Its shape is sink/postgres's Records' (the same sink interfaces); they
+// differ in their database, its transaction and marker; the checkpoint
+// bookkeeping both keep is sink.PreparedRecords.
 type Records struct {
 	db      *sql.DB
 	path    string
@@ -72,9 +76,7 @@ type Records struct {
 	notes   []string
 	insert  string
 
-	stage  [][]byte
-	prep   [][]byte
-	prepID int64
+	pend   sink.PreparedRecords // staged, prepared and not committed
 	closed bool
 }
 
@@ -132,6 +134,8 @@ func openRecords(ctx context.Context, path, table string, o RecordsOptions) (*Re
 	return r, nil
 }
 
+// init follows the table rules sink/postgres's init follows; the catalogs
+// it reads and the transaction it runs in are SQLite's.
 func (r *Records) init(ctx context.Context) (err error) {
 	tx, err := r.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -248,7 +252,7 @@ func (r *Records) WriteRecord(ctx context.Context, obj []byte) error {
 	if _, err := r.args(obj, 1, nil); err != nil {
 		return fmt.Errorf("sqlite %s: table %q: %w", r.path, r.table, err)
 	}
-	r.stage = append(r.stage, append([]byte(nil), obj...))
+	r.pend.Stage(obj)
 	return nil
 }
 
@@ -349,10 +353,11 @@ func (r *Records) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 // on the first Flush of a Fresh sink whose table tidemark created. With
 // ExactlyOnce it does nothing.
 func (r *Records) Flush(ctx context.Context) error {
+	// As sink/postgres's Flush, in this database's transaction (*sql.Tx).
 	if r.closed {
 		return fmt.Errorf("sqlite %s: %w", r.path, sql.ErrConnDone)
 	}
-	if r.o.ExactlyOnce || (len(r.stage) == 0 && !r.replace) {
+	if r.o.ExactlyOnce || (len(r.pend.Staged) == 0 && !r.replace) {
 		return nil
 	}
 	emptied := int64(-1)
@@ -364,12 +369,12 @@ func (r *Records) Flush(ctx context.Context) error {
 			}
 			emptied = n
 		}
-		return r.insertAll(ctx, tx, r.stage, nil)
+		return r.insertAll(ctx, tx, r.pend.Staged, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite %s: table %q: %w", r.path, r.table, err)
 	}
-	r.stage = r.stage[:0]
+	r.pend.Staged = r.pend.Staged[:0]
 	r.noteEmptied(emptied)
 	return nil
 }
@@ -398,35 +403,25 @@ func (r *Records) Prepare(ctx context.Context, id int64) ([]byte, error) {
 	if err := r.committerUsable(); err != nil {
 		return nil, err
 	}
-	r.prep = append(r.prep, r.stage...)
-	r.stage = nil
-	r.prepID = id
-	if len(r.prep) == 0 {
-		return nil, nil
-	}
-	return sink.EncodePrepared(r.prep), nil
+	return r.pend.Prepare(id), nil
 }
 
 // Commit implements sink.Committer: in one transaction, unless the marker
 // records id or later, it inserts the records prepared for id and sets the
 // marker to id.
 func (r *Records) Commit(ctx context.Context, id int64, prepared []byte) error {
+	// As sink/postgres's Commit; what differs is r.commit's transaction.
 	if err := r.committerUsable(); err != nil {
 		return err
 	}
-	recs := r.prep
-	if r.prepID != id || recs == nil {
-		var err error
-		if recs, err = sink.DecodePrepared(prepared, "sqlite prepared records"); err != nil {
-			return fmt.Errorf("sqlite %s: checkpoint %d: %w", r.path, id, err)
-		}
+	recs, err := r.pend.ForCommit(id, prepared, "sqlite prepared records")
+	if err != nil {
+		return fmt.Errorf("sqlite %s: checkpoint %d: %w", r.path, id, err)
 	}
 	if err := r.commit(ctx, id, recs, false); err != nil {
 		return fmt.Errorf("sqlite %s: table %q: checkpoint %d: %w", r.path, r.table, id, err)
 	}
-	if r.prepID <= id {
-		r.prep = nil
-	}
+	r.pend.Committed(id)
 	return nil
 }
 
@@ -464,11 +459,12 @@ func (r *Records) Recover(ctx context.Context, id int64, prepared []byte) error 
 	if err := r.committerUsable(); err != nil {
 		return err
 	}
-	r.stage, r.prep = nil, nil
+	r.pend.Reset()
 	switch {
 	case id < 0:
 		return fmt.Errorf("sqlite %s: recover: negative checkpoint id %d", r.path, id)
 	case id == 0:
+		// As sink/postgres's: marker and emptying in one SQLite transaction.
 		emptied := int64(-1)
 		err := r.inTx(ctx, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM tidemark_commits WHERE pipeline = ? AND sink = ?`, r.o.Pipeline, r.o.Sink); err != nil {

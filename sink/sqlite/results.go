@@ -83,7 +83,10 @@ func New(ctx context.Context, path, table string, d changelog.Desc) (*Results, e
 	return NewWithOptions(ctx, path, table, d, Options{})
 }
 
-// Options adjusts a sink.
+// Options adjusts a sink. Fresh … Serve are named as sink/postgres's
+// Options are and kept apart: each is its sink's public API and states
+// its own database's behaviour and defaults (Resume here also covers a
+// missing file).
 type Options struct {
 	// Fresh says the run recomputes its results from the start (it
 	// resumes no checkpoint): the rows of a table tidemark created are
