@@ -10,5 +10,6 @@ var ScenarioClock = scenarioClock
 var WriteScenarioInputs = writeScenarioInputs
 
 // PreRouted counts the batches routed with a front their decoder
-// computed (preRouted).
+// computed (preRouted), over the process: the tests that read it do not
+// run in parallel.
 var PreRouted = &preRouted

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,6 +162,76 @@ func TestPreFrontEqualsRouter(t *testing.T) {
 				if sum.Stages[0].Counters != rc || sum.Quarantined != refSum.Quarantined || fmt.Sprint(sum.Rules) != fmt.Sprint(refSum.Rules) {
 					t.Errorf("parallelism %d, batch %d: counters %+v %d %v, want %+v %d %v", par, batch,
 						sum.Stages[0].Counters, sum.Quarantined, sum.Rules, rc, refSum.Quarantined, refSum.Rules)
+				}
+			}
+		})
+	}
+}
+
+// TestPreFrontRestore: a select stage whose front the decoders compute,
+// stopped three times with a checkpoint after every round and resumed
+// each time at another parallelism (one task among them, where the
+// router runs the front), ends with the files of an uninterrupted
+// one-task run: the checkpoints' positions and the rows logged from the
+// decoders' front agree.
+func TestPreFrontRestore(t *testing.T) {
+	for _, derived := range []bool{false, true} {
+		t.Run(fmt.Sprint("derived=", derived), func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "contract.yaml"), []byte(preFrontContract), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			in := filepath.Join(dir, "in.jsonl")
+			preFrontInput(t, in, rand.New(rand.NewPCG(7, 27)), 4000)
+			refSum, ref := runPreFront(t, preFrontPipeline(dir, in, filepath.Join(dir, "ref"), derived), 1, 64)
+			out, ck := filepath.Join(dir, "out"), filepath.Join(dir, "ck")
+			var tick atomic.Int64
+			restored := 0
+			var last *engine.Summary
+			for _, step := range []struct {
+				stop int64
+				par  int
+			}{{600, 2}, {1700, 1}, {2600, 4}, {0, 3}} {
+				p := preFrontPipeline(dir, in, out, derived)
+				p.Checkpoint = &spec.Checkpoint{Dir: ck, Interval: spec.Duration(time.Millisecond), Retain: 2}
+				pl, err := tidemark.Compile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				opts := engine.Options{Parallelism: step.par, BatchSize: 64, Clock: func() int64 { return fixedNow },
+					WallClock: func() time.Time { return time.Unix(tick.Add(1), 0) }}
+				if step.stop > 0 {
+					opts.ProgressEvery = step.stop
+					opts.Progress = func(engine.Progress) { cancel() }
+				}
+				before := engine.PreRouted.Load()
+				sum, err := engine.Run(ctx, pl, opts)
+				cancel()
+				if err != nil {
+					t.Fatalf("parallelism %d: %v", step.par, err)
+				}
+				if used := engine.PreRouted.Load() > before; used != (step.par > 1) {
+					t.Fatalf("parallelism %d: the decoders' front used: %v", step.par, used)
+				}
+				if step.stop > 0 && !sum.Stopped {
+					t.Fatalf("the run at parallelism %d did not stop", step.par)
+				}
+				if sum.Checkpoints.Restored > 0 {
+					restored++
+				}
+				last = sum
+			}
+			if restored != 3 || last.EventsRead != refSum.EventsRead {
+				t.Fatalf("%d restores, %d events read in all (want 3, %d)", restored, last.EventsRead, refSum.EventsRead)
+			}
+			for _, f := range []string{"sel.jsonl", "quarantine.jsonl"} {
+				b, err := os.ReadFile(filepath.Join(out, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(b) != ref[f] {
+					t.Errorf("%s differs from the uninterrupted one-task run's", f)
 				}
 			}
 		})
