@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/sink"
 )
 
 // The ways of applying a batch to the result table.
@@ -78,7 +79,8 @@ func newStatements(t tableName, cols []column, nKey int) statements {
 	create.WriteString(") ON COMMIT DELETE ROWS")
 	s.createStage = create.String()
 
-	// ON CONFLICT … DO UPDATE … WHERE: the version guard.
+	// ON CONFLICT … DO UPDATE … WHERE: the version guard (sink/sqlite's
+	// upsertSQL writes the same clause in SQLite's dialect and quoting).
 	var tail strings.Builder
 	tail.WriteString(" ON CONFLICT (")
 	tail.WriteString(strings.Join(quoteAll(resultKey(cols, nKey)), ", "))
@@ -89,7 +91,7 @@ func newStatements(t tableName, cols []column, nKey int) statements {
 		}
 		tail.WriteString(quote(c.name) + " = excluded." + quote(c.name))
 	}
-	tail.WriteString(" WHERE cur." + quote(colVersion) + " <= excluded." + quote(colVersion))
+	tail.WriteString(" WHERE cur." + quote(sink.ColVersion) + " <= excluded." + quote(sink.ColVersion))
 	s.tail = tail.String()
 
 	exprs := make([]string, len(cols))
@@ -106,7 +108,7 @@ func newStatements(t tableName, cols []column, nKey int) statements {
 	for i := 2; i < 2+nKey; i++ {
 		match = append(match, "cur."+quote(cols[i].name)+" IS NOT DISTINCT FROM "+s.stageExpr(i, cols[i]))
 	}
-	match = append(match, "cur."+quote(colVersion)+" < s.c"+strconv.Itoa(len(cols)-4))
+	match = append(match, "cur."+quote(sink.ColVersion)+" < s.c"+strconv.Itoa(len(cols)-4))
 	del := "DELETE FROM " + t.sql() + " AS cur USING pg_temp." + stageTable + " s WHERE s.del AND "
 	s.deleteAll = del + strings.Join(match, " AND ")
 	s.deleteRound = del + "s.rnd = $1 AND " + strings.Join(match, " AND ")
@@ -115,7 +117,7 @@ func newStatements(t tableName, cols []column, nKey int) statements {
 	for i := 2; i < 2+nKey; i++ {
 		one = append(one, quote(cols[i].name)+" IS NOT DISTINCT FROM $"+strconv.Itoa(i))
 	}
-	one = append(one, quote(colVersion)+" < $"+strconv.Itoa(nKey+2))
+	one = append(one, quote(sink.ColVersion)+" < $"+strconv.Itoa(nKey+2))
 	s.deleteOne = "DELETE FROM " + t.sql() + " WHERE " + strings.Join(one, " AND ")
 	return s
 }

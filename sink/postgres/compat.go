@@ -107,7 +107,8 @@ func (e *SchemaError) Error() string {
 		e.Table, strings.Join(parts, "; "))
 }
 
-// parts lists the problems, one clause each.
+// parts lists the problems, one clause each (as sink/sqlite's, which has
+// no exact-layout flag and its own SchemaError type: both are public).
 func (e *SchemaError) parts() []string {
 	var parts []string
 	if len(e.Missing) > 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/sink"
 )
 
 // The fixed columns of a ledger table.
@@ -46,8 +47,8 @@ func (c *LedgerConfig) layout() (ledger, agg tableName, cols []column, err error
 		{name: colEventID, typ: typText, kind: row.KindString},
 		{name: colPayloadHash, typ: typInt, kind: row.KindInt},
 		{name: colEventTime, typ: typTime, kind: row.KindTime},
-		{name: colWindowStart, typ: typTime, kind: row.KindTime},
-		{name: colWindowEnd, typ: typTime, kind: row.KindTime},
+		{name: sink.ColWindowStart, typ: typTime, kind: row.KindTime},
+		{name: sink.ColWindowEnd, typ: typTime, kind: row.KindTime},
 	}
 	cols = append(cols, keys...)
 	for _, a := range c.Aggregates {

@@ -7,9 +7,12 @@ import (
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/sink"
 )
 
-// column is one column of a table the package writes.
+// column is one column of a table the package writes (name, typ, null
+// and kind as in sink/sqlite's column; the types and bindings are
+// PostgreSQL's).
 type column struct {
 	name string
 	typ  string // PostgreSQL type as format_type spells it: "bigint", "numeric", …
@@ -19,17 +22,6 @@ type column struct {
 	// to is the existing table's column (New binds it), nil until bound.
 	to *target
 }
-
-// The bookkeeping columns of a result table around its key and value
-// columns.
-const (
-	colWindowStart = "window_start"
-	colWindowEnd   = "window_end"
-	colVersion     = "version"
-	colIsFinal     = "is_final"
-	colWatermarkAt = "watermark_at"
-	colUpdatedAt   = "updated_at"
-)
 
 // Column types by kind.
 const (
@@ -92,15 +84,15 @@ func resultColumns(d *changelog.Desc) ([]column, error) {
 		return nil, err
 	}
 	cols := []column{
-		{name: colWindowStart, typ: typTime, kind: row.KindTime},
-		{name: colWindowEnd, typ: typTime, kind: row.KindTime},
+		{name: sink.ColWindowStart, typ: typTime, kind: row.KindTime},
+		{name: sink.ColWindowEnd, typ: typTime, kind: row.KindTime},
 	}
 	cols = append(cols, user...)
 	cols = append(cols,
-		column{name: colVersion, typ: typInt, kind: row.KindInt},
-		column{name: colIsFinal, typ: typBool, kind: row.KindBool},
-		column{name: colWatermarkAt, typ: typTime, null: true, kind: row.KindTime},
-		column{name: colUpdatedAt, typ: typTime, kind: row.KindTime},
+		column{name: sink.ColVersion, typ: typInt, kind: row.KindInt},
+		column{name: sink.ColIsFinal, typ: typBool, kind: row.KindBool},
+		column{name: sink.ColWatermarkAt, typ: typTime, null: true, kind: row.KindTime},
+		column{name: sink.ColUpdatedAt, typ: typTime, kind: row.KindTime},
 	)
 	return cols, uniqueNames(cols)
 }

@@ -10,9 +10,11 @@ import (
 
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/row"
+	"github.com/tidemark/tidemark/sink"
 )
 
-// column is one column of the result table.
+// column is one column of the result table (name, typ, null and kind as
+// in sink/postgres's column; the affinities and checks are SQLite's).
 type column struct {
 	name string
 	typ  string // "TEXT" or "INTEGER"
@@ -30,16 +32,6 @@ type column struct {
 	decl        string // the existing table's declared type
 }
 
-// The bookkeeping columns around the key and value columns.
-const (
-	colWindowStart = "window_start"
-	colWindowEnd   = "window_end"
-	colVersion     = "version"
-	colIsFinal     = "is_final"
-	colWatermarkAt = "watermark_at"
-	colUpdatedAt   = "updated_at"
-)
-
 // sqlType returns the column type that stores kind k.
 func sqlType(k row.Kind) string {
 	if k == row.KindInt || k == row.KindBool {
@@ -54,8 +46,8 @@ func sqlType(k row.Kind) string {
 // case-insensitively) or a column has no storable kind.
 func tableColumns(d *changelog.Desc) ([]column, error) {
 	cols := []column{
-		{name: colWindowStart, typ: "TEXT", kind: row.KindTime},
-		{name: colWindowEnd, typ: "TEXT", kind: row.KindTime},
+		{name: sink.ColWindowStart, typ: "TEXT", kind: row.KindTime},
+		{name: sink.ColWindowEnd, typ: "TEXT", kind: row.KindTime},
 	}
 	for _, group := range [][]changelog.Column{d.Key, d.Values} {
 		for _, c := range group {
@@ -66,10 +58,10 @@ func tableColumns(d *changelog.Desc) ([]column, error) {
 		}
 	}
 	cols = append(cols,
-		column{name: colVersion, typ: "INTEGER", kind: row.KindInt},
-		column{name: colIsFinal, typ: "INTEGER", kind: row.KindBool},
-		column{name: colWatermarkAt, typ: "TEXT", null: true, kind: row.KindTime},
-		column{name: colUpdatedAt, typ: "TEXT", kind: row.KindTime},
+		column{name: sink.ColVersion, typ: "INTEGER", kind: row.KindInt},
+		column{name: sink.ColIsFinal, typ: "INTEGER", kind: row.KindBool},
+		column{name: sink.ColWatermarkAt, typ: "TEXT", null: true, kind: row.KindTime},
+		column{name: sink.ColUpdatedAt, typ: "TEXT", kind: row.KindTime},
 	)
 	seen := map[string]bool{}
 	for _, c := range cols {
@@ -155,7 +147,8 @@ type SchemaError struct {
 	WantKey    []string
 }
 
-// parts lists the problems, one clause each.
+// parts lists the problems, one clause each (as sink/postgres's, whose
+// SchemaError, also public, has an exact-layout flag this one lacks).
 func (e *SchemaError) parts() []string {
 	var parts []string
 	if len(e.Missing) > 0 {

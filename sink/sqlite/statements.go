@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"strings"
+
+	"github.com/tidemark/tidemark/sink"
 )
 
 // The statements of a result table, built once from its columns. Every
@@ -35,6 +37,7 @@ func upsertSQL(table string, cols []column, nKey, n int) string {
 		}
 		b.WriteString(one)
 	}
+	// As sink/postgres's statement tail, over this package's own columns.
 	b.WriteString(" ON CONFLICT (")
 	b.WriteString(strings.Join(quoteAll(primaryKey(cols, nKey)), ", "))
 	b.WriteString(") DO UPDATE SET ")
@@ -47,11 +50,11 @@ func upsertSQL(table string, cols []column, nKey, n int) string {
 		b.WriteString(quote(c.name))
 	}
 	b.WriteString(" WHERE excluded.")
-	b.WriteString(quote(colVersion))
+	b.WriteString(quote(sink.ColVersion))
 	b.WriteString(" > ")
 	b.WriteString(quote(table))
 	b.WriteByte('.')
-	b.WriteString(quote(colVersion))
+	b.WriteString(quote(sink.ColVersion))
 	return b.String()
 }
 
@@ -73,7 +76,7 @@ func nullUpdateSQL(table string, cols []column, nKey int) string {
 	b.WriteString(" WHERE ")
 	b.WriteString(keyMatch(cols, nKey))
 	b.WriteString(" AND ")
-	b.WriteString(quote(colVersion))
+	b.WriteString(quote(sink.ColVersion))
 	b.WriteString(" < ?")
 	return b.String()
 }
@@ -101,7 +104,7 @@ func nullInsertSQL(table string, cols []column, nKey int) string {
 // version.
 func deleteSQL(table string, cols []column, nKey int) string {
 	return "DELETE FROM " + quote(table) + " WHERE " + keyMatch(cols, nKey) +
-		" AND " + quote(colVersion) + " < ?"
+		" AND " + quote(sink.ColVersion) + " < ?"
 }
 
 // keyMatch is `"window_start" = ? AND "k1" IS ? AND ...`. window_start is
