@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/tidemark/tidemark/source"
-	"github.com/tidemark/tidemark/task"
 )
 
 // decoders read a splitting source (source.Splitter) ahead of the
@@ -42,8 +41,8 @@ type decoders struct {
 	spare []*claim
 	depth int  // the most batches claimed ahead
 	ended bool // a claim returned End or an error: claim no more
-	// pres holds, per batch, the front the decoders compute of a select
-	// stage reading the source (preBatch; nil when they compute none):
+	// pres holds, per batch, the front the decoders compute of its
+	// records (preBatch; nil when they compute none):
 	// touched by the router only, when it claims the batch.
 	pres   map[*source.Batch]*preBatch
 	stride int // a preBatch's stride
@@ -73,13 +72,14 @@ func (rt *runtime) newDecoders(src source.Splitter, pl *pipeline, n, depth int) 
 	if res, ok := rt.src.(source.Resumable); ok && rt.ck != nil {
 		d.res = res
 	}
-	if stride, ok := rt.selectFront(d); ok {
+	fronts, stride := rt.preFronts(d, n)
+	if fronts != nil {
 		d.pres, d.stride = map[*source.Batch]*preBatch{}, stride
 	}
-	for range n {
-		var sf *task.SelectFront
-		if d.pres != nil {
-			sf, _ = task.NewSelectFront(rt.g) // one per goroutine: its scratch row
+	for i := range n {
+		var pf *preFront
+		if fronts != nil {
+			pf = fronts[i]
 		}
 		d.wg.Add(1)
 		go func() {
@@ -89,7 +89,7 @@ func (rt *runtime) newDecoders(src source.Splitter, pl *pipeline, n, depth int) 
 					pl.guard(func() error {
 						src.Decode(c.b)
 						if c.pre != nil {
-							c.pre.fill(sf, c.b)
+							c.pre.fill(pf, c.b)
 						}
 						return nil
 					})

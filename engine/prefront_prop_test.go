@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,18 +18,21 @@ import (
 )
 
 // preFrontContract is the contract of preFrontPipeline's records: an
-// amount never negative.
+// amount never negative; an ingest time (ing), so that the rules are the
+// record's alone when it has one (the decoders check them).
 const preFrontContract = `product: prefront
 owner: tests
 schema_version: "1"
 event_id: id
 event_time:
   field: ts
+ingest_time: ing
 fields:
   id: {type: string, required: true}
   amount: {type: int}
   d: {type: int}
   ts: {type: timestamp}
+  ing: {type: timestamp}
 rules:
   - name: amount_not_negative
     check: amount >= 0
@@ -39,12 +43,19 @@ rules:
 // are behind the watermark), a few lines that do not decode, without an
 // event time, breaking the contract's rule (a negative amount) or the
 // timestamp rule (max_future), and divisors of 0 for an expression
-// error in the derived field.
+// error in the derived field; an ingest time after the event time, null
+// in a tenth of the lines; and redeliveries and conflicting copies of
+// earlier ids, and a few null ids (the contract requires one).
 func preFrontInput(t *testing.T, path string, rng *rand.Rand, n int) {
 	t.Helper()
 	base := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
 	var b strings.Builder
+	var lines []string
 	for i := range n {
+		if len(lines) > 0 && rng.IntN(100) < 3 {
+			b.WriteString(lines[rng.IntN(len(lines))]) // a redelivery: the same line again
+			continue
+		}
 		ts := base.Add(time.Duration(i*500-rng.IntN(20_000)) * time.Millisecond)
 		amount := rng.IntN(100)
 		d := rng.IntN(10)
@@ -60,7 +71,20 @@ func preFrontInput(t *testing.T, path string, rng *rand.Rand, n int) {
 		case k < 15:
 			tsText = `"` + time.UnixMilli(fixedNow).Add(48*time.Hour).UTC().Format(time.RFC3339) + `"` // max_future
 		}
-		fmt.Fprintf(&b, `{"id":"e%d","amount":%d,"d":%d,"ts":%s,"name":"n%d"}`+"\n", i, amount, d, tsText, rng.IntN(7))
+		id := fmt.Sprintf(`"e%d"`, i)
+		switch k := rng.IntN(100); {
+		case k < 6 && i > 50:
+			id = fmt.Sprintf(`"e%d"`, i-rng.IntN(50)) // a conflicting copy of an earlier event
+		case k < 8:
+			id = "null"
+		}
+		ing := "null"
+		if rng.IntN(10) > 0 {
+			ing = `"` + ts.Add(time.Duration(rng.IntN(3000))*time.Millisecond).Format(time.RFC3339Nano) + `"`
+		}
+		line := fmt.Sprintf(`{"id":%s,"amount":%d,"d":%d,"ts":%s,"ing":%s,"name":"n%d"}`+"\n", id, amount, d, tsText, ing, rng.IntN(7))
+		b.WriteString(line)
+		lines = append(lines, line)
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -232,6 +256,98 @@ func TestPreFrontRestore(t *testing.T) {
 				}
 				if string(b) != ref[f] {
 					t.Errorf("%s differs from the uninterrupted one-task run's", f)
+				}
+			}
+		})
+	}
+}
+
+// preFrontDedupPipeline reads preFrontInput's file with dedup by id
+// (conflicts to their sink) into a tumbling count and sum per name with
+// late records to a side output: the decoders check the contract's rules
+// and compute the event ids, the window's front stays on the router.
+func preFrontDedupPipeline(dir, in, out string) *spec.Pipeline {
+	p := preFrontPipeline(dir, in, out, false)
+	p.Dedup = &spec.Dedup{Key: "id", TTL: spec.Duration(time.Hour)}
+	p.Conflicts = spec.Quarantine{Sink: &spec.Sink{Type: "jsonl", Path: filepath.Join(out, "conflicts.jsonl")}}
+	p.Stages = []spec.Stage{{Name: "sel", Key: []string{"name"}, Filter: "amount > 20",
+		Window:     spec.Window{Type: "tumbling", Size: spec.Duration(10 * time.Second)},
+		Aggregates: spec.NamedExprs{{Name: "n", Expr: "count()"}, {Name: "total", Expr: "sum(amount)"}},
+		Emit:       spec.Emit{Mode: "update"},
+		Late:       spec.Late{Policy: "side_output", Sink: &spec.Sink{Type: "jsonl", Path: filepath.Join(out, "late.jsonl")}},
+		Sinks:      []spec.Sink{{Type: "jsonl", Path: filepath.Join(out, "sel.jsonl")}}}}
+	return p
+}
+
+// sortedText is the lines of s, sorted: the rows of different keys
+// may interleave differently at another parallelism.
+func sortedText(s string) string {
+	lines := strings.Split(s, "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// TestPreFrontDedupEqualsRouter: with dedup, the contract's rules and
+// the event ids computed by the decoders (engine/prefront.go) give the
+// outputs and counters of one task, where the router computes them, for
+// random inputs with null and repeated ids (duplicates and conflicts),
+// records without an ingest time (whose rules the router checks), rule
+// violations and late records, at random parallelism and batch sizes.
+func TestPreFrontDedupEqualsRouter(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 91))
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "contract.yaml"), []byte(preFrontContract), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			in := filepath.Join(dir, "in.jsonl")
+			preFrontInput(t, in, rng, 2000+rng.IntN(1000))
+			files := []string{"sel.jsonl", "quarantine.jsonl", "conflicts.jsonl", "late.jsonl"}
+			run := func(out string, par, batch int) (*engine.Summary, map[string]string) {
+				p := preFrontDedupPipeline(dir, in, out)
+				pl, err := tidemark.Compile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: par, BatchSize: batch, Clock: func() int64 { return fixedNow }})
+				if err != nil {
+					t.Fatalf("parallelism %d: %v", par, err)
+				}
+				got := map[string]string{}
+				for _, f := range files {
+					b, err := os.ReadFile(filepath.Join(out, f))
+					if err != nil {
+						t.Fatal(err)
+					}
+					got[f] = sortedText(string(b))
+				}
+				return sum, got
+			}
+			refSum, ref := run(filepath.Join(dir, "ref"), 1, 64)
+			rules := map[string]int64{}
+			for _, r := range refSum.Rules {
+				rules[r.Rule] = r.Count
+			}
+			if refSum.Duplicates == 0 || refSum.Conflicts == 0 || rules["id_required"] == 0 || rules["amount_not_negative"] == 0 ||
+				refSum.Stages[0].TooLateSideOutput == 0 || refSum.Stages[0].RowsEmitted < 50 {
+				t.Fatalf("the reference run lacks some case: %+v, %v, %d duplicates, %d conflicts", refSum.Stages[0].Counters, refSum.Rules, refSum.Duplicates, refSum.Conflicts)
+			}
+			for k := range 3 {
+				par, batch := 2+rng.IntN(3), 1+rng.IntN(200)
+				before := engine.PreRouted.Load()
+				sum, got := run(filepath.Join(dir, fmt.Sprint("out", k)), par, batch)
+				if engine.PreRouted.Load() == before {
+					t.Fatalf("parallelism %d: no batch was routed with the decoders' front", par)
+				}
+				for _, f := range files {
+					if got[f] != ref[f] {
+						t.Errorf("parallelism %d, batch %d: %s differs from the one-task run's", par, batch, f)
+					}
+				}
+				if sum.Stages[0].Counters != refSum.Stages[0].Counters || sum.Quarantined != refSum.Quarantined ||
+					sum.Duplicates != refSum.Duplicates || sum.Conflicts != refSum.Conflicts || fmt.Sprint(sum.Rules) != fmt.Sprint(refSum.Rules) {
+					t.Errorf("parallelism %d, batch %d: counters differ from the one-task run's", par, batch)
 				}
 			}
 		})

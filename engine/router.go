@@ -315,7 +315,8 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64, known int) erro
 		return nil
 	}
 	p := rt.plan
-	if rules := p.Rules; rules != nil {
+	pre := rt.pre
+	if rules := p.Rules; rules != nil && (pre == nil || pre.flags[rt.preI]&preRulesOK == 0) {
 		arrival := now
 		if p.HasIngest && !r.IsNull(p.Ingest.Index) {
 			arrival = r.I[p.Ingest.Slot]
@@ -333,7 +334,9 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64, known int) erro
 		}
 	}
 	var id task.ID
-	if d := p.Dedup; d != nil {
+	if d := p.Dedup; d != nil && pre != nil && pre.flags[rt.preI]&preID != 0 {
+		id = pre.id(rt.preI) // computed by the decoder (prefront.go)
+	} else if d != nil {
 		v, err := d.Key.Eval(r)
 		if err != nil || v.IsNull() {
 			reason := "the event id (dedup.key) is null"
@@ -361,13 +364,13 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64, known int) erro
 		snd.ToDedup(step, now, r, m, ts, id)
 	case rt.g.OrderNode >= 0:
 		snd.ToOrder(step, now, r, m, ts, id)
-	case rt.pre != nil && rt.pre.verdict[rt.preI] != task.PreRouter:
+	case pre != nil && len(pre.verdict) > 0 && pre.verdict[rt.preI] != task.PreRouter:
 		// The decoder ran the select stage's front (prefront.go).
 		si := rt.g.Roots[0]
-		if rt.pre.verdict[rt.preI] == task.PreFiltered {
+		if pre.verdict[rt.preI] == task.PreFiltered {
 			snd.SelectFiltered(si)
 		} else {
-			snd.SelectPrepared(si, step, now, r, ts, rt.pre.row(rt.preI))
+			snd.SelectPrepared(si, step, now, r, ts, pre.row(rt.preI))
 		}
 	default:
 		snd.ToRoots(step, nil, now, r, m, ts, 1, &id, true)
