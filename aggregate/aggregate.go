@@ -71,8 +71,12 @@ type Spec struct {
 	// descending when its Desc is true.
 	Order []row.Field
 	Desc  []bool
-	// N is nth_by's rank (1-based; nthby.go).
-	N       int
+	// N is nth_by's rank (1-based; nthby.go), or top_n's number of rows
+	// kept per slot (topn.go).
+	N int
+	// Cols are top_n's columns: the values kept of each row, in the
+	// order Ranker.AppendRank appends them.
+	Cols    []row.Field
 	Retract bool // the input may retract rows: build retractable accumulators
 }
 
@@ -199,6 +203,8 @@ func New(sp Spec) (Column, error) {
 		return newFirstBy(sp)
 	case "nth_by":
 		return newNthBy(sp)
+	case "top_n":
+		return newTopN(sp)
 	}
 	return nil, fmt.Errorf("unknown aggregate %s() (want count, sum, avg, min, max, count_distinct, arg_max, arg_min, first_by, last_by or nth_by)", sp.Func)
 }

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"github.com/tidemark/tidemark/aggregate"
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/window"
@@ -41,7 +42,7 @@ func (o *Operator) emit(in *inst, w window.Window, kind firing) {
 			return
 		}
 		in.version++
-		o.push(changelog.Insert, in.key, w, o.results(in.slot), in.version, true)
+		o.pushFinal(in.key, w, in.slot, in.version)
 		in.emitted, in.dirty, in.emitW, in.emitV = true, false, w, in.version
 		return
 	}
@@ -138,7 +139,50 @@ func (o *Operator) rowKey(id uint32) []row.Value {
 	return v
 }
 
+// rankKey is rowKey with the rank appended: key id's values, then rank
+// as an int (a ranked operator's rows, Config.Ranked).
+func (o *Operator) rankKey(id uint32, rank int) []row.Value {
+	n := len(o.keys.fields) + 1
+	if len(o.keyArena)+n > cap(o.keyArena) {
+		c := rowKeyChunk
+		if o.transientKeys {
+			c = 2 * cap(o.keyArena)
+		}
+		o.keyArena = make([]row.Value, 0, max(c, rowKeyChunk, n))
+	}
+	start := len(o.keyArena)
+	o.keyArena = o.keyArena[:start+n]
+	v := o.keyArena[start : start+n : start+n]
+	if n > 1 {
+		decodeKeyInto(v[:n-1], o.keys.ent(id).enc, o.keys.fields)
+	}
+	v[n-1] = row.Int(int64(rank))
+	return v
+}
+
+// pushFinal pushes the final insert of key's instance in window w from
+// slot s: one row of the slot's results or, for a ranked operator
+// (Config.Ranked), one row per row its Ranker keeps, in rank order, each
+// keyed by the key and its rank.
+func (o *Operator) pushFinal(key uint32, w window.Window, s int32, version uint32) {
+	if !o.cfg.Ranked {
+		o.push(changelog.Insert, key, w, o.results(s), version, true)
+		return
+	}
+	rk := o.cfg.Aggs[0].(aggregate.Ranker)
+	for k := range rk.Ranks(s) {
+		start := len(o.vals)
+		o.vals = rk.AppendRank(o.vals, s, k)
+		o.pushRow(changelog.Insert, key, o.rankKey(key, k+1), w, o.vals[start:len(o.vals):len(o.vals)], version, true)
+	}
+}
+
 func (o *Operator) push(op changelog.Op, key uint32, w window.Window, vals []row.Value, version uint32, final bool) {
+	o.pushRow(op, key, o.rowKey(key), w, vals, version, final)
+}
+
+// pushRow appends a row of key (its values kv) to the output.
+func (o *Operator) pushRow(op changelog.Op, key uint32, kv []row.Value, w window.Window, vals []row.Value, version uint32, final bool) {
 	switch o.cfg.Order {
 	case OrderGroup:
 		o.ord = append(o.ord, EmitOrder{A: o.ordA, B: o.ordB, C: uint64(o.keys.ent(key).group)})
@@ -149,7 +193,7 @@ func (o *Operator) push(op changelog.Op, key uint32, w window.Window, vals []row
 		Op:          op,
 		WindowStart: w.Start,
 		WindowEnd:   w.End,
-		Key:         o.rowKey(key),
+		Key:         kv,
 		Values:      vals,
 		Version:     uint64(version),
 		IsFinal:     final,

@@ -138,6 +138,13 @@ type Config struct {
 	// windows. The emitted rows are the same; tests and benchmarks compare
 	// the two. Tumbling windows and sessions are never sliced.
 	NoSlicing bool
+	// Ranked makes the operator a Top-N: its only column is an
+	// aggregate.Ranker (top_n), and a (window, key) emits one row per row
+	// the column keeps, in rank order, instead of one row of results: its
+	// key is the group key followed by the rank (an int, 1-based), its
+	// values the kept row's (Ranker.AppendRank). Mode must be Final,
+	// without early firings.
+	Ranked bool
 }
 
 // Order is how a firing (on time, early, close) orders its rows
@@ -255,6 +262,14 @@ func New(cfg Config) (*Operator, error) {
 	}
 	if cfg.AllowedLateness < 0 || cfg.EarlyEvery < 0 {
 		return nil, fmt.Errorf("operator: negative allowed lateness or early firing period")
+	}
+	if cfg.Ranked {
+		if _, ok := cfg.Aggs[0].(aggregate.Ranker); !ok || len(cfg.Aggs) != 1 {
+			return nil, fmt.Errorf("operator: a ranked operator has one column, a top_n")
+		}
+		if cfg.Mode != Final || cfg.EarlyEvery > 0 {
+			return nil, fmt.Errorf("operator: a ranked operator emits in mode final, without early firings")
+		}
 	}
 	if cfg.KeyGroups <= 0 {
 		cfg.KeyGroups = 128

@@ -1022,7 +1022,7 @@ func (o *Operator) listedContinue(limit int) bool {
 		o.ordC = k.birth
 		// Never emitted before (a window emits once it is a pane): an
 		// insert, version 1, final.
-		o.push(changelog.Insert, k.kid, v.w, o.results(slot), 1, true)
+		o.pushFinal(k.kid, v.w, slot, 1)
 	}
 	return false
 }
@@ -1158,7 +1158,7 @@ func (o *Operator) streamContinue(limit int) bool {
 			slot = v.z
 		}
 		o.ordC = e.birth
-		o.push(changelog.Insert, e.key, v.w, o.results(slot), 1, true)
+		o.pushFinal(e.key, v.w, slot, 1)
 	}
 	return false
 }

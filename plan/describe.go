@@ -57,6 +57,8 @@ func Describe(pl *Plan) string {
 			kind = st.Join.Type + " join"
 		case s.Desc.Stateless:
 			kind = "select"
+		case st.TopN != nil:
+			kind = "top-n"
 		}
 		reads := "source"
 		if s.Input >= 0 {
@@ -101,6 +103,15 @@ func Describe(pl *Plan) string {
 				w("  key         none (one group)\n")
 			}
 			w("  window      %s\n", describeWindow(&st.Window))
+			if t := st.TopN; t != nil {
+				cols := "none"
+				if len(t.Columns) > 0 {
+					cols = strings.Join(t.Columns, ", ")
+				}
+				w("  top_n       the first %d rows by %s; columns %s; rank %s\n", t.N, strings.Join(t.Order, ", "), cols, t.Rank)
+				w("  state       per key: its %d first rows (top_n) in panes (one per window and key)\n", t.N)
+				break
+			}
 			var aggs []string
 			for _, a := range st.Aggregates {
 				aggs = append(aggs, a.Name+" = "+a.Expr)

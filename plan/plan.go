@@ -593,6 +593,10 @@ type parsedStage struct {
 	fields  []*expr.Parsed
 	aggFunc []string
 	aggArgs [][]*expr.Parsed
+	// topOrder and topDesc are a Top-N stage's order (stages[].top_n):
+	// each expression without its desc(), and whether it was desc().
+	topOrder []*expr.Parsed
+	topDesc  []bool
 }
 
 func parseStage(st spec.Stage, cache *expr.ParseCache) (*parsedStage, error) {
@@ -619,6 +623,21 @@ func parseStage(st spec.Stage, cache *expr.ParseCache) (*parsedStage, error) {
 		}
 		ps.aggFunc = append(ps.aggFunc, name)
 		ps.aggArgs = append(ps.aggArgs, args)
+	}
+	if t := st.TopN; t != nil {
+		for _, o := range t.Order {
+			src := strings.TrimSpace(o)
+			desc := len(src) > 6 && strings.EqualFold(src[:5], "desc(") && src[len(src)-1] == ')'
+			if desc {
+				src = src[5 : len(src)-1]
+			}
+			p, err := cache.Parse(src)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("top_n.order: %w", err))
+			}
+			ps.topOrder = append(ps.topOrder, p)
+			ps.topDesc = append(ps.topDesc, desc)
+		}
 	}
 	return ps, errors.Join(errs...)
 }
@@ -658,6 +677,16 @@ func (ps *parsedStage) inputRefs() []string {
 	for _, item := range ps.st.Select {
 		if n, _ := spec.SelectItem(item); !derived[n] {
 			set.add(n)
+		}
+	}
+	for _, p := range ps.topOrder {
+		add(p)
+	}
+	if t := ps.st.TopN; t != nil {
+		for _, item := range t.Columns {
+			if n, _ := spec.SelectItem(item); !derived[n] {
+				set.add(n)
+			}
 		}
 	}
 	return set.list()
@@ -766,9 +795,18 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 	// changes.
 	var cols []aggregate.Column
 	var outs []changelog.Column
+	if st.TopN != nil {
+		if c, sp, o, ok := compileTopN(st, ps, s, schema, retracting, add, exprErr); ok {
+			cols, outs, s.Aggs = []aggregate.Column{c}, o, []aggregate.Spec{sp}
+		}
+	}
 	for i, a := range st.Aggregates {
 		sp := aggregate.Spec{Name: a.Name, Func: ps.aggFunc[i], Retract: retracting}
 		args := ps.aggArgs[i]
+		if sp.Func == "top_n" {
+			add("aggregates."+a.Name, errors.New("top_n is a stage of its own (top_n: {n, order, columns}), not an aggregate column"))
+			continue
+		}
 		// argField compiles argument j to a field: a bare field is read
 		// directly; any other expression becomes a hidden derived field
 		// (__name, __name_2), evaluated with the others.
@@ -916,6 +954,7 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		EarlyEvery:      st.Emit.EarlyEvery.Ms(),
 		Key:             s.Key,
 		Aggs:            cols,
+		Ranked:          st.TopN != nil,
 	}
 	if st.Window.Type == "session" {
 		cfg.Gap = st.Window.Gap.Ms()
@@ -932,6 +971,9 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 	for i, f := range s.Key {
 		keyCols[i] = changelog.Column{Name: f.Name, Kind: f.Kind}
 	}
+	if st.TopN != nil {
+		keyCols = append(keyCols, changelog.Column{Name: st.TopN.Rank, Kind: row.KindInt})
+	}
 	s.Desc = changelog.Desc{
 		Stage:    st.Name,
 		Key:      keyCols,
@@ -941,6 +983,64 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 		EmitMode: st.Emit.Mode,
 	}
 	return s, errors.Join(errs...)
+}
+
+// compileTopN compiles a Top-N stage's column (stages[].top_n): the
+// aggregate top_n over its order (a bare field read directly, any other
+// expression a hidden derived field __top_n_<i>) and its columns, with
+// the output columns it gives (the values of a rank's row; the rank is
+// the last key column). ok is false when something did not compile (the
+// errors are added).
+func compileTopN(st spec.Stage, ps *parsedStage, s *Stage, schema *row.Schema, retracting bool, add func(string, error), exprErr func(string, *expr.Parsed, error)) (aggregate.Column, aggregate.Spec, []changelog.Column, bool) {
+	t := st.TopN
+	sp := aggregate.Spec{Name: t.Rank, Func: "top_n", N: t.N, Retract: retracting}
+	ok := true
+	for i, p := range ps.topOrder {
+		if p == nil {
+			ok = false
+			continue
+		}
+		e, err := expr.Compile(p, schema)
+		if err != nil {
+			exprErr("top_n.order", p, err)
+			ok = false
+			continue
+		}
+		f, isField := e.IsField()
+		if !isField {
+			fd, err := schema.Add(fmt.Sprintf("__top_n_%d", i+1), e.Kind())
+			if err != nil {
+				add("top_n.order", err)
+				ok = false
+				continue
+			}
+			s.Derived = append(s.Derived, Derived{Field: fd, Expr: e})
+			f = fd
+		}
+		sp.Order = append(sp.Order, f)
+		sp.Desc = append(sp.Desc, ps.topDesc[i])
+	}
+	var outs []changelog.Column
+	for _, item := range t.Columns {
+		field, name := spec.SelectItem(item)
+		f, found := schema.Lookup(field)
+		if !found {
+			add("top_n.columns", fmt.Errorf("%q is not a field%s", field, closeFields(field, schema)))
+			ok = false
+			continue
+		}
+		sp.Cols = append(sp.Cols, f)
+		outs = append(outs, changelog.Column{Name: name, Kind: f.Kind})
+	}
+	if !ok {
+		return nil, sp, nil, false
+	}
+	c, err := aggregate.New(sp)
+	if err != nil {
+		add("top_n", err)
+		return nil, sp, nil, false
+	}
+	return c, sp, outs, true
 }
 
 // descArg reports whether an aggregate argument is desc(k), returning

@@ -255,6 +255,7 @@ func validateJoinStage(prefix string, p *Pipeline, s *Stage, add func(key, forma
 	notHere("window", w != (Window{}))
 	notHere("aggregates", len(s.Aggregates) > 0)
 	notHere("select", len(s.Select) > 0)
+	notHere("top_n", s.TopN != nil)
 	notHere("contributions", s.Contributions != nil)
 	if s.Input != "" && s.Input != "source" {
 		add(prefix+"input", "not used by a join stage: its inputs are join.left.input and join.right.input")

@@ -211,6 +211,17 @@ func (p *Pipeline) Defaults() {
 		p.Source.CSV.Header = &t
 	}
 	defaultStage := func(s *Stage) {
+		if s.TopN != nil {
+			if s.Emit.Mode == "" {
+				s.Emit.Mode = "final"
+			}
+			if s.Window.Type == "" {
+				s.Window.Type = "global"
+			}
+			if s.TopN.Rank == "" {
+				s.TopN.Rank = "rn"
+			}
+		}
 		if s.Emit.Mode == "" {
 			s.Emit.Mode = "update"
 		}
@@ -289,6 +300,7 @@ func (p *Pipeline) topStage() Stage {
 		AllowedLateness: p.AllowedLateness,
 		Aggregates:      p.Aggregates,
 		Select:          p.Select,
+		TopN:            p.TopN,
 		Contributions:   p.Contributions,
 		Emit:            p.Emit,
 		Late:            p.Late,
@@ -479,7 +491,7 @@ func (p *Pipeline) Validate() error {
 	}
 	if len(p.Stages) > 0 {
 		if p.Filter != "" || len(p.Fields) > 0 || len(p.Key) > 0 || p.Window != (Window{}) ||
-			len(p.Aggregates) > 0 || len(p.Select) > 0 || len(p.Sinks) > 0 || p.Contributions != nil || p.AllowedLateness != 0 ||
+			len(p.Aggregates) > 0 || len(p.Select) > 0 || p.TopN != nil || len(p.Sinks) > 0 || p.Contributions != nil || p.AllowedLateness != 0 ||
 			p.Emit != (Emit{}) || p.Late.Policy != "" || p.Late.Sink != nil {
 			add("stages", "use either stages or the top-level stage keys (filter, fields, key, window, allowed_lateness, aggregates, emit, late, sinks), not both")
 		}
@@ -821,7 +833,9 @@ func validateStage(prefix string, s *Stage, add func(key, format string, args ..
 	wholeMs(prefix+"allowed_lateness", s.AllowedLateness, add)
 	wholeMs(prefix+"emit.early_every", s.Emit.EarlyEvery, add)
 	wholeMs(prefix+"window.offset", w.Offset, add)
-	if len(s.Aggregates) == 0 {
+	if s.TopN != nil {
+		validateTopN(prefix, s, add)
+	} else if len(s.Aggregates) == 0 {
 		add(prefix+"aggregates", "at least one aggregate is required, e.g. {events: count()}")
 	}
 	names := map[string]bool{}
@@ -1305,6 +1319,7 @@ func validateSelectStage(prefix string, s *Stage, add func(key, format string, a
 	notHere("window", w != (Window{}))
 	notHere("key", len(s.Key) > 0)
 	notHere("aggregates", len(s.Aggregates) > 0)
+	notHere("top_n", s.TopN != nil)
 	notHere("allowed_lateness", s.AllowedLateness != 0)
 	notHere("emit.early_every", s.Emit.EarlyEvery != 0)
 	seen := map[string]bool{}
@@ -1454,7 +1469,7 @@ func validateUnionStage(prefix string, p *Pipeline, s *Stage, seen, unions map[s
 		w.Timezone = "" // the default
 	}
 	if s.Filter != "" || len(s.Fields) > 0 || len(s.Key) > 0 || w != (Window{}) || s.AllowedLateness != 0 ||
-		len(s.Aggregates) > 0 || len(s.Select) > 0 || s.Contributions != nil || s.Join != nil || s.EventTime != nil {
+		len(s.Aggregates) > 0 || len(s.Select) > 0 || s.TopN != nil || s.Contributions != nil || s.Join != nil || s.EventTime != nil {
 		add(prefix+"union", "a union stage has only name and sinks (its rows are its stages' rows as they are): filter, fields, key, window, allowed_lateness, aggregates, select, contributions, join and event_time belong in the stages it unites")
 	}
 	if s.Emit.EarlyEvery != 0 || s.Emit.Mode != "" && s.Emit.Mode != "update" || s.Late.Sink != nil || s.Late.Policy != "" && s.Late.Policy != "drop" {
@@ -1462,5 +1477,60 @@ func validateUnionStage(prefix string, p *Pipeline, s *Stage, seen, unions map[s
 	}
 	if p.Source.Assignment == "group" {
 		add(prefix+"union", "a union stage does not run with source.assignment group yet: give each stage its own sinks")
+	}
+}
+
+// MaxTopN is the most rows a Top-N stage keeps per window and key
+// (TopN.N): aggregate.MaxNth.
+const MaxTopN = 1000
+
+// validateTopN checks a Top-N stage (Stage.TopN): n, the order, the
+// columns' and the rank's names (none a key, a reserved column or
+// another's), no aggregates, emit mode final without early firings. The
+// expressions are compiled with the plan.
+func validateTopN(prefix string, s *Stage, add func(key, format string, args ...any)) {
+	t := s.TopN
+	if t.N < 1 || t.N > MaxTopN {
+		add(prefix+"top_n.n", "%d: a Top-N keeps 1 to %d rows per key", t.N, MaxTopN)
+	}
+	if len(t.Order) == 0 {
+		add(prefix+"top_n.order", "required: the expressions the rows sort by, e.g. [desc(price), date_time]")
+	}
+	for _, o := range t.Order {
+		if strings.TrimSpace(o) == "" {
+			add(prefix+"top_n.order", "an empty expression")
+		}
+	}
+	if len(s.Aggregates) > 0 {
+		add(prefix+"aggregates", "a Top-N stage has no aggregates: its rows are the kept rows' top_n.columns")
+	}
+	if s.Emit.Mode != "" && s.Emit.Mode != "final" {
+		add(prefix+"emit.mode", "%q: a Top-N stage emits its ranks when the window closes (final)", s.Emit.Mode)
+	}
+	names := map[string]string{} // column name → what uses it
+	for _, k := range s.Key {
+		names[k] = "a key column"
+	}
+	if strings.TrimSpace(t.Rank) == "" {
+		add(prefix+"top_n.rank", "empty")
+	} else if reserved[strings.ToLower(t.Rank)] {
+		add(prefix+"top_n.rank", "%q is a reserved output column", t.Rank)
+	} else if why, ok := names[t.Rank]; ok {
+		add(prefix+"top_n.rank", "%q is also %s", t.Rank, why)
+	}
+	if names[t.Rank] == "" {
+		names[t.Rank] = "the rank column"
+	}
+	for _, item := range t.Columns {
+		field, f := SelectItem(item)
+		switch {
+		case field == "" || f == "":
+			add(prefix+"top_n.columns", "%q: empty", item)
+		case reserved[strings.ToLower(f)]:
+			add(prefix+"top_n.columns", "%q is a reserved output column; rename it (%s as other)", f, field)
+		case names[f] != "":
+			add(prefix+"top_n.columns", "%q is also %s", f, names[f])
+		}
+		names[f] = "a column"
 	}
 }

@@ -72,6 +72,10 @@ type Pipeline struct {
 	// ("bid.price as price"; SelectItem). YAML `select`. Default: none (a
 	// windowed aggregation).
 	Select []string `yaml:"select"`
+	// TopN makes the stage a Top-N instead of an aggregation (TopN):
+	// per window and key, the first n rows in an order, each emitted as
+	// a row with its rank. YAML `top_n`. Default: none.
+	TopN *TopN `yaml:"top_n"`
 	// Sinks receive the result rows. YAML `sinks`. Optional (a run with no
 	// sink still prints its summary).
 	Sinks []Sink `yaml:"sinks"`
@@ -211,6 +215,7 @@ type Stage struct {
 	AllowedLateness Duration       `yaml:"allowed_lateness"`
 	Aggregates      NamedExprs     `yaml:"aggregates"`
 	Select          []string       `yaml:"select"`
+	TopN            *TopN          `yaml:"top_n"`
 	Contributions   *Contributions `yaml:"contributions"`
 	Emit            Emit           `yaml:"emit"`
 	Late            Late           `yaml:"late"`
@@ -233,6 +238,36 @@ type Stage struct {
 	// key but name and sinks, and no stage or join reads it; it does not
 	// run with source.assignment group. YAML `union`. Default: none.
 	Union []string `yaml:"union"`
+}
+
+// TopN is a Top-N stage (Stage.TopN): Flink's Rank operator over an
+// append-only input (AppendOnlyTopNFunction; SQL's ROW_NUMBER() OVER
+// (PARTITION BY key ORDER BY order) <= n). For each window and key (the
+// stage's key, the partition) it keeps the n first rows in Order — ties
+// to the row that came first — with their Columns: one state per key
+// (aggregate top_n) shared by the columns. When the window closes (the
+// global window: when the input ends) it emits each kept row as a final
+// insert keyed by the stage's key and Rank (1 to n), its values the
+// columns; a key with fewer than n rows emits those it has. The stage
+// has no aggregates or select; its emit mode is final (the ranks as the
+// whole window sorts them; the updates Flink emits while ranks shift are
+// not emitted), without early firings; its input must not retract.
+type TopN struct {
+	// N is the number of rows kept per window and key, 1 to 1000. YAML
+	// `n`. Required.
+	N int `yaml:"n"`
+	// Order lists the expressions the rows sort by, the first deciding
+	// first, each ascending or, written desc(x), descending; a null sorts
+	// below every value. YAML `order`. Required.
+	Order []string `yaml:"order"`
+	// Columns lists the values kept of each row: input or derived fields,
+	// "field as name" writing one under another column name
+	// (SelectItem). YAML `columns`. Default: none (the rows are the key
+	// and the rank).
+	Columns []string `yaml:"columns"`
+	// Rank names the rank column, the last key column of the rows. YAML
+	// `rank`. Default "rn".
+	Rank string `yaml:"rank"`
 }
 
 // Source configures the record source.

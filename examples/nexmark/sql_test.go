@@ -124,6 +124,7 @@ type capturedRow struct {
 	op         changelog.Op
 	start, end int64
 	cols       map[string]row.Value
+	key        string // the row's key columns (its Desc's: a Top-N's rank too)
 }
 
 func (c *sqlCapture) Write(_ context.Context, rows []changelog.Row) error {
@@ -132,9 +133,12 @@ func (c *sqlCapture) Write(_ context.Context, rows []changelog.Row) error {
 	for i := range rows {
 		r := &rows[i]
 		cr := capturedRow{op: r.Op, start: r.WindowStart, end: r.WindowEnd, cols: map[string]row.Value{}}
+		var key []string
 		for j, k := range c.desc.Key {
 			cr.cols[k.Name] = own(r.Key[j])
+			key = append(key, r.Key[j].String())
 		}
+		cr.key = strings.Join(key, ",")
 		for j, v := range c.desc.Values {
 			cr.cols[v.Name] = own(r.Values[j])
 		}
@@ -191,7 +195,7 @@ func runSQL(t testing.TB, p *spec.Pipeline, tasks int) []string {
 				id := fmt.Sprintf("%d|%d|%s", r.start, r.end, text)
 				if r.end > r.start {
 					// A result row: identified by its window and key.
-					id = fmt.Sprintf("%d|%s", r.start, keyText(r, p))
+					id = fmt.Sprintf("%d|%s", r.start, r.key)
 				}
 				if _, ok := final[id]; !ok {
 					order = append(order, id)
@@ -202,7 +206,7 @@ func runSQL(t testing.TB, p *spec.Pipeline, tasks int) []string {
 				}
 				final[id] = text
 			case changelog.Delete:
-				delete(final, fmt.Sprintf("%d|%s", r.start, keyText(r, p)))
+				delete(final, fmt.Sprintf("%d|%s", r.start, r.key))
 			}
 		}
 		for _, id := range order {
@@ -212,22 +216,6 @@ func runSQL(t testing.TB, p *spec.Pipeline, tasks int) []string {
 		}
 	}
 	return out
-}
-
-// keyText is a result row's key columns as text (the row's desc keys are
-// those of its stage).
-func keyText(r capturedRow, p *spec.Pipeline) string {
-	var keys []string
-	for _, st := range p.StageList() {
-		if len(st.Sinks) > 0 {
-			keys = st.Key
-		}
-	}
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, r.cols[k].String())
-	}
-	return strings.Join(parts, ",")
 }
 
 // canonSQL renders a row's columns as name=value pairs in name order (as

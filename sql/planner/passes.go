@@ -59,6 +59,19 @@ func fieldsRead(st *spec.Stage) map[string]bool {
 			out[f] = true
 		}
 	}
+	if t := st.TopN; t != nil {
+		for _, o := range t.Order {
+			if len(o) > 6 && o[:5] == "desc(" && o[len(o)-1] == ')' {
+				o = o[5 : len(o)-1]
+			}
+			addText(o)
+		}
+		for _, item := range t.Columns {
+			if f, _ := spec.SelectItem(item); !derived[f] {
+				out[f] = true
+			}
+		}
+	}
 	if st.EventTime != nil {
 		out[st.EventTime.Field] = true
 	}

@@ -328,7 +328,7 @@ func (pl *planner) pipeline() (*spec.Pipeline, error) {
 		s := stages[0]
 		p.Filter, p.Fields, p.Key, p.Window = s.Filter, s.Fields, s.Key, s.Window
 		p.AllowedLateness, p.Aggregates, p.Emit, p.Late = s.AllowedLateness, s.Aggregates, s.Emit, s.Late
-		p.Select, p.Sinks, p.Contributions = s.Select, s.Sinks, s.Contributions
+		p.Select, p.TopN, p.Sinks, p.Contributions = s.Select, s.TopN, s.Sinks, s.Contributions
 	} else {
 		p.Stages = stages
 	}

@@ -99,10 +99,6 @@ type rel struct {
 	filter []string
 	win    *windowTVF
 	at     parser.Pos
-	// ranks are, for a Top-N of more than one row (topN), the relation
-	// of each rank 1…N (this relation is rank 1's): an INSERT writes the
-	// union of them.
-	ranks []*rel
 }
 
 // clone copies a relation's column list and filter (the columns

@@ -357,22 +357,7 @@ func (pl *planner) insertQuery(q parser.Query, t *table, cols []*physCol) (*stag
 	if err != nil {
 		return nil, err
 	}
-	if r.ranks == nil {
-		return pl.insertRel(r, q, name, cols)
-	}
-	// A Top-N of more than one row per key: the union of its ranks.
-	u := &stageDef{kind: stageUnion, out: map[string]typ{}}
-	for _, rk := range r.ranks {
-		sd, err := pl.insertRel(rk, q, name, cols)
-		if err != nil {
-			return nil, err
-		}
-		u.unionIn = append(u.unionIn, sd)
-		for k, v := range sd.out {
-			u.out[k] = v
-		}
-	}
-	return pl.addStage(u), nil
+	return pl.insertRel(r, q, name, cols)
 }
 
 // insertRel returns the stage whose rows are r's (the rows of query q),
@@ -466,6 +451,15 @@ func (pl *planner) materialize(r *rel, vis []*col, cols []*physCol) (*stageDef, 
 		for _, a := range sd.st.Aggregates {
 			if !selected[a.Name] && !strings.HasPrefix(a.Name, "__rows") {
 				same = false
+			}
+		}
+		if t := sd.st.TopN; t != nil {
+			// A Top-N's rows: each column, and the rank, selected.
+			same = same && selected[t.Rank]
+			for _, item := range t.Columns {
+				if _, name := spec.SelectItem(item); !selected[name] {
+					same = false
+				}
 			}
 		}
 		if same {

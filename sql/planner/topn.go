@@ -1,11 +1,9 @@
 package planner
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
-	"github.com/tidemark/tidemark/aggregate"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/sql/parser"
@@ -21,7 +19,10 @@ import (
 // (ties: the first to arrive, as Flink's Top-N keeps it), or, when the
 // order is the event time descending, last_by(column, ts): the last row
 // by time (ties: the last to arrive, as Flink's deduplication keeping the
-// last row). ok is false when sel is not the pattern. N > 1 is refused.
+// last row). N > 1, as the whole query of an INSERT, is a Top-N stage
+// (spec.TopN): each key's N first rows in the order, with their columns
+// and their rank as the column rn names. ok is false when sel is not the
+// pattern.
 func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) (*rel, bool, error) {
 	sub, ok := sel.From.(*parser.SubqueryRef)
 	if !ok || sub.Lateral {
@@ -99,8 +100,8 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	if n > 1 && (pl.ins == nil || pl.ins.top != sel) {
 		return nil, true, pl.errAt(bound.Position(), "a Top-N of more than one row per key (%s <= %d) is supported as the whole query of an INSERT (INSERT INTO t SELECT … FROM (SELECT …, ROW_NUMBER() OVER (…) AS %s FROM …) WHERE %s <= %d); here it feeds another query", rnName, n, rnName, rnName, n)
 	}
-	if n > int64(aggregate.MaxNth) {
-		return nil, true, pl.errAt(bound.Position(), "a Top-N of %d rows per key: at most %d", n, aggregate.MaxNth)
+	if n > int64(spec.MaxTopN) {
+		return nil, true, pl.errAt(bound.Position(), "a Top-N of %d rows per key: at most %d", n, spec.MaxTopN)
 	}
 	// The inner query's rows.
 	var iw []parser.Expr
@@ -203,63 +204,61 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	if lastByTime {
 		fn = "last_by"
 	}
+	out := &rel{at: sel.At}
+	sd := &stageDef{kind: stageAgg, out: map[string]typ{}}
+	var top *spec.TopN
 	if n > 1 {
-		// The n first rows of each key: nth_by(column, k, order) for
-		// each rank k, the order by time descending as any other (ties:
-		// the row added first).
+		// The n first rows of each key: a Top-N stage (top_n), the
+		// order by time descending as any other (ties: the row that
+		// came first).
 		if lastByTime {
 			order = []string{"desc(" + order[0] + ")"}
 		}
-		fn = "nth_by"
+		top = &spec.TopN{N: int(n), Order: order}
 	}
-	out := &rel{at: sel.At}
-	sd := &stageDef{kind: stageAgg, out: map[string]typ{}}
-	rankCol := map[int64][]*col{} // n > 1: rank k's columns (key columns too)
 	for _, c := range cols.cols {
 		if c.fields != nil {
 			return nil, true, pl.errAt(inner.At, "%s is a ROW: select its fields", c.name)
 		}
 		if k, ok := keyOf[c.v.text]; ok {
-			kc := &col{qual: c.qual, name: c.name, v: val{text: k, field: k, t: c.v.t}}
-			out.cols = append(out.cols, kc)
-			for r := int64(1); r <= n && n > 1; r++ {
-				rankCol[r] = append(rankCol[r], kc)
-			}
+			out.cols = append(out.cols, &col{qual: c.qual, name: c.name, v: val{text: k, field: k, t: c.v.t}})
 			sd.out[k] = c.v.t
 			continue
 		}
 		if c.v.win != "" {
 			return nil, true, pl.errAt(inner.At, "window columns need an aggregation: GROUP BY window_start, window_end")
 		}
-		if n > 1 {
-			for k := int64(1); k <= n; k++ {
-				name := uniqueName(names, fmt.Sprintf("__%s_%d", sanitize(c.name), k))
-				names[name] = true
-				st.Aggregates = append(st.Aggregates, spec.NamedExpr{Name: name, Expr: fmt.Sprintf("nth_by(%s, %d, %s)", c.v.text, k, strings.Join(order, ", "))})
-				sd.out[name] = c.v.t
-				rankCol[k] = append(rankCol[k], &col{qual: c.qual, name: c.name, v: val{text: name, field: name, t: c.v.t}})
-			}
-			out.cols = append(out.cols, rankCol[1][len(rankCol[1])-1])
-			continue
-		}
 		name := c.name
 		if names[name] || !fieldNameOK(name) {
 			name = uniqueName(names, "__"+sanitize(name))
 		}
 		names[name] = true
-		st.Aggregates = append(st.Aggregates, spec.NamedExpr{Name: name, Expr: fn + "(" + c.v.text + ", " + strings.Join(order, ", ") + ")"})
+		if top != nil {
+			// A column of the Top-N's rows: the field holding it, under
+			// its name.
+			f := b.field(c.v, name)
+			item := f
+			if f != name {
+				item = f + " as " + name
+			}
+			top.Columns = append(top.Columns, item)
+		} else {
+			st.Aggregates = append(st.Aggregates, spec.NamedExpr{Name: name, Expr: fn + "(" + c.v.text + ", " + strings.Join(order, ", ") + ")"})
+		}
 		sd.out[name] = c.v.t
 		out.cols = append(out.cols, &col{qual: c.qual, name: c.name, v: val{text: name, field: name, t: c.v.t}})
 	}
-	rowsName := "__rows"
-	if n > 1 {
-		// The rows a key has: rank k exists when it has k.
-		rowsName = uniqueName(names, "__rows")
-		names[rowsName] = true
-		st.Aggregates = append(st.Aggregates, spec.NamedExpr{Name: rowsName, Expr: "count()"})
-		sd.out[rowsName] = tInt
+	if top != nil {
+		// The rank: the last key column of the Top-N's rows.
+		top.Rank = rnName
+		if names[rnName] || !fieldNameOK(rnName) {
+			top.Rank = uniqueName(names, "__"+sanitize(rnName))
+		}
+		names[top.Rank] = true
+		sd.out[top.Rank] = tInt
+		st.TopN = top
 	}
-	if len(st.Aggregates) == 0 {
+	if len(st.Aggregates) == 0 && top == nil {
 		st.Aggregates = spec.NamedExprs{{Name: "__rows", Expr: "count()"}}
 	}
 	st.Fields = b.fields
@@ -279,11 +278,13 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	sd.updating = st.Emit.Mode != "final"
 	sd = pl.addStage(sd)
 	out.prod = &producer{kind: prodStage, stage: sd}
-	if n > 1 {
-		return pl.topNRanks(sel, sub, where, bound, rnName, n, rankCol, rowsName, out.prod)
+	if top != nil {
+		// rn: the rank column of the rows.
+		out.cols = append(out.cols, &col{name: rnName, v: val{text: top.Rank, field: top.Rank, t: tInt}})
+	} else {
+		// rn: 1 on every row.
+		out.cols = append(out.cols, &col{name: rnName, v: val{text: "1", t: tInt}})
 	}
-	// rn: 1 on every row.
-	out.cols = append(out.cols, &col{name: rnName, v: val{text: "1", t: tInt}})
 	if sub.Alias != nil {
 		out = requalify(out, sub.Alias.Name)
 	}
@@ -317,45 +318,4 @@ func sanitize(s string) string {
 		}
 		return '_'
 	}, s)
-}
-
-// topNRanks plans the outer query of a Top-N of n > 1 rows per key over
-// prod, an aggregation whose rank-k columns are rankCol[k] (nth_by) and
-// whose rowsName counts the key's rows: for each rank k, the relation of
-// the keys with at least k rows, their rank-k columns and rn = k, under
-// the outer query (its WHERE without the bound, its SELECT list). The
-// relation returned is rank 1's, with every rank's in ranks: the INSERT
-// writes their union (insertQuery).
-func (pl *planner) topNRanks(sel *parser.Select, sub *parser.SubqueryRef, where []parser.Expr, bound parser.Expr, rnName string, n int64, rankCol map[int64][]*col, rowsName string, prod *producer) (*rel, bool, error) {
-	if len(sel.GroupBy) > 0 || sel.Having != nil || sel.Distinct || pl.hasAggregates(sel) {
-		return nil, true, pl.errAt(sel.At, "a Top-N of more than one row per key is written as it is (its ranks' rows into the sink): aggregating its rows is not supported")
-	}
-	var ranks []*rel
-	for k := int64(1); k <= n; k++ {
-		out := &rel{at: sel.At, prod: prod}
-		out.cols = append(append(out.cols, rankCol[k]...), &col{name: rnName, v: val{text: strconv.FormatInt(k, 10), t: tInt}})
-		out.filter = []string{fmt.Sprintf("%s >= %d", rowsName, k)}
-		if sub.Alias != nil {
-			out = requalify(out, sub.Alias.Name)
-		}
-		for _, w := range where {
-			if w == bound {
-				continue
-			}
-			v, err := pl.expr(w, &ectx{rel: out, where: "WHERE"})
-			if err != nil {
-				return nil, true, err
-			}
-			out = out.clone()
-			out.filter = append(out.filter, v.text)
-		}
-		r, err := pl.project(sel.Items, out, &ectx{rel: out, where: "the SELECT list"})
-		if err != nil {
-			return nil, true, err
-		}
-		ranks = append(ranks, r)
-	}
-	first := ranks[0].clone()
-	first.ranks = ranks
-	return first, true, nil
 }

@@ -1,6 +1,6 @@
 -- UNION ALL into one sink (a union stage of one stage per branch), and a
--- Top-3 per auction (an aggregation holding each rank's row by nth_by, a
--- select stage per rank, and their union).
+-- Top-3 per auction (one Top-N stage keeping each auction's 3 first rows,
+-- its rows keyed by the auction and the rank).
 CREATE TABLE bids (auction BIGINT, bidder BIGINT, price BIGINT, ts TIMESTAMP(3),
   WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
 WITH ('connector' = 'filesystem', 'path' = 'bids.jsonl', 'format' = 'json');
