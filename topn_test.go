@@ -184,3 +184,53 @@ func runTopN(t *testing.T, dir, backend string, pars []int, stops []int64) []str
 	}
 	return rows
 }
+
+// TestTopNStageFeedsAggregation: a stage reading a Top-N stage's rows
+// takes each kept row as an input row, its rank a field: per auction the
+// rows kept, the sum of their ranks and the best price, worked out from
+// topNWant (auctions 1 and 2: 3 rows, ranks 1+2+3, best 10 and 7;
+// auctions 3 and 4: one row, best 1 and 2), at parallelism 1 and 2.
+func TestTopNStageFeedsAggregation(t *testing.T) {
+	want := []string{"auction=1 bids=3 ranks=6 best=10", "auction=2 bids=3 ranks=6 best=7", "auction=3 bids=1 ranks=1 best=1", "auction=4 bids=1 ranks=1 best=2"}
+	for _, par := range []int{1, 2} {
+		dir := t.TempDir()
+		in, out := filepath.Join(dir, "bids.jsonl"), filepath.Join(dir, "per_auction.jsonl")
+		if err := os.WriteFile(in, []byte(strings.Join(topNInput, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		y := fmt.Sprintf(topNYAML, in, "", filepath.Join(dir, "top.jsonl")) +
+			fmt.Sprintf("  - name: per_auction\n    input: top\n    key: [auction]\n    window: {type: global}\n    emit: {mode: final}\n"+
+				"    aggregates: {bids: count(), ranks: sum(rank_number), best: max(price)}\n    sinks: [{type: jsonl, path: %s}]\n", out)
+		path := filepath.Join(dir, "pipeline.yaml")
+		if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := tidemark.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := tidemark.Compile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: par, Logf: func(string, ...any) {}}); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			got = append(got, fmt.Sprintf("auction=%v bids=%v ranks=%v best=%v", m["auction"], m["bids"], m["ranks"], m["best"]))
+		}
+		slices.Sort(got)
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("parallelism %d:\n%s\nwant\n%s", par, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
