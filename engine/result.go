@@ -42,6 +42,7 @@ func (rt *runtime) summary() *Summary {
 			d.Reads += cs.Reads
 			d.Hits += cs.Hits
 			d.Writes += cs.Writes
+			d.FilterSkips += cs.Skips
 			d.JoinLoads += cs.JoinLoads
 			d.JoinRowsRead += cs.JoinRowsRead
 			d.JoinRowsWritten += cs.JoinRowsWritten

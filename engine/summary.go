@@ -148,9 +148,11 @@ type DiskStateSummary struct {
 	Memory int64
 	// Reads counts the keys looked up in the stores (the hot tiers'
 	// misses where the store may hold the key; a dedup id is looked up in
-	// each bucket it may be in), Hits the ids found there, Writes the
-	// entries written back.
-	Reads, Hits, Writes int64
+	// each bucket its key group's filters do not rule out), Hits the ids
+	// found there, Writes the entries written back, FilterSkips the
+	// buckets a dedup lookup did not ask because their filter says the id
+	// was never written there.
+	Reads, Hits, Writes, FilterSkips int64
 	// JoinLoads counts the keys the interval joins loaded back from
 	// the stores (a row of a key the hot tier had let go), JoinRowsRead
 	// the rows those loads read, JoinRowsWritten the rows the joins wrote

@@ -3,11 +3,13 @@ package task
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/tidemark/tidemark/dedup"
 	"github.com/tidemark/tidemark/keygroup"
 	"github.com/tidemark/tidemark/state"
+	"github.com/tidemark/tidemark/state/bloom"
 )
 
 // The dedup node on the disk backend (docs/state.md): the ids live in the
@@ -18,7 +20,10 @@ import (
 // restored from files) — the store, through the ids prefetched for the
 // batch of items being processed, in one sorted pass. New ids are written
 // back in one batch at a checkpoint or when the tier is full; the sweep
-// deletes each key group's expired buckets with one range delete.
+// deletes each key group's expired buckets with one range delete. Each
+// key group keeps, per bucket, a Bloom filter of the ids it wrote there
+// (state/bloom), so that a lookup skips the buckets that never received
+// the id: most new ids cost no store read.
 
 // dedupCold is a dedup node's disk state.
 type dedupCold struct {
@@ -43,8 +48,111 @@ type dedupCold struct {
 	kbuf   []byte
 	ids    []uint64
 	ticks  int
-	// Reads and Writes count store lookups (keys asked) and ids written.
-	reads, writes, hits int64
+	// pending counts the ids the current tables added since the last
+	// write-back (the sum of their Added), for the trickle.
+	pending int
+	// filters holds, per key group, a filter per bucket of the ids
+	// written to that bucket since the key group was restored (or
+	// started); known[i] is the first bucket they cover: the buckets
+	// before it held ids at the restore, which no filter knows, so they
+	// are always probed. A bucket at or after known with no filter
+	// received no id (no probe); one whose filter was refused (the
+	// filters' share of the tier is spent) is always probed. fbytes is
+	// the filters' size, within fcap (half the tier's budget, at least
+	// minFilters), and it counts in the tier's bytes.
+	filters [][]bucketFilter
+	known   []uint32
+	// fsize is, per key group, the ids its newest bucket filter took: the
+	// first capacity of its next one (a key group's buckets receive
+	// about as many ids each at a steady rate).
+	fsize        []int
+	fbytes, fcap int
+	// Reads and Writes count store lookups (keys asked) and ids written;
+	// skips the probes of a bucket the filters answered (no lookup).
+	reads, writes, hits, skips int64
+}
+
+// bucketFilter is a bucket's filter of the ids written to it; f nil: no
+// filter (refused for lack of room), the bucket is always probed.
+type bucketFilter struct {
+	b uint32
+	f *bloom.Filter
+}
+
+// firstFilter is the least first capacity of a bucket's filter (ids:
+// 320 bytes).
+const firstFilter = 256
+
+// minFilters is the least room for a dedup node's filters, whatever its
+// tier's budget (at least 1 MiB in a run: disk.Split).
+const minFilters = 256 << 10
+
+// mayHold reports whether the store may hold id in bucket b of key group
+// i: false only when b is covered by the filters and its filter (or its
+// absence: no id was written there) says the id was never written.
+func (c *dedupCold) mayHold(i int, b uint32, id uint64) bool {
+	if b < c.known[i] {
+		return true
+	}
+	for _, bf := range c.filters[i] {
+		if bf.b == b {
+			return bf.f == nil || bf.f.MayContain(id)
+		}
+	}
+	return false
+}
+
+// noteWrite adds id, written to bucket b of key group i, to the bucket's
+// filter, starting it (or refusing it, past fcap) on the bucket's first
+// id.
+func (c *dedupCold) noteWrite(i int, b uint32, id uint64) {
+	if b < c.known[i] {
+		return
+	}
+	fs := c.filters[i]
+	k := 0
+	for k < len(fs) && fs[k].b != b {
+		k++
+	}
+	if k == len(fs) {
+		capacity := max(c.fsize[i], firstFilter)
+		var f *bloom.Filter
+		if c.fbytes+capacity*bloom.BitsPerKey/8 <= c.fcap {
+			f = bloom.New(capacity)
+			c.fbytes += f.Bytes()
+		}
+		c.filters[i] = append(fs, bucketFilter{b: b, f: f})
+		fs = c.filters[i]
+	}
+	f := fs[k].f
+	if f == nil {
+		return
+	}
+	before := f.Bytes()
+	f.Add(id)
+	c.fsize[i] = max(c.fsize[i], f.Len())
+	if grown := f.Bytes() - before; grown > 0 {
+		c.fbytes += grown
+		if c.fbytes > c.fcap {
+			c.fbytes -= f.Bytes()
+			fs[k].f = nil
+		}
+	}
+}
+
+// dropFilters forgets key group i's filters of the buckets before end
+// (deleted by range).
+func (c *dedupCold) dropFilters(i int, end uint32) {
+	fs := c.filters[i][:0]
+	for _, bf := range c.filters[i] {
+		if bf.b >= end {
+			fs = append(fs, bf)
+		} else if bf.f != nil {
+			c.fbytes -= bf.f.Bytes()
+		}
+	}
+	clear(c.filters[i][len(fs):])
+	c.filters[i] = fs
 }
 
 type coldID struct {
@@ -86,7 +194,8 @@ func (t *Task) UseStore(store state.Store, hot int) error {
 			n := d.rng.Len()
 			d.cold = &dedupCold{store: store, node: ni, width: dedup.BucketWidth(d.p.TTL), hot: hot,
 				prev: make([]*dedup.Table, n), cold: make([]bool, n), low: make([]uint32, n), top: make([]uint32, n), swept: make([]uint32, n),
-				batch: store.NewBatch(), found: map[uint64]coldID{}, absent: map[uint64]struct{}{}}
+				batch: store.NewBatch(), found: map[uint64]coldID{}, absent: map[uint64]struct{}{},
+				filters: make([][]bucketFilter, n), known: make([]uint32, n), fsize: make([]int, n), fcap: max(hot/2, minFilters)}
 		}
 		if j := nr.join; j != nil && j.op.DiskCapable() {
 			if err := j.op.UseStore(store, ni, hot); err != nil {
@@ -124,6 +233,9 @@ func (d *dedupNode) observeCold(i int, t *dedup.Table, id uint64, payload uint32
 		}
 	}
 	out, first := t.Observe(id, payload, ts)
+	if out == dedup.First {
+		c.pending++
+	}
 	if c.ticks++; c.ticks&255 == 0 {
 		if err := d.maybeTurn(); err != nil {
 			return 0, 0, err
@@ -271,6 +383,10 @@ func (d *dedupNode) fetch(kg int, ids []uint64) error {
 		t := d.table(i)
 		lo := max(dedup.BucketsBefore(t.Cut(), c.width), c.swept[i], c.low[i])
 		for b := lo; b < c.top[i]; b++ {
+			if !c.mayHold(i, b, id) {
+				c.skips++
+				continue
+			}
 			start := len(c.kbuf)
 			c.kbuf = state.KeyPrefix(c.kbuf, g, c.node)
 			c.kbuf = dedup.AppendBucket(c.kbuf, b)
@@ -287,6 +403,9 @@ func (d *dedupNode) fetch(kg int, ids []uint64) error {
 		c.keys = append(c.keys, p.key)
 	}
 	c.reads += int64(len(c.keys))
+	if len(c.keys) == 0 {
+		return nil
+	}
 	return c.store.Lookup(c.keys, func(k int, v []byte) {
 		payload, exp, ok := dedup.ParseValue(v)
 		if !ok {
@@ -340,9 +459,11 @@ func (d *dedupNode) writeBack() error {
 			kb = dedup.AppendKey(kb, id, exp, c.width)
 			var vb [dedup.ValueLen]byte
 			c.batch.Set(kb, dedup.AppendValue(vb[:0], payload, exp))
+			c.noteWrite(i, b, id)
 			c.writes++
 		})
 	}
+	c.pending = 0
 	if c.batch.Count() == 0 {
 		return nil
 	}
@@ -363,7 +484,7 @@ const trickleIDs = 4096
 // becomes the previous one and new tables start.
 func (d *dedupNode) maybeTurn() error {
 	c := d.cold
-	bytes := 0
+	bytes := c.fbytes
 	for i, t := range d.tables {
 		if t != nil {
 			bytes += t.Bytes()
@@ -377,13 +498,7 @@ func (d *dedupNode) maybeTurn() error {
 		// trickleIDs as they come, so that a checkpoint's write-back (on
 		// the task's path, holding back records) has at most that many
 		// left per key group's tables, not an interval's worth.
-		added := 0
-		for _, t := range d.tables {
-			if t != nil {
-				added += t.Added()
-			}
-		}
-		if added >= trickleIDs {
+		if c.pending >= trickleIDs {
 			return d.writeBack()
 		}
 		return nil
@@ -424,6 +539,7 @@ func (d *dedupNode) sweepCold(s dedup.SweepState) {
 		hi = dedup.AppendBucket(state.KeyPrefix(hi[:0], g, c.node), end)
 		c.batch.DeleteRange(lo, hi)
 		c.swept[i] = end
+		c.dropFilters(i, end)
 		d.changed[i] = true
 	}
 }
@@ -484,6 +600,10 @@ func (d *dedupNode) restoreCold(i int, dec *state.Decoder, delta bool) error {
 	}
 	c.low[i], c.top[i], c.swept[i] = uint32(low), uint32(top), uint32(swept)
 	c.cold[i] = top > 0
+	// The restored store's ids are in no filter: every bucket it may hold
+	// ids in is probed until the sweep deletes it.
+	c.dropFilters(i, math.MaxUint32)
+	c.known[i] = uint32(top)
 	if delta {
 		d.caches[i].restorePuts(dec)
 		d.chains[i].deltas++
@@ -516,14 +636,15 @@ func (t *Task) Flush() error {
 }
 
 // ColdStats are a task's disk-backend counters: keys the dedup node
-// looked up in the store, ids it found there and ids it wrote; keys the
+// looked up in the store, ids it found there, ids it wrote and the
+// buckets its filters spared a lookup (Skips); keys the
 // interval joins loaded from the store, the rows those loads read
 // and the rows the joins wrote (join.ColdStats); the window stages'
 // partials written to the store (WindowWrites) and read back
 // (WindowReads), and among them the instances of fired windows waiting
 // for late rows (WindowFiredWrites, WindowFiredReads).
 type ColdStats struct {
-	Reads, Hits, Writes                      int64
+	Reads, Hits, Writes, Skips               int64
 	JoinLoads, JoinRowsRead, JoinRowsWritten int64
 	WindowWrites, WindowReads                int64
 	WindowFiredWrites, WindowFiredReads      int64
@@ -538,6 +659,7 @@ func (t *Task) ColdStats() ColdStats {
 			s.Reads += d.cold.reads
 			s.Hits += d.cold.hits
 			s.Writes += d.cold.writes
+			s.Skips += d.cold.skips
 		}
 		if j := nr.join; j != nil {
 			js := j.op.ColdStats()
