@@ -193,6 +193,8 @@ type keyTable struct {
 	fields []row.Field
 	groups int
 	idle   int // keys with refs == 0 still in ids
+	// encBytes is the bytes of the encoded keys in ids (bytes, perKey).
+	encBytes int64
 
 	// perGroup sweeps each key group on its own (session windows): an idle
 	// key still holds the version its next session continues from, so
@@ -242,6 +244,7 @@ func (k *keyTable) set(enc string, id uint32) {
 		return
 	}
 	k.ids[enc] = id
+	k.encBytes += int64(len(enc))
 }
 
 // del forgets encoded key enc.
@@ -251,6 +254,7 @@ func (k *keyTable) del(enc string) {
 		return
 	}
 	delete(k.ids, enc)
+	k.encBytes -= int64(len(enc))
 }
 
 // values returns a new copy of key id's values (for errors and reports).
@@ -435,12 +439,10 @@ func (k *keyTable) sweepGroups(changed func(g int)) {
 // live returns the number of keys held by at least one window.
 func (k *keyTable) live() int { return k.count() - k.idle }
 
-// bytes estimates the key table's heap bytes.
+// bytes estimates the key table's heap bytes (in constant time: the
+// encoded keys' bytes are counted as keys come and go).
 func (k *keyTable) bytes() int64 {
-	var n int64
-	for id := range k.ids {
-		n += int64(len(id))*2 + 48 // enc in map and entry, map overhead
-	}
+	n := k.encBytes*2 + int64(len(k.ids))*48     // enc in map and entry, map overhead
 	n += int64(k.ints.Len())*16 + k.ints.Bytes() // the entry's 9-byte encoding, the table's cells
 	per := int64(unsafe.Sizeof(keyEntry{}))      // 32 bytes on amd64; values decoded per row, not kept
 	if k.extra {
@@ -450,6 +452,21 @@ func (k *keyTable) bytes() int64 {
 
 	return n
 }
+
+// perKey estimates a key's share of the key table's bytes (bytes over
+// the keys held; defaultKeyBytes when it holds none): what a pane or
+// slice entry of a key not held elsewhere costs beside its own bytes.
+func (k *keyTable) perKey() int {
+	n := k.count()
+	if n == 0 {
+		return defaultKeyBytes
+	}
+	return int(k.bytes() / int64(n))
+}
+
+// defaultKeyBytes is perKey of an empty key table: a short key's entry,
+// its string and its map entry.
+const defaultKeyBytes = 64
 
 // KeyState is one group key's share of an operator's state.
 type KeyState struct {

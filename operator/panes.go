@@ -125,10 +125,37 @@ func (ps *paneStore) recycle(p *pane) {
 	if ps.last == p {
 		ps.last = nil
 	}
-	clear(p.idx)
-	p.ents = p.ents[:0]
-	p.seqs = p.seqs[:0]
+	p.release()
 	ps.pool = append(ps.pool, p)
+}
+
+// shrinkEntries is the most entries whose arrays and index a pane keeps
+// once emptied (release): past it they go, so that a pane written back
+// or a pane in the pool holds no more than that whatever its largest
+// size was (q9 on disk: one pane a second of event time, each keeping
+// the capacity of its fullest moment, grew with the events).
+const shrinkEntries = 256
+
+// release empties p's entries, letting their arrays and index go when
+// they held more than shrinkEntries (a Go map keeps its buckets when
+// cleared; a slice its capacity when cut).
+func (p *pane) release() {
+	if len(p.idx) > shrinkEntries {
+		p.idx = map[string]int32{}
+	} else {
+		clear(p.idx)
+	}
+	if cap(p.ents) > shrinkEntries {
+		p.ents = nil
+	} else {
+		p.ents = p.ents[:0]
+	}
+	if cap(p.seqs) > shrinkEntries {
+		p.seqs = nil
+	} else {
+		p.seqs = p.seqs[:0]
+	}
+	p.live = 0
 }
 
 // find returns the index in p's entries of the current record's key

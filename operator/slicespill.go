@@ -75,7 +75,7 @@ type spillSlice struct {
 
 // sliceEntryBytes estimates the bytes of a slice entry in memory.
 func (o *Operator) sliceEntryBytes() int {
-	return sliceEntBytes + entIndexBytes + o.slots.slotBytes() + spillKeyBytes
+	return sliceEntBytes + entIndexBytes + o.slots.slotBytes() + o.keys.perKey()
 }
 
 // maybeSpillSlices writes the slices' entries to the store when they hold

@@ -109,9 +109,6 @@ const (
 	// spillEvery is the number of records between checks of the tier's
 	// size.
 	spillEvery = 256
-	// spillKeyBytes estimates a key's bytes in the key table (its entry,
-	// its string and its map entry).
-	spillKeyBytes = 64
 )
 
 // UseStore puts the operator's panes on the disk backend: store holds
@@ -184,9 +181,13 @@ func (sp *spillState) key(dst []byte, g int, kind byte, end int64) []byte {
 	return putEnd(append(dst, kind), end)
 }
 
-// entryBytes estimates the bytes of a pane entry in memory.
+// spillEntryBytes estimates the bytes of a pane entry in memory: the
+// entry, its index entry and arrival number, its accumulators' slot and
+// its key's share of the key table (keyTable.perKey: the keys' own
+// length, not a constant — q9's eight-column keys are several times a
+// one-int key).
 func (o *Operator) spillEntryBytes() int {
-	return entryBytes + mapEntryBytes + 8 + o.slots.slotBytes() + spillKeyBytes
+	return entryBytes + mapEntryBytes + 8 + o.slots.slotBytes() + o.keys.perKey()
 }
 
 // maybeSpill writes the panes' entries (of windows fired or not) to the
@@ -241,8 +242,7 @@ func (o *Operator) spillPanes() error {
 		sw.next = p.next
 		sw.bound = addSat(sw.bound, mag)
 		forGroups(touched, func(g int) { sp.putMarker(g, sw) })
-		clear(p.idx)
-		p.ents, p.seqs, p.live = p.ents[:0], p.seqs[:0], 0
+		p.release()
 	}
 	if sp.batch.Count() == 0 {
 		return nil
@@ -273,8 +273,7 @@ func (o *Operator) spillFired(p *pane, sw *spillWin, touched []uint64) {
 	}
 	sw.next = p.next
 	forGroups(touched, func(g int) { sp.putMarker(g, sw) })
-	clear(p.idx)
-	p.ents, p.seqs, p.live = p.ents[:0], p.seqs[:0], 0
+	p.release()
 }
 
 // entryKey sets sp.kbuf to the store key of key id's entry of the given
