@@ -118,16 +118,7 @@ func (o *Operator) rowKey(id uint32) []row.Value {
 	if n == 0 {
 		return noKey
 	}
-	if len(o.keyArena)+n > cap(o.keyArena) {
-		c := rowKeyChunk
-		if o.transientKeys {
-			c = 2 * cap(o.keyArena)
-		}
-		o.keyArena = make([]row.Value, 0, max(c, rowKeyChunk, n))
-	}
-	start := len(o.keyArena)
-	o.keyArena = o.keyArena[:start+n]
-	v := o.keyArena[start : start+n : start+n]
+	v := o.keySlots(n)
 	enc := o.keys.ent(id).enc
 	if x, ok := o.keys.intOf(enc); ok {
 		// One int, bool or time field, not null: decodeKeyInto's value
@@ -139,10 +130,9 @@ func (o *Operator) rowKey(id uint32) []row.Value {
 	return v
 }
 
-// rankKey is rowKey with the rank appended: key id's values, then rank
-// as an int (a ranked operator's rows, Config.Ranked).
-func (o *Operator) rankKey(id uint32, rank int) []row.Value {
-	n := len(o.keys.fields) + 1
+// keySlots returns n values of the key arena for one row's key (rowKey,
+// rankKey), starting a new chunk when the arena is full.
+func (o *Operator) keySlots(n int) []row.Value {
 	if len(o.keyArena)+n > cap(o.keyArena) {
 		c := rowKeyChunk
 		if o.transientKeys {
@@ -153,6 +143,14 @@ func (o *Operator) rankKey(id uint32, rank int) []row.Value {
 	start := len(o.keyArena)
 	o.keyArena = o.keyArena[:start+n]
 	v := o.keyArena[start : start+n : start+n]
+	return v
+}
+
+// rankKey is rowKey with the rank appended: key id's values, then rank
+// as an int (a ranked operator's rows, Config.Ranked).
+func (o *Operator) rankKey(id uint32, rank int) []row.Value {
+	n := len(o.keys.fields) + 1
+	v := o.keySlots(n)
 	if n > 1 {
 		decodeKeyInto(v[:n-1], o.keys.ent(id).enc, o.keys.fields)
 	}
