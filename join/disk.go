@@ -80,6 +80,9 @@ type coldState struct {
 	enc   state.Encoder
 	err   error // a failure of the store in a call that returns none (Advance)
 	stats ColdStats
+	// fbytes is the bytes of the key groups' filters of keys gone
+	// (coldGroup.gone), within fcap (goneCap) but for the last Add.
+	fbytes, fcap int
 }
 
 // coldGroup is a key group's part of the disk tier: the buckets per side
@@ -92,16 +95,18 @@ type coldGroup struct {
 	ord       uint64
 	cold      bool // the store may hold rows of keys absent from memory
 	unwritten int  // rows in memory not yet in the store
-	// gone lists, by key hash, the keys that left memory with rows in the
-	// store, with each side's last bucket (math.MinInt64: none): a key
-	// absent from memory and from gone has no live row in the store, so
-	// its row needs no load. An entry goes once the range deletes pass
-	// its buckets. pending holds the entries of a turn before they are
-	// merged in.
-	gone, pending []goneKey
-	// restored: the key group's rows came from a checkpoint (gone does not
-	// know their keys), in buckets up to upTo per side; until the range
-	// deletes pass them, every absent key is loaded.
+	// gone holds, oldest first, Bloom filters of the keys that left
+	// memory with rows in the store (gone.go): a key absent from memory
+	// and from every filter has no live row in the store, so its row
+	// needs no load. A filter goes once the range deletes pass its
+	// buckets. fsize is the most keys a filter took: the first capacity
+	// of the next.
+	gone  []goneFilter
+	fsize int
+	// restored: the key group's rows came from a checkpoint (the filters
+	// do not know their keys), or its filters outgrew their share
+	// (blind), in buckets up to upTo per side; until the range deletes
+	// pass them, every absent key is loaded.
 	restored bool
 	upTo     [2]int64
 	// padDone is, per outer side, the watermark up to which the pad
@@ -116,21 +121,18 @@ type coldGroup struct {
 	kg                      int // the key group
 }
 
-// goneKey is an entry of coldGroup.gone.
-type goneKey struct {
-	h    uint64
-	last [2]int64
-}
-
 // ColdStats are a join's disk-tier counters: keys loaded from the store,
 // rows read by those loads, rows written, tier turns, range deletes, and
 // rows of keys absent from memory that needed no load (no row of the key
 // in the store); of outer joins, rows written again (their decided state
 // changed after they were written: RowsWritten counts them too) and keys
-// loaded for their padded rows (PadLoads; Loads counts them too).
+// loaded for their padded rows (PadLoads; Loads counts them too); Blind
+// counts the times a key group's filters of keys gone outgrew their
+// share and were forgotten (gone.go: its absent keys then loaded until
+// the range deletes pass them).
 type ColdStats struct {
 	Loads, RowsRead, RowsWritten, Turns, RangeDeletes, Skipped int64
-	Rewrites, PadLoads                                         int64
+	Rewrites, PadLoads, Blind                                  int64
 	// Deletes counts the temporal join's versions deleted from the store
 	// by key (pruned below the anchor).
 	Deletes int64
@@ -159,14 +161,14 @@ func (o *Operator) UseStore(store state.Store, node, hot int) error {
 	}
 	width := max(int64(1000), o.cfg.Upper-min(o.cfg.Lower, 0)+o.cfg.Lateness)
 	o.cold = &coldState{store: store, node: node, hot: hot, width: width, batch: store.NewBatch(), every: 256,
-		g: make([]coldGroup, o.cfg.Groups.Len())}
+		g: make([]coldGroup, o.cfg.Groups.Len()), fcap: goneCap(hot)}
 	for i := range o.cold.g {
 		o.cold.g[i] = newColdGroup()
 		o.cold.g[i].kg = o.cfg.Groups.Lo + i
 	}
 	for i := range o.groups {
 		o.groups[i] = o.newGroup()
-		o.groups[i].cold = &o.cold.g[i]
+		o.groups[i].cold, o.groups[i].tier = &o.cold.g[i], o.cold
 	}
 	return nil
 }
@@ -289,8 +291,7 @@ func (o *Operator) touch(gi int, key []byte, side int) error {
 		// Rows restored from a checkpoint may be of any key.
 	} else {
 		cg.restored = false
-		h := maphash.Bytes(keySeed, key)
-		if _, ok := slices.BinarySearchFunc(cg.gone, h, func(e goneKey, h uint64) int { return cmp.Compare(e.h, h) }); !ok {
+		if !cg.mayHold(maphash.Bytes(keySeed, key)) {
 			c.stats.Skipped++
 			return nil
 		}
@@ -413,19 +414,14 @@ func (o *Operator) loadSide(gi int, ki int32, s int, dueAfter int64) error {
 // goneNow records, at once, that a key with stored rows not loaded (a
 // partial side) leaves memory outside a turn (its rows in memory all
 // freed).
-func (cg *coldGroup) goneNow(ks *keyState) {
-	e := goneKey{h: maphash.Bytes(keySeed, []byte(ks.key)), last: [2]int64{math.MinInt64, math.MinInt64}}
+func (c *coldState) goneNow(cg *coldGroup, ks *keyState) {
+	last := [2]int64{math.MinInt64, math.MinInt64}
 	for s := range 2 {
 		if ks.partial[s] {
-			e.last[s] = cg.hi[s]
+			last[s] = cg.hi[s]
 		}
 	}
-	i, found := slices.BinarySearchFunc(cg.gone, e.h, func(e goneKey, h uint64) int { return cmp.Compare(e.h, h) })
-	if found {
-		cg.gone[i].last = [2]int64{max(cg.gone[i].last[L], e.last[L]), max(cg.gone[i].last[R], e.last[R])}
-		return
-	}
-	cg.gone = slices.Insert(cg.gone, i, e)
+	c.addGone(cg, maphash.Bytes(keySeed, []byte(ks.key)), last)
 }
 
 // dropStaleTimers removes from g's timer heaps the timers of keys no
@@ -451,33 +447,6 @@ func dropStaleTimers(g *group) {
 // past reports whether the range deletes have taken every restored row
 // of side s of the key group.
 func past(cg *coldGroup, s int) bool { return !cg.has[s] || cg.swept[s] > cg.upTo[s] }
-
-// mergeGone merges the turn's pending entries into gone (by hash, each
-// side's last bucket the latest), dropping the entries whose buckets
-// the range deletes have passed.
-func mergeGone(cg *coldGroup) {
-	all := append(cg.gone, cg.pending...)
-	cg.pending = cg.pending[:0]
-	slices.SortFunc(all, func(a, b goneKey) int { return cmp.Compare(a.h, b.h) })
-	out := all[:0]
-	for _, e := range all {
-		if n := len(out); n > 0 && out[n-1].h == e.h {
-			out[n-1].last = [2]int64{max(out[n-1].last[L], e.last[L]), max(out[n-1].last[R], e.last[R])}
-			continue
-		}
-		out = append(out, e)
-	}
-	keep := out[:0]
-	for _, e := range out {
-		if e.last[L] >= cg.swept[L] && cg.has[L] || e.last[R] >= cg.swept[R] && cg.has[R] {
-			keep = append(keep, e)
-		}
-	}
-	if cap(keep) > 64 && len(keep) < cap(keep)/4 {
-		keep = slices.Clone(keep)
-	}
-	cg.gone = keep
-}
 
 // maybeTurn turns the tier when it holds more than its budget: every row
 // not yet in the store is written, and the keys not touched since the
@@ -520,7 +489,7 @@ func (o *Operator) tierBytes() int64 {
 			n += int64(len(h)) * timerBytes
 		}
 	}
-	return n
+	return n + int64(o.cold.fbytes)
 }
 
 // dropKeys lets the keys of the tier go — every key with all, else those
@@ -551,19 +520,19 @@ func (o *Operator) dropKeys(all bool) {
 				dropped = true
 				continue
 			}
-			e := goneKey{h: maphash.Bytes(keySeed, []byte(ks.key)), last: [2]int64{math.MinInt64, math.MinInt64}}
+			last := [2]int64{math.MinInt64, math.MinInt64}
 			for s := range 2 {
 				for _, x := range ks.rows[s] {
 					g.store[s].del(x.slot)
-					e.last[s] = max(e.last[s], c.bucket(x.ts))
+					last[s] = max(last[s], c.bucket(x.ts))
 				}
 				if ks.partial[s] {
-					e.last[s] = c.g[gi].hi[s] // its stored rows' buckets are not known
+					last[s] = c.g[gi].hi[s] // its stored rows' buckets are not known
 				}
 				ks.rows[s] = ks.rows[s][:0]
 				ks.partial[s] = false
 			}
-			c.g[gi].pending = append(c.g[gi].pending, e)
+			c.addGone(&c.g[gi], maphash.Bytes(keySeed, []byte(ks.key)), last)
 			g.dropKey(int32(i))
 			dropped = true
 		}
@@ -571,7 +540,7 @@ func (o *Operator) dropKeys(all bool) {
 			c.g[gi].cold = true
 			o.changed[gi] = true
 			if o.cfg.Type != Temporal {
-				mergeGone(&c.g[gi])
+				c.expireGone(&c.g[gi])
 			}
 			dropStaleTimers(g)
 		}
@@ -816,6 +785,7 @@ func (o *Operator) sweepCold() {
 			c.batch.DeleteRange(lo, hi)
 			c.stats.RangeDeletes++
 			o.changed[gi] = true
+			c.expireGone(cg)
 		}
 	}
 }
@@ -914,6 +884,9 @@ func (o *Operator) restoreCold(gi int, version byte, d *state.Decoder) error {
 	}
 	ng.cold = ng.has[L] || ng.has[R] || ng.padMax[L] != math.MinInt64 || ng.padMax[R] != math.MinInt64
 	ng.restored, ng.upTo = ng.cold, ng.hi
+	for i := range cg.gone {
+		o.cold.fbytes -= cg.gone[i].f.Bytes()
+	}
 	*cg = ng
 	if o.cfg.Type == Temporal {
 		return o.restoreProbes(gi, d)

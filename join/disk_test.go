@@ -61,6 +61,7 @@ func restartDisk(t fataler, op *Operator, st state.Store) *Operator {
 		secs = append(secs, e.Bytes())
 	}
 	n := diskOp(t, op.cfg, st, op.cold.hot, op.cold.every)
+	n.cold.fcap = op.cold.fcap
 	if err := n.RestoreGroups(groups, secs, op.Globals()); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -108,6 +109,11 @@ func testDiskEqualsMemory(t *testing.T, typ Type) {
 		st := openTestStore(t)
 		every := rapid.IntRange(1, 16).Draw(t, "every")
 		dop := diskOp(t, c, st, rapid.SampledFrom([]int{0, 300, 3000, 10000}).Draw(t, "hot"), every)
+		// The filters of keys gone: the default room, none (every key group
+		// blind at its first key gone) or room for a few filters.
+		if fc := rapid.SampledFrom([]int{-1, 0, 1000}).Draw(t, "goneCap"); fc >= 0 {
+			dop.cold.fcap = fc
+		}
 		n := rapid.IntRange(0, 400).Draw(t, "rows")
 		keys := rapid.Int64Range(1, 40).Draw(t, "keys")
 		ooo := rapid.SampledFrom([]int64{0, 200, 2000}).Draw(t, "ooo")
@@ -435,4 +441,94 @@ func TestDiskTemporalJoinReadsTheStore(t *testing.T) {
 		t.Fatalf("%d versions left in the store at +inf", left)
 	}
 	t.Logf("%+v", cs)
+}
+
+// TestDiskJoinGoneBounded: the filters of the keys gone from memory cost
+// about a byte and a half a key where the list they replace cost 24, and
+// they stay within their room whatever the keys: past it a key group
+// forgets its filters and loads every absent key. Whichever, every key
+// gone with a row in the store is loaded (a right row of each matches
+// its left row exactly once), and a key never seen is rarely loaded
+// while the filters hold.
+func TestDiskJoinGoneBounded(t *testing.T) {
+	s, fields := testSchema()
+	c := Config{Type: Interval, Kind: Inner, UpperCol: -1, TombCol: -1, KeyGroups: 8, Groups: keygroup.Range{Lo: 0, Hi: 8},
+		Keep: [2][]row.Kind{keepL, keepR}, Columns: []Column{{Side: L, Col: 1}, {Side: R, Col: 1}}, Lower: -1_000_000, Upper: 1_000_000}
+	const hot = 64 << 10
+	op := diskOp(t, c, openTestStore(t), hot, 256)
+	if op.cold.fcap != minGone {
+		t.Fatalf("room %d, want %d", op.cold.fcap, minGone)
+	}
+	r := s.NewRow()
+	seq := uint64(0)
+	matched := 0
+	put := func(side, k int) {
+		s.Shape(r)
+		_ = r.Set(fields[side][0], row.Int(int64(k)))
+		_ = r.Set(fields[side][1], row.Int(int64(k)))
+		key := operator.AppendKey(nil, r, fields[side][:1])
+		seq++
+		if _, err := op.Process(side, keygroup.OfKey(key, 8), key, 1000, seq, r, fields[side], 0); err != nil {
+			t.Fatal(err)
+		}
+		rows, _ := op.Drain()
+		for _, x := range rows {
+			if x.Values[0].I != int64(k) || x.Values[1].I != int64(k) {
+				t.Fatalf("key %d: joined %v", k, x.Values)
+			}
+			matched++
+		}
+		if b := op.GoneBytes(); b > op.cold.fcap {
+			t.Fatalf("after %d rows: filters of %d bytes, room %d", seq, b, op.cold.fcap)
+		}
+		if tb := op.tierBytes(); tb > 2*hot {
+			t.Fatalf("after %d rows: the tier holds %d bytes, budget %d", seq, tb, hot)
+		}
+	}
+	// 10,000 keys with a left row each, no watermark: they go from memory
+	// with rows in the store, within the room.
+	const n = 10_000
+	for k := range n {
+		put(L, k)
+	}
+	cs := op.ColdStats()
+	if cs.Turns == 0 || cs.Blind != 0 {
+		t.Fatalf("%d keys: %+v", n, cs)
+	}
+	inMem := 0
+	for _, g := range op.groups {
+		inMem += g.keys.len()
+	}
+	gone := n - inMem
+	if b := op.GoneBytes(); gone < n/2 || b == 0 || b*8 > gone*24 {
+		t.Fatalf("%d keys gone: filters of %d bytes (%.2f a key), want less than an eighth of 24 a key", gone, b, float64(b)/float64(gone))
+	}
+	// Right rows of 10,000 keys never seen: loaded only on a false
+	// positive (about 1 % per filter part: a key group's filter has four
+	// or five by then).
+	before := op.ColdStats()
+	for k := n; k < 2*n; k++ {
+		put(R, k)
+	}
+	after := op.ColdStats()
+	if fp := after.Loads - before.Loads; fp > n/20 || after.Skipped-before.Skipped < n*19/20 || after.Blind != 0 {
+		t.Fatalf("keys never seen: %d loads, %d skipped of %d; %+v", fp, after.Skipped-before.Skipped, n, after)
+	}
+	// 100,000 more keys: past the room, key groups go blind.
+	for k := 2 * n; k < 12*n; k++ {
+		put(L, k)
+	}
+	if cs := op.ColdStats(); cs.Blind == 0 {
+		t.Fatalf("%d keys: no key group blind: %+v", 11*n, cs)
+	}
+	// A right row of every key with a left row matches it exactly once.
+	for k := range n {
+		put(R, k)
+	}
+	for k := 2 * n; k < 12*n; k++ {
+		put(R, k)
+	}
+	if matched != 11*n {
+		t.Fatalf("matched %d, want %d", matched, 11*n)
+	}
 }

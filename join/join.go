@@ -187,9 +187,10 @@ type group struct {
 	// (group.grow).
 	pool  [listPoolClasses][][]rec
 	panes []*pane // window joins, by (end, start)
-	// cold is the key group's part of the disk tier (nil on the memory
-	// backend).
+	// cold is the key group's part of the disk tier and tier the tier
+	// (nil on the memory backend).
 	cold *coldGroup
+	tier *coldState
 }
 
 // Clocks of the timer heaps.
@@ -710,7 +711,7 @@ func (g *group) key(k []byte) (int32, *keyState) {
 func (g *group) dropKey(i int32) {
 	ks := &g.ks[i]
 	if g.cold != nil && (ks.partial[L] || ks.partial[R]) {
-		g.cold.goneNow(ks)
+		g.tier.goneNow(g.cold, ks)
 	}
 	g.keys.del(i, keyHash([]byte(ks.key)))
 	gen := ks.gen + 1

@@ -129,7 +129,7 @@ func (o *Operator) RestoreGroups(groups []int, sections [][]byte, gl Globals) er
 		g := o.newGroup()
 		o.groups[kg-o.cfg.Groups.Lo] = g
 		if o.cold != nil {
-			g.cold = &o.cold.g[kg-o.cfg.Groups.Lo]
+			g.cold, g.tier = &o.cold.g[kg-o.cfg.Groups.Lo], o.cold
 		}
 		var err error
 		if o.cold != nil {
