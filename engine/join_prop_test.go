@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,159 +49,239 @@ func TestRandomJoinsEqualBatch(t *testing.T) { testRandomJoins(t, false) }
 // turns at one task, and keys must be loaded back from the store.
 func TestRandomJoinsEqualBatchDisk(t *testing.T) { testRandomJoins(t, true) }
 
-func testRandomJoins(t *testing.T, disk bool) {
-	var written, loads int64
-	if disk {
-		defer func() {
-			if !t.Failed() && (written == 0 || loads == 0) {
-				t.Errorf("%d join rows written to the store, %d keys loaded back: the store is not exercised", written, loads)
-			}
-		}()
+// drawer is what the join case generator draws from: rapid's draws in
+// the property test, a seeded generator for the fixed cases.
+type drawer interface {
+	// intn returns an int in [lo, hi].
+	intn(lo, hi int, label string) int
+}
+
+type rapidDraws struct{ t *rapid.T }
+
+func (d rapidDraws) intn(lo, hi int, label string) int {
+	return rapid.IntRange(lo, hi).Draw(d.t, label)
+}
+
+type seededDraws struct{ r *rand.Rand }
+
+func (d seededDraws) intn(lo, hi int, _ string) int { return lo + d.r.IntN(hi-lo+1) }
+
+// joinCase is one generated case of testRandomJoins.
+type joinCase struct {
+	typ, kind, mode string
+	lateness        time.Duration
+	dedupLeft       bool
+	evs             []jEvent
+}
+
+// joinSeen is what cases exercised: rows emitted, rows too late,
+// retractions; on the disk backend, join rows written to the store and
+// keys loaded back at one task.
+type joinSeen struct {
+	rows, tooLate, retracted int
+	written, loads           int64
+}
+
+func (a *joinSeen) add(b joinSeen) {
+	a.rows, a.tooLate, a.retracted = a.rows+b.rows, a.tooLate+b.tooLate, a.retracted+b.retracted
+	a.written, a.loads = a.written+b.written, a.loads+b.loads
+}
+
+// fixedJoinCases are the cases every run of testRandomJoins starts with,
+// each with what it must exercise: a left interval join in retract mode
+// under a lateness of 10 minutes (a late right row revises a padded left
+// row: retractions), and an inner one without lateness (rows more than a
+// minute behind the newest are too late), their events drawn by the same
+// generator from fixed seeds; on the disk backend each must also write
+// rows to the store and load keys back. So the test's guarantee holds at
+// every run, not by the luck of the random cases.
+func fixedJoinCases(disk bool) []fixedJoinCase {
+	out := []fixedJoinCase{
+		{joinCase{typ: "interval", kind: "left", mode: "retract", lateness: 10 * time.Minute}, func(s joinSeen) bool { return s.rows > 0 && s.retracted > 0 }},
+		{joinCase{typ: "interval", kind: "inner", mode: "final"}, func(s joinSeen) bool { return s.rows > 0 && s.tooLate > 0 }},
 	}
+	for i := range out {
+		genJoinEvents(seededDraws{rand.New(rand.NewPCG(uint64(i+1), 26))}, &out[i].c, disk)
+	}
+	return out
+}
+
+// fixedJoinCase is a fixed case and what it must exercise.
+type fixedJoinCase struct {
+	c    joinCase
+	want func(joinSeen) bool
+}
+
+// genJoinCase draws a case: the join's type, kind, mode, lateness and
+// dedup, and its events (genJoinEvents).
+func genJoinCase(d drawer, disk bool) joinCase {
+	types := []string{"window", "interval", "regular", "temporal"}
+	c := joinCase{typ: types[d.intn(0, 3, "type")]}
+	kinds := []string{"inner", "left", "full"}
+	switch c.typ {
+	case "window":
+		kinds = append(kinds, "semi", "anti")
+	case "temporal":
+		kinds = kinds[:2]
+	}
+	c.kind = kinds[d.intn(0, len(kinds)-1, "kind")]
+	c.mode = []string{"final", "update", "retract"}[d.intn(0, 2, "mode")]
+	c.lateness = time.Duration([]int{0, 3, 10}[d.intn(0, 2, "lateness")]) * time.Minute
+	c.dedupLeft = d.intn(0, 1, "dedup") == 1
+	genJoinEvents(d, &c, disk)
+	return c
+}
+
+// genJoinEvents draws c's events: 1–60; 300–600 on the disk backend but
+// for a window join, so that a join's tier, checked every 256 rows,
+// turns at one task.
+func genJoinEvents(d drawer, c *joinCase, disk bool) {
+	n := d.intn(1, 60, "events")
+	if disk && c.typ != "window" {
+		n = d.intn(300, 600, "events")
+	}
+	at := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
+	for i := range n {
+		at = at.Add(time.Duration(d.intn(0, 50, "gap")) * time.Second)
+		ts := at.Add(-time.Duration(d.intn(0, 120, "delay")) * time.Second)
+		if d.intn(0, 2, "far") == 0 {
+			ts = ts.Add(-time.Duration(d.intn(0, 12, "behind")) * time.Minute)
+		}
+		e := jEvent{right: d.intn(0, 1, "right") == 1, id: i, key: d.intn(0, 3, "key"), ts: ts, at: at}
+		e.tomb = c.typ == "temporal" && e.right && d.intn(0, 4, "tomb") == 0
+		c.evs = append(c.evs, e)
+	}
+}
+
+func testRandomJoins(t *testing.T, disk bool) {
 	dir := t.TempDir()
-	base := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
-	var rows, tooLate, retracted int
+	var seen joinSeen
+	for i, f := range fixedJoinCases(disk) {
+		c := f.c
+		s := runJoinCase(t, c, dir, disk)
+		if !f.want(s) || disk && (s.written == 0 || s.loads == 0) {
+			t.Fatalf("fixed case %d (%s %s %s, %d events): %+v: it does not exercise the join", i, c.typ, c.kind, c.mode, len(c.evs), s)
+		}
+		seen.add(s)
+	}
 	rapid.Check(t, func(rt *rapid.T) {
-		typ := rapid.SampledFrom([]string{"window", "interval", "regular", "temporal"}).Draw(rt, "type")
-		kinds := []string{"inner", "left", "full"}
+		seen.add(runJoinCase(rt, genJoinCase(rapidDraws{rt}, disk), dir, disk))
+	})
+	t.Logf("%d rows, %d too late, %d retractions; %d join rows written to the store, %d keys loaded back", seen.rows, seen.tooLate, seen.retracted, seen.written, seen.loads)
+}
+
+// runJoinCase runs c's pipeline at parallelism 1 (on the disk backend:
+// counting the store's use), 2 and 3, checks the outputs equal at each
+// and, net of retractions, the batch join of the rows not too late, and
+// returns what the case exercised.
+func runJoinCase(rt partest.TB, c joinCase, dir string, disk bool) joinSeen {
+	var left, right strings.Builder
+	for _, e := range c.evs {
+		w := &left
+		if e.right {
+			w = &right
+		}
+		fmt.Fprintf(w, `{"at":"%s","ts":"%s","id":%d,"k":"k%d","deleted":%v}`+"\n", e.at.Format(time.RFC3339), e.ts.Format(time.RFC3339), e.id, e.key, e.tomb)
+	}
+	lp, rp := filepath.Join(dir, "left.jsonl"), filepath.Join(dir, "right.jsonl")
+	if err := os.WriteFile(lp, []byte(left.String()), 0o644); err != nil {
+		rt.Fatalf("%v", err)
+	}
+	if err := os.WriteFile(rp, []byte(right.String()), 0o644); err != nil {
+		rt.Fatalf("%v", err)
+	}
+	typ, kind, mode := c.typ, c.kind, c.mode
+	build := func() *spec.Pipeline {
+		schema := spec.FieldTypes{{Name: "id", Type: "int"}, {Name: "deleted", Type: "bool"}}
+		j := &spec.Join{Type: typ, Kind: kind,
+			Left:   spec.JoinSide{Input: "source", As: "L"},
+			Right:  spec.JoinSide{Input: "right", As: "R"},
+			On:     []string{"L.k = R.k"},
+			Select: spec.NamedExprs{{Name: "lid", Expr: "L.id"}, {Name: "rid", Expr: "R.id"}},
+		}
 		switch typ {
 		case "window":
-			kinds = append(kinds, "semi", "anti")
-		case "temporal":
-			kinds = kinds[:2]
-		}
-		kind := rapid.SampledFrom(kinds).Draw(rt, "kind")
-		mode := rapid.SampledFrom([]string{"final", "update", "retract"}).Draw(rt, "mode")
-		lateness := time.Duration(rapid.SampledFrom([]int{0, 3, 10}).Draw(rt, "lateness")) * time.Minute
-		dedupLeft := rapid.Bool().Draw(rt, "dedup")
-		n := rapid.IntRange(1, 60).Draw(rt, "events")
-		if disk && typ != "window" {
-			// A join's tier is checked every 256 of its rows: enough of
-			// them that keys leave memory at one task.
-			n = rapid.IntRange(300, 600).Draw(rt, "events")
-		}
-		var evs []jEvent
-		at := base
-		for i := range n {
-			at = at.Add(time.Duration(rapid.IntRange(0, 50).Draw(rt, "gap")) * time.Second)
-			ts := at.Add(-time.Duration(rapid.IntRange(0, 120).Draw(rt, "delay")) * time.Second)
-			if rapid.IntRange(0, 2).Draw(rt, "far") == 0 {
-				ts = ts.Add(-time.Duration(rapid.IntRange(0, 12).Draw(rt, "behind")) * time.Minute)
-			}
-			e := jEvent{right: rapid.Bool().Draw(rt, "right"), id: i, key: rapid.IntRange(0, 3).Draw(rt, "key"), ts: ts, at: at}
-			e.tomb = typ == "temporal" && e.right && rapid.IntRange(0, 4).Draw(rt, "tomb") == 0
-			evs = append(evs, e)
-		}
-		var left, right strings.Builder
-		for _, e := range evs {
-			w := &left
-			if e.right {
-				w = &right
-			}
-			fmt.Fprintf(w, `{"at":"%s","ts":"%s","id":%d,"k":"k%d","deleted":%v}`+"\n", e.at.Format(time.RFC3339), e.ts.Format(time.RFC3339), e.id, e.key, e.tomb)
-		}
-		lp, rp := filepath.Join(dir, "left.jsonl"), filepath.Join(dir, "right.jsonl")
-		if err := os.WriteFile(lp, []byte(left.String()), 0o644); err != nil {
-			rt.Fatal(err)
-		}
-		if err := os.WriteFile(rp, []byte(right.String()), 0o644); err != nil {
-			rt.Fatal(err)
-		}
-		build := func() *spec.Pipeline {
-			schema := spec.FieldTypes{{Name: "id", Type: "int"}, {Name: "deleted", Type: "bool"}}
-			j := &spec.Join{Type: typ, Kind: kind,
-				Left:   spec.JoinSide{Input: "source", As: "L"},
-				Right:  spec.JoinSide{Input: "right", As: "R"},
-				On:     []string{"L.k = R.k"},
-				Select: spec.NamedExprs{{Name: "lid", Expr: "L.id"}, {Name: "rid", Expr: "R.id"}},
-			}
-			switch typ {
-			case "window":
-				j.Window = &spec.Window{Type: "tumbling", Size: spec.Duration(5 * time.Minute)}
+			j.Window = &spec.Window{Type: "tumbling", Size: spec.Duration(5 * time.Minute)}
+			j.Select = append(j.Select, spec.NamedExpr{Name: "ws", Expr: "window_start"})
+			if kind == "semi" || kind == "anti" {
+				j.Select = j.Select[:1:1]
 				j.Select = append(j.Select, spec.NamedExpr{Name: "ws", Expr: "window_start"})
-				if kind == "semi" || kind == "anti" {
-					j.Select = j.Select[:1:1]
-					j.Select = append(j.Select, spec.NamedExpr{Name: "ws", Expr: "window_start"})
-				}
-			case "interval":
-				up := spec.Duration(4 * time.Minute)
-				j.Between = &spec.JoinBounds{Lower: spec.Duration(-2 * time.Minute), Upper: &up}
-			case "regular":
-				j.TTL = spec.Duration(3 * time.Minute)
-			case "temporal":
-				j.Tombstone = "R.deleted"
 			}
-			p := &spec.Pipeline{
-				Name:      "joinprop",
-				KeyGroups: 8,
-				Source:    spec.Source{Type: "file", Path: lp, Format: "jsonl", ArrivalTimeField: "at", Schema: schema},
-				EventTime: spec.EventTime{Field: "ts", OutOfOrderness: spec.Duration(time.Minute)},
-				Inputs: []spec.Input{{Name: "right",
-					Source:    spec.Source{Type: "file", Path: rp, Format: "jsonl", ArrivalTimeField: "at", Schema: schema},
-					EventTime: spec.EventTime{Field: "ts", OutOfOrderness: spec.Duration(time.Minute)}}},
-				Stages: []spec.Stage{{Name: "j", Join: j, AllowedLateness: spec.Duration(lateness),
-					Emit: spec.Emit{Mode: mode}, Late: spec.Late{Policy: "side_output"}}},
-			}
-			if dedupLeft {
-				p.Dedup = &spec.Dedup{Key: "id", TTL: spec.Duration(time.Hour)}
-			}
-			if disk {
-				p.State = spec.State{Backend: "disk", Memory: 16 << 20}
-			}
-			return p
+		case "interval":
+			up := spec.Duration(4 * time.Minute)
+			j.Between = &spec.JoinBounds{Lower: spec.Duration(-2 * time.Minute), Upper: &up}
+		case "regular":
+			j.TTL = spec.Duration(3 * time.Minute)
+		case "temporal":
+			j.Tombstone = "R.deleted"
 		}
-		opts := engine.Options{}
+		p := &spec.Pipeline{
+			Name:      "joinprop",
+			KeyGroups: 8,
+			Source:    spec.Source{Type: "file", Path: lp, Format: "jsonl", ArrivalTimeField: "at", Schema: schema},
+			EventTime: spec.EventTime{Field: "ts", OutOfOrderness: spec.Duration(time.Minute)},
+			Inputs: []spec.Input{{Name: "right",
+				Source:    spec.Source{Type: "file", Path: rp, Format: "jsonl", ArrivalTimeField: "at", Schema: schema},
+				EventTime: spec.EventTime{Field: "ts", OutOfOrderness: spec.Duration(time.Minute)}}},
+			Stages: []spec.Stage{{Name: "j", Join: j, AllowedLateness: spec.Duration(c.lateness),
+				Emit: spec.Emit{Mode: mode}, Late: spec.Late{Policy: "side_output"}}},
+		}
+		if c.dedupLeft {
+			p.Dedup = &spec.Dedup{Key: "id", TTL: spec.Duration(time.Hour)}
+		}
 		if disk {
-			opts.HotTier = 1
-			p := build()
-			partest.Prepare(p)
-			p.Defaults()
-			_, sum := partest.RunSummary(rt, p, nil, 1, opts)
-			if sum.DiskState != nil {
-				written += sum.DiskState.JoinRowsWritten
-				loads += sum.DiskState.JoinLoads
-			}
+			p.State = spec.State{Backend: "disk", Memory: 16 << 20}
 		}
-		ref := partest.Check(rt, build, nil, opts, 2, 3)
-		got := netRows(rt, ref.Sets["j select"])
-		late := map[int]bool{}
-		for _, rec := range ref.Sets["late j"] {
-			var m struct {
-				Event struct{ ID int } `json:"event"`
-			}
-			if err := json.Unmarshal([]byte(rec), &m); err != nil {
-				rt.Fatal(err)
-			}
-			late[m.Event.ID] = true
-		}
-		var acc []jEvent
-		for _, e := range evs {
-			if !late[e.id] {
-				acc = append(acc, e)
-			}
-		}
-		want := batchJoin(typ, kind, acc)
-		if !maps.Equal(got, want) {
-			rt.Fatalf("%s %s %s join of %d rows (%d too late): got %v, want %v", typ, kind, mode, len(evs), len(late), showRows(got), showRows(want))
-		}
-		rows += len(ref.Sets["j select"])
-		tooLate += len(late)
-		for _, r := range ref.Sets["j select"] {
-			if strings.Contains(r, " delete ") || strings.Contains(r, " update_before ") {
-				retracted++
-			}
-		}
-	})
-	// The draws make the cases the test is for.
-	if rows == 0 || tooLate == 0 || retracted == 0 {
-		t.Fatalf("rows %d, too late %d, retractions %d: the generator does not exercise the join", rows, tooLate, retracted)
+		return p
 	}
-	t.Logf("%d rows, %d too late, %d retractions", rows, tooLate, retracted)
+	var seen joinSeen
+	opts := engine.Options{}
+	if disk {
+		opts.HotTier = 1
+		p := build()
+		partest.Prepare(p)
+		p.Defaults()
+		_, sum := partest.RunSummary(rt, p, nil, 1, opts)
+		if sum.DiskState != nil {
+			seen.written += sum.DiskState.JoinRowsWritten
+			seen.loads += sum.DiskState.JoinLoads
+		}
+	}
+	ref := partest.Check(rt, build, nil, opts, 2, 3)
+	got := netRows(rt, ref.Sets["j select"])
+	late := map[int]bool{}
+	for _, rec := range ref.Sets["late j"] {
+		var m struct {
+			Event struct{ ID int } `json:"event"`
+		}
+		if err := json.Unmarshal([]byte(rec), &m); err != nil {
+			rt.Fatalf("%v", err)
+		}
+		late[m.Event.ID] = true
+	}
+	var acc []jEvent
+	for _, e := range c.evs {
+		if !late[e.id] {
+			acc = append(acc, e)
+		}
+	}
+	want := batchJoin(typ, kind, acc)
+	if !maps.Equal(got, want) {
+		rt.Fatalf("%s %s %s join of %d rows (%d too late): got %v, want %v", typ, kind, mode, len(c.evs), len(late), showRows(got), showRows(want))
+	}
+	seen.rows = len(ref.Sets["j select"])
+	seen.tooLate = len(late)
+	for _, r := range ref.Sets["j select"] {
+		if strings.Contains(r, " delete ") || strings.Contains(r, " update_before ") {
+			seen.retracted++
+		}
+	}
+	return seen
 }
 
 // netRows reads partest's join rows ("ts=T op end=E <lid> <rid> [<ws>] v…")
 // into a multiset "ts|lid|rid|ws" net of retractions.
-func netRows(t *rapid.T, rows []string) map[string]int {
+func netRows(t partest.TB, rows []string) map[string]int {
 	out := map[string]int{}
 	for _, r := range rows {
 		f := strings.Fields(r)
