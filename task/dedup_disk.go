@@ -1,6 +1,7 @@
 package task
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -73,11 +74,32 @@ type dedupCold struct {
 }
 
 // bucketFilter is a bucket's filter of the ids written to it; f nil: no
-// filter (refused for lack of room), the bucket is always probed.
+// filter (refused for lack of room), the bucket is always probed. A
+// filter of a restored bucket (before known) is rebuilt from the store:
+// scan is the next key to read (nil once every id of the bucket is in
+// f; until then the bucket is probed), and the ids written since the
+// restore are added as they are written. counted is the count last
+// written to the bucket's count key (writeCounts).
 type bucketFilter struct {
-	b uint32
-	f *bloom.Filter
+	b       uint32
+	f       *bloom.Filter
+	scan    []byte
+	counted int
 }
+
+// rebuildScan is how many keys of the restored buckets a dedup node reads
+// into their filters per check of its tier (every 256 deliveries): a
+// restored store's filters are rebuilt by one scan of its ids, spread
+// over the run, so that the restore itself reads nothing.
+const rebuildScan = 2048
+
+// countSuffix ends a bucket's count key: after the key prefix, the
+// bucket (4 bytes), eight 0xff bytes and this byte — 13 bytes, where an
+// id's key has 12, sorting after every id of the bucket, so the sweep's
+// range delete takes it with them. Its value is the number of ids the
+// bucket's filter took (Uint), the first capacity of the filter a
+// restore rebuilds.
+const countSuffix = 1
 
 // firstFilter is the least first capacity of a bucket's filter (ids:
 // 320 bytes).
@@ -92,6 +114,11 @@ const minFilters = 256 << 10
 // absence: no id was written there) says the id was never written.
 func (c *dedupCold) mayHold(i int, b uint32, id uint64) bool {
 	if b < c.known[i] {
+		for _, bf := range c.filters[i] {
+			if bf.b == b {
+				return bf.f == nil || bf.scan != nil || bf.f.MayContain(id)
+			}
+		}
 		return true
 	}
 	for _, bf := range c.filters[i] {
@@ -106,15 +133,15 @@ func (c *dedupCold) mayHold(i int, b uint32, id uint64) bool {
 // filter, starting it (or refusing it, past fcap) on the bucket's first
 // id.
 func (c *dedupCold) noteWrite(i int, b uint32, id uint64) {
-	if b < c.known[i] {
-		return
-	}
 	fs := c.filters[i]
 	k := 0
 	for k < len(fs) && fs[k].b != b {
 		k++
 	}
 	if k == len(fs) {
+		if b < c.known[i] {
+			return // a restored bucket without a filter: always probed
+		}
 		capacity := max(c.fsize[i], firstFilter)
 		var f *bloom.Filter
 		if c.fbytes+capacity*bloom.BitsPerKey/8 <= c.fcap {
@@ -124,7 +151,13 @@ func (c *dedupCold) noteWrite(i int, b uint32, id uint64) {
 		c.filters[i] = append(fs, bucketFilter{b: b, f: f})
 		fs = c.filters[i]
 	}
-	f := fs[k].f
+	c.addToFilter(i, &fs[k], id)
+}
+
+// addToFilter adds id to bf's filter, dropping the filter (the bucket
+// then always probed) when its growth would pass the room.
+func (c *dedupCold) addToFilter(i int, bf *bucketFilter, id uint64) {
+	f := bf.f
 	if f == nil {
 		return
 	}
@@ -135,9 +168,135 @@ func (c *dedupCold) noteWrite(i int, b uint32, id uint64) {
 		c.fbytes += grown
 		if c.fbytes > c.fcap {
 			c.fbytes -= f.Bytes()
-			fs[k].f = nil
+			bf.f, bf.scan = nil, nil
 		}
 	}
+}
+
+// checkpointWrite is the write-back of a checkpoint: the new ids, the
+// pending range deletes, then the buckets' counts that the ids changed.
+func (d *dedupNode) checkpointWrite() error {
+	if err := d.writeBack(); err != nil {
+		return err
+	}
+	d.writeCounts()
+	if d.cold.batch.Count() == 0 {
+		return nil
+	}
+	return d.cold.store.Commit(d.cold.batch)
+}
+
+// appendCountKey appends bucket b's count key in key group g.
+func (c *dedupCold) appendCountKey(dst []byte, g int, b uint32) []byte {
+	dst = dedup.AppendBucket(state.KeyPrefix(dst, g, c.node), b)
+	return append(dst, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, countSuffix)
+}
+
+// writeCounts puts into the batch the count key of every bucket whose
+// complete filter took ids since its count was last written (at a
+// checkpoint: a restore sizes the filters it rebuilds by them).
+func (d *dedupNode) writeCounts() {
+	c := d.cold
+	var kb []byte
+	for i := range c.filters {
+		for k := range c.filters[i] {
+			bf := &c.filters[i][k]
+			if bf.f == nil || bf.scan != nil || bf.f.Len() == bf.counted {
+				continue
+			}
+			kb = c.appendCountKey(kb[:0], d.rng.Lo+i, bf.b)
+			var e state.Encoder
+			e.Uint(uint64(bf.f.Len()))
+			c.batch.Set(kb, e.Bytes())
+			bf.counted = bf.f.Len()
+		}
+	}
+}
+
+// startRebuild gives key group i's restored buckets [from, top) filters
+// to rebuild (rebuildStep), each first sized by its count key where the
+// store holds one, within the room; a bucket without room is always
+// probed.
+func (d *dedupNode) startRebuild(i int, from, top uint32) error {
+	c := d.cold
+	if from >= top {
+		return nil
+	}
+	g := d.rng.Lo + i
+	keys := make([][]byte, 0, top-from)
+	for b := from; b < top; b++ {
+		keys = append(keys, c.appendCountKey(nil, g, b))
+	}
+	counts := make([]int, len(keys))
+	var derr error
+	if err := c.store.Lookup(keys, func(k int, v []byte) {
+		dec := state.NewDecoder(v)
+		n := dec.Uint()
+		if dec.Err() != nil || n > 1<<30 {
+			derr = fmt.Errorf("key group %d: bucket %d's id count: %v", g, from+uint32(k), dec.Err())
+			return
+		}
+		counts[k] = int(n)
+	}); err != nil {
+		return err
+	}
+	if derr != nil {
+		return derr
+	}
+	for k, n := range counts {
+		b := from + uint32(k)
+		capacity := max(n, c.fsize[i], firstFilter)
+		bf := bucketFilter{b: b, counted: n}
+		if c.fbytes+capacity*bloom.BitsPerKey/8 <= c.fcap {
+			bf.f = bloom.New(capacity)
+			c.fbytes += bf.f.Bytes()
+			bf.scan = dedup.AppendBucket(state.KeyPrefix(nil, g, c.node), b)
+		}
+		c.filters[i] = append(c.filters[i], bf)
+	}
+	return nil
+}
+
+// rebuildStep reads up to n keys of the restored buckets whose filters are
+// being rebuilt into them; a filter whose bucket is read to its end is
+// complete (its bucket probed through it from then on).
+func (d *dedupNode) rebuildStep(n int) error {
+	c := d.cold
+	var hi []byte
+	for i := range c.filters {
+		g := d.rng.Lo + i
+		plen := len(state.KeyPrefix(nil, g, c.node))
+		for k := range c.filters[i] {
+			bf := &c.filters[i][k]
+			if bf.scan == nil {
+				continue
+			}
+			hi = dedup.AppendBucket(state.KeyPrefix(hi[:0], g, c.node), bf.b+1)
+			var next []byte
+			err := c.store.Scan(bf.scan, hi, func(key, _ []byte) bool {
+				if n <= 0 {
+					next = append([]byte(nil), key...)
+					return false
+				}
+				n--
+				if len(key) == plen+12 {
+					c.addToFilter(i, bf, binary.BigEndian.Uint64(key[plen+4:]))
+				}
+				return bf.f != nil
+			})
+			if err != nil {
+				return err
+			}
+			if bf.f == nil {
+				continue // no room: the bucket stays probed
+			}
+			bf.scan = next
+			if n <= 0 {
+				return nil
+			}
+		}
+	}
+	return nil
 }
 
 // dropFilters forgets key group i's filters of the buckets before end
@@ -499,11 +658,16 @@ func (d *dedupNode) maybeTurn() error {
 		// the task's path, holding back records) has at most that many
 		// left per key group's tables, not an interval's worth.
 		if c.pending >= trickleIDs {
-			return d.writeBack()
+			if err := d.writeBack(); err != nil {
+				return err
+			}
 		}
-		return nil
+		return d.rebuildStep(rebuildScan)
 	}
 	if err := d.writeBack(); err != nil {
+		return err
+	}
+	if err := d.rebuildStep(rebuildScan); err != nil {
 		return err
 	}
 	// The prefetched answers may now be stale: an id absent then is in the
@@ -600,10 +764,16 @@ func (d *dedupNode) restoreCold(i int, dec *state.Decoder, delta bool) error {
 	}
 	c.low[i], c.top[i], c.swept[i] = uint32(low), uint32(top), uint32(swept)
 	c.cold[i] = top > 0
-	// The restored store's ids are in no filter: every bucket it may hold
-	// ids in is probed until the sweep deletes it.
+	// The restored store's ids are in no filter: each bucket it may hold
+	// ids in gets one rebuilt from the store (rebuildStep), and is probed
+	// until its filter is complete.
 	c.dropFilters(i, math.MaxUint32)
 	c.known[i] = uint32(top)
+	if top > 0 {
+		if err := d.startRebuild(i, max(c.low[i], c.swept[i]), c.top[i]); err != nil {
+			return err
+		}
+	}
 	if delta {
 		d.caches[i].restorePuts(dec)
 		d.chains[i].deltas++
@@ -622,7 +792,7 @@ func (d *dedupNode) restoreCold(i int, dec *state.Decoder, delta bool) error {
 func (t *Task) Flush() error {
 	for _, nr := range t.nodes {
 		if d := nr.dedup; d != nil && d.cold != nil {
-			if err := d.writeBack(); err != nil {
+			if err := d.checkpointWrite(); err != nil {
 				return fmt.Errorf("dedup: %w", err)
 			}
 		}

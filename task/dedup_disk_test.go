@@ -174,9 +174,21 @@ func TestDiskDedupTrickles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var counts int
 	count := func() int {
 		n := 0
-		if err := st.Scan(nil, []byte{0xff, 0xff}, func(k, v []byte) bool { n++; return true }); err != nil {
+		counts = 0
+		if err := st.Scan(nil, []byte{0xff, 0xff}, func(k, v []byte) bool {
+			switch len(k) {
+			case state.PrefixLen + 12:
+				n++
+			case state.PrefixLen + 13:
+				counts++
+			default:
+				t.Fatalf("a key of %d bytes", len(k))
+			}
+			return true
+		}); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -189,6 +201,11 @@ func TestDiskDedupTrickles(t *testing.T) {
 	}
 	if got := d.cold.writes; got != 10_000 || count() != 10_000 {
 		t.Fatalf("after the checkpoint's write-back: %d ids written, %d in the store; want 10000", got, count())
+	}
+	// The checkpoint also wrote each bucket's count of ids (one bucket per
+	// key group: every id expires at the same second).
+	if counts != d.g.KeyGroups {
+		t.Fatalf("%d count keys, want %d", counts, d.g.KeyGroups)
 	}
 }
 
@@ -238,6 +255,10 @@ func TestDiskDedupFilterRestore(t *testing.T) {
 	for i := range d.changed {
 		d.changed[i] = true
 	}
+	wrote := map[int]int{} // ids per key group, counted independently
+	for j := 1; j <= 3000; j++ {
+		wrote[keygroup.OfHash(idOf(j), g1.KeyGroups)]++
+	}
 	secs := tk.Snapshot(nil)
 	glob := tk.Globals()
 
@@ -256,8 +277,12 @@ func TestDiskDedupFilterRestore(t *testing.T) {
 		}
 		c := d2.cold
 		for i := range c.top {
-			if c.known[i] != c.top[i] || len(c.filters[i]) != 0 {
-				t.Fatalf("task %d key group %d: known %d, top %d, %d filters; want known = top, none", k, d2.rng.Lo+i, c.known[i], c.top[i], len(c.filters[i]))
+			// One restored bucket per key group (every id expires at the same
+			// second), its filter to be rebuilt, sized by the count the
+			// checkpoint wrote.
+			fs := c.filters[i]
+			if c.known[i] != c.top[i] || len(fs) != 1 || fs[0].b != c.top[i]-1 || fs[0].f == nil || fs[0].scan == nil || fs[0].counted != wrote[d2.rng.Lo+i] {
+				t.Fatalf("task %d key group %d: known %d, top %d, filters %+v; want known = top, one filter of bucket top−1 to rebuild, its count %d", k, d2.rng.Lo+i, c.known[i], c.top[i], fs, wrote[d2.rng.Lo+i])
 			}
 		}
 		nodes[k] = d2
@@ -282,8 +307,33 @@ func TestDiskDedupFilterRestore(t *testing.T) {
 	}
 	r0, h0, s0 := stats()
 	if h0 != 3000 || s0 != 0 {
-		t.Fatalf("the restored ids: %d found in the store, %d probes skipped; want 3000 and 0 (no filter covers a restored bucket)", h0, s0)
+		t.Fatalf("the restored ids: %d found in the store, %d probes skipped; want 3000 and 0 (each is in its bucket's filter, rebuilt or not)", h0, s0)
 	}
+	// The rebuild reads every id of the restored buckets into their
+	// filters (a few steps ran in the deliveries above); then each filter
+	// is complete and holds its bucket's ids, and new ids of the restored
+	// bucket are skipped but for false positives (before the filters were
+	// rebuilt, every one was probed).
+	for k, n := range nodes {
+		if err := n.rebuildStep(1 << 30); err != nil {
+			t.Fatal(err)
+		}
+		for i, fs := range n.cold.filters {
+			if len(fs) != 1 || fs[0].scan != nil || fs[0].f.Len() < wrote[n.rng.Lo+i] {
+				t.Fatalf("task %d key group %d after the rebuild: %+v; want a complete filter of at least %d ids", k, n.rng.Lo+i, fs, wrote[n.rng.Lo+i])
+			}
+		}
+	}
+	for j := 9001; j <= 12000; j++ {
+		if deliver(owner(j), j, 1_000_000) != dedup.First {
+			t.Fatalf("id %d: not a first delivery", j)
+		}
+	}
+	r2, _, s2 := stats()
+	if r2-r0 > 300 || s2-s0 < 2700 {
+		t.Fatalf("3,000 new ids of the restored bucket: %d lookups, %d probes skipped; want at most 300 and at least 2,700", r2-r0, s2-s0)
+	}
+	r0, h0, s0 = stats()
 	const later = 1_000_000 + 120_000
 	for j := 3001; j <= 6000; j++ {
 		deliver(owner(j), j, later)
