@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble/v2"
@@ -285,6 +286,8 @@ func (rt *runtime) removeSnaps(snaps []stateSnap) {
 // with the key groups it does not own excised.
 func (rt *runtime) restoreStores(refs []storeRef, segRead func(off, n int64) ([]byte, error)) error {
 	ds := rt.disk
+	start := time.Now()
+	defer func() { ds.restore.Duration += time.Since(start) }()
 	fs := rt.ck.store.(checkpoint.FileStore)
 	ds.tasks = make([][]*shard, rt.par)
 	for i := range rt.par {

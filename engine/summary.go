@@ -184,12 +184,17 @@ type DiskStateSummary struct {
 // (only those holding a key of the task's key groups: a rescale takes
 // only the tables of the key groups that move to a task); CopiedBytes
 // the bytes of them copied because the checkpoint directory is on
-// another file system (the rest are hard links, no bytes copied).
+// another file system (the rest are hard links, no bytes copied);
+// Duration the wall time of making and opening the stores (links or
+// copies, excises, pebble's opens: what a restore of the state costs
+// before the first record, the checkpoint's manifest and sections not
+// counted).
 type DiskRestore struct {
 	Stores, Excised int
 	Tables          int
 	TableBytes      int64
 	CopiedBytes     int64
+	Duration        time.Duration
 }
 
 // DiskCheckpoint is one checkpoint of the disk backend: ID is its

@@ -43,6 +43,7 @@ type stateBenchFlags struct {
 	dir         string
 	format      string
 	checkpoint  time.Duration
+	restarts    []int
 }
 
 // Defaults of tidemark bench state.
@@ -113,6 +114,7 @@ duplicates and conflicts must be equal, or the command fails.
 	fl.StringVar(&f.dir, "dir", "", "where the state directory goes (default: the system's temporary directory)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	fl.DurationVar(&f.checkpoint, "checkpoint-interval", 0, "take checkpoints this often (wall clock) in the measured run, into a directory beside the state's, and report their bytes against the new tables' (0: none)")
+	fl.IntSliceVar(&f.restarts, "restart", nil, "after the measured run (with --checkpoint-interval), run it again from its latest checkpoint at each of these parallelisms in turn (0: the run's), and report each restore: stores and tables taken, bytes copied, its time")
 	return cmd
 }
 
@@ -191,6 +193,25 @@ type stateRun struct {
 	CheckpointP99Ms float64 `json:"checkpoint_links_p99_ms,omitempty"`
 	ListP50Ms       float64 `json:"checkpoint_list_p50_ms,omitempty"`
 	ListP99Ms       float64 `json:"checkpoint_list_p99_ms,omitempty"`
+	// Restarts are the runs again from the latest checkpoint (--restart).
+	Restarts []stateRestart `json:"restarts,omitempty"`
+}
+
+// stateRestart is one run again from the latest checkpoint: its
+// parallelism, what its restore took (engine DiskRestore), the restore's
+// time, and the whole run's wall time (the restore, the replay of the
+// deliveries after the checkpoint, the end).
+type stateRestart struct {
+	Parallelism  int     `json:"parallelism"`
+	Stores       int     `json:"stores"`
+	Excised      int     `json:"excised"`
+	Tables       int     `json:"tables"`
+	TableBytes   int64   `json:"table_bytes"`
+	CopiedBytes  int64   `json:"copied_bytes"`
+	RestoreMs    float64 `json:"restore_ms"`
+	WallSeconds  float64 `json:"wall_s"`
+	Deliveries   int64   `json:"deliveries"`
+	CheckpointID int64   `json:"checkpoint_id,omitempty"`
 }
 
 // pauseFigures fills r's pause and sent-bytes figures from a run's
@@ -245,6 +266,8 @@ func runBenchState(ctx context.Context, f stateBenchFlags, stdout, stderr io.Wri
 		return usageErr("--sample %d: negative", f.sample)
 	case f.sampleOnly && f.sample == 0:
 		return usageErr("--sample-only needs --sample above 0")
+	case len(f.restarts) > 0 && f.checkpoint <= 0:
+		return usageErr("--restart needs --checkpoint-interval")
 	}
 	budget, err := spec.ParseBytes(f.memory)
 	if err != nil {
@@ -399,6 +422,20 @@ func (g *stateGen) Next(ctx context.Context, b *source.Batch, max int) (source.S
 
 // Partitions implements source.Source: one.
 func (g *stateGen) Partitions() []string { return g.partitions }
+
+// Position implements source.Resumable: the next delivery's number (a
+// run again from a checkpoint, --restart, continues after it).
+func (g *stateGen) Position() []byte { return strconv.AppendInt(nil, g.next, 10) }
+
+// Seek implements source.Resumable.
+func (g *stateGen) Seek(_ context.Context, pos []byte) error {
+	n, err := strconv.ParseInt(string(pos), 10, 64)
+	if err != nil || n < 0 || n > g.n {
+		return fmt.Errorf("bench state: position %q: want a delivery number in [0, %d]", pos, g.n)
+	}
+	g.next = n
+	return nil
+}
 
 // EventJSON implements source.Source: the event of the delivery at
 // m.Pos.Offset, as a JSON object. Safe for concurrent use (it reads only
@@ -651,6 +688,26 @@ func stateMeasure(ctx context.Context, f stateBenchFlags, budget spec.Bytes, std
 	r.DiskBytes = rss.diskPeak
 	r.StateX = float64(f.ids*34) / float64(budget)
 	r.Bounded = r.PeakRSSBytes <= r.LimitBytes
+	for _, par := range f.restarts {
+		if par == 0 {
+			par = r.Parallelism
+		}
+		start := time.Now()
+		sum, _, _, err := stateRunOnce(ctx, p, f.ids, rate, par, 0, false, stderr, newLiveHeap(nil))
+		if err != nil {
+			return nil, fmt.Errorf("bench state: the restart at %d tasks: %w", par, err)
+		}
+		rs := stateRestart{Parallelism: sum.Parallelism, WallSeconds: time.Since(start).Seconds(), Deliveries: sum.EventsRead}
+		if d := sum.DiskState; d != nil {
+			x := d.Restore
+			rs.Stores, rs.Excised, rs.Tables, rs.TableBytes, rs.CopiedBytes = x.Stores, x.Excised, x.Tables, x.TableBytes, x.CopiedBytes
+			rs.RestoreMs = float64(x.Duration) / float64(time.Millisecond)
+		}
+		if rs.Stores == 0 {
+			return nil, fmt.Errorf("bench state: the restart at %d tasks restored no store", par)
+		}
+		r.Restarts = append(r.Restarts, rs)
+	}
 	return r, nil
 }
 
@@ -695,6 +752,10 @@ func writeStateReport(w io.Writer, format string, rep *stateBenchReport) {
 				r.PauseP50Ms, r.PauseP99Ms, r.PauseMaxMs, bytesText(r.SentP50Bytes))
 			fmt.Fprintf(w, "  the pause's parts p50/p99: write-back %.1f/%.1f ms, memtable flush %.1f/%.1f ms, pebble checkpoint (links) %.1f/%.1f ms, listing %.1f/%.1f ms\n",
 				r.WriteBackP50Ms, r.WriteBackP99Ms, r.FlushP50Ms, r.FlushP99Ms, r.CheckpointP50Ms, r.CheckpointP99Ms, r.ListP50Ms, r.ListP99Ms)
+		}
+		for _, x := range r.Restarts {
+			fmt.Fprintf(w, "  restart at %d tasks from the latest checkpoint: restore %.1f ms (%d stores, %d excised, %d tables of %s, %s copied); the run %.1f s wall, %s records in (the checkpoint's and any after it)\n",
+				x.Parallelism, x.RestoreMs, x.Stores, x.Excised, x.Tables, bytesText(x.TableBytes), bytesText(x.CopiedBytes), x.WallSeconds, thousands(x.Deliveries))
 		}
 	}
 }

@@ -171,3 +171,39 @@ func TestPauseFigures(t *testing.T) {
 		t.Fatalf("no values: %v", got)
 	}
 }
+
+// TestBenchStateRestart: --restart runs the measured run again from its
+// latest checkpoint at 2 tasks (the run's) and then at 1: both restores
+// take every table of the checkpoint by hard links (0 bytes copied: one
+// file system), the first into 2 stores, one per task, the second both
+// old stores into the one task whole (none excised), the same tables'
+// bytes; each restart counts the checkpoint's records and reads none
+// after them.
+func TestBenchStateRestart(t *testing.T) {
+	var out bytes.Buffer
+	err := runBenchState(context.Background(), stateBenchFlags{ids: 20_000, ttl: 24 * time.Hour, memory: "16MiB", parallelism: 2,
+		dir: t.TempDir(), format: "json", checkpoint: 20 * time.Millisecond, restarts: []int{0, 1}}, &out, io.Discard)
+	var rep stateBenchReport
+	if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil || rep.Run == nil {
+		t.Fatalf("%v %v\n%s", err, jerr, out.String())
+	}
+	r := rep.Run
+	if len(r.Restarts) != 2 {
+		t.Fatalf("%d restarts, want 2: %+v", len(r.Restarts), r.Restarts)
+	}
+	a, b := r.Restarts[0], r.Restarts[1]
+	if a.Parallelism != 2 || a.Stores != 2 || a.Excised != 0 || a.Tables == 0 || a.CopiedBytes != 0 || a.RestoreMs <= 0 {
+		t.Errorf("restart at 2 tasks: %+v", a)
+	}
+	if b.Parallelism != 1 || b.Stores != 2 || b.Excised != 0 || b.TableBytes != a.TableBytes || b.CopiedBytes != 0 {
+		t.Errorf("restart at 1 task: %+v; the first took %d bytes of tables", b, a.TableBytes)
+	}
+	for _, x := range r.Restarts {
+		if x.Deliveries != r.Deliveries {
+			t.Errorf("restart at %d tasks: %d records in, the run had %d", x.Parallelism, x.Deliveries, r.Deliveries)
+		}
+	}
+	if err := runBenchState(context.Background(), stateBenchFlags{ids: 20_000, ttl: time.Hour, memory: "16MiB", restarts: []int{1}, format: "text"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--restart needs --checkpoint-interval") {
+		t.Errorf("--restart without checkpoints: %v", err)
+	}
+}
