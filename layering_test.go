@@ -19,7 +19,7 @@ const module = "github.com/tidemark/tidemark"
 
 // The layers of the house (docs/ARCHITECTURE.md, "Layering"), from the
 // top: the face (the binary, the command line, the library entry points)
-// → the runner (engine) → the task → the plan → the core; the connectors
+// → the runners (engine; engine/group, the group runner beside it) → the task → the plan → the core; the connectors
 // (sources, sinks, formats) → the core. A package may import packages of
 // its own layer, of the layers below it and of no layer (spec, contract,
 // the internal helpers), never a package of a layer it must not reach.
@@ -45,7 +45,7 @@ func layerOf(p string) string {
 	switch {
 	case p == "" || p == "internal/cli" || p == "cmd" || strings.HasPrefix(p, "cmd/"):
 		return layerFace
-	case p == "engine":
+	case p == "engine" || strings.HasPrefix(p, "engine/"):
 		return layerRunner
 	case p == "task":
 		return layerTask
@@ -235,6 +235,7 @@ func TestLayeringRules(t *testing.T) {
 			"nexschema", "record",
 		},
 		"engine":       {"task", "source", "internal/cli"},
+		"engine/group": {"engine", "task", "internal/cli"},
 		"record":       {"changelog"},
 		"changelog":    {"row"},
 		"operator":     {"row", "task"},
@@ -243,6 +244,7 @@ func TestLayeringRules(t *testing.T) {
 	want := []string{
 		"checkpoint → sink/postgres: a store imports a sink",
 		"engine → internal/cli: a runner package imports a face package",
+		"engine/group → internal/cli: a runner package imports a face package",
 		"operator → task: a core package imports a task package",
 		"operator → task → plan: a core package imports a plan package",
 		"operator → task → plan → source/nexmark: a core package imports a connector package",

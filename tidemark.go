@@ -34,6 +34,7 @@ import (
 
 	"github.com/tidemark/tidemark/contract"
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/engine/group"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/spec"
 	"github.com/tidemark/tidemark/sql/planner"
@@ -77,11 +78,16 @@ func Compile(p *spec.Pipeline) (*plan.Plan, error) {
 }
 
 // Run compiles and runs a pipeline until its bounded source is exhausted or
-// ctx is cancelled, and returns the run's summary.
+// ctx is cancelled, and returns the run's summary. A pipeline whose source
+// has assignment: group runs as one instance of its group (group.Run,
+// unless opts.Group names another runner).
 func Run(ctx context.Context, p *spec.Pipeline, opts engine.Options) (*engine.Summary, error) {
 	pl, err := Compile(p)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Group == nil {
+		opts.Group = group.Run
 	}
 	return engine.Run(ctx, pl, opts)
 }

@@ -153,9 +153,9 @@ func (rt *runtime) routerState() *routerState {
 	return s
 }
 
-// specJSON returns the pipeline spec as canonical JSON (encoding/json
+// SpecJSON returns the pipeline spec as canonical JSON (encoding/json
 // sorts map keys; struct fields keep their order).
-func specJSON(v any) ([]byte, error) { return json.Marshal(v) }
+func SpecJSON(v any) ([]byte, error) { return json.Marshal(v) }
 
 // registerSink records how a sink takes part in checkpoints: an
 // exactly-once sink must implement sink.Committer; an at-least-once one is

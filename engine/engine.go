@@ -31,6 +31,8 @@
 package engine
 
 import (
+	"github.com/tidemark/tidemark/internal/cputime"
+
 	"context"
 	"errors"
 	"fmt"
@@ -47,7 +49,6 @@ import (
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/source"
-	"github.com/tidemark/tidemark/state"
 	"github.com/tidemark/tidemark/task"
 	"github.com/tidemark/tidemark/watermark"
 )
@@ -168,6 +169,13 @@ type Options struct {
 	// false: the limit is the caller's (disk.Split(state.memory,
 	// tasks).MemoryLimit() gives the value).
 	SetMemoryLimit bool
+
+	// Group runs a plan whose source has assignment: group (IsGroup) as
+	// one instance of its group: Run hands it the plan and the options
+	// with their defaults. The face sets it to package engine/group's Run;
+	// the engine imports no group code. Default nil: Run refuses such a
+	// plan with a ConfigError.
+	Group func(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error)
 }
 
 // TimeRange is an interval of event time, [From, To) in ms since the epoch.
@@ -184,11 +192,18 @@ type Progress struct {
 	Done, Total int64
 }
 
-// Run executes the plan until the source is exhausted (a bounded input) or
-// ctx is cancelled, and returns the summary. Errors: a source or sink
-// failure, an aggregate overflow, or ctx's error; sinks are closed either
-// way, and every goroutine the run started has stopped.
-func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err error) {
+// IsGroup reports whether p runs as one instance of a group of processes
+// sharing a Kafka consumer group (source.type: kafka, source.assignment:
+// group; docs/scale-out.md): Run hands such a plan to Options.Group.
+func IsGroup(p *plan.Plan) bool {
+	sp := p.Spec.Source
+	return sp.Type == "kafka" && sp.Assignment == "group"
+}
+
+// WithDefaults returns opts with every unset field given the default its
+// doc states (Run applies it; a group runner given opts by Run receives them
+// applied).
+func (opts Options) WithDefaults() Options {
 	if opts.Clock == nil {
 		opts.Clock = func() int64 { return time.Now().UnixMilli() }
 	}
@@ -213,14 +228,23 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 	if opts.LiveEvery <= 0 {
 		opts.LiveEvery = time.Second
 	}
-	if sp := p.Spec.Source; sp.Type == "kafka" && sp.Assignment == "group" {
-		if p.Spec.State.Backend == state.BackendDisk {
-			return nil, &ConfigError{Err: fmt.Errorf("state.backend: disk: a group of instances (source.assignment: group) keeps its tasks' state in memory in this build (docs/state.md, \"Status\")")}
+	return opts
+}
+
+// Run executes the plan until the source is exhausted (a bounded input) or
+// ctx is cancelled, and returns the summary. Errors: a source or sink
+// failure, an aggregate overflow, or ctx's error; sinks are closed either
+// way, and every goroutine the run started has stopped.
+func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err error) {
+	opts = opts.WithDefaults()
+	if IsGroup(p) {
+		if opts.Group == nil {
+			return nil, &ConfigError{Err: fmt.Errorf("source.assignment: group: this caller runs no group of instances (Options.Group: the runner of package engine/group)")}
 		}
-		return runGroup(ctx, p, opts)
+		return opts.Group(ctx, p, opts)
 	}
 	start := time.Now()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	rt := &runtime{plan: p, opts: opts, now: changelog.WatermarkNone}
 	defer func() {
 		if cerr := rt.close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
@@ -263,7 +287,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (sum *Summary, err err
 	s := rt.summary()
 	s.Stopped = stopped
 	s.Wall = time.Since(start)
-	s.CPU = cpuTime() - cpu0
+	s.CPU = cputime.Process() - cpu0
 	return s, nil
 }
 
@@ -319,7 +343,7 @@ type runtime struct {
 	srcKnown int
 	srcPos   []byte
 	// groupMarker takes the router's markers in a group run's source task
-	// (grouptask.go).
+	// (PartRouter).
 	groupMarker func(task.Marker)
 	// keyWatch and keyChecked: engine/keycheck.go.
 	keyWatch         []keyWatch

@@ -50,8 +50,8 @@ func TestPlanFingerprintMatchesRestore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, _ := specJSON(base)
-			b, _ := specJSON(p)
+			a, _ := SpecJSON(base)
+			b, _ := SpecJSON(p)
 			refused := specChanges(a, b)
 			if (got == fp) != tc.keeps || (len(refused) == 0) != tc.keeps {
 				t.Fatalf("fingerprint kept %v, refused changes %v; want kept %v", got == fp, refused, tc.keeps)

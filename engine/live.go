@@ -240,3 +240,60 @@ func mergeHot(a, b []operator.KeyState, n int) []operator.KeyState {
 	}
 	return out
 }
+
+// LiveGroup is the part of a snapshot (Live.Group) of one instance of a
+// group run (docs/scale-out.md): the tasks it holds, its transactions and
+// rebalances, what restoring tasks took, and per keyed task the lag of its
+// repartition partition and the watermark each upstream task reported.
+type LiveGroup struct {
+	Group, Instance string
+	// Topic is the repartition topic, Partitions its partition count.
+	Topic      string
+	Partitions int
+	Sources    []LiveSourceTask
+	Keyed      []LiveKeyedTask
+	// Commits and Aborts count the instance's transactions, Rebalances its
+	// assignment changes, Restores the tasks it started from a checkpoint
+	// (RestoreBytes read in RestoreTime).
+	Commits, Aborts, Rebalances, Restores int
+	RestoreBytes                          int64
+	RestoreTime                           time.Duration
+}
+
+// LiveSourceTask is a source task: one input partition.
+type LiveSourceTask struct {
+	Partition string // "topic/N"
+	// Watermark is the watermark it reported to the keyed tasks (ms);
+	// Idle whether it reported the partition idle.
+	Watermark int64
+	Idle      bool
+	Records   int64 // records it routed (with those of earlier owners)
+	// Lag is the records of the partition after its position (from the
+	// last fetch's last stable offset); -1 when not known yet.
+	Lag int64
+	// Done: a bounded run read the partition to its end.
+	Done bool
+}
+
+// LiveKeyedTask is a keyed task: one partition of the repartition topic.
+type LiveKeyedTask struct {
+	Partition int
+	// Lag is the records of its repartition partition after its position;
+	// -1 when not known yet.
+	Lag int64
+	// Nodes are its keyed nodes' watermarks, in graph order.
+	Nodes []LiveNode
+	Done  bool
+}
+
+// LiveNode is one keyed node of a keyed task.
+type LiveNode struct {
+	Name string // "dedup", "order_by" or the stage's name
+	// Watermark is the node's watermark (ms): the minimum over Upstream.
+	Watermark int64
+	// Upstream is the watermark each task that feeds the node reported
+	// (ms; changelog.WatermarkNone before it did): the input partitions
+	// for the nodes the source feeds, the repartition partitions for the
+	// others.
+	Upstream []int64
+}

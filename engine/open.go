@@ -60,7 +60,7 @@ func (rt *runtime) open(ctx context.Context) error {
 		return err
 	}
 	if c := p.Spec.Checkpoint; c != nil {
-		spec, err := specJSON(p.Spec)
+		spec, err := SpecJSON(p.Spec)
 		if err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
@@ -73,7 +73,7 @@ func (rt *runtime) open(ctx context.Context) error {
 		rt.env.Restoring = len(ids) > 0
 	}
 	if q := p.Spec.Quarantine.Sink; q != nil {
-		s, err := rt.opts.Registry.openRecords(ctx, *q, &rt.env)
+		s, err := rt.opts.Registry.OpenRecords(ctx, *q, &rt.env)
 		if err != nil {
 			return fmt.Errorf("quarantine.sink: %w", err)
 		}
@@ -87,7 +87,7 @@ func (rt *runtime) open(ctx context.Context) error {
 		rt.linVal = row.Str(rt.lineage().String())
 	}
 	if c := p.Spec.Conflicts.Sink; c != nil {
-		s, err := rt.opts.Registry.openRecords(ctx, *c, &rt.env)
+		s, err := rt.opts.Registry.OpenRecords(ctx, *c, &rt.env)
 		if err != nil {
 			return fmt.Errorf("conflicts.sink: %w", err)
 		}
@@ -140,7 +140,7 @@ func (rt *runtime) open(ctx context.Context) error {
 					s = ls
 				}
 			} else {
-				s, err = rt.opts.Registry.openResults(ctx, sk, rt.sinkDesc(sp.Desc), &rt.env)
+				s, err = rt.opts.Registry.OpenResults(ctx, sk, rt.sinkDesc(sp.Desc), &rt.env)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: sinks[%d] (%s): %w", sp.Name, i, sk.Type, err)
@@ -153,7 +153,7 @@ func (rt *runtime) open(ctx context.Context) error {
 		g.HasSinks[si] = len(st.sinks) > 0
 		g.Ledger[si] = len(st.ledger) > 0
 		if c := sp.Contributions; c != nil && c.Sink != nil && sp.Input < 0 && !sp.Desc.Stateless {
-			s, err := rt.opts.Registry.openRecords(ctx, *c.Sink, &rt.env)
+			s, err := rt.opts.Registry.OpenRecords(ctx, *c.Sink, &rt.env)
 			if err != nil {
 				return fmt.Errorf("%s: contributions.sink: %w", sp.Name, err)
 			}
@@ -164,7 +164,7 @@ func (rt *runtime) open(ctx context.Context) error {
 			}
 		}
 		if sp.Late.Policy == "side_output" && sp.Late.Sink != nil {
-			s, err := rt.opts.Registry.openRecords(ctx, *sp.Late.Sink, &rt.env)
+			s, err := rt.opts.Registry.OpenRecords(ctx, *sp.Late.Sink, &rt.env)
 			if err != nil {
 				return fmt.Errorf("%s: late.sink: %w", sp.Name, err)
 			}

@@ -283,9 +283,9 @@ func kafkaEncoding(s spec.Sink) (kafka.Encoding, error) {
 	return enc, nil
 }
 
-// kafkaRowEncoder is the encoder of a kafka result sink's records in a
+// KafkaRowEncoder is the encoder of a kafka result sink's records in a
 // group run, which produces them itself.
-func kafkaRowEncoder(ctx context.Context, s spec.Sink, d changelog.Desc) (*kafka.RowEncoder, error) {
+func KafkaRowEncoder(ctx context.Context, s spec.Sink, d changelog.Desc) (*kafka.RowEncoder, error) {
 	enc, err := kafkaEncoding(s)
 	if err != nil {
 		return nil, err
@@ -293,8 +293,8 @@ func kafkaRowEncoder(ctx context.Context, s spec.Sink, d changelog.Desc) (*kafka
 	return kafka.NewRowEncoderWith(ctx, d, kafka.RowOptions{Topic: s.Topic, Upsert: s.Upsert, Encoding: enc})
 }
 
-// kafkaRecordEncoder is kafkaRowEncoder for a kafka side-output sink.
-func kafkaRecordEncoder(s spec.Sink) (*kafka.RecordEncoder, error) {
+// KafkaRecordEncoder is KafkaRowEncoder for a kafka side-output sink.
+func KafkaRecordEncoder(s spec.Sink) (*kafka.RecordEncoder, error) {
 	enc, err := kafkaEncoding(s)
 	if err != nil {
 		return nil, err
@@ -302,7 +302,7 @@ func kafkaRecordEncoder(s spec.Sink) (*kafka.RecordEncoder, error) {
 	return kafka.NewRecordEncoder(s.Topic, enc)
 }
 
-func (r *Registry) openResults(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
+func (r *Registry) OpenResults(ctx context.Context, s spec.Sink, d changelog.Desc, env *Env) (sink.Results, error) {
 	f, ok := r.Results[s.Type]
 	if !ok {
 		return nil, fmt.Errorf("no result sink of type %q (known: %s)", s.Type, names(r.Results))
@@ -310,7 +310,7 @@ func (r *Registry) openResults(ctx context.Context, s spec.Sink, d changelog.Des
 	return f(ctx, s, d, env)
 }
 
-func (r *Registry) openRecords(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {
+func (r *Registry) OpenRecords(ctx context.Context, s spec.Sink, env *Env) (sink.Records, error) {
 	f, ok := r.Records[s.Type]
 	if !ok {
 		return nil, fmt.Errorf("no side-output sink of type %q (known: %s)", s.Type, names(r.Records))

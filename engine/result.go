@@ -54,7 +54,7 @@ func (rt *runtime) summary() *Summary {
 		s.DiskState = d
 	}
 	var stageRules [][]RuleCount
-	s.Rules, stageRules = splitRules(c.ByRule, len(rt.plan.Stages))
+	s.Rules, stageRules = SplitRules(c.ByRule, len(rt.plan.Stages))
 	if ck := rt.ck; ck != nil {
 		s.Checkpoints = CheckpointSummary{Dir: ck.dir, Restored: ck.restored, Taken: ck.taken, Last: ck.lastID,
 			LastBytes: ck.bytes, LastDuration: ck.duration, Total: ck.total, Bytes: ck.allBytes, Longest: ck.longest,
@@ -89,10 +89,10 @@ func (rt *runtime) summary() *Summary {
 	return s
 }
 
-// splitRules splits the counters' ByRule into the pipeline-level rules
+// SplitRules splits the counters' ByRule into the pipeline-level rules
 // and each of stages stages' rules (task.StageRuleKey), each sorted by
 // rule name.
-func splitRules(byRule map[string]int64, stages int) (pipeline []RuleCount, perStage [][]RuleCount) {
+func SplitRules(byRule map[string]int64, stages int) (pipeline []RuleCount, perStage [][]RuleCount) {
 	perStage = make([][]RuleCount, stages)
 	for _, k := range slices.Sorted(maps.Keys(byRule)) {
 		si, rule, ok := task.SplitRuleKey(k)

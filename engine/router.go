@@ -496,7 +496,7 @@ func (rt *runtime) tickMore(now int64) {
 // mode) at once.
 func (rt *runtime) marker(m task.Marker) {
 	if rt.groupMarker != nil {
-		rt.groupMarker(m) // a group run's source task (grouptask.go)
+		rt.groupMarker(m) // a group run's source task (PartRouter)
 		return
 	}
 	if rt.inline {

@@ -13,26 +13,24 @@ import (
 	"github.com/tidemark/tidemark/watermark"
 )
 
-// partRouter is the router of one source partition whose records its
+// PartRouter is the router of one source partition whose records its
 // caller hands over instead of a source's Next: the direct runner's
 // per-record path (router.go: processing time, quarantine, contract,
 // watermark, routing) behind the few methods a group run's source task
-// (grouptask.go) drives, so that the group code reads none of the
-// runtime's fields. Every item goes to another task (remote); the
-// router's markers go to marker. It is the interface a group runner in a
-// package of its own would import (docs/ARCHITECTURE.md, "The group
-// runner").
-type partRouter struct{ rt *runtime }
+// (package engine/group, task.go) drives, so that the group code reads
+// none of the runtime's fields. Every item goes to another task (remote);
+// the router's markers go to marker.
+type PartRouter struct{ rt *runtime }
 
-// newPartRouter returns the router of the input partition name ("topic/N")
+// NewPartRouter returns the router of the input partition name ("topic/N")
 // of p over the graph g: json renders a record as JSON (the source's
 // EventJSON), w takes the router's outputs (quarantine records, select
 // stages' rows), remote takes each item for the task owning it, marker
 // each watermark advance and early firing. Errors: the event-time field is
 // not in the source schema; the reference data does not load (a
 // *ConfigError).
-func newPartRouter(p *plan.Plan, g *task.Graph, opts Options, name string, json func([]byte, *source.Meta) []byte,
-	w task.Writer, remote func(owner, node int, pk *task.Packet, it *task.Item), marker func(task.Marker)) (*partRouter, error) {
+func NewPartRouter(p *plan.Plan, g *task.Graph, opts Options, name string, json func([]byte, *source.Meta) []byte,
+	w task.Writer, remote func(owner, node int, pk *task.Packet, it *task.Item), marker func(task.Marker)) (*PartRouter, error) {
 	rt := &runtime{plan: p, opts: opts, src: &partSource{names: []string{name}, json: json}, g: g}
 	rt.env = Env{Stdout: opts.Stdout, Pipeline: p.Spec.Name}
 	rt.wm = watermark.None
@@ -62,46 +60,46 @@ func newPartRouter(p *plan.Plan, g *task.Graph, opts Options, name string, json 
 	rt.rsnd.SetRemote(-1, remote)
 	rt.groupMarker = marker
 	rt.rsnd.SetWatermark(rt.wm)
-	return &partRouter{rt: rt}, nil
+	return &PartRouter{rt: rt}, nil
 }
 
-// routeBatch checks, times and routes every record of b (Meta.Partition
+// RouteBatch checks, times and routes every record of b (Meta.Partition
 // 0; records without an arrival time take Options.Clock's).
-func (r *partRouter) routeBatch(b *source.Batch) error { return r.rt.routeBatch(b, true) }
+func (r *PartRouter) RouteBatch(b *source.Batch) error { return r.rt.routeBatch(b, true) }
 
-// tick advances processing time to now (ms since the epoch) without
+// Tick advances processing time to now (ms since the epoch) without
 // records: idleness, early firings.
-func (r *partRouter) tick(now int64) error {
+func (r *PartRouter) Tick(now int64) error {
 	r.rt.tick(now)
 	return r.rt.pushErr
 }
 
-// end advances the watermark to +∞: the partition ended.
-func (r *partRouter) end() { r.rt.advance(watermark.Infinity) }
+// End advances the watermark to +∞: the partition ended.
+func (r *PartRouter) End() { r.rt.advance(watermark.Infinity) }
 
-// watermark is the partition's watermark (ms; watermark.None before its
+// Watermark is the partition's watermark (ms; watermark.None before its
 // first record).
-func (r *partRouter) watermark() int64 { return r.rt.tracker.Current() }
+func (r *PartRouter) Watermark() int64 { return r.rt.tracker.Current() }
 
-// partition returns the tracker's state of the partition (max event
+// Partition returns the tracker's state of the partition (max event
 // time, last arrival, idleness); false before the tracker knows it.
-func (r *partRouter) partition() (watermark.Partition, bool) {
+func (r *PartRouter) Partition() (watermark.Partition, bool) {
 	if ps := r.rt.tracker.Partitions(); len(ps) > 0 {
 		return ps[0], true
 	}
 	return watermark.Partition{}, false
 }
 
-// counters are the router's record counters (quarantined, filtered, …).
-func (r *partRouter) counters() *task.Counters { return &r.rt.rcnt }
+// Counters are the router's record counters (quarantined, filtered, …).
+func (r *PartRouter) Counters() *task.Counters { return &r.rt.rcnt }
 
-// read returns the records read and, of them, the redeliveries.
-func (r *partRouter) read() (events, redeliveries int64) { return r.rt.events, r.rt.redeliver }
+// Read returns the records read and, of them, the redeliveries.
+func (r *PartRouter) Read() (events, redeliveries int64) { return r.rt.events, r.rt.redeliver }
 
-// appendState writes the router's state (the counters apart, see
+// AppendState writes the router's state (the counters apart, see
 // counters): Bytes8(tracker) Int(now) Int(router watermark)
 // Uint(partitions) Int(events) Int(redelivered) Uint(step).
-func (r *partRouter) appendState(e *state.Encoder) {
+func (r *PartRouter) AppendState(e *state.Encoder) {
 	rt := r.rt
 	var te state.Encoder
 	rt.tracker.Snapshot(&te)
@@ -114,9 +112,9 @@ func (r *partRouter) appendState(e *state.Encoder) {
 	e.Uint(rt.step)
 }
 
-// restoreState reads what appendState wrote; errors are d's (sticky) or
+// RestoreState reads what appendState wrote; errors are d's (sticky) or
 // the tracker's.
-func (r *partRouter) restoreState(d *state.Decoder) error {
+func (r *PartRouter) RestoreState(d *state.Decoder) error {
 	rt := r.rt
 	tb := d.Bytes8()
 	if d.Err() == nil {

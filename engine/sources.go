@@ -60,7 +60,7 @@ func (rt *runtime) openSource() (source.Source, error) {
 		if sp.Format == kafka.FormatDebeziumJSON {
 			cfg.Format, cfg.KeyColumns = sp.Format, sp.KeyColumns
 		}
-		if err := kafkaFormat(&cfg, p); err != nil {
+		if err := KafkaFormat(&cfg, p); err != nil {
 			return nil, err
 		}
 		if sp.StartTimestamp != "" {
@@ -117,9 +117,9 @@ func avroFileVersions(p *plan.Plan, fields format.Fields) (file.AvroProjection, 
 	}, nil
 }
 
-// kafkaFormat sets a kafka source's value format: Avro and Protobuf with
+// KafkaFormat sets a kafka source's value format: Avro and Protobuf with
 // their registry, and the contract's schema versions.
-func kafkaFormat(cfg *kafka.Config, p *plan.Plan) error {
+func KafkaFormat(cfg *kafka.Config, p *plan.Plan) error {
 	sp := &p.Spec.Source
 	if sp.Format != "avro" && sp.Format != "protobuf" && sp.Format != kafka.FormatDebeziumAvro {
 		return nil

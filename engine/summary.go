@@ -391,3 +391,24 @@ func (s *Summary) WriteText(w io.Writer, loc *time.Location) {
 	}
 	fmt.Fprintln(w)
 }
+
+// GroupSummary reports one instance of a group run.
+type GroupSummary struct {
+	Group, Instance string
+	// Topic is the repartition topic; Partitions its partition count.
+	Topic      string
+	Partitions int
+	// Sources and Keyed are the tasks the instance held at the end.
+	Sources, Keyed []int
+	// Commits and Aborts count the instance's transactions; Rebalances
+	// the assignment changes it went through; Restores the tasks it
+	// started from a checkpoint, RestoreBytes the bytes of their
+	// checkpoints (manifests and sections) and RestoreTime the time
+	// reading and applying them took (not opening the tasks' sinks).
+	Commits, Aborts, Rebalances, Restores int
+	// Rejoins counts the times the instance lost its group session (a
+	// broker pause, an expired member) and joined the group again.
+	Rejoins      int
+	RestoreBytes int64
+	RestoreTime  time.Duration
+}

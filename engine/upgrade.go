@@ -174,7 +174,7 @@ func specChanges(old, cur []byte) []string {
 // leaves it as it is. The YAML and the SQL form of a job print the same
 // fingerprint (tidemark explain).
 func PlanFingerprint(p *spec.Pipeline) (string, error) {
-	b, err := specJSON(p)
+	b, err := SpecJSON(p)
 	if err != nil {
 		return "", err
 	}
@@ -201,11 +201,11 @@ func PlanFingerprint(p *spec.Pipeline) (string, error) {
 // windows hold state of the old windows`) or "pipeline" for keys outside
 // the stages. Empty when a checkpoint of old restores under cur.
 func StateChanges(old, cur *spec.Pipeline) ([]string, error) {
-	a, err := specJSON(old)
+	a, err := SpecJSON(old)
 	if err != nil {
 		return nil, err
 	}
-	b, err := specJSON(cur)
+	b, err := SpecJSON(cur)
 	if err != nil {
 		return nil, err
 	}
@@ -259,6 +259,23 @@ func acceptedChanges(old, cur []byte) []string {
 }
 
 type specChange struct{ key, text string }
+
+// SpecChange is one flattened key of a pipeline spec (Go field names
+// joined by ".", "Stages[0].Window.Size") whose value differs between two
+// specs, and the text a refusal shows of it ("key: old → new").
+type SpecChange struct{ Key, Text string }
+
+// SpecChanges compares two specs in SpecJSON's encoding and returns every
+// flattened key whose value differs, sorted by key (one "(spec)" entry
+// when either does not parse): the comparison a restore's refusal and a
+// group instance joining a group (package engine/group) both make.
+func SpecChanges(old, cur []byte) []SpecChange {
+	var out []SpecChange
+	for _, c := range diffSpecs(old, cur) {
+		out = append(out, SpecChange{Key: c.key, Text: c.text})
+	}
+	return out
+}
 
 // diffSpecs returns every flattened key whose value differs, sorted.
 func diffSpecs(old, cur []byte) []specChange {

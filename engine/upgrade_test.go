@@ -49,7 +49,7 @@ func upgradeSpec(t *testing.T, edit func(string) string) []byte {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, y)
 	}
-	b, err := specJSON(p)
+	b, err := SpecJSON(p)
 	if err != nil {
 		t.Fatal(err)
 	}

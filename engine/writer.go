@@ -197,7 +197,7 @@ func (rt *runtime) WriteLedger(ev *task.LedgerEvent) {
 
 // writeRows hands rows to every result sink of the output's stage.
 func (rt *runtime) writeRows(ctx context.Context, out task.Output, rows []changelog.Row) error {
-	si := stageOf(out)
+	si := out.Stage()
 	st := rt.stages[si]
 	for _, s := range st.sinks {
 		if err := s.Write(ctx, rows); err != nil {
@@ -222,8 +222,8 @@ func (rt *runtime) writeRecord(ctx context.Context, out task.Output, rec []byte)
 	case task.OutConflicts:
 		s, what = rt.conflictS, "conflicts sink"
 	default:
-		st := rt.stages[stageOf(out)]
-		if out == task.LateOf(stageOf(out)) {
+		st := rt.stages[out.Stage()]
+		if out == task.LateOf(out.Stage()) {
 			s, what = st.late, st.p.Name+": late sink"
 		} else {
 			s, what = st.contrib, st.p.Name+": contributions sink"
@@ -237,9 +237,6 @@ func (rt *runtime) writeRecord(ctx context.Context, out task.Output, rec []byte)
 	}
 	return nil
 }
-
-// stageOf returns the stage of a stage output.
-func stageOf(out task.Output) int { return int(out-task.ResultsOf(0)) / 3 }
 
 // flush makes every sink's output durable (runs without checkpoints).
 func (rt *runtime) flush(ctx context.Context) error {

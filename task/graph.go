@@ -146,6 +146,10 @@ func LateOf(s int) Output { return outStages + Output(3*s+1) }
 // ContribOf is stage s's contributions output.
 func ContribOf(s int) Output { return outStages + Output(3*s+2) }
 
+// Stage is the stage whose output o is (o one of ResultsOf, LateOf or
+// ContribOf of it).
+func (o Output) Stage() int { return int(o-outStages) / 3 }
+
 // NumOutputs is the number of outputs of a plan with n stages.
 func NumOutputs(n int) int { return int(outStages) + 3*n }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidemark/tidemark/backfill"
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/engine/group"
 	"github.com/tidemark/tidemark/results"
 	"github.com/tidemark/tidemark/source/kafka"
 	"github.com/tidemark/tidemark/spec"
@@ -79,7 +80,7 @@ usage or configuration error.`,
 					return &exitError{code: 2, err: fmt.Errorf("--from %s: %w", from, err)}
 				}
 			}
-			opts := engine.Options{Stdout: stdout, SetMemoryLimit: true, Range: &engine.TimeRange{From: t1.UnixMilli(), To: t2.UnixMilli()},
+			opts := engine.Options{Group: group.Run, Stdout: stdout, SetMemoryLimit: true, Range: &engine.TimeRange{From: t1.UnixMilli(), To: t2.UnixMilli()},
 				Lineage: true, ReplayID: version + "@" + time.Now().UTC().Format(time.RFC3339),
 				Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "tidemark: "+format+"\n", args...) }}
 			sum, err := engine.Run(cmd.Context(), pl, opts)

@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/engine/group"
 	"github.com/tidemark/tidemark/examples/article"
 	nexmarkq "github.com/tidemark/tidemark/examples/nexmark"
 	"github.com/tidemark/tidemark/internal/articlebase"
@@ -607,6 +608,7 @@ func stageNames(p *spec.Pipeline) []string {
 // with the blackhole sinks, the live heap sampled every 100,000 events.
 func benchOptions(reg *engine.Registry, stderr io.Writer, h *liveHeap) engine.Options {
 	return engine.Options{
+		Group:          group.Run,
 		Registry:       reg,
 		Stdout:         io.Discard,
 		SetMemoryLimit: true,

@@ -43,7 +43,7 @@ func (e *exitError) Unwrap() error { return e.err }
 // took a final checkpoint), 1 runtime failure (also a run without
 // checkpoints stopped by a signal: its results are partial),
 // 2 usage or configuration error, 3 a group instance fenced by another
-// process with its --instance-id (engine.FencedError).
+// process with its --instance-id (group.FencedError).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -18,6 +18,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/engine/group"
 	"github.com/tidemark/tidemark/metrics"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/slo"
@@ -77,7 +78,7 @@ a new run starts over); 2 for a usage or pipeline configuration error
 			if instanceID != "" && (p.Source.Type != "kafka" || p.Source.Assignment != "group") {
 				return &engine.ConfigError{Err: fmt.Errorf("--instance-id %s: only for a pipeline whose source has assignment: group", instanceID)}
 			}
-			opts := engine.Options{Stdout: stdout, SetMemoryLimit: true, BatchSize: batchSize, Parallelism: parallelism, InstanceID: instanceID, Lineage: true, Logf: func(format string, args ...any) {
+			opts := engine.Options{Group: group.Run, Stdout: stdout, SetMemoryLimit: true, BatchSize: batchSize, Parallelism: parallelism, InstanceID: instanceID, Lineage: true, Logf: func(format string, args ...any) {
 				fmt.Fprintf(stderr, "tidemark: "+format+"\n", args...)
 			}}
 			ev := slo.New(p.SLO)
@@ -186,7 +187,7 @@ a new run starts over); 2 for a usage or pipeline configuration error
 				if errors.As(err, &ce) {
 					return &exitError{code: 2, err: err}
 				}
-				var fe *engine.FencedError
+				var fe *group.FencedError
 				if errors.As(err, &fe) {
 					return &exitError{code: 3, err: err}
 				}

@@ -1,6 +1,8 @@
-package engine
+package group
 
 import (
+	"github.com/tidemark/tidemark/engine"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -86,7 +88,7 @@ func TestGroupOverKafka(t *testing.T) {
 	ck := filepath.Join(dir, "ck")
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	sums := make([]*Summary, 2)
+	sums := make([]*engine.Summary, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for i, id := range []string{"a", "b"} {
@@ -104,7 +106,7 @@ func TestGroupOverKafka(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			sums[i], errs[i] = Run(ctx, pl, Options{InstanceID: id, Logf: t.Logf})
+			sums[i], errs[i] = Run(ctx, pl, engine.Options{InstanceID: id, Logf: t.Logf})
 		}()
 		time.Sleep(300 * time.Millisecond)
 	}

@@ -1,6 +1,8 @@
-package engine
+package group
 
 import (
+	"github.com/tidemark/tidemark/engine"
+
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -84,7 +86,7 @@ func TestGroupStopDuringCommit(t *testing.T) {
 			cancel() // as the signal handler does
 		}
 	}
-	sum, err := Run(ctx, pl, Options{InstanceID: "a", FaultHook: hook, Logf: t.Logf})
+	sum, err := Run(ctx, pl, engine.Options{InstanceID: "a", FaultHook: hook, Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("stopped during commit %d: %v", stoppedAt, err)
 	}
@@ -151,7 +153,7 @@ func TestGroupStoreUnreachable(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sum, err := Run(ctx, pl, Options{InstanceID: "a", FaultHook: hook, Logf: t.Logf})
+	sum, err := Run(ctx, pl, engine.Options{InstanceID: "a", FaultHook: hook, Logf: t.Logf})
 	if err == nil || !strings.Contains(err.Error(), "checkpoint store "+ck) {
 		t.Fatalf("with the store gone: %+v, %v; want an error naming the checkpoint store", sum, err)
 	}
@@ -208,7 +210,7 @@ func TestGroupStopDuringCommitPGStore(t *testing.T) {
 					cancel()
 				}
 			}
-			sum, err := Run(ctx, pl, Options{InstanceID: "a", FaultHook: hook, Logf: t.Logf})
+			sum, err := Run(ctx, pl, engine.Options{InstanceID: "a", FaultHook: hook, Logf: t.Logf})
 			if err != nil {
 				t.Fatalf("stopped during commit %d: %v", at, err)
 			}

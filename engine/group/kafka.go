@@ -1,6 +1,10 @@
-package engine
+package group
 
 import (
+	"github.com/tidemark/tidemark/internal/cputime"
+
+	"github.com/tidemark/tidemark/engine"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -34,51 +38,10 @@ import (
 	"github.com/tidemark/tidemark/task"
 )
 
-// The Kafka runner of a group run (docs/scale-out.md): one instance of a
-// pipeline whose source has assignment: group. The instance joins the
-// consumer group with franz-go's GroupTransactSession and the
-// cooperative-sticky balancer, subscribed to the input topics and the
-// pipeline's repartition topic; it runs the source task of every input
-// partition and the keyed task of every repartition partition the group
-// gives it (grouptask.go), on one goroutine. Everything an instance
-// produces between two checkpoints — records of the repartition topic,
-// rows and records of Kafka sinks — is one Kafka transaction, which also
-// commits the consumed offsets, each with the name of its task's new
-// checkpoint manifest as the offset's metadata (TxnOffsetCommit with the
-// group generation: a fenced former owner cannot commit). So one commit
-// point covers offsets, state and output. PostgreSQL sinks stage their
-// rows in the task's checkpoint and commit them, with a commit marker
-// per task, once the transaction committed (their Recover finishes a
-// commit a crash interrupted). A rebalance during a transaction aborts
-// it (the session's rule); the instance then drops every task and starts
-// those it holds again from their committed checkpoints, and the session
-// rewinds to the committed offsets.
-
-// GroupSummary reports one instance of a group run.
-type GroupSummary struct {
-	Group, Instance string
-	// Topic is the repartition topic; Partitions its partition count.
-	Topic      string
-	Partitions int
-	// Sources and Keyed are the tasks the instance held at the end.
-	Sources, Keyed []int
-	// Commits and Aborts count the instance's transactions; Rebalances
-	// the assignment changes it went through; Restores the tasks it
-	// started from a checkpoint, RestoreBytes the bytes of their
-	// checkpoints (manifests and sections) and RestoreTime the time
-	// reading and applying them took (not opening the tasks' sinks).
-	Commits, Aborts, Rebalances, Restores int
-	// Rejoins counts the times the instance lost its group session (a
-	// broker pause, an expired member) and joined the group again.
-	Rejoins      int
-	RestoreBytes int64
-	RestoreTime  time.Duration
-}
-
 // groupRun is one instance's runner.
 type groupRun struct {
 	plan   *plan.Plan
-	opts   Options
+	opts   engine.Options
 	sp     *spec.Source
 	group  string
 	repart string
@@ -99,8 +62,8 @@ type groupRun struct {
 	srcCfg kafka.Config
 	events *assignEvents
 	err    errBox
-	sum    GroupSummary
-	env    Env
+	sum    engine.GroupSummary
+	env    engine.Env
 	batch  source.Batch
 	// total, events and redeliver: the counts of the tasks held at the
 	// end (collect).
@@ -227,17 +190,32 @@ func (b *errBox) get() error {
 // RepartitionTopic is the name of a group pipeline's repartition topic.
 func RepartitionTopic(pipeline string) string { return pipeline + "-repartition" }
 
-// runGroup runs pl as one instance of its group until ctx is cancelled or,
-// with stop_at_end, until the whole group has read its input to the end
-// offsets and committed everything.
-func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
+// Run runs pl, whose source has assignment: group (engine.IsGroup), as one
+// instance of its group until ctx is cancelled or, with stop_at_end, until
+// the whole group has read its input to the end offsets and committed
+// everything. The face sets it as engine.Options.Group, so that engine.Run
+// hands it such a plan; called directly it applies opts' defaults
+// (engine.Options.WithDefaults). Errors: a *engine.ConfigError for a plan
+// that is not a group's, the disk state backend, or a source.start other
+// than earliest; a *engine.StartInterruptedError when ctx ends while
+// joining; a *FencedError when another process with the same instance id
+// took the instance's place; the broker's, the sinks' and the checkpoint
+// store's errors otherwise.
+func Run(ctx context.Context, pl *plan.Plan, opts engine.Options) (*engine.Summary, error) {
+	if !engine.IsGroup(pl) {
+		return nil, &engine.ConfigError{Err: fmt.Errorf("source.assignment: %q: not a group of instances (source.type: kafka, source.assignment: group)", pl.Spec.Source.Assignment)}
+	}
+	if pl.Spec.State.Backend == state.BackendDisk {
+		return nil, &engine.ConfigError{Err: fmt.Errorf("state.backend: disk: a group of instances (source.assignment: group) keeps its tasks' state in memory in this build (docs/state.md, \"Status\")")}
+	}
+	opts = opts.WithDefaults()
 	start := time.Now()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	sp := &pl.Spec.Source
 	if sp.Start != "earliest" {
-		return nil, &ConfigError{Err: fmt.Errorf("source.start: %s: a group reads from the earliest offset where it has no committed one", sp.Start)}
+		return nil, &engine.ConfigError{Err: fmt.Errorf("source.start: %s: a group reads from the earliest offset where it has no committed one", sp.Start)}
 	}
-	var prev *GroupSummary
+	var prev *engine.GroupSummary
 	for fails := 0; ; {
 		gr := newGroupRun(pl, opts)
 		gr.sum.Group, gr.sum.Topic = sp.Group, gr.repart
@@ -248,7 +226,7 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 		if err := gr.setup(ctx); err != nil {
 			gr.close()
 			if ctx.Err() != nil {
-				return nil, &StartInterruptedError{Phase: fmt.Sprintf("joining group %s", gr.group), Group: gr.group, Err: err}
+				return nil, &engine.StartInterruptedError{Phase: fmt.Sprintf("joining group %s", gr.group), Group: gr.group, Err: err}
 			}
 			if prev != nil && fails < maxRejoins && gr.rejoinable(err) {
 				fails++
@@ -292,7 +270,7 @@ func runGroup(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error
 		gr.close()
 		s.Stopped = stopped
 		s.Wall = time.Since(start)
-		s.CPU = cpuTime() - cpu0
+		s.CPU = cputime.Process() - cpu0
 		return s, nil
 	}
 }
@@ -378,7 +356,7 @@ func (gr *groupRun) began() {
 
 // newGroupRun returns the runner of an instance of pl's group, not yet
 // set up.
-func newGroupRun(pl *plan.Plan, opts Options) *groupRun {
+func newGroupRun(pl *plan.Plan, opts engine.Options) *groupRun {
 	sp := &pl.Spec.Source
 	gr := &groupRun{plan: pl, opts: opts, sp: sp, group: sp.Group, repart: RepartitionTopic(pl.Spec.Name),
 		owned: map[taskKey]bool{}, hosts: map[taskKey]*hostTask{}, events: &assignEvents{}, ends: map[taskKey]int64{}, purged: map[int]int64{},
@@ -434,7 +412,7 @@ func (gr *groupRun) setup(ctx context.Context) error {
 		g.HasLate[si] = st.Late.Policy == "side_output" && st.Late.Sink != nil
 		g.HasContrib[si] = st.Contributions != nil && st.Contributions.Sink != nil && st.Input < 0 && !st.Desc.Stateless
 	}
-	gr.env = Env{Stdout: gr.opts.Stdout, Pipeline: pl.Spec.Name, Checkpoints: true, Group: gr.group}
+	gr.env = engine.Env{Stdout: gr.opts.Stdout, Pipeline: pl.Spec.Name, Checkpoints: true, Group: gr.group}
 	name := gr.opts.InstanceID
 	if name == "" {
 		name = randomName()
@@ -527,7 +505,7 @@ func randomName() string {
 // refuses a spec that differs from the stored one: every instance of a
 // group must run the same computation.
 func (gr *groupRun) checkSpec(ctx context.Context) error {
-	mine, err := specJSON(gr.plan.Spec)
+	mine, err := engine.SpecJSON(gr.plan.Spec)
 	if err != nil {
 		return err
 	}
@@ -1495,8 +1473,8 @@ func (gr *groupRun) collect() {
 			c.Add(&e.kt.cnt)
 			continue
 		}
-		c.Add(e.src.rt.counters())
-		events, redeliveries := e.src.rt.read()
+		c.Add(e.src.rt.Counters())
+		events, redeliveries := e.src.rt.Read()
 		gr.read += events
 		gr.redeliver += redeliveries
 	}
@@ -1504,17 +1482,17 @@ func (gr *groupRun) collect() {
 
 // summary is the instance's summary: the counters of the tasks it held at
 // the end (each with the counts of its earlier owners).
-func (gr *groupRun) summary() *Summary {
+func (gr *groupRun) summary() *engine.Summary {
 	gr.collect()
 	c := gr.total
-	s := &Summary{Pipeline: gr.plan.Spec.Name, Parallelism: 1, EventsRead: gr.read, Redeliveries: gr.redeliver,
+	s := &engine.Summary{Pipeline: gr.plan.Spec.Name, Parallelism: 1, EventsRead: gr.read, Redeliveries: gr.redeliver,
 		Partitions: len(gr.inputs), Quarantined: c.Quarantined, Duplicates: c.Duplicates, Conflicts: c.Conflicts,
 		StaleVersions: c.StaleVersions, Superseded: c.Superseded, Deletes: c.Deletes, FirstViolation: c.First[0].Text, Group: &gr.sum,
 		FinalWatermark: changelog.WatermarkNone}
-	var stageRules [][]RuleCount
-	s.Rules, stageRules = splitRules(c.ByRule, len(gr.plan.Stages))
+	var stageRules [][]engine.RuleCount
+	s.Rules, stageRules = engine.SplitRules(c.ByRule, len(gr.plan.Stages))
 	for si, st := range gr.plan.Stages {
-		s.Stages = append(s.Stages, StageSummary{Name: st.Name, Counters: c.Stages[si], Rules: stageRules[si]})
+		s.Stages = append(s.Stages, engine.StageSummary{Name: st.Name, Counters: c.Stages[si], Rules: stageRules[si]})
 	}
 	return s
 }
@@ -1533,13 +1511,13 @@ func (gr *groupRun) Writer(key taskKey) (groupWriter, error) {
 			return recOut{}, nil
 		}
 		if s.Type == "kafka" {
-			enc, err := kafkaRecordEncoder(*s)
+			enc, err := engine.KafkaRecordEncoder(*s)
 			if err != nil {
 				return recOut{}, fmt.Errorf("%s: %w", role, err)
 			}
 			return recOut{topic: s.Topic, enc: enc}, nil
 		}
-		r, err := gr.opts.Registry.openRecords(ctx, *s, &env)
+		r, err := gr.opts.Registry.OpenRecords(ctx, *s, &env)
 		if err != nil {
 			return recOut{}, fmt.Errorf("%s: %w", role, err)
 		}
@@ -1565,7 +1543,7 @@ func (gr *groupRun) Writer(key taskKey) (groupWriter, error) {
 		for i, sk := range st.Sinks {
 			role := fmt.Sprintf("%s: sinks[%d]", st.Name, i)
 			if sk.Type == "kafka" {
-				enc, err := kafkaRowEncoder(ctx, sk, st.Desc)
+				enc, err := engine.KafkaRowEncoder(ctx, sk, st.Desc)
 				if err != nil {
 					w.Close(ctx)
 					return nil, fmt.Errorf("%s: %w", role, err)
@@ -1573,7 +1551,7 @@ func (gr *groupRun) Writer(key taskKey) (groupWriter, error) {
 				so.results = append(so.results, resOut{topic: sk.Topic, enc: enc})
 				continue
 			}
-			r, err := gr.opts.Registry.openResults(ctx, sk, st.Desc, &env)
+			r, err := gr.opts.Registry.OpenResults(ctx, sk, st.Desc, &env)
 			if err != nil {
 				w.Close(ctx)
 				return nil, fmt.Errorf("%s: %w", role, err)
@@ -1647,7 +1625,7 @@ func (w *kafkaGroupWriter) produce(topic string, key, value []byte) {
 
 // WriteRows writes a stage's result rows.
 func (w *kafkaGroupWriter) WriteRows(out task.Output, rows []changelog.Row) error {
-	st := w.stages[stageOf(out)]
+	st := w.stages[out.Stage()]
 	for _, r := range st.results {
 		if r.sink != nil {
 			if err := r.sink.Write(context.Background(), rows); err != nil {
@@ -1677,8 +1655,8 @@ func (w *kafkaGroupWriter) WriteRecord(out task.Output, rec []byte) error {
 	case task.OutConflicts:
 		o = w.conflicts
 	default:
-		st := w.stages[stageOf(out)]
-		if out == task.LateOf(stageOf(out)) {
+		st := w.stages[out.Stage()]
+		if out == task.LateOf(out.Stage()) {
 			o = st.late
 		} else {
 			o = st.contrib
@@ -1800,7 +1778,7 @@ func kafkaSourceConfig(p *plan.Plan) (kafka.Config, error) {
 	if cfg.EventTimeFrom == "" {
 		cfg.EventTimeFrom = kafka.EventTimePayload
 	}
-	if err := kafkaFormat(&cfg, p); err != nil {
+	if err := engine.KafkaFormat(&cfg, p); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
@@ -1815,11 +1793,11 @@ func kafkaSourceConfig(p *plan.Plan) (kafka.Config, error) {
 // new)", sorted.
 func groupSpecChanges(old, cur []byte) []string {
 	var out []string
-	for _, c := range diffSpecs(old, cur) {
-		if c.key == "Checkpoint.Interval" || c.key == "Checkpoint.Retain" {
+	for _, c := range engine.SpecChanges(old, cur) {
+		if c.Key == "Checkpoint.Interval" || c.Key == "Checkpoint.Retain" {
 			continue
 		}
-		out = append(out, c.text)
+		out = append(out, c.Text)
 	}
 	return out
 }

@@ -1,6 +1,8 @@
-package engine
+package group
 
 import (
+	"github.com/tidemark/tidemark/engine"
+
 	"context"
 	"fmt"
 	"io"
@@ -144,7 +146,7 @@ type memWriter struct {
 }
 
 func (w *memWriter) WriteRows(out task.Output, rows []changelog.Row) error {
-	si := stageOf(out)
+	si := out.Stage()
 	st := w.g.Plan.Stages[si]
 	for i := range rows {
 		r := &rows[i]
@@ -459,7 +461,7 @@ func groupModel(t *testing.T, seed uint64, lateness time.Duration, stats *modelS
 	}
 	names := []string{"in/0", "in/1", "in/2"}
 	var clock int64 = time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC).UnixMilli()
-	opts := Options{Clock: func() int64 { return clock }}
+	opts := engine.Options{Clock: func() int64 { return clock }}
 	newInst := func(name string) *memInst {
 		m := &memInst{grp: grp, name: name, pos: map[taskKey]int{},
 			dec: format.NewJSON(format.Fields{Schema: pl.SourceSchema, Time: pl.TimeParsers})}
@@ -673,13 +675,13 @@ func runCapture(t *testing.T, p *spec.Pipeline) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := DefaultRegistry()
-	reg.Results["jsonl"] = func(_ context.Context, _ spec.Sink, d changelog.Desc, _ *Env) (sink.Results, error) {
+	reg := engine.DefaultRegistry()
+	reg.Results["jsonl"] = func(_ context.Context, _ spec.Sink, d changelog.Desc, _ *engine.Env) (sink.Results, error) {
 		return &captureRows{d: d, lines: &lines, mu: &mu}, nil
 	}
-	reg.Records["jsonl"] = func(context.Context, spec.Sink, *Env) (sink.Records, error) { return discardRecords{}, nil }
+	reg.Records["jsonl"] = func(context.Context, spec.Sink, *engine.Env) (sink.Records, error) { return discardRecords{}, nil }
 	start := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC).UnixMilli()
-	if _, err := Run(context.Background(), pl, Options{Registry: reg, Parallelism: 1, Clock: func() int64 { return start }}); err != nil {
+	if _, err := engine.Run(context.Background(), pl, engine.Options{Registry: reg, Parallelism: 1, Clock: func() int64 { return start }}); err != nil {
 		t.Fatal(err)
 	}
 	return lines

@@ -1,6 +1,8 @@
-package engine
+package group
 
 import (
+	"github.com/tidemark/tidemark/engine"
+
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -66,7 +68,7 @@ func TestGroupRestoresReadCounts(t *testing.T) {
 // runUntilCommitted runs an unbounded instance of groupKafkaPipeline until
 // the input offsets group g has committed add up to want, then stops it
 // gracefully (its transaction in progress commits).
-func runUntilCommitted(t *testing.T, brokers []string, ck string, want int64) *Summary {
+func runUntilCommitted(t *testing.T, brokers []string, ck string, want int64) *engine.Summary {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
@@ -95,7 +97,7 @@ func runUntilCommitted(t *testing.T, brokers []string, ck string, want int64) *S
 		}
 	}
 	pl := compileGroup(t, brokers, ck, func(pl *plan.Plan) { pl.Spec.Source.StopAtEnd = false })
-	sum, err := Run(ctx, pl, Options{InstanceID: "a", FaultHook: hook, Logf: t.Logf})
+	sum, err := Run(ctx, pl, engine.Options{InstanceID: "a", FaultHook: hook, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
-package engine
+package group
 
 import (
+	"github.com/tidemark/tidemark/engine"
+
 	"context"
 	"maps"
 	"strings"
@@ -27,7 +29,7 @@ func endsGroupRun(t *testing.T, brokers []string, ckDir string) *groupRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gr := newGroupRun(pl, Options{})
+	gr := newGroupRun(pl, engine.Options{})
 	t.Cleanup(gr.close)
 	return gr
 }

@@ -1,6 +1,8 @@
-package engine
+package group
 
 import (
+	"github.com/tidemark/tidemark/engine"
+
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -96,7 +98,7 @@ func TestGroupOverKafkaAvro(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := Run(ctx, pl, Options{InstanceID: "a", Logf: t.Logf}); err != nil {
+	if _, err := Run(ctx, pl, engine.Options{InstanceID: "a", Logf: t.Logf}); err != nil {
 		t.Fatal(err)
 	}
 

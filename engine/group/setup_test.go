@@ -1,6 +1,8 @@
-package engine
+package group
 
 import (
+	"github.com/tidemark/tidemark/engine"
+
 	"context"
 	"strings"
 	"testing"
@@ -26,7 +28,7 @@ func setupGroupRun(t *testing.T, brokers []string, repartitions int) *groupRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gr := newGroupRun(pl, Options{})
+	gr := newGroupRun(pl, engine.Options{})
 	t.Cleanup(gr.close)
 	return gr
 }
@@ -101,7 +103,7 @@ func TestGroupSpecDiffers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gr := newGroupRun(pl, Options{})
+		gr := newGroupRun(pl, engine.Options{})
 		defer gr.close()
 		return gr.setup(ctx)
 	}

@@ -1,6 +1,8 @@
-package engine
+package group
 
 import (
+	"github.com/tidemark/tidemark/engine"
+
 	"errors"
 	"fmt"
 	"math"
@@ -83,13 +85,13 @@ func appendMarks(dst []byte, from byte, index int, entries []markEntry) []byte {
 type groupSend func(q int, value []byte)
 
 // srcTask is the source task of one input partition: a router over that
-// partition alone (partRouter, router_part.go: the direct runner's router
+// partition alone (PartRouter, router_part.go: the direct runner's router
 // code, with every item handed to the repartition topic), reporting the
 // watermark to every partition.
 type srcTask struct {
 	index int // the input partition's index among all input partitions
 	name  string
-	rt    *partRouter
+	rt    *engine.PartRouter
 	g     *task.Graph
 	send  groupSend
 	enc   task.WireEncoder
@@ -111,9 +113,9 @@ type srcTask struct {
 // records, select stages' rows). json renders a record as JSON (the
 // source's EventJSON). stop is the end offset of a bounded run, -1
 // otherwise.
-func newSrcTask(p *plan.Plan, g *task.Graph, opts Options, index int, name string, json func([]byte, *source.Meta) []byte, w task.Writer, send groupSend, stop int64) (*srcTask, error) {
+func newSrcTask(p *plan.Plan, g *task.Graph, opts engine.Options, index int, name string, json func([]byte, *source.Meta) []byte, w task.Writer, send groupSend, stop int64) (*srcTask, error) {
 	st := &srcTask{index: index, name: name, g: g, send: send, reported: watermark.None, stop: stop}
-	rt, err := newPartRouter(p, g, opts, name, json, w, func(owner, node int, pk *task.Packet, it *task.Item) {
+	rt, err := engine.NewPartRouter(p, g, opts, name, json, w, func(owner, node int, pk *task.Packet, it *task.Item) {
 		st.send(owner, st.enc.Encode(g, node, pk, it))
 	}, st.marker)
 	if err != nil {
@@ -128,7 +130,7 @@ func newSrcTask(p *plan.Plan, g *task.Graph, opts Options, index int, name strin
 // the watermark if it moved. next is the offset after the batch's last
 // record.
 func (st *srcTask) records(b *source.Batch, next int64) error {
-	if err := st.rt.routeBatch(b); err != nil {
+	if err := st.rt.RouteBatch(b); err != nil {
 		return err
 	}
 	st.next = next
@@ -137,7 +139,7 @@ func (st *srcTask) records(b *source.Batch, next int64) error {
 
 // tick advances processing time without records (idleness).
 func (st *srcTask) tick(now int64) error {
-	if err := st.rt.tick(now); err != nil {
+	if err := st.rt.Tick(now); err != nil {
 		return err
 	}
 	return st.report(false)
@@ -149,7 +151,7 @@ func (st *srcTask) end() error {
 		return nil
 	}
 	st.ended = true
-	st.rt.end()
+	st.rt.End()
 	return st.report(true)
 }
 
@@ -160,12 +162,12 @@ func (st *srcTask) marker(task.Marker) {}
 // report sends the partition's watermark and idleness to every keyed
 // task when they changed since the last report (or always, with force).
 func (st *srcTask) report(force bool) error {
-	wm := st.rt.watermark()
+	wm := st.rt.Watermark()
 	if st.ended {
 		wm = watermark.Infinity
 	}
 	idle := false
-	if pt, ok := st.rt.partition(); ok && !st.ended {
+	if pt, ok := st.rt.Partition(); ok && !st.ended {
 		idle = pt.Idle
 	}
 	if !force && wm == st.reported && idle == st.reportedIdle {
@@ -432,13 +434,13 @@ func (kt *keyTask) done() bool {
 func (st *srcTask) appendState(e *state.Encoder) {
 	e.Byte(1)
 	e.Uint(uint64(st.index))
-	st.rt.appendState(e)
+	st.rt.AppendState(e)
 	e.Int(st.reported)
 	e.Bool(st.reportedIdle)
 	e.Int(st.stop)
 	e.Bool(st.ended)
 	e.Int(st.next)
-	appendCounters(e, st.rt.counters())
+	appendCounters(e, st.rt.Counters())
 }
 
 func (st *srcTask) restoreState(d *state.Decoder) error {
@@ -446,12 +448,12 @@ func (st *srcTask) restoreState(d *state.Decoder) error {
 	if idx := d.Len(1<<30, 0); d.Err() == nil && idx != st.index {
 		d.Fail("the state of input partition %d, not %d", idx, st.index)
 	}
-	if err := st.rt.restoreState(d); err != nil {
+	if err := st.rt.RestoreState(d); err != nil {
 		return err
 	}
 	st.reported, st.reportedIdle = d.Int(), d.Bool()
 	st.stop, st.ended, st.next = d.Int(), d.Bool(), d.Int()
-	readCounters(d, st.rt.counters())
+	readCounters(d, st.rt.Counters())
 	return d.Err()
 }
 

@@ -1,4 +1,4 @@
-package engine
+package group
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 // The exactly-once guarantees a group run takes from franz-go and the
 // broker (docs/scale-out.md, "Rebalances"), checked at that level: the
-// sessions below are configured as runGroup configures its own
+// sessions below are configured as Run configures its own
 // (groupRun.clientOpts: cooperative-sticky, read_committed,
 // require_stable, a transactional id per instance).
 

@@ -1,4 +1,4 @@
-package engine
+package group
 
 import (
 	"context"
@@ -45,6 +45,22 @@ import (
 // Uint(key group) Uint(segment index) Uint(offset) Uint(length)
 // Fixed64(xxHash64) Bool(delta))… Fixed64(xxHash64 of all before it).
 // Segment: checkpoint.SegmentMagic, then sections back to back.
+
+// secRef locates one section of a task's key group in a segment object
+// (offset and length in bytes, xxHash64 of the bytes). The direct
+// runner's checkpoint (engine/checkpoint.go) has a reference of the same
+// shape into its segment files; the two formats are each runner's own, so
+// they do not share the type.
+type secRef struct {
+	seg       string
+	off, n    int64
+	hash      uint64
+	node, grp int
+	delta     bool // applies on top of the key group's sections before it
+}
+
+// nodeGroup names a (node, key group) of a task's state.
+type nodeGroup struct{ node, group int }
 
 // taskCk is one group task's checkpoint bookkeeping.
 type taskCk struct {

@@ -1,6 +1,8 @@
-package engine
+package group
 
 import (
+	"github.com/tidemark/tidemark/engine"
+
 	"context"
 	"fmt"
 	"slices"
@@ -83,7 +85,7 @@ type groupEntry struct {
 type instance struct {
 	plan   *plan.Plan
 	g      *task.Graph
-	opts   Options
+	opts   engine.Options
 	host   groupHost
 	inputs []string // every input partition, "topic/N", in index order
 	json   func([]byte, *source.Meta) []byte
