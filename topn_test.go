@@ -70,13 +70,13 @@ func TestTopNStage(t *testing.T) {
 		for _, par := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%s/p%d", backend, par), func(t *testing.T) {
 				dir := t.TempDir()
-				got := runTopN(t, dir, backend, []int{par}, nil)
+				got := runTopN(t, dir, backend, "final", []int{par}, nil)
 				check(t, "straight", got)
 				if par == 1 && strings.Join(got, "\n") != strings.Join(topNWant, "\n") {
 					t.Errorf("at one task the rows come in the order of the auctions' first bids: %q", got)
 				}
 				other := 3 - par
-				got = runTopN(t, filepath.Join(dir, "stopped"), backend, []int{par, other, par}, []int64{3, 7})
+				got = runTopN(t, filepath.Join(dir, "stopped"), backend, "final", []int{par, other, par}, []int64{3, 7})
 				check(t, "stopped and resumed", got)
 			})
 		}
@@ -88,18 +88,130 @@ func TestTopNStage(t *testing.T) {
 // number of tasks (the last run's), the order within a key may not.
 func check(t *testing.T, what string, got []string) {
 	t.Helper()
+	checkRows(t, what, got, topNWant)
+}
+
+func checkRows(t *testing.T, what string, got, want []string) {
+	t.Helper()
 	auction := func(r string) string { return strings.Fields(r)[1] }
 	got = slices.Clone(got)
 	slices.SortStableFunc(got, func(a, b string) int { return strings.Compare(auction(a), auction(b)) })
-	if strings.Join(got, "\n") != strings.Join(topNWant, "\n") {
-		t.Errorf("%s:\n%s\nwant\n%s", what, strings.Join(got, "\n"), strings.Join(topNWant, "\n"))
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\n%s\nwant\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
-// runTopN runs topNYAML in dir once per parallelism in pars, each run
-// but the last stopped after stops[i] records read (a checkpoint after
-// every round), and returns the output's rows.
-func runTopN(t *testing.T, dir, backend string, pars []int, stops []int64) []string {
+// topNUpdateWant is the Top-N stage's rows in emit mode update, worked
+// out by hand from topNInput (order: price descending, then the earlier
+// bid, then the one that came first), each auction's in the order they
+// come: a bid that enters an auction's three first emits every rank from
+// its own down (the rows there each move a rank lower), an insert for a
+// rank newly filled, an update_after for one that held a row; a rank's
+// versions count 1, 2, 3 …; when the input ends every rank's row again,
+// final. Auction 1: 10 (5) at rank 1; 12 (9) takes rank 1, 10 moves to
+// 2; 13 (9, same time as 12: after it) takes 2, 10 moves to 3; 15 (6)
+// takes 3, 10 leaves; 17 (10) takes 1, 12 and 13 move to 2 and 3, 15
+// leaves. Auction 2: 11 (7); 16 (7, an earlier bid) takes 1, 11 moves to
+// 2; 18 (3) fills 3.
+var topNUpdateWant = []string{
+	"insert auction=1 rank_number=1 bidder=10 price=5 v1",
+	"update_after auction=1 rank_number=1 bidder=12 price=9 v2",
+	"insert auction=1 rank_number=2 bidder=10 price=5 v1",
+	"update_after auction=1 rank_number=2 bidder=13 price=9 v2",
+	"insert auction=1 rank_number=3 bidder=10 price=5 v1",
+	"update_after auction=1 rank_number=3 bidder=15 price=6 v2",
+	"update_after auction=1 rank_number=1 bidder=17 price=10 v3",
+	"update_after auction=1 rank_number=2 bidder=12 price=9 v3",
+	"update_after auction=1 rank_number=3 bidder=13 price=9 v3",
+	"update_after auction=1 rank_number=1 bidder=17 price=10 v4 final",
+	"update_after auction=1 rank_number=2 bidder=12 price=9 v4 final",
+	"update_after auction=1 rank_number=3 bidder=13 price=9 v4 final",
+	"insert auction=2 rank_number=1 bidder=11 price=7 v1",
+	"update_after auction=2 rank_number=1 bidder=16 price=7 v2",
+	"insert auction=2 rank_number=2 bidder=11 price=7 v1",
+	"insert auction=2 rank_number=3 bidder=18 price=3 v1",
+	"update_after auction=2 rank_number=1 bidder=16 price=7 v3 final",
+	"update_after auction=2 rank_number=2 bidder=11 price=7 v2 final",
+	"update_after auction=2 rank_number=3 bidder=18 price=3 v2 final",
+	"insert auction=3 rank_number=1 bidder=14 price=1 v1",
+	"update_after auction=3 rank_number=1 bidder=14 price=1 v2 final",
+	"insert auction=4 rank_number=1 bidder=19 price=2 v1",
+	"update_after auction=4 rank_number=1 bidder=19 price=2 v2 final",
+}
+
+// topNRetractWant is mode retract's rows: mode update's with, before
+// each update_after, an update_before of the rank's previous row and
+// version (by hand from the same steps).
+var topNRetractWant = []string{
+	"insert auction=1 rank_number=1 bidder=10 price=5 v1",
+	"update_before auction=1 rank_number=1 bidder=10 price=5 v1",
+	"update_after auction=1 rank_number=1 bidder=12 price=9 v2",
+	"insert auction=1 rank_number=2 bidder=10 price=5 v1",
+	"update_before auction=1 rank_number=2 bidder=10 price=5 v1",
+	"update_after auction=1 rank_number=2 bidder=13 price=9 v2",
+	"insert auction=1 rank_number=3 bidder=10 price=5 v1",
+	"update_before auction=1 rank_number=3 bidder=10 price=5 v1",
+	"update_after auction=1 rank_number=3 bidder=15 price=6 v2",
+	"update_before auction=1 rank_number=1 bidder=12 price=9 v2",
+	"update_after auction=1 rank_number=1 bidder=17 price=10 v3",
+	"update_before auction=1 rank_number=2 bidder=13 price=9 v2",
+	"update_after auction=1 rank_number=2 bidder=12 price=9 v3",
+	"update_before auction=1 rank_number=3 bidder=15 price=6 v2",
+	"update_after auction=1 rank_number=3 bidder=13 price=9 v3",
+	"update_before auction=1 rank_number=1 bidder=17 price=10 v3",
+	"update_after auction=1 rank_number=1 bidder=17 price=10 v4 final",
+	"update_before auction=1 rank_number=2 bidder=12 price=9 v3",
+	"update_after auction=1 rank_number=2 bidder=12 price=9 v4 final",
+	"update_before auction=1 rank_number=3 bidder=13 price=9 v3",
+	"update_after auction=1 rank_number=3 bidder=13 price=9 v4 final",
+	"insert auction=2 rank_number=1 bidder=11 price=7 v1",
+	"update_before auction=2 rank_number=1 bidder=11 price=7 v1",
+	"update_after auction=2 rank_number=1 bidder=16 price=7 v2",
+	"insert auction=2 rank_number=2 bidder=11 price=7 v1",
+	"insert auction=2 rank_number=3 bidder=18 price=3 v1",
+	"update_before auction=2 rank_number=1 bidder=16 price=7 v2",
+	"update_after auction=2 rank_number=1 bidder=16 price=7 v3 final",
+	"update_before auction=2 rank_number=2 bidder=11 price=7 v1",
+	"update_after auction=2 rank_number=2 bidder=11 price=7 v2 final",
+	"update_before auction=2 rank_number=3 bidder=18 price=3 v1",
+	"update_after auction=2 rank_number=3 bidder=18 price=3 v2 final",
+	"insert auction=3 rank_number=1 bidder=14 price=1 v1",
+	"update_before auction=3 rank_number=1 bidder=14 price=1 v1",
+	"update_after auction=3 rank_number=1 bidder=14 price=1 v2 final",
+	"insert auction=4 rank_number=1 bidder=19 price=2 v1",
+	"update_before auction=4 rank_number=1 bidder=19 price=2 v1",
+	"update_after auction=4 rank_number=1 bidder=19 price=2 v2 final",
+}
+
+// TestTopNStageUpdating runs the Top-N stage in emit modes update and
+// retract on both state backends at parallelism 1 and 2, straight
+// through and stopped twice mid-input with a checkpoint (resumed at the
+// other parallelism): every run writes the changelog worked out by hand,
+// each auction's rows in their order.
+func TestTopNStageUpdating(t *testing.T) {
+	for _, mode := range []string{"update", "retract"} {
+		want := topNUpdateWant
+		if mode == "retract" {
+			want = topNRetractWant
+		}
+		for _, backend := range []string{"memory", "disk"} {
+			for _, par := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%s/%s/p%d", mode, backend, par), func(t *testing.T) {
+					dir := t.TempDir()
+					checkRows(t, "straight", runTopN(t, dir, backend, mode, []int{par}, nil), want)
+					other := 3 - par
+					checkRows(t, "stopped and resumed", runTopN(t, filepath.Join(dir, "stopped"), backend, mode, []int{par, other, par}, []int64{3, 7}), want)
+				})
+			}
+		}
+	}
+}
+
+// runTopN runs topNYAML in dir, its stage in emit mode mode, once per
+// parallelism in pars, each run but the last stopped after stops[i]
+// records read (a checkpoint after every round), and returns the
+// output's rows.
+func runTopN(t *testing.T, dir, backend, mode string, pars []int, stops []int64) []string {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -116,7 +228,11 @@ func runTopN(t *testing.T, dir, backend string, pars []int, stops []int64) []str
 		extra += fmt.Sprintf("\ncheckpoint: {dir: %s, interval: 1ms}", filepath.Join(dir, "ck"))
 	}
 	path := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(topNYAML, in, extra, out)), 0o644); err != nil {
+	y := fmt.Sprintf(topNYAML, in, extra, out)
+	if mode != "final" {
+		y = strings.Replace(y, "    sinks:", "    emit: {mode: "+mode+"}\n    sinks:", 1)
+	}
+	if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var tick atomic.Int64
@@ -190,15 +306,26 @@ func runTopN(t *testing.T, dir, backend string, pars []int, stops []int64) []str
 // rows kept, the sum of their ranks and the best price, worked out from
 // topNWant (auctions 1 and 2: 3 rows, ranks 1+2+3, best 10 and 7;
 // auctions 3 and 4: one row, best 1 and 2), at parallelism 1 and 2.
+// Over the Top-N in emit mode retract the aggregation takes back each
+// rank's previous row (update_before) as the ranks change and ends with
+// the same rows.
 func TestTopNStageFeedsAggregation(t *testing.T) {
 	want := []string{"auction=1 bids=3 ranks=6 best=10", "auction=2 bids=3 ranks=6 best=7", "auction=3 bids=1 ranks=1 best=1", "auction=4 bids=1 ranks=1 best=2"}
-	for _, par := range []int{1, 2} {
+	for _, tc := range []struct {
+		mode string
+		par  int
+	}{{"final", 1}, {"final", 2}, {"retract", 1}, {"retract", 2}} {
+		mode, par := tc.mode, tc.par
 		dir := t.TempDir()
 		in, out := filepath.Join(dir, "bids.jsonl"), filepath.Join(dir, "per_auction.jsonl")
 		if err := os.WriteFile(in, []byte(strings.Join(topNInput, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		y := fmt.Sprintf(topNYAML, in, "", filepath.Join(dir, "top.jsonl")) +
+		y := fmt.Sprintf(topNYAML, in, "", filepath.Join(dir, "top.jsonl"))
+		if mode != "final" {
+			y = strings.Replace(y, "    sinks:", "    emit: {mode: "+mode+"}\n    sinks:", 1)
+		}
+		y +=
 			fmt.Sprintf("  - name: per_auction\n    input: top\n    key: [auction]\n    window: {type: global}\n    emit: {mode: final}\n"+
 				"    aggregates: {bids: count(), ranks: sum(rank_number), best: max(price)}\n    sinks: [{type: jsonl, path: %s}]\n", out)
 		path := filepath.Join(dir, "pipeline.yaml")
@@ -230,7 +357,7 @@ func TestTopNStageFeedsAggregation(t *testing.T) {
 		}
 		slices.Sort(got)
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("parallelism %d:\n%s\nwant\n%s", par, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			t.Errorf("mode %s, parallelism %d:\n%s\nwant\n%s", mode, par, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
 }

@@ -76,8 +76,12 @@ type Spec struct {
 	N int
 	// Cols are top_n's columns: the values kept of each row, in the
 	// order Ranker.AppendRank appends them.
-	Cols    []row.Field
-	Retract bool // the input may retract rows: build retractable accumulators
+	Cols []row.Field
+	// Versions makes top_n keep each rank's version in its state
+	// (Ranker.Bump): an updating Top-N (operator.Config.Ranked in mode
+	// update or retract).
+	Versions bool
+	Retract  bool // the input may retract rows: build retractable accumulators
 }
 
 // Column holds one aggregate's accumulators for all slots.

@@ -37,6 +37,14 @@ func (o *Operator) emit(in *inst, w window.Window, kind firing) {
 	if in.rows <= 0 {
 		return
 	}
+	if o.rankedUpdating() {
+		// An updating Top-N emitted each change of its ranks as it came
+		// (emitRanks): the close makes them final.
+		if kind == fireClose {
+			o.closeRanks(in, w)
+		}
+		return
+	}
 	if o.cfg.Mode == Final {
 		if kind != fireClose {
 			return
@@ -173,6 +181,85 @@ func (o *Operator) pushFinal(key uint32, w window.Window, s int32, version uint3
 		o.vals = rk.AppendRank(o.vals, s, k)
 		o.pushRow(changelog.Insert, key, o.rankKey(key, k+1), w, o.vals[start:len(o.vals):len(o.vals)], version, true)
 	}
+}
+
+// emitRanks emits, for an updating Top-N (Config.Ranked in mode update or
+// retract), the ranks of key instance in (window w) that the record just
+// added changed: with the row placed at rank i (0-based), every rank from
+// i to the last kept holds a new row — the new one at i, each lower rank
+// the row the rank above held. Each such rank's row is an insert the
+// first time, else an update_after (in mode retract preceded by an
+// update_before of the rank's previous row and version), not final, its
+// version the rank's next (Ranker.Bump): versions count 1, 2, 3 … per
+// (window, key, rank). A row that did not enter the N first emits
+// nothing. This is Flink's Rank operator's updating result on an
+// append-only input (AppendOnlyTopNFunction with the rank number).
+func (o *Operator) emitRanks(in *inst, w window.Window) {
+	rk := o.cfg.Aggs[0].(aggregate.Ranker)
+	i := rk.Placed()
+	if i < 0 {
+		return
+	}
+	s := in.slot
+	m := rk.Ranks(s)
+	wd := rk.Width()
+	for k := i; k < m; k++ {
+		old := rk.Bump(s, k)
+		if old > 0 && o.cfg.Mode == Retract {
+			// The rank's previous row: the one now a rank lower, or, for
+			// the last rank, the row pushed past the n-th.
+			start := len(o.vals)
+			if k+1 < m {
+				o.vals = rk.AppendRank(o.vals, s, k+1)
+			} else {
+				o.vals, _ = rk.AppendLeft(o.vals)
+			}
+			if len(o.vals)-start == wd {
+				o.pushRow(changelog.UpdateBefore, in.key, o.rankKey(in.key, k+1), in.emitW, o.vals[start:len(o.vals):len(o.vals)], old, false)
+			} else {
+				o.vals = o.vals[:start]
+			}
+		}
+		op := changelog.Insert
+		if old > 0 {
+			op = changelog.UpdateAfter
+		}
+		start := len(o.vals)
+		o.vals = rk.AppendRank(o.vals, s, k)
+		o.pushRow(op, in.key, o.rankKey(in.key, k+1), w, o.vals[start:len(o.vals):len(o.vals)], old+1, false)
+	}
+	in.version++
+	in.emitted, in.dirty, in.emitW, in.emitV = true, false, w, in.version
+}
+
+// rankedUpdating reports whether the operator is an updating Top-N
+// (Config.Ranked in mode update or retract).
+func (o *Operator) rankedUpdating() bool { return o.cfg.Ranked && o.cfg.Mode != Final }
+
+// closeRanks emits an updating Top-N's rows when window w closes: each
+// kept rank's row again, final, its version the rank's next — an
+// update_after, in mode retract after an update_before of the same row
+// with the rank's previous version (as an aggregation's close).
+func (o *Operator) closeRanks(in *inst, w window.Window) {
+	rk := o.cfg.Aggs[0].(aggregate.Ranker)
+	s := in.slot
+	for k := range rk.Ranks(s) {
+		old := rk.Bump(s, k)
+		if old > 0 && o.cfg.Mode == Retract {
+			start := len(o.vals)
+			o.vals = rk.AppendRank(o.vals, s, k)
+			o.pushRow(changelog.UpdateBefore, in.key, o.rankKey(in.key, k+1), in.emitW, o.vals[start:len(o.vals):len(o.vals)], old, false)
+		}
+		op := changelog.Insert
+		if old > 0 {
+			op = changelog.UpdateAfter
+		}
+		start := len(o.vals)
+		o.vals = rk.AppendRank(o.vals, s, k)
+		o.pushRow(op, in.key, o.rankKey(in.key, k+1), w, o.vals[start:len(o.vals):len(o.vals)], old+1, true)
+	}
+	in.version++
+	in.emitted, in.dirty, in.emitW, in.emitV = true, false, w, in.version
 }
 
 func (o *Operator) push(op changelog.Op, key uint32, w window.Window, vals []row.Value, version uint32, final bool) {

@@ -142,8 +142,12 @@ type Config struct {
 	// aggregate.Ranker (top_n), and a (window, key) emits one row per row
 	// the column keeps, in rank order, instead of one row of results: its
 	// key is the group key followed by the rank (an int, 1-based), its
-	// values the kept row's (Ranker.AppendRank). Mode must be Final,
-	// without early firings.
+	// values the kept row's (Ranker.AppendRank). Without early firings.
+	// In mode Final the rows come when the window closes; in Update and
+	// Retract (the global window only, window.Global; the top_n built
+	// with aggregate.Spec.Versions) each record that enters the N first
+	// emits the ranks it changed at once, and the close emits every
+	// rank's row again as final (emitRanks, closeRanks).
 	Ranked bool
 }
 
@@ -267,8 +271,11 @@ func New(cfg Config) (*Operator, error) {
 		if _, ok := cfg.Aggs[0].(aggregate.Ranker); !ok || len(cfg.Aggs) != 1 {
 			return nil, fmt.Errorf("operator: a ranked operator has one column, a top_n")
 		}
-		if cfg.Mode != Final || cfg.EarlyEvery > 0 {
-			return nil, fmt.Errorf("operator: a ranked operator emits in mode final, without early firings")
+		if cfg.EarlyEvery > 0 {
+			return nil, fmt.Errorf("operator: a ranked operator has no early firings")
+		}
+		if _, global := cfg.Assigner.(window.Global); cfg.Mode != Final && !global {
+			return nil, fmt.Errorf("operator: a ranked operator in mode update or retract ranks over the global window")
 		}
 	}
 	if cfg.KeyGroups <= 0 {

@@ -346,7 +346,10 @@ func (o *Operator) applyPane(p *pane, r *row.Row, weight int) (bool, error) {
 	o.markChanged(int(e.group))
 	e.rows++
 	e.dirty = true
-	if p.fired {
+	switch {
+	case o.rankedUpdating():
+		o.emitRanks(e, w) // the ranks the record changed, at once
+	case p.fired:
 		o.emit(e, w, fireLate)
 	}
 	return true, nil

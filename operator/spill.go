@@ -674,14 +674,15 @@ func (o *Operator) sortPane(p *pane) {
 
 // spillBefore reads back, before the current record (o.keyBuf) updates
 // pane p, its key group's partials of the window when the update needs the
-// key's whole accumulator: a retraction, or a checked update the bound on
-// the partials cannot clear.
+// key's whole accumulator: a retraction, a checked update the bound on
+// the partials cannot clear, or any row of an updating Top-N (its rows
+// are the changes of the key's whole ranks).
 func (o *Operator) spillBefore(p *pane, weight int, rowMag uint64) error {
 	sw := o.spill.wins[p.w.End]
 	if sw == nil {
 		return nil
 	}
-	if weight > 0 {
+	if weight > 0 && !o.rankedUpdating() {
 		if len(o.slots.chk) == 0 {
 			return nil
 		}
@@ -813,7 +814,7 @@ func (o *Operator) processSpilled(r *row.Row, ts int64, weight int) (Outcome, er
 				// A late row or retraction of a fired window: the key's
 				// whole instance, if its key group's are in the store.
 				err = o.unspillGroup(p, keygroup.OfKey(o.keyBuf, o.cfg.KeyGroups))
-			case !p.fired && (weight < 0 || len(o.slots.chk) > 0):
+			case !p.fired && (weight < 0 || len(o.slots.chk) > 0 || o.rankedUpdating()):
 				err = o.spillBefore(p, weight, rowMag)
 			}
 			if err != nil {

@@ -109,7 +109,11 @@ func Describe(pl *Plan) string {
 					cols = strings.Join(t.Columns, ", ")
 				}
 				w("  top_n       the first %d rows by %s; columns %s; rank %s\n", t.N, strings.Join(t.Order, ", "), cols, t.Rank)
-				w("  state       per key: its %d first rows (top_n) in panes (one per window and key)\n", t.N)
+				if st.Emit.Mode == "final" {
+					w("  state       per key: its %d first rows (top_n) in panes (one per window and key)\n", t.N)
+				} else {
+					w("  state       per key: its %d first rows (top_n) and each rank's version in panes (one per window and key); a record entering them emits the ranks it changed at once\n", t.N)
+				}
 				break
 			}
 			var aggs []string

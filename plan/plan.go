@@ -993,7 +993,7 @@ func compileStage(st spec.Stage, ps *parsedStage, in int, inSchema *row.Schema, 
 // errors are added).
 func compileTopN(st spec.Stage, ps *parsedStage, s *Stage, schema *row.Schema, retracting bool, add func(string, error), exprErr func(string, *expr.Parsed, error)) (aggregate.Column, aggregate.Spec, []changelog.Column, bool) {
 	t := st.TopN
-	sp := aggregate.Spec{Name: t.Rank, Func: "top_n", N: t.N, Retract: retracting}
+	sp := aggregate.Spec{Name: t.Rank, Func: "top_n", N: t.N, Retract: retracting, Versions: st.Emit.Mode != "final"}
 	ok := true
 	for i, p := range ps.topOrder {
 		if p == nil {

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/tidemark/tidemark/operator"
+	"github.com/tidemark/tidemark/spec"
 )
 
 const topNHead = "name: p\nsource: {type: nexmark, events: 100}\nevent_time: {field: date_time}\nfilter: event_type == 2\n"
@@ -51,6 +54,34 @@ func TestCompileTopN(t *testing.T) {
 	if d := Describe(pl); !strings.Contains(d, "stage p: top-n, reads source\n") ||
 		!strings.Contains(d, "  top_n       the first 3 rows by desc(bid.price), bid.price % 7; columns bid.bidder as bidder, date_time; rank place\n") {
 		t.Errorf("Describe:\n%s", d)
+	}
+	// Emit modes update and retract over the global window: the top_n
+	// keeps each rank's version, the operator ranks in that mode.
+	for _, mode := range []string{"update", "retract"} {
+		pl, err := Compile(parse(t, topNHead+"key: [bid.auction]\ntop_n: {n: 2, order: [desc(bid.price)], columns: [bid.bidder as bidder]}\nemit: {mode: "+mode+"}\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := pl.Stages[0]
+		if m, _ := operator.ParseMode(mode); !s.Aggs[0].Versions || s.Operator.Mode != m || s.Desc.EmitMode != mode {
+			t.Errorf("mode %s: Versions %v, operator mode %v, Desc %s", mode, s.Aggs[0].Versions, s.Operator.Mode, s.Desc.EmitMode)
+		}
+		if d := Describe(pl); !strings.Contains(d, "  state       per key: its 2 first rows (top_n) and each rank's version in panes (one per window and key); a record entering them emits the ranks it changed at once\n") {
+			t.Errorf("Describe:\n%s", d)
+		}
+	}
+	if pl.Stages[0].Aggs[0].Versions {
+		t.Errorf("a final Top-N keeps no versions")
+	}
+	// Refused when the pipeline is read: an updating Top-N of another
+	// window than the global one, and early firings.
+	for _, tc := range []struct{ yaml, want string }{
+		{"key: [bid.auction]\nwindow: {type: tumbling, size: 10s}\nemit: {mode: update}\ntop_n: {n: 2, order: [bid.price], columns: [bid.bidder]}\n", `emit.mode: "update": a Top-N stage of window tumbling emits its ranks when each window closes (final); emit modes update and retract are for a Top-N over the global window`},
+		{"key: [bid.auction]\nemit: {mode: update, early_every: 1s}\ntop_n: {n: 2, order: [bid.price], columns: [bid.bidder]}\n", "emit.early_every: a Top-N stage has no early firings"},
+	} {
+		if _, err := spec.Parse("p.yaml", []byte(topNHead+tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.yaml, err, tc.want)
+		}
 	}
 	for _, tc := range []struct{ yaml, want string }{
 		{"key: [bid.auction]\ntop_n: {n: 2, order: [bid.price], columns: [bid.bidr]}\n", `field "bid.bidr" is not a Nexmark field`},

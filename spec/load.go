@@ -1504,8 +1504,11 @@ func validateTopN(prefix string, s *Stage, add func(key, format string, args ...
 	if len(s.Aggregates) > 0 {
 		add(prefix+"aggregates", "a Top-N stage has no aggregates: its rows are the kept rows' top_n.columns")
 	}
-	if s.Emit.Mode != "" && s.Emit.Mode != "final" {
-		add(prefix+"emit.mode", "%q: a Top-N stage emits its ranks when the window closes (final)", s.Emit.Mode)
+	if s.Emit.Mode != "" && s.Emit.Mode != "final" && s.Window.Type != "" && s.Window.Type != "global" {
+		add(prefix+"emit.mode", "%q: a Top-N stage of window %s emits its ranks when each window closes (final); emit modes update and retract are for a Top-N over the global window (Flink's Rank operator's updating result; its window Top-N is final too)", s.Emit.Mode, s.Window.Type)
+	}
+	if s.Emit.EarlyEvery != 0 {
+		add(prefix+"emit.early_every", "a Top-N stage has no early firings: in emit mode update or retract each record that enters the N first emits the ranks it changed at once")
 	}
 	names := map[string]string{} // column name → what uses it
 	for _, k := range s.Key {

@@ -250,8 +250,13 @@ type Stage struct {
 // insert keyed by the stage's key and Rank (1 to n), its values the
 // columns; a key with fewer than n rows emits those it has. The stage
 // has no aggregates or select; its emit mode is final (the ranks as the
-// whole window sorts them; the updates Flink emits while ranks shift are
-// not emitted), without early firings; its input must not retract.
+// whole window sorts them), or, over the global window, update or
+// retract: Flink's updating result, each record that enters the n first
+// emitting at once the ranks it changed (an insert for a rank newly
+// filled, an update_after — in mode retract after an update_before of the
+// rank's previous row — for a rank whose row changed; versions 1, 2, 3 …
+// per window, key and rank), and the close every rank's row again with
+// is_final. No early firings; its input must not retract.
 type TopN struct {
 	// N is the number of rows kept per window and key, 1 to 1000. YAML
 	// `n`. Required.
