@@ -269,6 +269,13 @@ func runTopN(t *testing.T, dir, backend, mode string, pars []int, stops []int64)
 	if restored != len(stops) {
 		t.Fatalf("%d runs restored, want %d", restored, len(stops))
 	}
+	return readTopNRows(t, out)
+}
+
+// readTopNRows reads a Top-N stage's JSON-lines output as
+// "op auction=… rank_number=… bidder=… price=… vN[ final]" lines.
+func readTopNRows(t *testing.T, out string) []string {
+	t.Helper()
 	data, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -358,6 +365,172 @@ func TestTopNStageFeedsAggregation(t *testing.T) {
 		slices.Sort(got)
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("mode %s, parallelism %d:\n%s\nwant\n%s", mode, par, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// topNFlatYAML is topNYAML's stage in the top-level keys.
+const topNFlatYAML = `name: top
+source: {type: file, path: %s, schema: {auction: int, bidder: int, price: int}}
+event_time: {field: ts, out_of_orderness: 1m}
+key: [auction]
+top_n: {n: 3, order: [desc(price), ts], columns: [bidder, price], rank: rank_number}
+sinks: [{type: jsonl, path: %s}]
+`
+
+// topNSQL is topNYAML's job in SQL (%s: the emit mode's SET, or none),
+// the pipeline named top (the sink's table).
+const topNSQL = `%s
+CREATE TABLE bids (auction BIGINT, bidder BIGINT, price BIGINT, ts TIMESTAMP_LTZ(3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' MINUTE)
+WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'json');
+CREATE TABLE top (auction BIGINT, rank_number BIGINT, bidder BIGINT, price BIGINT)
+WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'json');
+INSERT INTO top
+SELECT auction, rank_number, bidder, price FROM (
+  SELECT auction, bidder, price, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC, ts) AS rank_number FROM bids
+) WHERE rank_number <= 3;
+`
+
+// TestTopNSQL: the Top-N stage in SQL (ROW_NUMBER() … <= 3, the emit
+// mode by SET 'tidemark.emit.mode') plans the pipeline file's plan — the
+// same plan fingerprint — and writes the rows worked out by hand for
+// each emit mode, at parallelism 1 and 2.
+func TestTopNSQL(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		want []string
+	}{{"final", topNWant}, {"update", topNUpdateWant}, {"retract", topNRetractWant}} {
+		for _, par := range []int{1, 2} {
+			dir := t.TempDir()
+			in, out := filepath.Join(dir, "bids.jsonl"), filepath.Join(dir, "top.jsonl")
+			if err := os.WriteFile(in, []byte(strings.Join(topNInput, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			set := ""
+			// The pipeline file of the same job, its one stage in the
+			// top-level keys as the SQL's, named as the SQL names it (its
+			// one INSERT's sink).
+			y := fmt.Sprintf(topNFlatYAML, in, out)
+			if tc.mode != "final" {
+				set = "SET 'tidemark.emit.mode' = '" + tc.mode + "';"
+				y += "emit: {mode: " + tc.mode + "}\n"
+			}
+			sqlPath, yamlPath := filepath.Join(dir, "job.sql"), filepath.Join(dir, "job.yaml")
+			if err := os.WriteFile(sqlPath, []byte(fmt.Sprintf(topNSQL, set, in, out)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(yamlPath, []byte(y), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var fps []string
+			for _, path := range []string{yamlPath, sqlPath} {
+				p, err := tidemark.Load(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pl, err := tidemark.Compile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fp, err := engine.PlanFingerprint(pl.Spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fps = append(fps, fp)
+			}
+			if fps[0] != fps[1] {
+				t.Errorf("mode %s: fingerprint of the YAML %s, of the SQL %s", tc.mode, fps[0], fps[1])
+			}
+			p, err := tidemark.Load(sqlPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl, err := tidemark.Compile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: par, Logf: func(string, ...any) {}}); err != nil {
+				t.Fatal(err)
+			}
+			checkRows(t, fmt.Sprintf("mode %s, parallelism %d", tc.mode, par), readTopNRows(t, out), tc.want)
+		}
+	}
+}
+
+// TestTopNSQLFeedsAggregation: a Top-N of three rows per key read by a
+// GROUP BY in SQL (once refused) plans a Top-N stage and an aggregation
+// reading it, and writes TestTopNStageFeedsAggregation's rows, worked out
+// by hand, in emit mode final (the final ranks) and retract (the ranks'
+// changelog, each rank's previous row taken back), at parallelism 1 and 2.
+func TestTopNSQLFeedsAggregation(t *testing.T) {
+	want := []string{"auction=1 bids=3 ranks=6 best=10", "auction=2 bids=3 ranks=6 best=7", "auction=3 bids=1 ranks=1 best=1", "auction=4 bids=1 ranks=1 best=2"}
+	for _, mode := range []string{"final", "retract"} {
+		for _, par := range []int{1, 2} {
+			dir := t.TempDir()
+			in, out := filepath.Join(dir, "bids.jsonl"), filepath.Join(dir, "per.jsonl")
+			if err := os.WriteFile(in, []byte(strings.Join(topNInput, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			script := fmt.Sprintf(`SET 'tidemark.emit.mode' = '%s';
+CREATE TABLE bids (auction BIGINT, bidder BIGINT, price BIGINT, ts TIMESTAMP_LTZ(3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' MINUTE)
+WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'json');
+CREATE TABLE per (auction BIGINT, bids BIGINT, ranks BIGINT, best BIGINT)
+WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'json');
+INSERT INTO per
+SELECT auction, COUNT(*) AS bids, SUM(rn) AS ranks, MAX(price) AS best FROM (
+  SELECT * FROM (
+    SELECT auction, bidder, price, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC, ts) AS rn FROM bids
+  ) WHERE rn <= 3
+) GROUP BY auction;
+`, mode, in, out)
+			path := filepath.Join(dir, "job.sql")
+			if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p, err := tidemark.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl, err := tidemark.Compile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pl.Stages) != 2 || !pl.Stages[0].Operator.Ranked || pl.Stages[1].Input != 0 {
+				t.Fatalf("mode %s: want a Top-N stage and an aggregation reading it: %d stages", mode, len(pl.Stages))
+			}
+			if _, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: par, Logf: func(string, ...any) {}}); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The table the rows leave: the last row of each auction
+			// (mode retract's rows before the close are provisional).
+			last := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(line), &m); err != nil {
+					t.Fatalf("%q: %v", line, err)
+				}
+				if m["op"] == "update_before" {
+					continue
+				}
+				if mode == "final" && m["is_final"] != true {
+					t.Errorf("mode final: a row not final: %s", line)
+				}
+				last[fmt.Sprint(m["auction"])] = fmt.Sprintf("auction=%v bids=%v ranks=%v best=%v", m["auction"], m["bids"], m["ranks"], m["best"])
+			}
+			var got []string
+			for _, r := range last {
+				got = append(got, r)
+			}
+			slices.Sort(got)
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("mode %s, parallelism %d:\n%s\nwant\n%s", mode, par, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
 		}
 	}
 }

@@ -325,6 +325,9 @@ func (pl *planner) aggregate(sel *parser.Select, in *rel) (*rel, error) {
 	if err := pl.stageSettings(&st, mode); err != nil {
 		return nil, err
 	}
+	if in.prod.kind == prodStage && in.prod.stage.updating && in.prod.stage.st.Emit.Mode == "update" {
+		return nil, pl.errAt(sel.At, "this aggregation reads the rows of a stage in emit mode update (an upsert stream without update_before: a replaced row cannot be taken back); SET 'tidemark.emit.mode' = 'retract' before the INSERT")
+	}
 	if in.prod.kind == prodStage && in.prod.stage.updating {
 		for _, a := range g.aggs {
 			if strings.HasPrefix(a.expr, "arg_") {

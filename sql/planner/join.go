@@ -432,6 +432,8 @@ func (pl *planner) joinInput(te parser.TableExpr, ctes scopeCTE) (*rel, error) {
 			return nil, pl.errAt(te.Position(), "a join side that reads a select stage is not supported: join the select's input with its conditions")
 		case sd.updating:
 			return nil, pl.errAt(te.Position(), "a join side reads rows that stay: this side's rows come from a stage that updates them (emit mode %s)", sd.st.Emit.Mode)
+		case sd.st.TopN != nil:
+			return nil, pl.errAt(te.Position(), "a join side that reads a Top-N of more than one row per key is not supported: its ranks are over all time (its rows come when the input ends, or as a changelog of the whole input's ranks), so they have no event time to bound the other side's state by; join first and rank the joined rows, or write the Top-N to a table of its own")
 		case sd.kind == stageAgg && !sd.windowed && sd.st.Window.Type == "global":
 			return nil, pl.errAt(te.Position(), "a join side that reads an aggregation without windows (its rows come when the input ends) is not supported: aggregate by a window")
 		}

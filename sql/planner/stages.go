@@ -468,6 +468,9 @@ func (pl *planner) materialize(r *rel, vis []*col, cols []*physCol) (*stageDef, 
 	}
 	// A select stage: the rows of r's producer that r's conditions keep,
 	// each as an insert of the sink's columns.
+	if r.prod.kind == prodStage && r.prod.stage.updating && r.prod.stage.st.TopN != nil {
+		return nil, pl.errAt(r.at, "the rows come from a Top-N that updates its ranks (emit mode %s): its rows are written as they are (the partition keys, %s and the columns, named as the sink's columns), or read by a GROUP BY; a projection or filter of an updating result is not supported (a row without the Top-N's key cannot be taken back): select the columns as they are, or rank in emit mode final", r.prod.stage.st.Emit.Mode, r.prod.stage.st.TopN.Rank)
+	}
 	if r.prod.kind == prodStage && r.prod.stage.updating {
 		return nil, pl.errAt(r.at, "the rows come from an aggregation that updates its results (emit mode %s): its output columns are written as they are (window_start, window_end, the group keys and the aggregates, named as the sink's columns); a projection or filter of an updating result is not supported", r.prod.stage.st.Emit.Mode)
 	}

@@ -97,9 +97,6 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	if n < 1 {
 		return nil, true, pl.errAt(bound.Position(), "%s <= %d keeps no row", rnName, n)
 	}
-	if n > 1 && (pl.ins == nil || pl.ins.top != sel) {
-		return nil, true, pl.errAt(bound.Position(), "a Top-N of more than one row per key (%s <= %d) is supported as the whole query of an INSERT (INSERT INTO t SELECT … FROM (SELECT …, ROW_NUMBER() OVER (…) AS %s FROM …) WHERE %s <= %d); here it feeds another query", rnName, n, rnName, rnName, n)
-	}
 	if n > int64(spec.MaxTopN) {
 		return nil, true, pl.errAt(bound.Position(), "a Top-N of %d rows per key: at most %d", n, spec.MaxTopN)
 	}
@@ -267,9 +264,6 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	}
 	if err := pl.stageSettings(&st, "final"); err != nil {
 		return nil, true, err
-	}
-	if n > 1 && st.Emit.Mode != "final" {
-		return nil, true, pl.errAt(bound.Position(), "a Top-N of more than one row per key gives its rows when the input ends (emit mode final, the ranks of each key as the whole input sorts them); emit mode %s is for Top-1 (%s <= 1)", st.Emit.Mode, rnName)
 	}
 	if in.prod.kind == prodStage {
 		sd.input = in.prod.stage
