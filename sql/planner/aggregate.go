@@ -387,6 +387,9 @@ func (pl *planner) stageEventTime(tv val, in *rel, at parser.Pos) (*spec.EventTi
 	}
 	switch in.prod.kind {
 	case prodSource:
+		if pl.source.wm == nil {
+			return nil, pl.errAt(at, "windows need an event time: %s has no WATERMARK (declare one in its CREATE TABLE: WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)", pl.source.name)
+		}
 		if !tv.rowtime || tv.field != pl.source.wm.field {
 			return nil, pl.errAt(at, "the window's time column is not the event time of %s (the column of its WATERMARK, %s)", pl.source.name, pl.source.wm.column)
 		}
