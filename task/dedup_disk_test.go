@@ -78,14 +78,16 @@ func diskDedupOn(t rapid.TB, g *Graph, index int, st state.Store, hot int) (*Tas
 // buckets' filters (which skip the lookups of ids never written to a
 // bucket) or without them (no room: every bucket probed).
 func TestDiskDedupMatchesTable(t *testing.T) {
-	var hits, swept, skips int64
+	var hits, swept, skips, restarted int64
 	rapid.Check(t, func(rt *rapid.T) {
 		const ttl = 60_000
-		_, d, st := diskDedupTask(rt, "1m", 1)
+		tk, d, st := diskDedupTask(rt, "1m", 1)
 		defer st.Close()
-		if !rapid.Bool().Draw(rt, "filters") {
+		noFilters := !rapid.Bool().Draw(rt, "filters")
+		if noFilters {
 			d.cold.fcap = 0
 		}
+		restarts := 0
 		ref := dedup.New(ttl)
 		sweep := dedup.NewSweepState()
 		ids := rapid.IntRange(50, 3000).Draw(rt, "ids")
@@ -115,6 +117,28 @@ func TestDiskDedupMatchesTable(t *testing.T) {
 				if err := d.writeBack(); err != nil {
 					rt.Fatal(err)
 				}
+			case op < 7: // a checkpoint and a local restart on the same store
+				if err := tk.Flush(); err != nil {
+					rt.Fatal(err)
+				}
+				for i := range d.changed {
+					d.changed[i] = true
+					d.chains[i] = chain{} // full sections: the test keeps no chain of deltas
+				}
+				secs, glob := tk.Snapshot(nil), tk.Globals()
+				tk, d = diskDedupOn(rt, tk.g, 0, st, 1)
+				if noFilters {
+					d.cold.fcap = 0
+				}
+				if err := tk.Restore(secs, glob); err != nil {
+					rt.Fatal(err)
+				}
+				// The restored buckets' filters, rebuilt in steps of a few
+				// keys (as the deliveries' checks of the tier do).
+				if err := d.rebuildStep(rapid.IntRange(0, 64).Draw(rt, "rebuild")); err != nil {
+					rt.Fatal(err)
+				}
+				restarts++
 			default:
 				ts += rapid.Int64Range(0, 100).Draw(rt, "step")
 				id := uint64(rapid.IntRange(1, ids).Draw(rt, "id"))*0x9e3779b97f4a7c15 | 1
@@ -136,6 +160,7 @@ func TestDiskDedupMatchesTable(t *testing.T) {
 			rt.Fatal(err)
 		}
 		c := d.cold
+		restarted += int64(restarts)
 		hits += c.hits
 		if c.fcap > 0 {
 			skips += c.skips
@@ -154,8 +179,8 @@ func TestDiskDedupMatchesTable(t *testing.T) {
 			}
 		}
 	})
-	if hits == 0 || swept == 0 || skips == 0 {
-		t.Fatalf("%d ids found in the store, %d buckets swept, %d probes skipped: the draws do not exercise the store", hits, swept, skips)
+	if hits == 0 || swept == 0 || skips == 0 || restarted == 0 {
+		t.Fatalf("%d ids found in the store, %d buckets swept, %d probes skipped, %d restarts: the draws do not exercise the store", hits, swept, skips, restarted)
 	}
 }
 
