@@ -17,7 +17,10 @@ import (
 // rules pass (when they cannot depend on processing time: the record
 // has its ingest time), its event id's text and hash (dedup.key), and
 // for a select stage reading the source (task.SelectFront) the verdict
-// of its filter and derived fields and the values of its row. The
+// of its filter and derived fields and the values of its row, or for a
+// stage with state reading the source (task.KeyedFront) the verdict of
+// its filter and derived fields, its input row with the derived fields
+// and the task owning its group key's key group. The
 // router, routing the batch in claim order, runs everything that
 // depends on the records before (processing time, the checks on event
 // time, the timestamp rules, step numbers, the watermark, the counters)
@@ -31,13 +34,19 @@ import (
 // stay valid while the batch's rows do, until the round that routed the
 // batch is written, so the rows the router logs hold them uncopied.
 type preBatch struct {
-	verdict []uint8     // per record: task.PreKept, PreFiltered or PreRouter (a select front)
-	vals    []row.Value // per record, stride values (a kept record's row)
+	verdict []uint8     // per record: task.PreKept, PreFiltered or PreRouter (a select or keyed front)
+	vals    []row.Value // per record, stride values (a kept record's row; a select front)
 	stride  int         // the values of one row: the select list's, 0 without result sinks
-	flags   []uint8     // per record: preRulesOK, preID
-	ids     []byte      // the event ids' texts, back to back
-	idEnd   []uint32    // per record: where its id's text ends in ids
-	idHash  []uint64    // per record: dedup.IDHash of its id (preID)
+	keyed   bool        // verdict is a keyed front's (task.KeyedFront), owner holds its owners
+	owner   []int32     // per record: the task owning a kept record's key group (a keyed front)
+	// rows holds, per record, its input row of a keyed stage with
+	// derived fields (one per record of the batch); reused batch after
+	// batch, so the rows' slots are allocated once.
+	rows   []*row.Row
+	flags  []uint8  // per record: preRulesOK, preID
+	ids    []byte   // the event ids' texts, back to back
+	idEnd  []uint32 // per record: where its id's text ends in ids
+	idHash []uint64 // per record: dedup.IDHash of its id (preID)
 }
 
 // The flags of a preBatch record.
@@ -50,6 +59,7 @@ const (
 // per decoder goroutine.
 type preFront struct {
 	sel    *task.SelectFront // nil: no select front
+	key    *task.KeyedFront  // nil: no keyed front (sel and key are never both set)
 	rules  *contract.Checker // nil: the rules are the router's
 	et     row.Field         // the event-time field
 	ingest row.Field         // the contract's ingest time (rules set)
@@ -65,6 +75,12 @@ func (pb *preBatch) fill(pf *preFront, b *source.Batch) {
 	n := len(b.Rows)
 	pb.verdict, pb.vals, pb.flags = pb.verdict[:0], pb.vals[:0], pb.flags[:0]
 	pb.ids, pb.idEnd, pb.idHash = pb.ids[:0], pb.idEnd[:0], pb.idHash[:0]
+	pb.owner, pb.keyed = pb.owner[:0], pf.key != nil
+	if kf := pf.key; kf != nil && kf.Derived() {
+		for len(pb.rows) < n {
+			pb.rows = append(pb.rows, kf.NewRow())
+		}
+	}
 	for i := range n {
 		r, ok := &b.Rows[i], b.Meta[i].Err == nil
 		var fl uint8
@@ -93,6 +109,19 @@ func (pb *preBatch) fill(pf *preFront, b *source.Batch) {
 			pb.idEnd = append(pb.idEnd, uint32(len(pb.ids)))
 		}
 		pb.flags = append(pb.flags, fl)
+		if kf := pf.key; kf != nil {
+			v, owner := task.PreRouter, 0
+			if ok {
+				var w *row.Row
+				if kf.Derived() {
+					w = pb.rows[i]
+				}
+				v, owner = kf.Eval(r, w)
+			}
+			pb.verdict = append(pb.verdict, v)
+			pb.owner = append(pb.owner, int32(owner))
+			continue
+		}
 		if pf.sel == nil {
 			continue
 		}
@@ -130,6 +159,16 @@ func (pb *preBatch) row(i int) []row.Value {
 	return pb.vals[i*pb.stride : (i+1)*pb.stride : (i+1)*pb.stride]
 }
 
+// input returns record i's input row of a keyed stage with derived
+// fields (kept), nil for a stage without them (the source row is its
+// input).
+func (pb *preBatch) input(i int) *row.Row {
+	if i < len(pb.rows) {
+		return pb.rows[i]
+	}
+	return nil
+}
+
 // preFronts returns the decoders' preFront, one per decoder (nil when
 // they compute none), and a preBatch's stride. They compute one for a
 // run where nothing the router does writes into a record before its
@@ -152,14 +191,18 @@ func (rt *runtime) preFronts(d *decoders, n int) (fronts []*preFront, stride int
 		return nil, 0
 	}
 	sel := rt.g.DedupNode < 0 && rt.g.OrderNode < 0
+	key := sel
 	if sel {
 		sf, ok := task.NewSelectFront(rt.g)
 		if sel = ok; ok && rt.g.HasSinks[sf.Stage()] {
 			stride = len(p.Stages[sf.Stage()].Select)
 		}
 	}
+	if key = key && !sel; key {
+		_, key = task.NewKeyedFront(rt.g)
+	}
 	rules := p.Rules != nil && p.HasIngest
-	if !sel && !rules && p.Dedup == nil {
+	if !sel && !key && !rules && p.Dedup == nil {
 		return nil, 0
 	}
 	for range n {
@@ -169,6 +212,9 @@ func (rt *runtime) preFronts(d *decoders, n int) (fronts []*preFront, stride int
 		}
 		if sel {
 			pf.sel, _ = task.NewSelectFront(rt.g) // one per goroutine: its scratch row
+		}
+		if key {
+			pf.key, _ = task.NewKeyedFront(rt.g) // one per goroutine: its key buffer
 		}
 		fronts = append(fronts, pf)
 	}

@@ -192,22 +192,36 @@ func TestPreFrontEqualsRouter(t *testing.T) {
 	}
 }
 
-// TestPreFrontRestore: a select stage whose front the decoders compute,
-// stopped three times with a checkpoint after every round and resumed
-// each time at another parallelism (one task among them, where the
-// router runs the front), ends with the files of an uninterrupted
-// one-task run: the checkpoints' positions and the rows logged from the
-// decoders' front agree.
+// TestPreFrontRestore: a select stage, or a stage with state, whose
+// front the decoders compute, stopped three times with a checkpoint
+// after every round and resumed each time at another parallelism (one
+// task among them, where the router runs the front), ends with the
+// files of an uninterrupted one-task run (a stage with state: the same
+// lines, which rows of different keys may interleave differently): the
+// checkpoints' positions, the rows logged from the select front and the
+// items routed by the keyed front agree.
 func TestPreFrontRestore(t *testing.T) {
-	for _, derived := range []bool{false, true} {
-		t.Run(fmt.Sprint("derived=", derived), func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		make  func(dir, in, out string) *spec.Pipeline
+		files []string
+		keyed bool
+	}{
+		{"select", func(dir, in, out string) *spec.Pipeline { return preFrontPipeline(dir, in, out, false) }, []string{"sel.jsonl", "quarantine.jsonl"}, false},
+		{"select-derived", func(dir, in, out string) *spec.Pipeline { return preFrontPipeline(dir, in, out, true) }, []string{"sel.jsonl", "quarantine.jsonl"}, false},
+		{"tumbling", func(dir, in, out string) *spec.Pipeline { return preFrontKeyedPipeline(dir, in, out, 0) }, []string{"sel.jsonl", "quarantine.jsonl", "late.jsonl"}, true},
+		{"sliding-derived-key", func(dir, in, out string) *spec.Pipeline { return preFrontKeyedPipeline(dir, in, out, 1) }, []string{"sel.jsonl", "quarantine.jsonl", "late.jsonl"}, true},
+		{"session", func(dir, in, out string) *spec.Pipeline { return preFrontKeyedPipeline(dir, in, out, 2) }, []string{"sel.jsonl", "quarantine.jsonl", "late.jsonl"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, "contract.yaml"), []byte(preFrontContract), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			in := filepath.Join(dir, "in.jsonl")
 			preFrontInput(t, in, rand.New(rand.NewPCG(7, 27)), 4000)
-			refSum, ref := runPreFront(t, preFrontPipeline(dir, in, filepath.Join(dir, "ref"), derived), 1, 64)
+			refOut := filepath.Join(dir, "ref")
+			refSum, ref := runPreFrontFiles(t, tc.make(dir, in, refOut), 1, 64, refOut, tc.files, tc.keyed)
 			out, ck := filepath.Join(dir, "out"), filepath.Join(dir, "ck")
 			var tick atomic.Int64
 			restored := 0
@@ -216,7 +230,7 @@ func TestPreFrontRestore(t *testing.T) {
 				stop int64
 				par  int
 			}{{600, 2}, {1700, 1}, {2600, 4}, {0, 3}} {
-				p := preFrontPipeline(dir, in, out, derived)
+				p := tc.make(dir, in, out)
 				p.Checkpoint = &spec.Checkpoint{Dir: ck, Interval: spec.Duration(time.Millisecond), Retain: 2}
 				pl, err := tidemark.Compile(p)
 				if err != nil {
@@ -249,12 +263,16 @@ func TestPreFrontRestore(t *testing.T) {
 			if restored != 3 || last.EventsRead != refSum.EventsRead {
 				t.Fatalf("%d restores, %d events read in all (want 3, %d)", restored, last.EventsRead, refSum.EventsRead)
 			}
-			for _, f := range []string{"sel.jsonl", "quarantine.jsonl"} {
+			for _, f := range tc.files {
 				b, err := os.ReadFile(filepath.Join(out, f))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if string(b) != ref[f] {
+				got := string(b)
+				if tc.keyed {
+					got = sortedText(got)
+				}
+				if got != ref[f] {
 					t.Errorf("%s differs from the uninterrupted one-task run's", f)
 				}
 			}
@@ -348,6 +366,121 @@ func TestPreFrontDedupEqualsRouter(t *testing.T) {
 				if sum.Stages[0].Counters != refSum.Stages[0].Counters || sum.Quarantined != refSum.Quarantined ||
 					sum.Duplicates != refSum.Duplicates || sum.Conflicts != refSum.Conflicts || fmt.Sprint(sum.Rules) != fmt.Sprint(refSum.Rules) {
 					t.Errorf("parallelism %d, batch %d: counters differ from the one-task run's", par, batch)
+				}
+			}
+		})
+	}
+}
+
+// preFrontKeyedPipeline reads preFrontInput's file (with the contract,
+// the timestamp rule and quarantine of preFrontPipeline) into one stage
+// with state, whose front the decoders compute at two tasks or more
+// (task.KeyedFront): kind 0 a tumbling count and sum per name behind a
+// direct int test, update mode, late records to a side output; kind 1 a
+// sliding window keyed by a derived field (amount / d mod 4: an
+// expression error for d = 0) behind a filter evaluated as an
+// expression; kind 2 sessions per name and derived bucket, final mode;
+// kind 3 a tumbling window without a key (one owner).
+func preFrontKeyedPipeline(dir, in, out string, kind int) *spec.Pipeline {
+	p := preFrontPipeline(dir, in, out, false)
+	st := spec.Stage{Name: "sel", Key: []string{"name"}, Filter: "amount > 20",
+		Window:     spec.Window{Type: "tumbling", Size: spec.Duration(10 * time.Second)},
+		Aggregates: spec.NamedExprs{{Name: "n", Expr: "count()"}, {Name: "total", Expr: "sum(amount)"}},
+		Emit:       spec.Emit{Mode: "update"},
+		Late:       spec.Late{Policy: "side_output", Sink: &spec.Sink{Type: "jsonl", Path: filepath.Join(out, "late.jsonl")}},
+		Sinks:      []spec.Sink{{Type: "jsonl", Path: filepath.Join(out, "sel.jsonl")}}}
+	switch kind {
+	case 1:
+		st.Filter = "amount % 3 != 1"
+		st.Fields = spec.NamedExprs{{Name: "g", Expr: "amount / d % 4"}}
+		st.Key = []string{"g"}
+		st.Window = spec.Window{Type: "sliding", Size: spec.Duration(10 * time.Second), Slide: spec.Duration(2 * time.Second)}
+	case 2:
+		st.Fields = spec.NamedExprs{{Name: "g", Expr: "amount / d % 3"}}
+		st.Key = []string{"name", "g"}
+		st.Window = spec.Window{Type: "session", Gap: spec.Duration(3 * time.Second)}
+		st.Emit = spec.Emit{Mode: "final"}
+	case 3:
+		st.Key = nil
+	}
+	p.Stages = []spec.Stage{st}
+	return p
+}
+
+// runPreFrontFiles runs p at parallelism par and batch size batch (a
+// fixed clock), and returns its summary and files in out, their lines
+// sorted when sorted is set (the rows of different keys may interleave
+// differently at another parallelism).
+func runPreFrontFiles(t *testing.T, p *spec.Pipeline, par, batch int, out string, files []string, sorted bool) (*engine.Summary, map[string]string) {
+	t.Helper()
+	pl, err := tidemark.Compile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: par, BatchSize: batch, Clock: func() int64 { return fixedNow }})
+	if err != nil {
+		t.Fatalf("parallelism %d, batch %d: %v", par, batch, err)
+	}
+	got := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[f] = string(b)
+		if sorted {
+			got[f] = sortedText(got[f])
+		}
+	}
+	return sum, got
+}
+
+// TestPreFrontKeyedEqualsRouter: the front of a stage with state
+// computed by the decoders (its filter, derived fields, group key and
+// key group's owner; engine/prefront.go, task.KeyedFront) gives the
+// outputs of one task, where the router computes it, for random inputs
+// with undecodable lines, null event times, contract and timestamp rule
+// violations, expression errors in a derived key and records behind the
+// watermark, at random parallelism (2–5) and batch sizes, for tumbling,
+// sliding and session windows, keyed by a source field, a derived one,
+// both, or not keyed: the same rows (each (window, key)'s rows in the
+// same order with the same versions), the same late and quarantine
+// records and the same counters — and the decoders' path ran.
+func TestPreFrontKeyedEqualsRouter(t *testing.T) {
+	files := []string{"sel.jsonl", "quarantine.jsonl", "late.jsonl"}
+	for seed := range uint64(8) {
+		kind := int(seed % 4)
+		t.Run(fmt.Sprint("seed", seed, "/kind", kind), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 43))
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "contract.yaml"), []byte(preFrontContract), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			in := filepath.Join(dir, "in.jsonl")
+			preFrontInput(t, in, rng, 2000+rng.IntN(1500))
+			refOut := filepath.Join(dir, "ref")
+			refSum, ref := runPreFrontFiles(t, preFrontKeyedPipeline(dir, in, refOut, kind), 1, 64, refOut, files, true)
+			rc := refSum.Stages[0].Counters
+			if rc.OnTime < 100 || rc.RowsEmitted < 20 || refSum.Quarantined == 0 || kind != 2 && rc.Filtered == 0 ||
+				kind == 0 && refSum.Stages[0].TooLateSideOutput == 0 || (kind == 1 || kind == 2) && rc.Quarantined == 0 {
+				t.Fatalf("the reference run lacks some case: %+v, quarantined %d, too late %d", rc, refSum.Quarantined, refSum.Stages[0].TooLateSideOutput)
+			}
+			for run := range 3 {
+				par, batch := 2+rng.IntN(4), 1+rng.IntN(200)
+				out := filepath.Join(dir, fmt.Sprint("out", run))
+				before := engine.PreRouted.Load()
+				sum, got := runPreFrontFiles(t, preFrontKeyedPipeline(dir, in, out, kind), par, batch, out, files, true)
+				if engine.PreRouted.Load() == before {
+					t.Fatalf("parallelism %d: no batch was routed with the decoders' front", par)
+				}
+				for _, f := range files {
+					if got[f] != ref[f] {
+						t.Errorf("parallelism %d, batch %d: %s differs from the one-task run's", par, batch, f)
+					}
+				}
+				if sum.Stages[0].Counters != rc || sum.Quarantined != refSum.Quarantined || fmt.Sprint(sum.Rules) != fmt.Sprint(refSum.Rules) {
+					t.Errorf("parallelism %d, batch %d: counters %+v %d %v, want %+v %d %v", par, batch,
+						sum.Stages[0].Counters, sum.Quarantined, sum.Rules, rc, refSum.Quarantined, refSum.Rules)
 				}
 			}
 		})

@@ -365,11 +365,14 @@ func (rt *runtime) record(r *row.Row, m *source.Meta, now int64, known int) erro
 	case rt.g.OrderNode >= 0:
 		snd.ToOrder(step, now, r, m, ts, id)
 	case pre != nil && len(pre.verdict) > 0 && pre.verdict[rt.preI] != task.PreRouter:
-		// The decoder ran the select stage's front (prefront.go).
+		// The decoder ran the root stage's front (prefront.go).
 		si := rt.g.Roots[0]
-		if pre.verdict[rt.preI] == task.PreFiltered {
-			snd.SelectFiltered(si)
-		} else {
+		switch {
+		case pre.verdict[rt.preI] == task.PreFiltered:
+			snd.FrontFiltered(si)
+		case pre.keyed:
+			snd.KeyedPrepared(si, step, now, r, pre.input(rt.preI), m, ts, int(pre.owner[rt.preI]))
+		default:
 			snd.SelectPrepared(si, step, now, r, ts, pre.row(rt.preI))
 		}
 	default:

@@ -14,7 +14,7 @@ import (
 )
 
 // TestSelectFrontEqualsToRoots: a select stage's front evaluated apart
-// (SelectFront.Eval, then SelectFiltered or SelectPrepared, or ToRoots
+// (SelectFront.Eval, then FrontFiltered or SelectPrepared, or ToRoots
 // for the records it leaves to the router) logs what ToRoots logs, for
 // random records — nulls, divisors of 0 (an expression error, which
 // ToRoots quarantines), strings — at a watermark that moves: the same
@@ -93,7 +93,7 @@ func TestSelectFrontEqualsToRoots(t *testing.T) {
 				verdicts[v]++
 				switch v {
 				case PreFiltered:
-					b.SelectFiltered(sf.Stage())
+					b.FrontFiltered(sf.Stage())
 				case PreKept:
 					// The values must stay valid until the log is read:
 					// each record's own.
