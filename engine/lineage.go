@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"regexp"
 	"runtime/debug"
 	"strings"
 
@@ -22,9 +23,10 @@ type Lineage struct {
 	Pipeline string // the pipeline's name
 	// SpecHash is the first 12 hex digits of the SHA-256 of the pipeline
 	// spec's canonical JSON without its outputs and checkpoint settings
-	// (sinks, side-output sinks, checkpoint): the computation, not where
-	// its results go, so a backfill or a crash test's reference run has
-	// the live pipeline's hash.
+	// (sinks, the side outputs' and the contributions' sinks, checkpoint,
+	// state backend, SLOs; an absent max_past as 0s, both off): the
+	// computation, not where its results go, so a backfill or a crash
+	// test's reference run has the live pipeline's hash.
 	SpecHash string
 	// Tidemark is the build: the module version (or "devel") and, when
 	// built from a repository, "+" and the first 12 hex digits of the
@@ -79,7 +81,12 @@ func SpecHash(p *spec.Pipeline) string {
 	delete(m, "SLO")
 	delete(m, "State") // where the state lives changes no result
 	delete(m, "Sinks")
-	for _, k := range []string{"Late", "Quarantine", "Conflicts"} {
+	// An absent event_time.max_past and 0s both turn the rule off (a
+	// backfill writes 0s: spec.EventTime.MaxPast).
+	if et, ok := m["EventTime"].(map[string]any); ok && et["MaxPast"] == nil {
+		et["MaxPast"] = 0
+	}
+	for _, k := range []string{"Late", "Quarantine", "Conflicts", "Contributions"} {
 		if sub, ok := m[k].(map[string]any); ok {
 			delete(sub, "Sink")
 		}
@@ -88,8 +95,10 @@ func SpecHash(p *spec.Pipeline) string {
 		for _, st := range stages {
 			if sm, ok := st.(map[string]any); ok {
 				delete(sm, "Sinks")
-				if late, ok := sm["Late"].(map[string]any); ok {
-					delete(late, "Sink")
+				for _, k := range []string{"Late", "Contributions"} {
+					if sub, ok := sm[k].(map[string]any); ok {
+						delete(sub, "Sink")
+					}
 				}
 			}
 		}
@@ -112,25 +121,41 @@ func BuildVersion() string {
 	if !ok {
 		return "unknown"
 	}
-	v := bi.Main.Version
+	return buildVersion(bi.Main.Version, bi.Settings)
+}
+
+// pseudoRev matches the revision a pseudo-version ends in
+// (v0.0.0-20261204020231-cb6856b1a2b3, +incompatible after it): its 12
+// hex digits.
+var pseudoRev = regexp.MustCompile(`[-.][0-9]{14}-([0-9a-f]{12})(\+incompatible)?$`)
+
+// buildVersion is BuildVersion of a module version and the build's
+// settings: the version ("devel" for none), then "+" and the revision's
+// first 12 hex digits, and "+dirty" when modified — the revision only
+// once: a pseudo-version the go command stamps from the repository ends
+// in it already (and in "+dirty" when modified, which stays last).
+func buildVersion(version string, settings []debug.BuildSetting) string {
+	v, dirty := strings.CutSuffix(version, "+dirty")
 	if v == "" || v == "(devel)" {
 		v = "devel"
 	}
 	var rev string
-	dirty := false
-	for _, s := range bi.Settings {
+	for _, s := range settings {
 		switch s.Key {
 		case "vcs.revision":
-			rev = s.Value
+			rev = s.Value[:min(12, len(s.Value))]
 		case "vcs.modified":
-			dirty = s.Value == "true"
+			dirty = dirty || s.Value == "true"
 		}
 	}
-	if rev != "" {
-		v += "+" + rev[:min(12, len(rev))]
-		if dirty {
-			v += "+dirty"
-		}
+	if rev == "" {
+		return v
+	}
+	if m := pseudoRev.FindStringSubmatch(v); m == nil || !strings.HasPrefix(rev, m[1]) {
+		v += "+" + rev
+	}
+	if dirty {
+		v += "+dirty"
 	}
 	return v
 }
