@@ -146,6 +146,9 @@ func Describe(pl *Plan) string {
 		for _, sk := range st.Sinks {
 			w("  sink        %s\n", describeSink(&sk))
 		}
+		if c := st.Contributions; c != nil && c.Sink != nil {
+			w("  contributions %s (every accepted event with its deltas: tidemark explain)\n", describeSink(c.Sink))
+		}
 	}
 	return b.String()
 }
