@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,7 +30,10 @@ func newValidateCmd(stdout io.Writer) *cobra.Command {
 		Long: `Measure data files against a data contract and report its quality.
 
 DATA is a file, a directory (its files, sorted by name) or a glob such as
-"data/*.csv", as for a file source; the format is jsonl, csv or avro (Avro
+"data/*.csv", as for a file source, with ${VAR} and ${VAR:-default}
+expanded as in a pipeline file ('${TIDEMARK_DATA}/online-retail/by-day',
+quoted for the shell, reads the shared data sets as the example
+pipelines do); the format is jsonl, csv or avro (Avro
 object container files), from the file extensions or --data-format. With
 --topic the data is instead every record of Kafka topics up to their end
 (read_committed), in --data-format jsonl, avro or protobuf. Fields are
@@ -138,7 +142,18 @@ func runValidate(ctx context.Context, stdout io.Writer, o validateOptions, paths
 		}
 		return v.finish(stdout, o, append([]string(nil), o.topics...))
 	}
-	// Check every path before reading any.
+	// Check every path before reading any. ${VAR} and ${VAR:-default}
+	// expand as in a pipeline file: '${TIDEMARK_DATA}/online-retail/by-day'
+	// (quoted, so the shell leaves it) finds the shared data sets as the
+	// example pipelines do.
+	paths = slices.Clone(paths)
+	for i, p := range paths {
+		x, err := spec.ExpandEnv([]byte(p), os.LookupEnv)
+		if err != nil {
+			return usageErr("validate: DATA %q: %w", p, err)
+		}
+		paths[i] = string(x)
+	}
 	formats := make([]string, len(paths))
 	for i, p := range paths {
 		if formats[i], err = dataFileFormat(p, o.dataFormat); err != nil {

@@ -277,6 +277,26 @@ func TestValidateCSVPasses(t *testing.T) {
 	}
 }
 
+// TestValidateExpandsData: DATA expands ${VAR} and ${VAR:-default} as a
+// pipeline file does ('${TIDEMARK_DATA}/online-retail/by-day' in the
+// README), reading the records of the directory it names; an unset
+// ${VAR} is a usage error naming it.
+func TestValidateExpandsData(t *testing.T) {
+	inDir(t, retailFiles)
+	t.Setenv("TIDEMARK_TEST_VALIDATE_DIR", "data")
+	for arg, shown := range map[string]string{"${TIDEMARK_TEST_VALIDATE_DIR}": "data", "${TIDEMARK_TEST_VALIDATE_NONE:-data}/*.csv": "data/*.csv"} {
+		code, out, errOut := run(t, "validate", "--contract", "contract.yaml", "--ordinal", "line_no:InvoiceNo", arg)
+		// The report names the data as expanded.
+		if want := strings.Replace(retailReportText, "\ndata data\n", "\ndata "+shown+"\n", 1); code != 0 || errOut != "" || out != want {
+			t.Fatalf("%s: exit %d, stderr %q\n%s", arg, code, errOut, out)
+		}
+	}
+	code, _, errOut := run(t, "validate", "--contract", "contract.yaml", "${TIDEMARK_TEST_VALIDATE_NONE}/x.csv")
+	if want := "tidemark: validate: DATA \"${TIDEMARK_TEST_VALIDATE_NONE}/x.csv\": "; code != 2 || !strings.HasPrefix(errOut, want) || !strings.Contains(errOut, "TIDEMARK_TEST_VALIDATE_NONE") {
+		t.Fatalf("exit %d, stderr %q, want %q…", code, errOut, want)
+	}
+}
+
 // TestValidateDataFormatFlag: --data-format reads a file whose name says
 // nothing; the event time may be undeclared and epoch_ms.
 func TestValidateDataFormatFlag(t *testing.T) {
