@@ -173,6 +173,8 @@ type errBox struct {
 	err error
 }
 
+// set keeps the first error (the Kafka sink's producer keeps its first
+// record error alike, inside its own lock: the two guard other state).
 func (b *errBox) set(err error) {
 	b.mu.Lock()
 	if b.err == nil {
@@ -1763,6 +1765,9 @@ func (w *kafkaGroupWriter) Close(ctx context.Context) error {
 
 // kafkaSourceConfig is the Kafka source's configuration of a pipeline
 // (its decoding half is what a group run uses).
+// Its fields' set-up repeats the direct runner's (engine/sources.go,
+// openSource) but for source.processing_time_field, which that one also
+// marks derived; kept apart until a group test shows which a group needs.
 func kafkaSourceConfig(p *plan.Plan) (kafka.Config, error) {
 	sp := &p.Spec.Source
 	fields := format.Fields{Schema: p.SourceSchema, Time: p.TimeParsers}

@@ -585,6 +585,10 @@ func appendCounters(e *state.Encoder, c *task.Counters) {
 	}
 }
 
+// readCounters reads what appendCounters wrote. The direct runner's
+// manifest (engine/checkpoint.go, decodeManifest) reads counters of the
+// same shape in another stored format (each stage's name before its
+// counters, checked against the plan), so the two readers stay apart.
 func readCounters(d *state.Decoder, c *task.Counters) {
 	for _, p := range []*int64{&c.Quarantined, &c.Duplicates, &c.Conflicts, &c.StaleVersions, &c.Superseded} {
 		*p = d.Int()

@@ -20,6 +20,7 @@ import (
 	nexmarkq "github.com/tidemark/tidemark/examples/nexmark"
 	"github.com/tidemark/tidemark/internal/articlebase"
 	"github.com/tidemark/tidemark/internal/articlegen"
+	"github.com/tidemark/tidemark/internal/cputime"
 	"github.com/tidemark/tidemark/internal/nexbase"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/sink"
@@ -509,10 +510,10 @@ func (j *benchJob) rounds(ctx context.Context, f benchFlags, pl *plan.Plan, reg 
 	baseRun := func(i int) error {
 		var st nexbase.Stats
 		r, reset, err := measure(nil, func(*liveHeap) (int64, time.Duration, int64, error) {
-			c0 := processCPU()
+			c0 := cputime.Process()
 			var err error
 			st, err = base.run(ctx, baseCfg)
-			return st.Events, processCPU() - c0, 0, err
+			return st.Events, cputime.Process() - c0, 0, err
 		})
 		if err != nil {
 			return fmt.Errorf("baseline run %d: %w", i+1, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/internal/cputime"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sink"
@@ -653,7 +654,7 @@ func stateMeasure(ctx context.Context, f stateBenchFlags, budget spec.Bytes, std
 	resetPeakRSS()
 	rss := startRSS(p.State.Dir) // the stores only, not the checkpoints
 	h := newLiveHeap(nil)
-	c0 := processCPU()
+	c0 := cputime.Process()
 	start := time.Now()
 	sum, _, rows, err := stateRunOnce(ctx, p, f.ids, rate, f.parallelism, 0, false, stderr, h)
 	wall := time.Since(start)
@@ -674,7 +675,7 @@ func stateMeasure(ctx context.Context, f stateBenchFlags, budget spec.Bytes, std
 			r.pauseFigures(d.Checkpoints)
 		}
 	}
-	r.WallSeconds, r.CPUSeconds = wall.Seconds(), (processCPU() - c0).Seconds()
+	r.WallSeconds, r.CPUSeconds = wall.Seconds(), (cputime.Process() - c0).Seconds()
 	r.EventsPerSec, r.EventsCore = ratio(float64(r.Deliveries), r.WallSeconds), ratio(float64(r.Deliveries), r.CPUSeconds)
 	r.Samples = len(samples)
 	r.PeakRSSBytes = max(procStatus("VmHWM"), slices.Max(samples))

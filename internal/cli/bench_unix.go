@@ -5,17 +5,7 @@ package cli
 import (
 	"runtime"
 	"syscall"
-	"time"
 )
-
-// processCPU returns the process's user + system CPU time (getrusage).
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // peakRSS returns the process's peak resident set size in bytes
 // (getrusage ru_maxrss: KiB on Linux and the BSDs, bytes on macOS).
