@@ -220,13 +220,7 @@ func (o *Operator) emitRanks(in *inst, w window.Window) {
 				o.vals = o.vals[:start]
 			}
 		}
-		op := changelog.Insert
-		if old > 0 {
-			op = changelog.UpdateAfter
-		}
-		start := len(o.vals)
-		o.vals = rk.AppendRank(o.vals, s, k)
-		o.pushRow(op, in.key, o.rankKey(in.key, k+1), w, o.vals[start:len(o.vals):len(o.vals)], old+1, false)
+		o.pushRank(rk, in, k, w, old, false)
 	}
 	in.version++
 	in.emitted, in.dirty, in.emitW, in.emitV = true, false, w, in.version
@@ -250,16 +244,23 @@ func (o *Operator) closeRanks(in *inst, w window.Window) {
 			o.vals = rk.AppendRank(o.vals, s, k)
 			o.pushRow(changelog.UpdateBefore, in.key, o.rankKey(in.key, k+1), in.emitW, o.vals[start:len(o.vals):len(o.vals)], old, false)
 		}
-		op := changelog.Insert
-		if old > 0 {
-			op = changelog.UpdateAfter
-		}
-		start := len(o.vals)
-		o.vals = rk.AppendRank(o.vals, s, k)
-		o.pushRow(op, in.key, o.rankKey(in.key, k+1), w, o.vals[start:len(o.vals):len(o.vals)], old+1, true)
+		o.pushRank(rk, in, k, w, old, true)
 	}
 	in.version++
 	in.emitted, in.dirty, in.emitW, in.emitV = true, false, w, in.version
+}
+
+// pushRank appends rank k's row (0-based) of key instance in as window
+// w's: an insert when the rank had no version yet (old 0), else an
+// update_after; its version old+1 (Ranker.Bump), final as given.
+func (o *Operator) pushRank(rk aggregate.Ranker, in *inst, k int, w window.Window, old uint32, final bool) {
+	op := changelog.Insert
+	if old > 0 {
+		op = changelog.UpdateAfter
+	}
+	start := len(o.vals)
+	o.vals = rk.AppendRank(o.vals, in.slot, k)
+	o.pushRow(op, in.key, o.rankKey(in.key, k+1), w, o.vals[start:len(o.vals):len(o.vals)], old+1, final)
 }
 
 func (o *Operator) push(op changelog.Op, key uint32, w window.Window, vals []row.Value, version uint32, final bool) {
