@@ -5,6 +5,7 @@ import (
 	"unicode"
 
 	"github.com/tidemark/tidemark/expr"
+	"github.com/tidemark/tidemark/internal/suggest"
 	"github.com/tidemark/tidemark/nexschema"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/sql/parser"
@@ -83,6 +84,11 @@ func (pl *planner) createTable(ct *parser.CreateTable) error {
 	if o, ok := opts.first("connector", "connector.type"); ok {
 		t.connector, t.connAt = o.Value, o.ValueAt
 	} else {
+		for _, o := range opts.list {
+			if h := suggest.Hint(o.Key, []string{"connector"}); h != "" {
+				return pl.errAt(o.KeyAt, "unknown option '%s' for table %s%s: a table names its connector with 'connector'", o.Key, name, h)
+			}
+		}
 		return pl.errAt(ct.At, "table %s has no 'connector' option: WITH ('connector' = 'nexmark' | 'filesystem' | 'kafka' | 'blackhole' | 'print' | 'sqlite' | 'jdbc' | 'upsert-kafka')", name)
 	}
 	if !knownConnector[t.connector] {
