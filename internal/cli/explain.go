@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/backfill"
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/engine"
+	"github.com/tidemark/tidemark/internal/suggest"
 	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/results"
 	"github.com/tidemark/tidemark/row"
@@ -192,6 +195,7 @@ func explain(w io.Writer, st *plan.Stage, start int64, keys []string) error {
 	}
 
 	// Its versions over time, from a jsonl changelog sink.
+	var near nearMiss
 	for _, sk := range st.Sinks {
 		if sk.Type != "jsonl" {
 			continue
@@ -213,7 +217,7 @@ func explain(w io.Writer, st *plan.Stage, start int64, keys []string) error {
 			if err != nil {
 				r, err = changelog.DecodeRowJSON(sc.Bytes(), &st.Desc)
 			}
-			if err != nil || r.WindowStart != start {
+			if err != nil {
 				continue
 			}
 			match := true
@@ -222,7 +226,14 @@ func explain(w io.Writer, st *plan.Stage, start int64, keys []string) error {
 					match = false
 				}
 			}
+			if r.WindowStart != start {
+				if match {
+					near.window(r.WindowStart)
+				}
+				continue
+			}
 			if !match {
+				near.key(r.Key, loc)
 				continue
 			}
 			n++
@@ -320,9 +331,83 @@ func explain(w io.Writer, st *plan.Stage, start int64, keys []string) error {
 		}
 	}
 	if !found {
-		return fmt.Errorf("no row, version or event for window %s and key %s", startText, strings.Join(keys, ", "))
+		return fmt.Errorf("no row, version or event for window %s and key %s%s", startText, strings.Join(keys, ", "), near.hint(keys, start, loc))
 	}
 	return nil
+}
+
+// nearMiss gathers, while explain reads a changelog, what would have
+// matched had the window or the key been another: the keys with rows in
+// the asked window and the window starts (Unix ms) of the asked key, so
+// that a query that finds nothing says what is there.
+type nearMiss struct {
+	keys    map[string]bool
+	windows map[int64]bool
+}
+
+// nearMissMax bounds what a nearMiss keeps (keys and windows each): a
+// changelog may hold millions of rows; the hint needs a few.
+const nearMissMax = 100_000
+
+func (n *nearMiss) key(k []row.Value, loc *time.Location) {
+	if n.keys == nil {
+		n.keys = map[string]bool{}
+	}
+	if len(n.keys) >= nearMissMax {
+		return
+	}
+	parts := make([]string, len(k))
+	for i, v := range k {
+		parts[i] = keyText(v, loc)
+	}
+	n.keys[strings.Join(parts, ", ")] = true
+}
+
+func (n *nearMiss) window(start int64) {
+	if n.windows == nil {
+		n.windows = map[int64]bool{}
+	}
+	if len(n.windows) < nearMissMax {
+		n.windows[start] = true
+	}
+}
+
+// hint returns the text explain adds to "no row …": the nearest key
+// names in the window (internal/suggest), or the windows of the key
+// nearest to start (at most three, before and after), or "".
+func (n *nearMiss) hint(keys []string, start int64, loc *time.Location) string {
+	if len(n.windows) > 0 {
+		ws := make([]int64, 0, len(n.windows))
+		for w := range n.windows {
+			ws = append(ws, w)
+		}
+		slices.SortFunc(ws, func(a, b int64) int {
+			return cmp.Or(cmp.Compare(absDiff(a, start), absDiff(b, start)), cmp.Compare(a, b))
+		})
+		ws = ws[:min(3, len(ws))]
+		slices.Sort(ws)
+		texts := make([]string, len(ws))
+		for i, w := range ws {
+			texts[i] = row.FormatTime(w, loc)
+		}
+		return fmt.Sprintf(" (the key has rows in the windows starting %s; a window is named by its start)", strings.Join(texts, ", "))
+	}
+	if len(n.keys) > 0 {
+		cands := make([]string, 0, len(n.keys))
+		for k := range n.keys {
+			cands = append(cands, k)
+		}
+		slices.Sort(cands)
+		return suggest.Hint(strings.Join(keys, ", "), cands)
+	}
+	return ""
+}
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }
 
 type kv struct{ k, v string }

@@ -63,8 +63,15 @@ sinks:
 	if strings.Contains(out, "e102") || strings.Count(out, "e101 ") != 1 {
 		t.Errorf("explain lists another store's event or e101 twice:\n%s", out)
 	}
-	if code, _, _ := run(t, "explain", p, "--table", "revenue_minute", "--window", "2026-09-01T11:00:00+09:00", "--key", "store-7"); code != 1 {
-		t.Errorf("a window without a row: code %d, want 1", code)
+	// Nothing found says what is there: the key's windows (store-7 has
+	// one, 10:00), or the nearest key of the window (store-7 for store7).
+	code, _, errOut = run(t, "explain", p, "--table", "revenue_minute", "--window", "2026-09-01T11:00:00+09:00", "--key", "store-7")
+	if want := "no row, version or event for window 2026-09-01T11:00:00+09:00 and key store-7 (the key has rows in the windows starting 2026-09-01T10:00:00+09:00; a window is named by its start)"; code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("a window without a row: code %d, want 1 and %q:\n%s", code, want, errOut)
+	}
+	code, _, errOut = run(t, "explain", p, "--table", "revenue_minute", "--window", "2026-09-01T10:00:00+09:00", "--key", "store7")
+	if want := "and key store7 (did you mean store-7"; code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("a key without a row: code %d, want 1 and %q:\n%s", code, want, errOut)
 	}
 }
 
