@@ -298,7 +298,9 @@ func (pl *planner) insertUnion(ins *parser.Insert, so *parser.SetOp, t *table, s
 			return err
 		}
 		if sd.kind == stageUnion {
-			return pl.errAt(q.Position(), "a Top-N of more than one row per key is the whole query of an INSERT, not a branch of UNION ALL")
+			// A branch is a query of one SELECT (pl.query refuses a UNION ALL
+			// inside one); a Top-N branch is a top_n stage, planned.
+			return pl.errAt(q.Position(), "internal: a branch of UNION ALL planned as a union; UNION ALL is supported as the whole query of an INSERT, its branches SELECTs (a Top-N among them)")
 		}
 		for _, x := range u.unionIn {
 			if x == sd {
