@@ -21,8 +21,12 @@ import (
 // by time (ties: the last to arrive, as Flink's deduplication keeping the
 // last row). N > 1, as the whole query of an INSERT, is a Top-N stage
 // (spec.TopN): each key's N first rows in the order, with their columns
-// and their rank as the column rn names. ok is false when sel is not the
-// pattern.
+// and their rank as the column rn names. Over a window table function's
+// rows (TUMBLE, HOP, CUMULATE) partitioned by window_start, window_end
+// and keys it is Flink's window Top-N: the stage has the function's
+// window instead of the global one and emits each window's ranks when
+// the window closes (emit mode final only). ok is false when sel is not
+// the pattern.
 func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) (*rel, bool, error) {
 	sub, ok := sel.From.(*parser.SubqueryRef)
 	if !ok || sub.Lateral {
@@ -126,6 +130,16 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	if in.prod.kind == prodStage && (in.prod.stage.updating || in.prod.stage.kind == stageSelect) {
 		return nil, true, pl.errAt(inner.At, "ROW_NUMBER() over the rows of an updating result (or a select stage) is not supported")
 	}
+	if in.win == nil && in.prod.kind == prodStage && in.prod.stage.windowed {
+		return nil, true, pl.errAt(inner.At, "ROW_NUMBER() over a windowed aggregation's rows (a window Top-N of its results) is not supported: a top_n stage ranks the rows of its own windows, and reading another stage's window results it would rank them over all time. Rank the window table function's rows themselves (SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, … ORDER BY …) AS rn FROM TABLE(TUMBLE(…))) WHERE rn <= N), or write the aggregation to a table of its own and rank that")
+	}
+	// A window Top-N (Flink's WindowRank): over a window table function's
+	// rows, partitioned by window_start and window_end, each window's
+	// ranks once, when the window closes (emit mode final).
+	win := in.win
+	if win != nil && win.fn == "SESSION" {
+		return nil, true, pl.errAt(win.at, "a window Top-N over SESSION windows is not supported (a session's rows are known only when it closes, and sessions merge): TUMBLE, HOP and CUMULATE are")
+	}
 	items := append(append([]*parser.SelectItem(nil), inner.Items[:rnItem]...), inner.Items[rnItem+1:]...)
 	cols, err := pl.project(items, in, &ectx{rel: in, where: "the SELECT list"})
 	if err != nil {
@@ -133,6 +147,18 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	}
 	b := pl.newBuilder(in.prod)
 	st := spec.Stage{Window: spec.Window{Type: "global"}}
+	winSize := int64(0)
+	if win != nil {
+		et, err := pl.stageEventTime(win.time, in, win.at)
+		if err != nil {
+			return nil, true, err
+		}
+		st.EventTime, st.Window = et, win.w
+		if win.w.Type == "tumbling" || win.w.Type == "sliding" {
+			winSize = win.w.Size.Ms()
+		}
+	}
+	hasStart, hasEnd := false, false
 	if len(in.filter) > 0 {
 		st.Filter = filterText(in.filter)
 	}
@@ -140,9 +166,19 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	keyOf := map[string]string{} // key text → key field
 	names := map[string]bool{"window_start": true, "window_end": true, "version": true, "is_final": true}
 	for i, pe := range o.PartitionBy {
-		v, err := pl.expr(pe, &ectx{rel: in, where: "PARTITION BY"})
+		v, err := pl.expr(pe, &ectx{rel: in, where: "PARTITION BY", allowWindow: win != nil})
 		if err != nil {
 			return nil, true, err
+		}
+		switch v.win {
+		case "window_start":
+			hasStart = true
+			continue
+		case "window_end":
+			hasEnd = true
+			continue
+		case "window_time":
+			return nil, true, pl.errAt(pe.Position(), "PARTITION BY window_time: a window Top-N is partitioned by window_start, window_end (and keys)")
 		}
 		name := ""
 		if ref, ok := pe.(*parser.ColumnRef); ok {
@@ -163,6 +199,9 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 		names[f] = true
 		keyOf[v.text] = f
 		st.Key = append(st.Key, f)
+	}
+	if win != nil && (!hasStart || !hasEnd) {
+		return nil, true, pl.errAt(o.At, "ROW_NUMBER() over a window table function's rows ranks them per window: PARTITION BY window_start, window_end (and keys), as Flink's window Top-N")
 	}
 	// The order: event time descending alone is the deduplication keeping
 	// the last row.
@@ -223,7 +262,23 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 			continue
 		}
 		if c.v.win != "" {
-			return nil, true, pl.errAt(inner.At, "window columns need an aggregation: GROUP BY window_start, window_end")
+			if win == nil {
+				return nil, true, pl.errAt(inner.At, "window columns need an aggregation: GROUP BY window_start, window_end")
+			}
+			// The window of the ranks' rows: window_start and window_end
+			// as an aggregation's (the row's window), window_time its
+			// last instant.
+			wv := val{text: c.v.win, field: c.v.win, t: tTime}
+			switch {
+			case c.v.win == "window_time":
+				wv = val{text: "timestamp_add(window_end, -1)", t: tTime, rowtime: true}
+			case c.v.win == "window_end":
+				wv.hasOff, wv.off = true, 1
+			case c.v.win == "window_start" && winSize > 0:
+				wv.hasOff, wv.off = true, 1-winSize
+			}
+			out.cols = append(out.cols, &col{qual: c.qual, name: c.name, v: wv})
+			continue
 		}
 		name := c.name
 		if names[name] || !fieldNameOK(name) {
@@ -270,6 +325,12 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	}
 	sd.st = st
 	sd.updating = st.Emit.Mode != "final"
+	if win != nil {
+		if sd.updating {
+			return nil, true, pl.errAt(rnCall.At, "a window Top-N emits each window's ranks once, when the window closes (emit mode final, as Flink's); emit mode %s is for a Top-N over all time (PARTITION BY without window_start, window_end, over a table)", st.Emit.Mode)
+		}
+		sd.windowed = true
+	}
 	sd = pl.addStage(sd)
 	out.prod = &producer{kind: prodStage, stage: sd}
 	if top != nil {
