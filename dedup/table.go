@@ -2,6 +2,13 @@
 // time, telling a first delivery from a duplicate (same id, same payload)
 // and from a conflict (same id, different payload).
 //
+// In the data flow it is core, below the task: the task's dedup node holds
+// the Tables of its key groups and sees each record (routed by its event
+// id's key group) before order_by and the stages; a first delivery goes
+// on, a duplicate is counted and a conflict goes to the conflict side
+// output. The PostgreSQL sink's ledger uses its payload hash. It imports
+// only state and u64map.
+//
 // # Memory
 //
 // An id is remembered as a 64-bit hash of its text, a 32-bit hash of its

@@ -1,6 +1,11 @@
 // Package eventtime parses event timestamps into int64 milliseconds since
 // the Unix epoch.
 //
+// In the data flow it is core, at the bottom: the decoders (package format
+// and the sources through it), the contract's rules and the plan parse
+// timestamps with it at the front of every record's path; it imports only
+// spec, for a field's declared layout and zone.
+//
 // The contract (docs/semantics.md, "Event time"): a timestamp must say which
 // instant it is. RFC 3339 / ISO-8601 text must carry a UTC offset ("Z" or
 // "+09:00"); text without one is rejected, never guessed, unless the

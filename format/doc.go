@@ -1,6 +1,13 @@
 // Package format decodes records (a JSON object, a CSV record) into typed
 // rows laid out by a [row.Schema].
 //
+// In the data flow it is at the front, in the connectors' layer: a source
+// (source/file, source/kafka, source/pgcdc), or the
+// engine's decoders beside the router, turns each record's bytes into a
+// row with it before the router sees the record; format/avro,
+// format/protobuf and format/debezium build on its conversions. It imports
+// row, eventtime and source (for DecodeError and Arena), no runner.
+//
 // A decoder is compiled once from [Fields]: every schema field knows its
 // kind, its JSON path or CSV column, and its timestamp parser, so decoding a
 // record is a walk over a fixed list of fields with no map lookups, no

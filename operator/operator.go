@@ -1,6 +1,13 @@
 // Package operator implements the keyed event-time window aggregation
 // operator: tidemark's core step function.
 //
+// In the data flow it is core, below the task: every window stage of a
+// task (package task) holds one Operator over the task's key groups, fed
+// the rows routed to it and the watermark markers, and the task logs the
+// rows it drains for the writer and the sinks; plan builds it from a
+// stage's spec. It imports only core packages (row, window, aggregate,
+// changelog, keygroup, state, u64map).
+//
 // The operator is a pure, single-threaded state machine (no goroutines, no
 // clock, no IO). Inputs arrive through three calls:
 //

@@ -1,6 +1,11 @@
 // Package row defines tidemark's typed values and the typed row that moves
 // through a pipeline's hot path.
 //
+// In the data flow it is the bottom of the house: formats and sources fill
+// rows, expr and plan resolve fields to their slots, the operators, the
+// task and the sinks read and write them. It imports no other tidemark
+// package.
+//
 // A pipeline's plan resolves every field name to a [Field] of a [Schema]
 // before the first record is read: a field has a [Kind] and a slot in one of
 // the row's typed slices ([Row.I] for bool, int and time, [Row.D] for decimal,

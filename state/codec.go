@@ -5,6 +5,11 @@
 // to an Encoder in a fixed field order and restores itself from a Decoder
 // in the same order.
 //
+// In the data flow it is at the bottom, beside row: every part that holds
+// state, from the operators and dedup up to the sources and sinks, encodes
+// itself with it into a checkpoint's sections, which package checkpoint
+// stores. It imports only row.
+//
 // Encoding: unsigned integers as LEB128 varints (encoding/binary's
 // Uvarint), signed ones zig-zag encoded (binary.AppendVarint), byte strings
 // and strings length-prefixed, decimals as their exact text, booleans as

@@ -1,6 +1,12 @@
 // Package watermark tracks event-time progress per source partition and
 // derives the pipeline watermark.
 //
+// In the data flow it is core, used by the runner: the router (package
+// engine; engine/group for a group of instances) observes every record
+// that passes its checks and sends the tracker's advances to the tasks as
+// markers, in band with the records; the tracker's state is checkpointed
+// with the run. It imports only changelog and state.
+//
 // Definitions (docs/semantics.md, "Watermarks"; Flink's
 // BoundedOutOfOrdernessWatermarks and WatermarkStrategy.withIdleness):
 //

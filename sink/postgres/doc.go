@@ -1,6 +1,11 @@
 // Package postgres writes a stage's results to PostgreSQL (15 or later)
 // with github.com/jackc/pgx/v5, in two modes.
 //
+// In the data flow it is a connector at the end: the runner's writer
+// (package engine) hands it a stage's rows in order, and its state goes
+// into the run's checkpoints; it imports the core types, dedup (for the
+// ledger's payload hash) and internal/pgutil, never the runner.
+//
 // # Results: an upsert table
 //
 // Results keeps one row per window and key, the layout of the SQLite sink

@@ -1,6 +1,11 @@
 // Package sqlite keeps a stage's results as an upsert table in an embedded
 // SQLite database file (modernc.org/sqlite: pure Go, no cgo).
 //
+// In the data flow it is a connector at the end: the runner's writer
+// (package engine) hands it a stage's result rows in order, and its state
+// goes into the run's checkpoints; it imports the core types (row,
+// changelog, results, state) and package sink, never the runner.
+//
 // # Table
 //
 // One row per window and key:

@@ -1,5 +1,9 @@
 // Package stdout writes result rows as JSON lines to a writer, usually
 // standard output: for demos and for piping into other tools.
+//
+// In the data flow it is a connector at the end: the runner's writer
+// (package engine) hands it a stage's rows in order; it imports only sink
+// and changelog.
 package stdout
 
 import (
