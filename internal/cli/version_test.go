@@ -117,12 +117,18 @@ func TestVersionOfBinary(t *testing.T) {
 	if mod == "" {
 		t.Fatalf("go version -m names no main module:\n%s", info)
 	}
-	want := mod
+	// The go command stamps a clone's build with a pseudo-version that
+	// ends in the revision (and "+dirty" when modified): the revision
+	// is then not repeated, and "+dirty" stays last.
+	want, modDirty := strings.CutSuffix(mod, "+dirty")
+	dirty = dirty || modDirty
 	if want == "(devel)" {
 		want = "devel"
 	}
 	if rev != "" {
-		want += "+" + rev[:12]
+		if !strings.HasSuffix(want, "-"+rev[:12]) {
+			want += "+" + rev[:12]
+		}
 		if dirty {
 			want += "+dirty"
 		}
