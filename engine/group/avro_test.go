@@ -9,7 +9,6 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,7 +55,6 @@ func TestGroupOverKafkaAvro(t *testing.T) {
 	}
 	defer cl.Close()
 	dir := t.TempDir()
-	var all []string
 	for p, lines := range input {
 		for _, l := range lines {
 			if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "orders", Partition: int32(p), Value: l}).FirstErr(); err != nil {
@@ -64,24 +62,7 @@ func TestGroupOverKafkaAvro(t *testing.T) {
 			}
 		}
 	}
-	for i := 0; ; i++ {
-		more := false
-		for p, lines := range input {
-			if i < len(lines) {
-				more = true
-				all = append(all, strings.Replace(string(lines[i]), "{", fmt.Sprintf(`{"p":"%d",`, p), 1))
-			}
-		}
-		if !more {
-			break
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(strings.Join(all, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ref := groupPipeline(time.Hour)
-	ref.Source.Path, ref.Source.PartitionField = filepath.Join(dir, "in.jsonl"), "p"
-	want, _ := groupFinal(t, runCapture(t, ref))
+	want := groupReference(t, dir, input, time.Hour)
 
 	p := groupKafkaPipeline(brokers, filepath.Join(dir, "ck"))
 	reg := &spec.SchemaRegistry{URL: srv.URL}

@@ -1,8 +1,6 @@
 package group
 
 import (
-	"github.com/tidemark/tidemark/engine"
-
 	"context"
 	"maps"
 	"strings"
@@ -12,26 +10,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/tidemark/tidemark/plan"
 )
 
 // endsGroupRun returns a groupRun of groupKafkaPipeline (stop_at_end)
 // against brokers with its checkpoints in ckDir, before its setup.
 func endsGroupRun(t *testing.T, brokers []string, ckDir string) *groupRun {
 	t.Helper()
-	p := groupKafkaPipeline(brokers, ckDir)
-	p.Defaults()
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	pl, err := plan.Compile(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gr := newGroupRun(pl, engine.Options{})
-	t.Cleanup(gr.close)
-	return gr
+	return newTestGroupRun(t, groupKafkaPipeline(brokers, ckDir))
 }
 
 // TestGroupEndsRecorded: the end offsets of a bounded group run

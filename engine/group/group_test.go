@@ -19,7 +19,6 @@ import (
 	"github.com/tidemark/tidemark/changelog"
 	"github.com/tidemark/tidemark/checkpoint"
 	"github.com/tidemark/tidemark/format"
-	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/sink"
 	"github.com/tidemark/tidemark/source"
 	"github.com/tidemark/tidemark/spec"
@@ -408,38 +407,9 @@ func groupModel(t *testing.T, seed uint64, lateness time.Duration, stats *modelS
 	// The single-process reference over the partitions' lines, with the
 	// partition as partition_field.
 	dir := t.TempDir()
-	// The partitions' lines interleaved one by one, as a consumer of the
-	// three partitions reads them.
-	var all []string
-	for i := 0; ; i++ {
-		more := false
-		for p, lines := range input {
-			if i < len(lines) {
-				more = true
-				all = append(all, strings.Replace(string(lines[i]), "{", fmt.Sprintf(`{"p":"%d",`, p), 1))
-			}
-		}
-		if !more {
-			break
-		}
-	}
-	if err := os.WriteFile(dir+"/in.jsonl", []byte(strings.Join(all, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ref := groupPipeline(lateness)
-	ref.Source.Path, ref.Source.PartitionField = dir+"/in.jsonl", "p"
-	refOut := runCapture(t, ref)
-	wantRows, _ := groupFinal(t, refOut)
+	wantRows := groupReference(t, dir, input, lateness)
 
-	p := groupPipeline(lateness)
-	p.Defaults()
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	pl, err := plan.Compile(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := compilePipeline(t, groupPipeline(lateness))
 	g, err := task.NewGraph(pl, P)
 	if err != nil {
 		t.Fatal(err)
@@ -667,14 +637,7 @@ func runCapture(t *testing.T, p *spec.Pipeline) []string {
 		}
 		move(p.Stages[i].Late.Sink)
 	}
-	p.Defaults()
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	pl, err := plan.Compile(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := compilePipeline(t, p)
 	reg := engine.DefaultRegistry()
 	reg.Results["jsonl"] = func(_ context.Context, _ spec.Sink, d changelog.Desc, _ *engine.Env) (sink.Results, error) {
 		return &captureRows{d: d, lines: &lines, mu: &mu}, nil

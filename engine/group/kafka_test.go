@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,25 +63,7 @@ func TestGroupOverKafka(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	var all []string
-	for i := 0; ; i++ {
-		more := false
-		for p, lines := range input {
-			if i < len(lines) {
-				more = true
-				all = append(all, strings.Replace(string(lines[i]), "{", fmt.Sprintf(`{"p":"%d",`, p), 1))
-			}
-		}
-		if !more {
-			break
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(strings.Join(all, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ref := groupPipeline(time.Hour)
-	ref.Source.Path, ref.Source.PartitionField = filepath.Join(dir, "in.jsonl"), "p"
-	want, _ := groupFinal(t, runCapture(t, ref))
+	want := groupReference(t, dir, input, time.Hour)
 
 	ck := filepath.Join(dir, "ck")
 	var wg sync.WaitGroup

@@ -10,7 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/tidemark/tidemark/plan"
 	"github.com/tidemark/tidemark/spec"
 )
 
@@ -20,17 +19,7 @@ func setupGroupRun(t *testing.T, brokers []string, repartitions int) *groupRun {
 	t.Helper()
 	p := groupKafkaPipeline(brokers, t.TempDir())
 	p.Source.RepartitionPartitions = repartitions
-	p.Defaults()
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	pl, err := plan.Compile(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gr := newGroupRun(pl, engine.Options{})
-	t.Cleanup(gr.close)
-	return gr
+	return newTestGroupRun(t, p)
 }
 
 // TestGroupRepartitionTopicCreated: the first instance of a group creates
@@ -95,15 +84,7 @@ func TestGroupSpecDiffers(t *testing.T) {
 		if edit != nil {
 			edit(p)
 		}
-		p.Defaults()
-		if err := p.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		pl, err := plan.Compile(p, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gr := newGroupRun(pl, engine.Options{})
+		gr := newGroupRun(compilePipeline(t, p), engine.Options{})
 		defer gr.close()
 		return gr.setup(ctx)
 	}

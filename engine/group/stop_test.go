@@ -52,15 +52,7 @@ func groupKafkaCluster(t *testing.T, seed uint64, n int) []string {
 // compileGroup compiles groupKafkaPipeline after edit.
 func compileGroup(t *testing.T, brokers []string, ck string, edit func(*plan.Plan)) *plan.Plan {
 	t.Helper()
-	p := groupKafkaPipeline(brokers, ck)
-	p.Defaults()
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	pl, err := plan.Compile(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := compilePipeline(t, groupKafkaPipeline(brokers, ck))
 	if edit != nil {
 		edit(pl)
 	}
