@@ -917,10 +917,11 @@ func yamlAs(rows []string, rename map[string]string) []string {
 
 // TestSQLEqualsPipelineFiles: the queries of the corpus that also exist as
 // pipeline files here and mean the same give the same rows at parallelism
-// 1 and 2 (q4, q5, q7 and q9 differ in meaning — the files choose windows
-// on the expiry and arg_max's ties where SQL keeps every tie or takes the
-// earliest bid over all time — and are checked against recomputations
-// above).
+// 1 and 2. q4, q5, q7 and q9 differ in meaning from the files here — the
+// files choose windows on the expiry and arg_max's ties where SQL keeps
+// every tie or takes the earliest bid over all time — and are checked
+// against the recomputations above and against pipeline files of the
+// SQL's meaning (testdata/qN-sql.yaml, TestSQLEqualsSQLMeaningFiles).
 func TestSQLEqualsPipelineFiles(t *testing.T) {
 	for _, tc := range []struct {
 		q      string
