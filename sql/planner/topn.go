@@ -127,12 +127,21 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	if in.prod.kind == prodInput {
 		return nil, true, pl.errAt(in.at, "table %s is an input beside the source: it can only be joined", in.prod.name)
 	}
+	if in.prod.kind == prodStage && in.prod.stage.updating && in.prod.stage.windowed {
+		return nil, true, pl.errAt(inner.At, "ROW_NUMBER() over a windowed aggregation that emits mode %s: a window Top-N of an aggregation's results ranks each window's final rows once, when the window closes (as Flink's, emit mode final only); leave 'tidemark.emit.mode' (and allowed lateness) unset for this INSERT", in.prod.stage.st.Emit.Mode)
+	}
 	if in.prod.kind == prodStage && (in.prod.stage.updating || in.prod.stage.kind == stageSelect) {
 		return nil, true, pl.errAt(inner.At, "ROW_NUMBER() over the rows of an updating result (or a select stage) is not supported")
 	}
-	if in.win == nil && in.prod.kind == prodStage && in.prod.stage.windowed {
-		return nil, true, pl.errAt(inner.At, "ROW_NUMBER() over a windowed aggregation's rows (a window Top-N of its results) is not supported: a top_n stage ranks the rows of its own windows, and reading another stage's window results it would rank them over all time. Rank the window table function's rows themselves (SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, … ORDER BY …) AS rn FROM TABLE(TUMBLE(…))) WHERE rn <= N), or write the aggregation to a table of its own and rank that")
-	}
+	// A window Top-N of a windowed aggregation's results (Flink's "Window
+	// Top-N follows after Window Aggregation"): the upstream writes all
+	// the rows of one of its windows at once, each with the time
+	// window_end − 1 ms, so a 1 ms tumbling window keyed by the upstream's
+	// window_start and window_end (and the partition's other keys) holds
+	// exactly one upstream window's rows, and closes at the watermark the
+	// upstream window closed at — as an aggregation of the upstream's
+	// windows is planned.
+	upWin := in.win == nil && in.prod.kind == prodStage && in.prod.stage.windowed
 	// A window Top-N (Flink's WindowRank): over a window table function's
 	// rows, partitioned by window_start and window_end, each window's
 	// ranks once, when the window closes (emit mode final).
@@ -147,6 +156,10 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	}
 	b := pl.newBuilder(in.prod)
 	st := spec.Stage{Window: spec.Window{Type: "global"}}
+	if upWin {
+		st.Window = spec.Window{Type: "tumbling", Size: durationOf(1)}
+		st.AllowedLateness = in.prod.stage.st.AllowedLateness
+	}
 	winSize := int64(0)
 	if win != nil {
 		et, err := pl.stageEventTime(win.time, in, win.at)
@@ -192,7 +205,16 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 				break
 			}
 		}
-		f := b.named(v, name)
+		var f string
+		if upWin && (v.field == "window_start" || v.field == "window_end") {
+			// The upstream's window: a key field of its own (the names
+			// window_start and window_end are this stage's window's).
+			hasStart = hasStart || v.field == "window_start"
+			hasEnd = hasEnd || v.field == "window_end"
+			f = b.derive(v, name)
+		} else {
+			f = b.named(v, name)
+		}
 		if names[f] {
 			return nil, true, pl.errAt(pe.Position(), "two partition keys named %s", f)
 		}
@@ -202,6 +224,9 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	}
 	if win != nil && (!hasStart || !hasEnd) {
 		return nil, true, pl.errAt(o.At, "ROW_NUMBER() over a window table function's rows ranks them per window: PARTITION BY window_start, window_end (and keys), as Flink's window Top-N")
+	}
+	if upWin && (!hasStart || !hasEnd) {
+		return nil, true, pl.errAt(o.At, "ROW_NUMBER() over a windowed aggregation's rows ranks them per window: PARTITION BY window_start, window_end (and keys), as Flink's window Top-N after a window aggregation; without them it would rank every window's results together, over all time")
 	}
 	// The order: event time descending alone is the deduplication keeping
 	// the last row.
@@ -257,7 +282,9 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 			return nil, true, pl.errAt(inner.At, "%s is a ROW: select its fields", c.name)
 		}
 		if k, ok := keyOf[c.v.text]; ok {
-			out.cols = append(out.cols, &col{qual: c.qual, name: c.name, v: val{text: k, field: k, t: c.v.t}})
+			// (An upstream window column keeps its offset to the rows'
+			// time, which this stage's rows keep: window_end − 1 ms.)
+			out.cols = append(out.cols, &col{qual: c.qual, name: c.name, v: val{text: k, field: k, t: c.v.t, hasOff: c.v.hasOff, off: c.v.off}})
 			sd.out[k] = c.v.t
 			continue
 		}
@@ -325,10 +352,10 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	}
 	sd.st = st
 	sd.updating = st.Emit.Mode != "final"
+	if (win != nil || upWin) && sd.updating {
+		return nil, true, pl.errAt(rnCall.At, "a window Top-N emits each window's ranks once, when the window closes (emit mode final, as Flink's); emit mode %s is for a Top-N over all time (PARTITION BY without window_start, window_end, over a table)", st.Emit.Mode)
+	}
 	if win != nil {
-		if sd.updating {
-			return nil, true, pl.errAt(rnCall.At, "a window Top-N emits each window's ranks once, when the window closes (emit mode final, as Flink's); emit mode %s is for a Top-N over all time (PARTITION BY without window_start, window_end, over a table)", st.Emit.Mode)
-		}
 		sd.windowed = true
 	}
 	sd = pl.addStage(sd)
