@@ -240,6 +240,12 @@ func (rt *runtime) uploadSnaps(snaps []stateSnap, seg []byte, known map[string]t
 			}
 			tr, ok := known[obj]
 			if !ok {
+				// The store's syncs do nothing (state/disk/nosync.go): the
+				// table reaches stable storage here, before the manifest
+				// names it, off the tasks' path.
+				if err := s.sh.st.SyncFile(path); err != nil {
+					return nil, nil, 0, fmt.Errorf("upload of %s: %w", f.Name, err)
+				}
 				size, hash, err := fs.PutFile(obj, path)
 				if err != nil && !errors.Is(err, os.ErrExist) {
 					return nil, nil, 0, fmt.Errorf("state store %s: upload of %s: %w", s.sh.st.Dir(), f.Name, err)

@@ -214,14 +214,23 @@ type DiskRestore struct {
 // that a full memtable forces); Flush the stores' memtables written to
 // tables (disk.SnapshotTimes.Flush, summed over the task's stores);
 // Checkpoint pebble's checkpoints (hard links, MANIFEST and OPTIONS
-// copied, directories synced); List the snapshots' files listed with
-// their key groups.
+// copied; pebble's syncs do nothing in a store, state/disk/nosync.go);
+// List the snapshots' files listed with their key groups.
+//
+// Upload is not part of Pause: the checkpoint writer's time to sync the
+// new tables to stable storage and put them into the checkpoint store
+// (a hard link each on one file system), before the manifest. With two
+// or more tasks it runs on the writer's goroutine while the tasks go on
+// with the next rounds (up to the rounds in flight); with one task the
+// writer's part runs on the router's goroutine, so there it holds back
+// records too.
 type DiskCheckpoint struct {
 	ID    int64
 	Pause time.Duration
 	Sent  int64
 
 	WriteBack, Flush, Checkpoint, List time.Duration
+	Upload                             time.Duration
 }
 
 // ReferenceSummary reports the reference data.

@@ -194,6 +194,11 @@ type stateRun struct {
 	CheckpointP99Ms float64 `json:"checkpoint_links_p99_ms,omitempty"`
 	ListP50Ms       float64 `json:"checkpoint_list_p50_ms,omitempty"`
 	ListP99Ms       float64 `json:"checkpoint_list_p99_ms,omitempty"`
+	// The upload's time (engine DiskCheckpoint.Upload: the new tables
+	// synced and put into the checkpoint directory, on the writer's
+	// goroutine, not part of the pause at two or more tasks), ms.
+	UploadP50Ms float64 `json:"checkpoint_upload_p50_ms,omitempty"`
+	UploadP99Ms float64 `json:"checkpoint_upload_p99_ms,omitempty"`
 	// Restarts are the runs again from the latest checkpoint (--restart).
 	Restarts []stateRestart `json:"restarts,omitempty"`
 }
@@ -242,6 +247,7 @@ func (r *stateRun) pauseFigures(cks []engine.DiskCheckpoint) {
 	r.FlushP50Ms, r.FlushP99Ms = part(func(c engine.DiskCheckpoint) time.Duration { return c.Flush })
 	r.CheckpointP50Ms, r.CheckpointP99Ms = part(func(c engine.DiskCheckpoint) time.Duration { return c.Checkpoint })
 	r.ListP50Ms, r.ListP99Ms = part(func(c engine.DiskCheckpoint) time.Duration { return c.List })
+	r.UploadP50Ms, r.UploadP99Ms = part(func(c engine.DiskCheckpoint) time.Duration { return c.Upload })
 }
 
 // nearestRank returns the q-quantile (0 < q ≤ 1) of sorted values v by
@@ -753,6 +759,8 @@ func writeStateReport(w io.Writer, format string, rep *stateBenchReport) {
 				r.PauseP50Ms, r.PauseP99Ms, r.PauseMaxMs, bytesText(r.SentP50Bytes))
 			fmt.Fprintf(w, "  the pause's parts p50/p99: write-back %.1f/%.1f ms, memtable flush %.1f/%.1f ms, pebble checkpoint (links) %.1f/%.1f ms, listing %.1f/%.1f ms\n",
 				r.WriteBackP50Ms, r.WriteBackP99Ms, r.FlushP50Ms, r.FlushP99Ms, r.CheckpointP50Ms, r.CheckpointP99Ms, r.ListP50Ms, r.ListP99Ms)
+			fmt.Fprintf(w, "  the upload (new tables synced and linked, on the writer's goroutine; at one task on the router's) p50/p99 %.1f/%.1f ms\n",
+				r.UploadP50Ms, r.UploadP99Ms)
 		}
 		for _, x := range r.Restarts {
 			fmt.Fprintf(w, "  restart at %d tasks from the latest checkpoint: restore %.1f ms (%d stores, %d excised, %d tables of %s, %s copied); the run %.1f s wall, %s records in (the checkpoint's and any after it)\n",

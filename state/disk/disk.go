@@ -15,7 +15,9 @@
 // checkpoint's. What a task wrote after the last checkpoint is discarded
 // by the restore from that checkpoint anyway (the source replays it), so a
 // log would only cost a write of every change and, on a restart, a replay
-// of changes the restore throws away.
+// of changes the restore throws away. For the same reason pebble syncs
+// nothing in a store (nosync.go): the upload of a checkpoint syncs the
+// tables it publishes (Store.SyncFile).
 package disk
 
 import (
@@ -138,7 +140,8 @@ func Open(o Options) (*Store, error) {
 		s.flushAhead = o.FlushAhead
 	}
 	po := &pebble.Options{
-		FS:                          s.fs,
+		FS: noSyncFS{s.fs}, // nosync.go
+
 		Cache:                       cache,
 		MemTableSize:                mt,
 		MemTableStopWritesThreshold: 2,
@@ -330,6 +333,23 @@ func (s *Store) Scan(lo, hi []byte, fn func(key, value []byte) bool) error {
 		err = cerr
 	}
 	return s.fail("scan", err)
+}
+
+// SyncFile syncs a file of the store or of one of its snapshots (a hard
+// link to a table shares the table's data) to stable storage: the upload
+// of a checkpoint syncs each new table before the manifest names it,
+// since pebble's own syncs do nothing (nosync.go). Errors name the store
+// and the file.
+func (s *Store) SyncFile(path string) error {
+	f, err := s.fs.Open(path)
+	if err != nil {
+		return s.fail("sync of "+path, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return s.fail("sync of "+path, err)
 }
 
 // Flush writes the memtables to SST files. A flush that fails (pebble

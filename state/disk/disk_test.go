@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -168,13 +169,29 @@ func TestSplit(t *testing.T) {
 // its last snapshot is intact.
 func TestDiskFaults(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		kind errorfs.OpKind
-		op   func(s *Store) error
-		want string
+		name   string
+		kind   errorfs.OpKind
+		op     func(s *Store) error
+		want   string
+		broken bool // the store's background flush failed: Close returns it
 	}{
-		{"ENOSPC writing a table", errorfs.OpFileWrite, func(s *Store) error { _, err := s.Snapshot("snap-2"); return err }, "snapshot: "},
-		{"EIO syncing a table", errorfs.OpFileSync, func(s *Store) error { _, err := s.Snapshot("snap-2"); return err }, "snapshot: "},
+		{"ENOSPC writing a table", errorfs.OpFileWrite, func(s *Store) error { _, err := s.Snapshot("snap-2"); return err }, "snapshot: ", true},
+		// The store's own syncs do nothing (nosync.go): a table's sync is
+		// the upload's, of the snapshot's tables.
+		{"EIO syncing a table", errorfs.OpFileSync, func(s *Store) error {
+			snap, err := s.Snapshot("snap-2")
+			if err != nil {
+				return err
+			}
+			for _, f := range snap.Files {
+				if f.Table {
+					if err := s.SyncFile(snap.Dir + "/" + f.Name); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}, "sync of snap-2/", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := vfs.NewMem()
@@ -211,14 +228,76 @@ func TestDiskFaults(t *testing.T) {
 				t.Fatalf("got %v, want an error naming the store and %q", err, tc.want)
 			}
 			on.Store(false)
-			if err := s.Close(); err == nil {
-				t.Fatal("Close of a store whose flush failed returned no error")
+			if err := s.Close(); (err != nil) != tc.broken {
+				t.Fatalf("Close: %v; want an error: %v", err, tc.broken)
 			}
 			r := openMem(t, mem, "snap-1")
 			if got, want := contents(t, r), []string{"1/1=kept"}; !slices.Equal(got, want) {
 				t.Fatalf("snapshot after the fault %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestNoSyncs: a store syncs none of its files — commits, flushes,
+// compactions, snapshots and their directories (nosync.go) — and
+// SyncFile syncs exactly the file it names.
+func TestNoSyncs(t *testing.T) {
+	mem := vfs.NewMem()
+	var syncs atomic.Int64
+	var last atomic.Pointer[string]
+	inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch op.Kind {
+		case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+			syncs.Add(1)
+			p := op.Path
+			last.Store(&p)
+		}
+		return nil
+	})
+	s, err := Open(Options{Dir: "st", FS: errorfs.Wrap(mem, inj), MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.NewBatch()
+	for i := range 20_000 {
+		b.Set(key(i%7, i), make([]byte, 100))
+		if i%1000 == 999 {
+			if err := s.Commit(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, false); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot("snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := syncs.Load(); n != 0 {
+		t.Fatalf("the store synced %d times (the last %s), want none", n, *last.Load())
+	}
+	var table string
+	for _, f := range snap.Files {
+		if f.Table {
+			table = snap.Dir + "/" + f.Name
+		}
+	}
+	if table == "" {
+		t.Fatalf("a snapshot without tables: %+v", snap.Files)
+	}
+	if err := s.SyncFile(table); err != nil {
+		t.Fatal(err)
+	}
+	if n, p := syncs.Load(), *last.Load(); n != 1 || p != table {
+		t.Fatalf("SyncFile: %d syncs, the last of %s; want 1 of %s", n, p, table)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
