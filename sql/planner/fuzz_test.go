@@ -21,6 +21,7 @@ func FuzzPlan(f *testing.F) {
 		"INSERT INTO o SELECT auction, MAX(price) FILTER (WHERE channel LIKE 'a%') FROM bids GROUP BY auction HAVING COUNT(DISTINCT channel) > 2",
 		"INSERT INTO o SELECT auction, price FROM bids WHERE price > 1 UNION ALL SELECT price, auction FROM bids WHERE MOD(auction, 2) = 0",
 		"INSERT INTO o SELECT auction, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rn FROM bids) WHERE rn <= 3",
+		"INSERT INTO o SELECT a, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY c DESC) AS rn FROM (SELECT window_start, window_end, auction AS a, COUNT(*) AS c FROM TABLE(HOP(TABLE bids, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '5' SECOND)) GROUP BY window_start, window_end, auction)) WHERE rn <= 2",
 		"CREATE TABLE s (k BIGINT, v BIGINT) WITH ('connector' = 'filesystem', 'path' = 's.csv', 'format' = 'csv');\nINSERT INTO o SELECT b.auction, s.v FROM (SELECT *, PROCTIME() AS pt FROM bids) b JOIN s FOR SYSTEM_TIME AS OF b.pt ON MOD(b.auction, 10) = s.k",
 	} {
 		f.Add(ddl + q)
