@@ -68,8 +68,21 @@ type PartialResumable interface {
 type Batch struct {
 	Rows []row.Row
 	Meta []Meta
+	// Spans is a splitting source's description of a batch it claimed
+	// without listing its records (Splitter.Claim), which its Decode
+	// turns into Rows and Meta; empty otherwise. Reset empties it.
+	Spans []Span
 
 	arena Arena
+}
+
+// Span is one part of a claimed batch that a splitting source describes
+// instead of listing its records (Batch.Spans): a range [Lo, Hi) of the
+// source's record numbers and a value At whose meaning is the source's
+// (the Nexmark generator: event ids, and the delivery time in ms of a
+// delayed event or a mark that the range's on-time events follow).
+type Span struct {
+	Lo, Hi, At int64
 }
 
 // Len returns the number of records.
@@ -86,6 +99,7 @@ func (b *Batch) Arena() *Arena { return &b.arena }
 func (b *Batch) Reset() {
 	b.Rows = b.Rows[:0]
 	b.Meta = b.Meta[:0]
+	b.Spans = b.Spans[:0]
 	b.arena.Reset()
 }
 
@@ -196,11 +210,16 @@ type Splitter interface {
 	// rows left for Decode (unshaped: Batch.Append), and returns what
 	// Next would (End after the input's last record). Each record's meta is complete (partition, arrival
 	// time, position, raw bytes) but for Meta.Err of a record Decode
-	// cannot decode. Claim is called from the goroutine that calls the
+	// cannot decode. A source may instead describe the records it
+	// claimed in b.Spans and leave b's rows and metas to Decode (the
+	// Nexmark generator: ranges of event ids), so that claiming costs
+	// less than a record's meta per record; b.Len() then counts them
+	// only once Decode has returned. Claim is called from the goroutine that calls the
 	// other methods, never interleaved with Next on one source.
 	Claim(ctx context.Context, b *Batch, max int) (Status, error)
-	// Decode makes the rows of b, which Claim filled, and sets Meta.Err
-	// of each record that does not decode. It is safe for concurrent
+	// Decode makes the rows of b, which Claim filled (or described in
+	// b.Spans: then Decode appends the records and their metas), and sets
+	// Meta.Err of each record that does not decode. It is safe for concurrent
 	// use: on different batches, from several goroutines, while Claim
 	// runs (it reads only b and state fixed when the source was built).
 	Decode(b *Batch)

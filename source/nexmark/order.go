@@ -3,6 +3,8 @@ package nexmark
 import (
 	"fmt"
 	"math"
+
+	"github.com/tidemark/tidemark/source"
 )
 
 // order decides the delivery order: each event is delivered at its event
@@ -12,11 +14,9 @@ import (
 // time, id). Delayed events wait in a wheel of one bucket per delivery
 // ms; a bucket lists ids in generation order, which is id order.
 type order struct {
-	n      int64 // events in the stream: ids 0 … n-1
-	clk    clock
-	thresh uint64 // an event is delayed when its hash's top 32 bits are below
-	maxMs  int64  // the longest delay, ms
-	key    uint64 // seeds the delay hash
+	n   int64 // events in the stream: ids 0 … n-1
+	clk clock
+	delays
 
 	gen  int64 // next id to generate
 	tGen int64 // its event time, ms: clk.at(gen), kept without dividing
@@ -31,8 +31,17 @@ type order struct {
 	wheel [][]uint32 // maxMs+1 buckets by delivery ms; low 32 bits of ids
 }
 
+// delays decides which events are delivered late, and by how much: a
+// function of the event id alone, fixed when the source is built (so
+// decoders read it on any goroutine).
+type delays struct {
+	thresh uint64 // an event is delayed when its hash's top 32 bits are below
+	maxMs  int64  // the longest delay, ms
+	key    uint64 // seeds the delay hash
+}
+
 func newOrder(n int64, clk clock, fraction float64, maxMs int64, key uint64) *order {
-	o := &order{n: n, clk: clk, maxMs: maxMs, key: key, dq: 1000 / clk.rate, dr: 1000 % clk.rate}
+	o := &order{n: n, clk: clk, delays: delays{maxMs: maxMs, key: key}, dq: 1000 / clk.rate, dr: 1000 % clk.rate}
 	o.setGen(0)
 	if fraction > 0 && maxMs > 0 {
 		o.thresh = uint64(math.Round(fraction * (1 << 32)))
@@ -60,7 +69,7 @@ func mix64(z uint64) uint64 {
 }
 
 // delay returns the delivery delay of event id in ms (0 for most events).
-func (o *order) delay(id int64) int64 {
+func (o *delays) delay(id int64) int64 {
 	if o.thresh == 0 {
 		return 0
 	}
@@ -148,6 +157,105 @@ func (o *order) next() (id, t, at int64, ok bool) {
 		}
 		return id, tn, tn, true
 	}
+}
+
+// onTime marks a Span of on-time events (Span.At): every event of
+// [Lo, Hi) that is not delayed, in id order, each delivered at its event
+// time. Any other At is the delivery time of the one delayed event Lo
+// (Hi = Lo+1). Event times are above -2⁶⁰ ms (New), so no delivery time
+// is onTime.
+const onTime = math.MinInt64
+
+// claim advances the order by up to max events, exactly as max calls of
+// next would, and appends to spans what those calls would have returned,
+// in order: each delayed event drained from the wheel as a span of its
+// own (At its delivery time), and the on-time events as ranges of ids
+// (At onTime; the ids of a range that it does not deliver are the
+// delayed ones, which went into the wheel). It returns the spans, the
+// number of events they hold (fewer than max only at the end of a
+// bounded stream) and the id of the last one (-1 when none).
+//
+// It costs one delay hash per id generated and a few operations per
+// delayed event and per ms of event time, not a record's meta per event:
+// between two held deliveries, the ids of one ms of event time are
+// delivered one after another (a delayed event of that ms is due in a
+// later ms, and every event due in it or before was delivered before its
+// first id: next's order), so the run of them is one span.
+func (o *order) claim(max int, spans []source.Span) ([]source.Span, int, int64) {
+	k := 0
+	last := int64(-1)
+	ontime := false // spans ends with an on-time span that the next on-time id may extend
+	for k < max {
+		tn := int64(math.MaxInt64) // event time of the next id to generate
+		if o.gen < o.n {
+			tn = o.tGen
+		}
+		for k < max && o.held > 0 && o.cur <= tn {
+			if b := o.wheel[o.ci]; o.pos < len(b) {
+				id := o.id(b[o.pos])
+				o.pos++
+				o.held--
+				spans = append(spans, source.Span{Lo: id, Hi: id + 1, At: o.cur})
+				ontime = false
+				k++
+				last = id
+				continue
+			}
+			o.wheel[o.ci] = o.wheel[o.ci][:0]
+			o.pos = 0
+			o.cur++
+			if o.ci++; o.ci == len(o.wheel) {
+				o.ci = 0
+			}
+		}
+		if k == max || o.gen >= o.n {
+			break
+		}
+		if o.held == 0 && o.cur < tn {
+			if o.wheel != nil {
+				o.wheel[o.ci] = o.wheel[o.ci][:0]
+			}
+			o.setCursor(tn)
+		}
+		// The ids of ms tn, up to the max-th event: no held event falls due
+		// among them (the wheel's due buckets are drained, and a delayed id
+		// of ms tn is due at tn+1 or later, inside the wheel: o.cur is tn or
+		// tn+1 here).
+		end := min(o.clk.first(tn+1), o.n)
+		id, first, lastOn := o.gen, int64(-1), int64(-1)
+		if o.thresh == 0 {
+			take := min(end-id, int64(max-k))
+			first, lastOn = id, id+take-1
+			k += int(take)
+			id += take
+		} else {
+			for ; id < end && k < max; id++ {
+				if d := o.delay(id); d > 0 {
+					w := o.bucket(tn + d)
+					o.wheel[w] = append(o.wheel[w], uint32(id))
+					o.held++
+					continue
+				}
+				if first < 0 {
+					first = id
+				}
+				lastOn = id
+				k++
+			}
+		}
+		o.setGen(id)
+		if first < 0 {
+			continue // every id of the run was delayed
+		}
+		if ontime {
+			spans[len(spans)-1].Hi = lastOn + 1
+		} else {
+			spans = append(spans, source.Span{Lo: first, Hi: lastOn + 1, At: onTime})
+			ontime = true
+		}
+		last = lastOn
+	}
+	return spans, k, last
 }
 
 // delivered reports whether event m comes at or before event last in

@@ -95,8 +95,9 @@ type Source struct {
 	schema    *row.Schema
 	g         gen
 	o         *order
-	delivered int64 // records returned by Next
-	last      int64 // id of the last record returned, -1 before the first
+	dl        delays // o's, copied: Decode reads it on the decoders
+	delivered int64  // records returned by Next
+	last      int64  // id of the last record returned, -1 before the first
 	shut      bool
 
 	urlKey int64 // seeds the channel URLs
@@ -184,6 +185,7 @@ func New(cfg Config) (*Source, error) {
 		s.g.chans = channelNames()
 	}
 	s.o = newOrder(n, clk, d.Fraction, d.MaxMs, mix64(cfg.Seed^0x6E65786D61726B31)) // "nexmark1"
+	s.dl = s.o.delays
 	return s, nil
 }
 
@@ -212,46 +214,43 @@ var partitions = []string{"0"}
 // delivery time (the event time, plus the delay of a delayed event);
 // Meta.Raw is nil (EventJSON rebuilds the event from its id).
 func (s *Source) Next(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
-	return s.deliver(ctx, b, max, true)
-}
-
-// deliver is Next (generate) and Claim (not generate: rows left unshaped
-// for Decode): the next up to max events in delivery order.
-func (s *Source) deliver(ctx context.Context, b *source.Batch, max int, generate bool) (source.Status, error) {
-	if s.shut {
-		return source.More, ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return source.More, err
 	}
 	if max < 1 {
 		max = 1
 	}
-	if generate {
-		s.g.arena = b.Arena()
-	}
+	s.g.arena = b.Arena()
 	for range max {
 		id, t, at, ok := s.o.next()
 		if !ok {
 			return source.End, nil
 		}
-		var m *source.Meta
-		if generate {
-			var r *row.Row
-			r, m = b.Next(s.schema)
-			s.g.fill(r, id, t)
-		} else {
-			_, m = b.Append()
-		}
+		r, m := b.Next(s.schema)
+		s.g.fill(r, id, t)
 		m.Arrival = at
 		m.Pos = changelog.Position{Source: SourceName, Offset: id}
 		s.delivered++
 		s.last = id
 	}
-	if s.o.gen >= s.o.n && s.o.held == 0 {
-		return source.End, nil
+	return s.status(), nil
+}
+
+// ready returns ErrClosed after Close, else ctx's error.
+func (s *Source) ready(ctx context.Context) error {
+	if s.shut {
+		return ErrClosed
 	}
-	return source.More, nil
+	return ctx.Err()
+}
+
+// status is what Next and Claim return after delivering: End once every
+// event is generated and none is held back.
+func (s *Source) status() source.Status {
+	if s.o.gen >= s.o.n && s.o.held == 0 {
+		return source.End
+	}
+	return source.More
 }
 
 // Splits implements source.Splitter: always, since an event is
@@ -261,30 +260,65 @@ func (s *Source) deliver(ctx context.Context, b *source.Batch, max int, generate
 func (s *Source) Splits() bool { return true }
 
 // Claim implements source.Splitter: the next up to max events in
-// delivery order, with their metas (Pos.Offset the event id, Arrival the
-// delivery time) and unshaped rows; Decode generates them. It returns
-// what Next would.
+// delivery order, described in b.Spans (order.claim: ranges of on-time
+// ids and the delayed events one by one), which Decode turns into the
+// events, metas and rows, those Next would have delivered. It returns
+// what Next would. Its cost is a delay hash per event and a little per
+// delayed event, not a meta per event: the rest is Decode's, on any
+// goroutine.
 func (s *Source) Claim(ctx context.Context, b *source.Batch, max int) (source.Status, error) {
-	return s.deliver(ctx, b, max, false)
+	if err := s.ready(ctx); err != nil {
+		return source.More, err
+	}
+	if max < 1 {
+		max = 1
+	}
+	spans, k, last := s.o.claim(max, b.Spans[:0])
+	b.Spans = spans
+	if k > 0 {
+		s.delivered += int64(k)
+		s.last = last
+	}
+	return s.status(), nil // End when fewer than max: the stream ended
 }
 
-// Decode implements source.Splitter: it generates the events Claim put
-// in b from their ids (the event time of event id is clk.at(id), delayed
-// or not), their strings into b's arena. Safe for concurrent use.
+// Decode implements source.Splitter: it appends to b the events Claim
+// described in b.Spans, in that order — the on-time events of each
+// range of ids (those the delay hash does not delay, delivered at their
+// event time) and each delayed event (delivered at its span's At) —
+// with their metas (Pos.Offset the event id, Arrival the delivery time)
+// and rows generated from their ids (the event time of event id is
+// clk.at(id), delayed or not), their strings into b's arena. Safe for
+// concurrent use.
 func (s *Source) Decode(b *source.Batch) {
 	g, _ := s.gens.Get().(*gen)
 	if g == nil {
 		g = &gen{p: s.g.p, clk: s.g.clk, seedOff: s.g.seedOff, urls: s.g.urls, chans: s.g.chans}
 	}
 	g.arena = b.Arena()
-	for i := range b.Meta {
-		r := &b.Rows[i]
-		s.schema.Shape(r)
-		id := b.Meta[i].Pos.Offset
-		g.fill(r, id, g.clk.at(id))
+	dl := &s.dl
+	for _, sp := range b.Spans {
+		if sp.At != onTime {
+			s.decodeOne(g, b, sp.Lo, sp.At)
+			continue
+		}
+		for id := sp.Lo; id < sp.Hi; id++ {
+			if dl.thresh != 0 && dl.delay(id) != 0 {
+				continue
+			}
+			s.decodeOne(g, b, id, g.clk.at(id))
+		}
 	}
 	g.arena = nil
 	s.gens.Put(g)
+}
+
+// decodeOne appends event id, delivered at at, to b.
+func (s *Source) decodeOne(g *gen, b *source.Batch, id, at int64) {
+	r, m := b.Next(s.schema)
+	g.fill(r, id, g.clk.at(id))
+	m.Arrival = at
+	m.Pos = changelog.Position{Source: SourceName, Offset: id}
 }
 
 // Position implements source.Resumable: the number of events delivered
