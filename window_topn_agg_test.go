@@ -75,7 +75,9 @@ func runWindowTopNScript(t *testing.T, script string, input []string, par int, c
 // goes to the supplier ordered first); [00:10, 00:20) a 1+4 = 5, b 8, d 2
 // (its bid out of order, within the watermark) — b, a; [00:20, 00:30) c
 // alone. The plan: the aggregation, a top_n stage keyed by the upstream's
-// window bounds over a 1 ms window, a select naming the sink's columns.
+// window bounds over a 1 ms window, a select naming the sink's columns;
+// each row's event time is its window's last millisecond (written as the
+// window closes).
 // Parallelism 1 and 2 write the same rows.
 func TestWindowTopNOfAggregationSQL(t *testing.T) {
 	input := []string{
@@ -107,14 +109,14 @@ SELECT * FROM (
 ) WHERE rownum <= 2;
 `
 	want := []string{
-		"ws=2026-01-01T00:00:00Z we=2026-01-01T00:00:10Z supplier=a price=7 cnt=2 rownum=2 op=insert",
-		"ws=2026-01-01T00:00:00Z we=2026-01-01T00:00:10Z supplier=c price=9 cnt=2 rownum=1 op=insert",
-		"ws=2026-01-01T00:00:10Z we=2026-01-01T00:00:20Z supplier=a price=5 cnt=2 rownum=2 op=insert",
-		"ws=2026-01-01T00:00:10Z we=2026-01-01T00:00:20Z supplier=b price=8 cnt=1 rownum=1 op=insert",
-		"ws=2026-01-01T00:00:20Z we=2026-01-01T00:00:30Z supplier=c price=1 cnt=1 rownum=1 op=insert",
+		"event_time=2026-01-01T00:00:09.999Z ws=2026-01-01T00:00:00Z we=2026-01-01T00:00:10Z supplier=a price=7 cnt=2 rownum=2 op=insert",
+		"event_time=2026-01-01T00:00:09.999Z ws=2026-01-01T00:00:00Z we=2026-01-01T00:00:10Z supplier=c price=9 cnt=2 rownum=1 op=insert",
+		"event_time=2026-01-01T00:00:19.999Z ws=2026-01-01T00:00:10Z we=2026-01-01T00:00:20Z supplier=a price=5 cnt=2 rownum=2 op=insert",
+		"event_time=2026-01-01T00:00:19.999Z ws=2026-01-01T00:00:10Z we=2026-01-01T00:00:20Z supplier=b price=8 cnt=1 rownum=1 op=insert",
+		"event_time=2026-01-01T00:00:29.999Z ws=2026-01-01T00:00:20Z we=2026-01-01T00:00:30Z supplier=c price=1 cnt=1 rownum=1 op=insert",
 	}
 	for _, par := range []int{1, 2} {
-		got := runWindowTopNScript(t, script, input, par, "ws", "we", "supplier", "price", "cnt", "rownum")
+		got := runWindowTopNScript(t, script, input, par, "event_time", "ws", "we", "supplier", "price", "cnt", "rownum")
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("parallelism %d:\n%s\nwant\n%s", par, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
@@ -326,6 +328,60 @@ SELECT ws, we, region, supplier, total, cnt, rn FROM (
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Errorf("%s, parallelism %d: %d rows, want %d; first difference:\n%s", tc.tvf, par, len(got), len(want), firstDiff(got, want))
 			}
+		}
+	}
+}
+
+// TestWindowTopNOfWindowJoinSQL: a window Top-N over the rows of a join of
+// two aggregations of the same TUMBLE windows (SUM and MAX of each
+// supplier's bids, joined on the supplier, window_start and window_end),
+// partitioned by window_start, window_end: ranked per window as each
+// window closes — each row's event time its window's last millisecond,
+// not the end of the input. By hand, over TestWindowTopNOfAggregationSQL's
+// bids: [00:00, 00:10) c (sum 9, max 6), a (7, 5) — b (7, 4) after a;
+// [00:10, 00:20) b (8, 8), a (5, 4); [00:20, 00:30) c (1, 1). Parallelism
+// 1 and 2 write the same rows.
+func TestWindowTopNOfWindowJoinSQL(t *testing.T) {
+	input := []string{
+		`{"ts":"2026-01-01T00:00:01Z","supplier":"a","price":5}`,
+		`{"ts":"2026-01-01T00:00:02Z","supplier":"b","price":4}`,
+		`{"ts":"2026-01-01T00:00:03Z","supplier":"c","price":3}`,
+		`{"ts":"2026-01-01T00:00:05Z","supplier":"a","price":2}`,
+		`{"ts":"2026-01-01T00:00:08Z","supplier":"b","price":3}`,
+		`{"ts":"2026-01-01T00:00:09Z","supplier":"c","price":6}`,
+		`{"ts":"2026-01-01T00:00:11Z","supplier":"a","price":1}`,
+		`{"ts":"2026-01-01T00:00:12Z","supplier":"b","price":8}`,
+		`{"ts":"2026-01-01T00:00:10.500Z","supplier":"d","price":2}`,
+		`{"ts":"2026-01-01T00:00:15Z","supplier":"a","price":4}`,
+		`{"ts":"2026-01-01T00:00:25Z","supplier":"c","price":1}`,
+	}
+	script := `CREATE TABLE bids (supplier STRING, price BIGINT, ts TIMESTAMP_LTZ(3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'json');
+CREATE TABLE top (ws TIMESTAMP(3), we TIMESTAMP(3), supplier STRING, lp BIGINT, rp BIGINT, rn BIGINT)
+WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'json');
+INSERT INTO top
+SELECT window_start, window_end, supplier, lp, rp, rn FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY lp DESC, supplier) AS rn
+  FROM (
+    SELECT L.window_start, L.window_end, L.supplier, L.price AS lp, R.price AS rp
+    FROM (SELECT window_start, window_end, supplier, SUM(price) AS price FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, supplier) L
+    JOIN (SELECT window_start, window_end, supplier, MAX(price) AS price FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, supplier) R
+    ON L.supplier = R.supplier AND L.window_start = R.window_start AND L.window_end = R.window_end
+  )
+) WHERE rn <= 2;
+`
+	want := []string{
+		"event_time=2026-01-01T00:00:09.999Z ws=2026-01-01T00:00:00Z we=2026-01-01T00:00:10Z supplier=a lp=7 rp=5 rn=2 op=insert",
+		"event_time=2026-01-01T00:00:09.999Z ws=2026-01-01T00:00:00Z we=2026-01-01T00:00:10Z supplier=c lp=9 rp=6 rn=1 op=insert",
+		"event_time=2026-01-01T00:00:19.999Z ws=2026-01-01T00:00:10Z we=2026-01-01T00:00:20Z supplier=a lp=5 rp=4 rn=2 op=insert",
+		"event_time=2026-01-01T00:00:19.999Z ws=2026-01-01T00:00:10Z we=2026-01-01T00:00:20Z supplier=b lp=8 rp=8 rn=1 op=insert",
+		"event_time=2026-01-01T00:00:29.999Z ws=2026-01-01T00:00:20Z we=2026-01-01T00:00:30Z supplier=c lp=1 rp=1 rn=1 op=insert",
+	}
+	for _, par := range []int{1, 2} {
+		got := runWindowTopNScript(t, script, input, par, "event_time", "ws", "we", "supplier", "lp", "rp", "rn")
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("parallelism %d:\n%s\nwant\n%s", par, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
 }

@@ -381,6 +381,12 @@ func (pl *planner) join(j *parser.JoinExpr, where []parser.Expr, ctes scopeCTE) 
 			js.Select = append(js.Select, spec.NamedExpr{Name: name, Expr: names[i] + "." + c.v.field})
 			sd.out[name] = c.v.t
 			cc.v = val{text: name, field: name, t: c.v.t}
+			if c.v.hasOff && js.Type == "interval" && len(bounds) == 0 && sameTime {
+				// Two aggregations' same windows: a joined row's time
+				// (the later of its sides') is each side's, so a column
+				// at an offset to a side's time (its window_end) keeps it.
+				cc.v.hasOff, cc.v.off = true, c.v.off
+			}
 			out.cols = append(out.cols, cc)
 		}
 	}

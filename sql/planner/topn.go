@@ -141,7 +141,12 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	// exactly one upstream window's rows, and closes at the watermark the
 	// upstream window closed at — as an aggregation of the upstream's
 	// windows is planned.
-	upWin := in.win == nil && in.prod.kind == prodStage && in.prod.stage.windowed
+	// The same holds for the rows of a join of two aggregations' same
+	// windows partitioned by their window_start and window_end (the
+	// window_end the column at the offset 1 ms to the rows' time);
+	// partitioned otherwise, a join's rows are ranked over all time.
+	upAgg := in.win == nil && in.prod.kind == prodStage && in.prod.stage.windowed
+	upJoin := in.win == nil && in.prod.kind == prodStage && in.prod.stage.kind == stageJoin
 	// A window Top-N (Flink's WindowRank): over a window table function's
 	// rows, partitioned by window_start and window_end, each window's
 	// ranks once, when the window closes (emit mode final).
@@ -156,10 +161,6 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	}
 	b := pl.newBuilder(in.prod)
 	st := spec.Stage{Window: spec.Window{Type: "global"}}
-	if upWin {
-		st.Window = spec.Window{Type: "tumbling", Size: durationOf(1)}
-		st.AllowedLateness = in.prod.stage.st.AllowedLateness
-	}
 	winSize := int64(0)
 	if win != nil {
 		et, err := pl.stageEventTime(win.time, in, win.at)
@@ -206,7 +207,19 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 			}
 		}
 		var f string
-		if upWin && (v.field == "window_start" || v.field == "window_end") {
+		if upJoin {
+			// A join's rows: its window_end is the column at the offset
+			// 1 ms to the rows' time, its window_start a time column
+			// named so (the planner names a join's columns after the
+			// sides' own).
+			switch {
+			case v.hasOff && v.off == 1:
+				hasEnd = true
+			case v.t.kind == row.KindTime && strings.HasSuffix(name, "window_start"):
+				hasStart = true
+			}
+			f = b.named(v, name)
+		} else if upAgg && (v.field == "window_start" || v.field == "window_end") {
 			// The upstream's window: a key field of its own (the names
 			// window_start and window_end are this stage's window's).
 			hasStart = hasStart || v.field == "window_start"
@@ -225,8 +238,13 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	if win != nil && (!hasStart || !hasEnd) {
 		return nil, true, pl.errAt(o.At, "ROW_NUMBER() over a window table function's rows ranks them per window: PARTITION BY window_start, window_end (and keys), as Flink's window Top-N")
 	}
-	if upWin && (!hasStart || !hasEnd) {
+	if upAgg && (!hasStart || !hasEnd) {
 		return nil, true, pl.errAt(o.At, "ROW_NUMBER() over a windowed aggregation's rows ranks them per window: PARTITION BY window_start, window_end (and keys), as Flink's window Top-N after a window aggregation; without them it would rank every window's results together, over all time")
+	}
+	upWin := upAgg || upJoin && hasStart && hasEnd
+	if upWin {
+		st.Window = spec.Window{Type: "tumbling", Size: durationOf(1)}
+		st.AllowedLateness = in.prod.stage.st.AllowedLateness
 	}
 	// The order: event time descending alone is the deduplication keeping
 	// the last row.
