@@ -385,3 +385,99 @@ SELECT window_start, window_end, supplier, lp, rp, rn FROM (
 		}
 	}
 }
+
+// TestWindowTopNSessionSQLRecompute: a window Top-N directly over SESSION
+// table function rows — SESSION(TABLE bids PARTITION BY (region,
+// supplier), …, 1 s), ROW_NUMBER() OVER (PARTITION BY window_start,
+// window_end, region, supplier ORDER BY price DESC, ts) <= 2: each
+// session's two highest bids (ties in price and time to the bid that came
+// first), as the session closes — planned as a top_n stage with the
+// session window keyed by the SESSION's partition columns. Against a
+// batch recomputation in Go: each (region, supplier)'s sessions from its
+// sorted times (bids at most the gap apart in one session), each
+// session's bids sorted stably in input order. 400 random bids at whole
+// seconds (disorder within the watermark), at parallelism 1 and 2.
+func TestWindowTopNSessionSQLRecompute(t *testing.T) {
+	rng := rand.New(rand.NewPCG(28, 3))
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	type bid struct {
+		ms                              int64 // since base
+		region, supplier, bidder, price int
+	}
+	var bids []bid
+	var lines []string
+	clock := int64(0)
+	for i := 0; i < 400; i++ {
+		clock += rng.Int64N(600)
+		ms := max(clock-rng.Int64N(3000), 0) / 1000 * 1000
+		b := bid{ms: ms, region: rng.IntN(2), supplier: rng.IntN(5), bidder: i, price: rng.IntN(8)}
+		bids = append(bids, b)
+		lines = append(lines, fmt.Sprintf(`{"ts":"%s","region":%d,"supplier":%d,"bidder":%d,"price":%d}`,
+			base.Add(time.Duration(ms)*time.Millisecond).Format(time.RFC3339Nano), b.region, b.supplier, b.bidder, b.price))
+	}
+	const gap = 1000
+	type key struct{ region, supplier int }
+	byKey := map[key][]bid{}
+	for _, b := range bids {
+		k := key{b.region, b.supplier}
+		byKey[k] = append(byKey[k], b)
+	}
+	stamp := func(ms int64) string { return base.Add(time.Duration(ms) * time.Millisecond).Format(time.RFC3339) }
+	var want []string
+	for k, bs := range byKey {
+		times := make([]int64, 0, len(bs))
+		for _, b := range bs {
+			times = append(times, b.ms)
+		}
+		slices.Sort(times)
+		var sessions [][2]int64
+		start, last := times[0], times[0]
+		for _, x := range times[1:] {
+			if x-last > gap {
+				sessions = append(sessions, [2]int64{start, last + gap})
+				start = x
+			}
+			last = x
+		}
+		sessions = append(sessions, [2]int64{start, last + gap})
+		for _, w := range sessions {
+			var in []bid // in input order
+			for _, b := range bs {
+				if b.ms >= w[0] && b.ms < w[1] {
+					in = append(in, b)
+				}
+			}
+			slices.SortStableFunc(in, func(a, b bid) int {
+				if a.price != b.price {
+					return b.price - a.price
+				}
+				return int(a.ms - b.ms)
+			})
+			for i := 0; i < len(in) && i < 2; i++ {
+				want = append(want, fmt.Sprintf("ws=%s we=%s region=%d supplier=%d bidder=%d price=%d rn=%d op=insert",
+					stamp(w[0]), stamp(w[1]), k.region, k.supplier, in[i].bidder, in[i].price, i+1))
+			}
+		}
+	}
+	slices.Sort(want)
+	script := `CREATE TABLE bids (region BIGINT, supplier BIGINT, bidder BIGINT, price BIGINT, ts TIMESTAMP_LTZ(3),
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'json');
+CREATE TABLE top (ws TIMESTAMP(3), we TIMESTAMP(3), region BIGINT, supplier BIGINT, bidder BIGINT, price BIGINT, rn BIGINT)
+WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'json');
+INSERT INTO top
+SELECT window_start, window_end, region, supplier, bidder, price, rn FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, region, supplier ORDER BY price DESC, ts) AS rn
+  FROM TABLE(SESSION(TABLE bids PARTITION BY (region, supplier), DESCRIPTOR(ts), INTERVAL '1' SECOND))
+) WHERE rn <= 2;
+`
+	if n := strings.Count(strings.Join(want, "\n"), "rn=2"); n < 20 {
+		t.Fatalf("the recomputation has %d second ranks: too few to test the order", n)
+	}
+	for _, par := range []int{1, 2} {
+		got := runWindowTopNScript(t, script, lines, par, "ws", "we", "region", "supplier", "bidder", "price", "rn")
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("parallelism %d: %d rows, want %d; first difference:\n%s", par, len(got), len(want), firstDiff(got, want))
+		}
+	}
+}

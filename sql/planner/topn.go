@@ -22,11 +22,13 @@ import (
 // last row). N > 1, as the whole query of an INSERT, is a Top-N stage
 // (spec.TopN): each key's N first rows in the order, with their columns
 // and their rank as the column rn names. Over a window table function's
-// rows (TUMBLE, HOP, CUMULATE) partitioned by window_start, window_end
-// and keys it is Flink's window Top-N: the stage has the function's
-// window instead of the global one and emits each window's ranks when
-// the window closes (emit mode final only). ok is false when sel is not
-// the pattern.
+// rows (TUMBLE, HOP, CUMULATE; SESSION when the keys are its PARTITION
+// BY columns) partitioned by window_start, window_end and keys it is
+// Flink's window Top-N: the stage has the function's window instead of
+// the global one and emits each window's ranks when the window closes
+// (emit mode final only). Over a windowed aggregation's or a window
+// join's rows it is keyed by their window bounds over a 1 ms window.
+// ok is false when sel is not the pattern.
 func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) (*rel, bool, error) {
 	sub, ok := sel.From.(*parser.SubqueryRef)
 	if !ok || sub.Lateral {
@@ -151,9 +153,6 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	// rows, partitioned by window_start and window_end, each window's
 	// ranks once, when the window closes (emit mode final).
 	win := in.win
-	if win != nil && win.fn == "SESSION" {
-		return nil, true, pl.errAt(win.at, "a window Top-N over SESSION windows is not supported (a session's rows are known only when it closes, and sessions merge): TUMBLE, HOP and CUMULATE are")
-	}
 	items := append(append([]*parser.SelectItem(nil), inner.Items[:rnItem]...), inner.Items[rnItem+1:]...)
 	cols, err := pl.project(items, in, &ectx{rel: in, where: "the SELECT list"})
 	if err != nil {
@@ -237,6 +236,20 @@ func (pl *planner) topN(sel *parser.Select, where []parser.Expr, ctes scopeCTE) 
 	}
 	if win != nil && (!hasStart || !hasEnd) {
 		return nil, true, pl.errAt(o.At, "ROW_NUMBER() over a window table function's rows ranks them per window: PARTITION BY window_start, window_end (and keys), as Flink's window Top-N")
+	}
+	if win != nil && win.fn == "SESSION" {
+		// Sessions are per SESSION's PARTITION BY key: the stage's
+		// session windows are per its key, so the Top-N's keys must be
+		// exactly those columns (each session's rows ranked on their own).
+		same := len(st.Key) == len(win.parts)
+		for _, p := range win.parts {
+			if _, ok := keyOf[p.text]; !ok {
+				same = false
+			}
+		}
+		if !same {
+			return nil, true, pl.errAt(o.At, "a window Top-N over SESSION windows ranks each session's rows: PARTITION BY window_start, window_end and exactly the SESSION's PARTITION BY columns (sessions are per those columns; ranking sessions of several keys that share their bounds together, aggregate the sessions first and rank the aggregation's rows)")
+		}
 	}
 	if upAgg && (!hasStart || !hasEnd) {
 		return nil, true, pl.errAt(o.At, "ROW_NUMBER() over a windowed aggregation's rows ranks them per window: PARTITION BY window_start, window_end (and keys), as Flink's window Top-N after a window aggregation; without them it would rank every window's results together, over all time")
