@@ -181,6 +181,13 @@ func expected(start, end int64, kv ...any) string {
 // capturing sink, and returns the rows of each stage.
 func runQuery(t *testing.T, name string, events, rate int64, seed uint64) (*spec.Pipeline, map[string][]string) {
 	t.Helper()
+	return runQueryAt(t, name, events, rate, seed, 0)
+}
+
+// runQueryAt is runQuery at the given parallelism (0: the engine's
+// default, GOMAXPROCS).
+func runQueryAt(t *testing.T, name string, events, rate int64, seed uint64, tasks int) (*spec.Pipeline, map[string][]string) {
+	t.Helper()
 	p, err := nexmarkq.Load(name)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +215,7 @@ func runQuery(t *testing.T, name string, events, rate int64, seed uint64) (*spec
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := engine.Run(context.Background(), pl, engine.Options{Registry: reg})
+	sum, err := engine.Run(context.Background(), pl, engine.Options{Registry: reg, Parallelism: tasks})
 	if err != nil {
 		t.Fatal(err)
 	}
