@@ -308,6 +308,12 @@ func (rt *runtime) checkpointOnce(ctx context.Context, ro *routerOut, outs []*ta
 		var sent int64
 		var err error
 		t0 := time.Now() // a measurement for the summary, not an input of the run
+		times, err := waitSnaps(snaps)
+		if err != nil {
+			return fmt.Errorf("checkpoint %d: %w", id, err)
+		}
+		pause.Flush, pause.Checkpoint, pause.List, pause.Snapshot = times.Flush, times.Checkpoint, times.List, time.Since(t0)
+		t0 = time.Now()
 		stores, seg, sent, err = rt.uploadSnaps(snaps, seg, ck.tables, id)
 		if err != nil {
 			return fmt.Errorf("checkpoint %d: %w", id, err)

@@ -734,17 +734,12 @@ func (rt *runtime) snapshotTask(i int, round uint64, t *task.Task, bundle *taskO
 			restored = rt.ck.restored
 		}
 		rt.fault("flushed", restored+rt.disk.rounds[i])
-		snaps, err := rt.snapshotStores(i, round)
+		snaps, waited, err := rt.snapshotStores(i, round)
+		bundle.snaps = snaps
 		if err != nil {
 			return fmt.Errorf("task %d: %w", i, err)
 		}
-		bundle.snaps = snaps
-		bundle.pause = DiskCheckpoint{Pause: time.Since(t0), WriteBack: wb}
-		for _, sn := range snaps {
-			bundle.pause.Flush += sn.snap.Times.Flush
-			bundle.pause.Checkpoint += sn.snap.Times.Checkpoint
-			bundle.pause.List += sn.snap.Times.List
-		}
+		bundle.pause = DiskCheckpoint{Pause: time.Since(t0), WriteBack: wb, Wait: waited}
 	}
 	bundle.sections = t.Snapshot(bundle.sections)
 	return nil

@@ -88,10 +88,13 @@ type metaRef struct {
 }
 
 // stateSnap is one shard's snapshot at a checkpoint round, for the
-// writer.
+// writer: started by task on its goroutine (disk.Store.StartSnapshot),
+// waited for by the writer before the upload.
 type stateSnap struct {
 	sh   *shard
-	snap *disk.Snapshot
+	task int
+	pend *disk.Pending
+	snap *disk.Snapshot // once waited for
 }
 
 // openDiskState prepares the disk backend of a run of tasks tasks: its
@@ -193,20 +196,43 @@ func (rt *runtime) freshStores() error {
 	return rt.useStores()
 }
 
-// snapshotStores takes the snapshot of task i's stores at a checkpoint
-// round (after Task.Flush), on the task's goroutine: a flush and a
-// pebble checkpoint each, the synchronous part of a disk checkpoint.
-func (rt *runtime) snapshotStores(i int, round uint64) ([]stateSnap, error) {
+// snapshotStores starts the snapshots of task i's stores at a checkpoint
+// round (after Task.Flush), on the task's goroutine, and returns them with
+// the time the task waited (for the snapshots of the checkpoint before,
+// still in progress): the flush and pebble's checkpoint of each run in the
+// background while the task goes on (disk.Store.StartSnapshot), and the
+// writer waits for them before the upload (uploadSnaps).
+func (rt *runtime) snapshotStores(i int, round uint64) ([]stateSnap, time.Duration, error) {
 	ds := rt.disk
 	var out []stateSnap
+	var waited time.Duration
 	for _, sh := range ds.tasks[i] {
-		snap, err := sh.st.Snapshot(filepath.Join(ds.dir, fmt.Sprintf("snap-%d-%s", round, sh.id)))
+		p, w, err := sh.st.StartSnapshot(filepath.Join(ds.dir, fmt.Sprintf("snap-%d-%s", round, sh.id)))
+		waited += w
 		if err != nil {
-			return nil, err
+			return out, waited, err
 		}
-		out = append(out, stateSnap{sh: sh, snap: snap})
+		out = append(out, stateSnap{sh: sh, task: i, pend: p})
 	}
-	return out, nil
+	return out, waited, nil
+}
+
+// waitSnaps waits for the snapshots started at a checkpoint round and
+// returns the longest store's time by part (disk.SnapshotTimes).
+func waitSnaps(snaps []stateSnap) (disk.SnapshotTimes, error) {
+	var t disk.SnapshotTimes
+	for i := range snaps {
+		s := &snaps[i]
+		snap, err := s.pend.Wait()
+		if err != nil {
+			return t, fmt.Errorf("task %d: %w", s.task, err)
+		}
+		s.snap = snap
+		t.Flush = max(t.Flush, snap.Times.Flush)
+		t.Checkpoint = max(t.Checkpoint, snap.Times.Checkpoint)
+		t.List = max(t.List, snap.Times.List)
+	}
+	return t, nil
 }
 
 // uploadSnaps puts the snapshots' new tables into the checkpoint
@@ -276,11 +302,13 @@ func (rt *runtime) uploadSnaps(snaps []stateSnap, seg []byte, known map[string]t
 }
 
 // removeSnaps deletes the snapshot directories once their checkpoint is
-// written (their tables are in the checkpoint directory).
+// written (their tables are in the checkpoint directory), or failed —
+// each once its snapshot ended, since a snapshot in progress writes there.
 func (rt *runtime) removeSnaps(snaps []stateSnap) {
 	for _, s := range snaps {
-		if err := os.RemoveAll(s.snap.Dir); err != nil {
-			rt.logf("state.dir: removing snapshot %s: %v", s.snap.Dir, err)
+		s.pend.Wait()
+		if err := os.RemoveAll(s.pend.Dir()); err != nil {
+			rt.logf("state.dir: removing snapshot %s: %v", s.pend.Dir(), err)
 		}
 	}
 }

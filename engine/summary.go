@@ -199,38 +199,40 @@ type DiskRestore struct {
 
 // DiskCheckpoint is one checkpoint of the disk backend: ID is its
 // number; Pause is the synchronous part, the longest of the tasks' times
-// from the round's end to their stores' snapshots (a task's changes
-// flushed to its stores, then a pebble checkpoint of each: what holds
-// back the task's next round; the upload follows off the tasks'
-// goroutines); Sent is the bytes of the tables new since the checkpoint
-// before (what it sent to the checkpoint store), a measure of the state
-// changed in the interval.
+// from the round's end to their stores' snapshots started (what holds
+// back the task's next round); Sent is the bytes of the tables new since
+// the checkpoint before (what it sent to the checkpoint store), a measure
+// of the state changed in the interval.
 //
-// WriteBack, Flush, Checkpoint and List split the Pause of the task that
-// took it (the longest task's; their sum is Pause but for the
-// bookkeeping between them, microseconds): WriteBack is the task's hot
-// tiers' dirty entries committed to its stores (task.Task.Flush: pebble
-// batches into the memtable, including any wait for a memtable flush
-// that a full memtable forces); Flush the stores' memtables written to
-// tables (disk.SnapshotTimes.Flush, summed over the task's stores);
-// Checkpoint pebble's checkpoints (hard links, MANIFEST and OPTIONS
-// copied; pebble's syncs do nothing in a store, state/disk/nosync.go);
-// List the snapshots' files listed with their key groups.
+// WriteBack and Wait split the Pause of the task that took it (the
+// longest task's; the rest is the snapshots' start, microseconds):
+// WriteBack is the task's hot tiers' dirty entries committed to its
+// stores (task.Task.Flush: pebble batches into the memtable, including
+// any wait for a memtable flush that a full memtable forces); Wait the
+// time the task's stores waited for the snapshots of the checkpoint
+// before, still in progress — at this start, or in commits since that
+// snapshot's start whose overlay outgrew half a memtable
+// (disk.Store.StartSnapshot).
 //
-// Upload is not part of Pause: the checkpoint writer's time to sync the
-// new tables to stable storage and put them into the checkpoint store
-// (a hard link each on one file system), before the manifest. With two
-// or more tasks it runs on the writer's goroutine while the tasks go on
-// with the next rounds (up to the rounds in flight); with one task the
-// writer's part runs on the router's goroutine, so there it holds back
-// records too.
+// Flush, Checkpoint and List are the snapshots' parts, in the background
+// of the tasks (disk.SnapshotTimes, the longest store's each): the
+// memtables written to tables, pebble's checkpoint (hard links, MANIFEST
+// and OPTIONS copied; a store syncs nothing, state/disk/nosync.go) and
+// the files listed with their key groups. Snapshot is the checkpoint
+// writer's wait for them; Upload its time to sync the new tables to
+// stable storage and put them into the checkpoint store (a hard link each
+// on one file system), before the manifest. With two or more tasks both
+// run on the writer's goroutine while the tasks go on with the next
+// rounds (up to the rounds in flight); with one task the writer's part
+// runs on the router's goroutine, so there they hold back records too.
 type DiskCheckpoint struct {
 	ID    int64
 	Pause time.Duration
 	Sent  int64
 
-	WriteBack, Flush, Checkpoint, List time.Duration
-	Upload                             time.Duration
+	WriteBack, Wait         time.Duration
+	Flush, Checkpoint, List time.Duration
+	Snapshot, Upload        time.Duration
 }
 
 // ReferenceSummary reports the reference data.

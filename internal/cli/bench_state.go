@@ -175,30 +175,36 @@ type stateRun struct {
 	CheckpointBytes int64   `json:"checkpoint_other_bytes,omitempty"`
 	LongestSeconds  float64 `json:"checkpoint_longest_s,omitempty"`
 	// The synchronous pauses of the checkpoints (engine DiskCheckpoint:
-	// the tasks' flush and store snapshots), ms: the median, the 99th
+	// the tasks' write-back and their stores' snapshots started), ms: the median, the 99th
 	// percentile (nearest rank) and the longest; and the median bytes of
 	// new tables a checkpoint sent (the state changed per interval).
 	PauseP50Ms   float64 `json:"checkpoint_pause_p50_ms,omitempty"`
 	PauseP99Ms   float64 `json:"checkpoint_pause_p99_ms,omitempty"`
 	PauseMaxMs   float64 `json:"checkpoint_pause_max_ms,omitempty"`
 	SentP50Bytes int64   `json:"checkpoint_sent_p50_bytes,omitempty"`
-	// The pause's parts (engine DiskCheckpoint: WriteBack, Flush,
-	// Checkpoint, List), ms, each the median and the nearest-rank 99th
-	// percentile over the checkpoints (of each part on its own: the p99s
-	// need not be of one checkpoint).
+	// The pause's parts (engine DiskCheckpoint: WriteBack, Wait) and
+	// the snapshots' parts in the background (Flush, Checkpoint, List),
+	// ms, each the median and the nearest-rank 99th percentile over the
+	// checkpoints (of each part on its own: the p99s need not be of one
+	// checkpoint).
 	WriteBackP50Ms  float64 `json:"checkpoint_writeback_p50_ms,omitempty"`
 	WriteBackP99Ms  float64 `json:"checkpoint_writeback_p99_ms,omitempty"`
+	WaitP50Ms       float64 `json:"checkpoint_wait_p50_ms,omitempty"`
+	WaitP99Ms       float64 `json:"checkpoint_wait_p99_ms,omitempty"`
 	FlushP50Ms      float64 `json:"checkpoint_flush_p50_ms,omitempty"`
 	FlushP99Ms      float64 `json:"checkpoint_flush_p99_ms,omitempty"`
 	CheckpointP50Ms float64 `json:"checkpoint_links_p50_ms,omitempty"`
 	CheckpointP99Ms float64 `json:"checkpoint_links_p99_ms,omitempty"`
 	ListP50Ms       float64 `json:"checkpoint_list_p50_ms,omitempty"`
 	ListP99Ms       float64 `json:"checkpoint_list_p99_ms,omitempty"`
-	// The upload's time (engine DiskCheckpoint.Upload: the new tables
-	// synced and put into the checkpoint directory, on the writer's
-	// goroutine, not part of the pause at two or more tasks), ms.
-	UploadP50Ms float64 `json:"checkpoint_upload_p50_ms,omitempty"`
-	UploadP99Ms float64 `json:"checkpoint_upload_p99_ms,omitempty"`
+	// The writer's wait for the snapshots and the upload's time (engine
+	// DiskCheckpoint.Snapshot, Upload: the new tables synced and put into
+	// the checkpoint directory), on the writer's goroutine, not part of
+	// the pause at two or more tasks, ms.
+	SnapshotP50Ms float64 `json:"checkpoint_snapshot_wait_p50_ms,omitempty"`
+	SnapshotP99Ms float64 `json:"checkpoint_snapshot_wait_p99_ms,omitempty"`
+	UploadP50Ms   float64 `json:"checkpoint_upload_p50_ms,omitempty"`
+	UploadP99Ms   float64 `json:"checkpoint_upload_p99_ms,omitempty"`
 	// Restarts are the runs again from the latest checkpoint (--restart).
 	Restarts []stateRestart `json:"restarts,omitempty"`
 }
@@ -248,6 +254,8 @@ func (r *stateRun) pauseFigures(cks []engine.DiskCheckpoint) {
 	r.CheckpointP50Ms, r.CheckpointP99Ms = part(func(c engine.DiskCheckpoint) time.Duration { return c.Checkpoint })
 	r.ListP50Ms, r.ListP99Ms = part(func(c engine.DiskCheckpoint) time.Duration { return c.List })
 	r.UploadP50Ms, r.UploadP99Ms = part(func(c engine.DiskCheckpoint) time.Duration { return c.Upload })
+	r.WaitP50Ms, r.WaitP99Ms = part(func(c engine.DiskCheckpoint) time.Duration { return c.Wait })
+	r.SnapshotP50Ms, r.SnapshotP99Ms = part(func(c engine.DiskCheckpoint) time.Duration { return c.Snapshot })
 }
 
 // nearestRank returns the q-quantile (0 < q ≤ 1) of sorted values v by
@@ -755,12 +763,14 @@ func writeStateReport(w io.Writer, format string, rep *stateBenchReport) {
 		if r.Checkpoints > 0 {
 			fmt.Fprintf(w, "  %d checkpoints: new tables sent %s, manifests and segments %s: %.3f× the new tables' bytes; the longest checkpoint %.3f s\n",
 				r.Checkpoints, bytesText(r.SentBytes), bytesText(r.CheckpointBytes), ratio(float64(r.SentBytes+r.CheckpointBytes), float64(r.SentBytes)), r.LongestSeconds)
-			fmt.Fprintf(w, "  synchronous pause (the tasks' flush and store snapshots) p50 %.1f ms, p99 %.1f ms, longest %.1f ms; new tables per checkpoint (median) %s\n",
+			fmt.Fprintf(w, "  synchronous pause (the tasks' write-back and their snapshots started) p50 %.1f ms, p99 %.1f ms, longest %.1f ms; new tables per checkpoint (median) %s\n",
 				r.PauseP50Ms, r.PauseP99Ms, r.PauseMaxMs, bytesText(r.SentP50Bytes))
-			fmt.Fprintf(w, "  the pause's parts p50/p99: write-back %.1f/%.1f ms, memtable flush %.1f/%.1f ms, pebble checkpoint (links) %.1f/%.1f ms, listing %.1f/%.1f ms\n",
-				r.WriteBackP50Ms, r.WriteBackP99Ms, r.FlushP50Ms, r.FlushP99Ms, r.CheckpointP50Ms, r.CheckpointP99Ms, r.ListP50Ms, r.ListP99Ms)
-			fmt.Fprintf(w, "  the upload (new tables synced and linked, on the writer's goroutine; at one task on the router's) p50/p99 %.1f/%.1f ms\n",
-				r.UploadP50Ms, r.UploadP99Ms)
+			fmt.Fprintf(w, "  the pause's parts p50/p99: write-back %.1f/%.1f ms, waits for the snapshot before %.1f/%.1f ms\n",
+				r.WriteBackP50Ms, r.WriteBackP99Ms, r.WaitP50Ms, r.WaitP99Ms)
+			fmt.Fprintf(w, "  the snapshots in the background p50/p99: memtable flush %.1f/%.1f ms, pebble checkpoint (links) %.1f/%.1f ms, listing %.1f/%.1f ms\n",
+				r.FlushP50Ms, r.FlushP99Ms, r.CheckpointP50Ms, r.CheckpointP99Ms, r.ListP50Ms, r.ListP99Ms)
+			fmt.Fprintf(w, "  the writer (at one task the router) p50/p99: waiting for the snapshots %.1f/%.1f ms, the upload (new tables synced and linked) %.1f/%.1f ms\n",
+				r.SnapshotP50Ms, r.SnapshotP99Ms, r.UploadP50Ms, r.UploadP99Ms)
 		}
 		for _, x := range r.Restarts {
 			fmt.Fprintf(w, "  restart at %d tasks from the latest checkpoint: restore %.1f ms (%d stores, %d excised, %d tables of %s, %s copied); the run %.1f s wall, %s records in (the checkpoint's and any after it)\n",

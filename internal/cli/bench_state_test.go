@@ -150,7 +150,7 @@ func TestPauseFigures(t *testing.T) {
 		ms := (i*73)%200 + 1
 		d := time.Duration(ms) * time.Millisecond
 		cks = append(cks, engine.DiskCheckpoint{ID: int64(i + 1), Pause: d, Sent: int64(10 * ms),
-			WriteBack: 2 * d, Flush: 3 * d, Checkpoint: 4 * d, List: 5 * d, Upload: 6 * d})
+			WriteBack: 2 * d, Flush: 3 * d, Checkpoint: 4 * d, List: 5 * d, Upload: 6 * d, Wait: 7 * d, Snapshot: 8 * d})
 	}
 	var r stateRun
 	r.pauseFigures(cks)
@@ -158,7 +158,7 @@ func TestPauseFigures(t *testing.T) {
 		t.Fatalf("p50 %v, p99 %v, max %v, sent %d; want 100.5, 198, 200, 1010", r.PauseP50Ms, r.PauseP99Ms, r.PauseMaxMs, r.SentP50Bytes)
 	}
 	// Each part is k·pause: its p50 and p99 are k·100.5 and k·198.
-	parts := [][2]float64{{r.WriteBackP50Ms, r.WriteBackP99Ms}, {r.FlushP50Ms, r.FlushP99Ms}, {r.CheckpointP50Ms, r.CheckpointP99Ms}, {r.ListP50Ms, r.ListP99Ms}, {r.UploadP50Ms, r.UploadP99Ms}}
+	parts := [][2]float64{{r.WriteBackP50Ms, r.WriteBackP99Ms}, {r.FlushP50Ms, r.FlushP99Ms}, {r.CheckpointP50Ms, r.CheckpointP99Ms}, {r.ListP50Ms, r.ListP99Ms}, {r.UploadP50Ms, r.UploadP99Ms}, {r.WaitP50Ms, r.WaitP99Ms}, {r.SnapshotP50Ms, r.SnapshotP99Ms}}
 	for k, p := range parts {
 		if want := [2]float64{float64(k+2) * 100.5, float64(k+2) * 198}; p != want {
 			t.Errorf("part %d: p50/p99 %v, want %v", k, p, want)

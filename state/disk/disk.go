@@ -105,6 +105,18 @@ type Store struct {
 	// background flush in progress (nil: none).
 	flushAhead, pending int64
 	ahead               <-chan struct{}
+	// A snapshot in progress (StartSnapshot): snap (nil: none), the
+	// overlay over holding the commits made meanwhile, overMax its bytes
+	// past which a Commit waits for the snapshot, iters the iterators open
+	// over it (no thaw meanwhile), waited the time commits waited for
+	// snapshots since the last StartSnapshot, stuck the failure of a
+	// snapshot (the store is unusable after it).
+	snap    *Pending
+	over    *pebble.Batch
+	overMax int
+	iters   int
+	waited  time.Duration
+	stuck   error
 }
 
 var _ state.Store = (*Store)(nil)
@@ -139,6 +151,7 @@ func Open(o Options) (*Store, error) {
 	case o.FlushAhead > 0:
 		s.flushAhead = o.FlushAhead
 	}
+	s.overMax = int(mt / 2)
 	po := &pebble.Options{
 		FS: noSyncFS{s.fs}, // nosync.go
 
@@ -209,6 +222,11 @@ func (s *Store) Close() error {
 	if s.db == nil {
 		return nil
 	}
+	if s.snap != nil {
+		<-s.snap.done // its goroutine uses the database
+		s.over.Close()
+		s.snap, s.over = nil, nil
+	}
 	if err := s.Err(); err != nil {
 		db := s.db
 		s.db = nil
@@ -249,9 +267,28 @@ func (s *Store) Commit(sb state.Batch) error {
 	if b.b.Empty() {
 		return nil
 	}
+	if err := s.thaw(false); err != nil {
+		b.b.Reset()
+		return err
+	}
 	if err := s.Err(); err != nil {
 		b.b.Reset()
 		return err
+	}
+	if s.over != nil {
+		// A snapshot in progress: into the overlay (StartSnapshot).
+		err := s.over.Apply(b.b, nil)
+		b.b.Reset()
+		if err != nil {
+			return s.fail("commit (during a snapshot)", err)
+		}
+		if s.over.Len() > s.overMax && s.iters == 0 {
+			t0 := time.Now() // a measurement for the summary
+			err := s.thaw(true)
+			s.waited += time.Since(t0)
+			return err
+		}
+		return nil
 	}
 	n, size := b.b.Count(), int64(b.b.Len())
 	err := s.db.Apply(b.b, pebble.NoSync)
@@ -291,10 +328,15 @@ func (s *Store) Lookup(keys [][]byte, found func(i int, value []byte)) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	it, err := s.db.NewIter(&s.iterO)
+	if err := s.thaw(false); err != nil {
+		return err
+	}
+	it, err := s.newIter(&s.iterO)
 	if err != nil {
 		return s.fail("lookup", err)
 	}
+	s.iters++
+	defer func() { s.iters-- }()
 	for i, k := range keys {
 		if it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k) {
 			v, err := it.ValueAndErr()
@@ -314,10 +356,15 @@ func (s *Store) Lookup(keys [][]byte, found func(i int, value []byte)) error {
 
 // Scan iterates [lo, hi).
 func (s *Store) Scan(lo, hi []byte, fn func(key, value []byte) bool) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err := s.thaw(false); err != nil {
+		return err
+	}
+	it, err := s.newIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return s.fail("scan", err)
 	}
+	s.iters++
+	defer func() { s.iters-- }()
 	for ok := it.First(); ok; ok = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
@@ -357,6 +404,9 @@ func (s *Store) SyncFile(path string) error {
 func (s *Store) Flush() error { return s.flush("flush") }
 
 func (s *Store) flush(op string) error {
+	if err := s.thaw(true); err != nil {
+		return err
+	}
 	if err := s.Err(); err != nil {
 		return err
 	}
