@@ -655,7 +655,8 @@ func (r *groupRestorer) keySessions(d *state.Decoder, g int, id uint32) {
 		return
 	}
 	ke := r.o.keys.ent(id)
-	ke.sessions = make([]*session, 0, n)
+	ke.sessions = nil
+	ke.reserveSessions(n)
 	for i := range n {
 		start := d.Int()
 		w := window.Window{Start: start, End: start + d.Int()}

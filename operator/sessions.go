@@ -242,6 +242,22 @@ func (o *Operator) forget(id uint32) bool {
 	return true
 }
 
+// firstReaching returns the index of the first session of list (a key's
+// open sessions: disjoint, by start, so their ends grow too) whose end is
+// at or after t, or len(list). A short list is scanned from its end — an
+// event mostly reaches the key's last session, one comparison for a key
+// with one session — and a longer one searched by halves.
+func firstReaching(list []*session, t int64) int {
+	if len(list) > 8 {
+		return sort.Search(len(list), func(i int) bool { return list[i].w.End >= t })
+	}
+	lo := len(list)
+	for lo > 0 && list[lo-1].w.End >= t {
+		lo--
+	}
+	return lo
+}
+
 // closedBefore reports whether an event of key id at ts would merge into
 // one of the key's closed sessions (ts ≤ E(k)).
 func (o *Operator) closedBefore(id uint32, ts int64) bool {
@@ -305,7 +321,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 	}
 	// Sessions of a key are disjoint and sorted by start; the ones that
 	// intersect (or touch) the proto-window form a run [lo, hi).
-	lo := sort.Search(len(list), func(i int) bool { return list[i].w.End >= proto.Start })
+	lo := firstReaching(list, proto.Start)
 	hi := lo
 	for hi < len(list) && list[hi].w.Start <= proto.End {
 		hi++
@@ -326,6 +342,7 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 		o.sess.live++
 		o.keys.ref(id)
 		ke := o.keys.ent(id)
+		ke.reserveSessions(1)
 		ke.sessions = append(ke.sessions, nil)
 		copy(ke.sessions[lo+1:], ke.sessions[lo:])
 		ke.sessions[lo] = s

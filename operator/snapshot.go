@@ -575,7 +575,8 @@ func (r *restorer) keySessions(id uint32) {
 		return
 	}
 	ke := r.keys.ent(id)
-	ke.sessions = make([]*session, 0, n)
+	ke.sessions = nil
+	ke.reserveSessions(n)
 	for i := 0; i < n; i++ {
 		start := d.Int()
 		w := window.Window{Start: start, End: start + d.Int()}
