@@ -175,39 +175,37 @@ func remove(t []distinctWord, i int) {
 	}
 }
 
-// insert adds n occurrences of the value with key k to slot s.
+// insert adds n occurrences of the value with key k to slot s. One probe
+// run finds k's word or the empty word where k goes (find and place in
+// one pass; only a table that must grow first is probed again).
 func (c *distinct) insert(s int32, k uint64, n uint64) {
 	set := &c.sets[s]
 	if set.t == nil {
 		set.t = c.table(distinctMinLog)
 	}
-	if i := find(set.t, k); i >= 0 {
-		w := set.t[i]
+	t := set.t
+	mask := uint64(len(t) - 1)
+	i := k & mask
+	for ; t[i] != 0; i = (i + 1) & mask {
+		w := t[i]
+		if w>>8 != k {
+			continue
+		}
 		m := w & 0xff
 		if m == distinctOver {
 			c.over[overKey{s, k}] += n
 			return
 		}
 		if m+n < distinctOver {
-			set.t[i] = w + n
+			t[i] = w + n
 			return
 		}
 		if c.over == nil {
 			c.over = map[overKey]uint64{}
 		}
 		c.over[overKey{s, k}] = m + n
-		set.t[i] = k<<8 | distinctOver
+		t[i] = k<<8 | distinctOver
 		return
-	}
-	if int(set.n+1)*4 > len(set.t)*3 {
-		old := set.t
-		set.t = c.table(log2(len(old)) + 1)
-		for _, w := range old {
-			if w != 0 {
-				place(set.t, w)
-			}
-		}
-		c.release(old)
 	}
 	w := k<<8 | n
 	if n >= distinctOver {
@@ -217,7 +215,18 @@ func (c *distinct) insert(s int32, k uint64, n uint64) {
 		c.over[overKey{s, k}] = n
 		w = k<<8 | distinctOver
 	}
-	place(set.t, w)
+	if int(set.n+1)*4 > len(t)*3 {
+		set.t = c.table(log2(len(t)) + 1)
+		for _, x := range t {
+			if x != 0 {
+				place(set.t, x)
+			}
+		}
+		c.release(t)
+		place(set.t, w)
+	} else {
+		t[i] = w
+	}
 	set.n++
 }
 
