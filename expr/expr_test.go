@@ -847,6 +847,64 @@ func TestFieldVsIntLiteral(t *testing.T) {
 	}
 }
 
+// TestFieldVsDecimalLiteral checks the one-closure comparison of a
+// decimal field with a numeric literal (fieldVsDecimal), the literal on
+// either side, for each operator, against the truth worked out here and
+// against the general form (the field inside an expression, amount + 0):
+// amount = 19.99 against 19, 19.98, 19.99, 19.990, 20 and -1, dzero = 0.00
+// against 0 and 0.0; the null field n_dec gives null.
+func TestFieldVsDecimalLiteral(t *testing.T) {
+	s := testSchema(t)
+	r := testRow(t, s)
+	// cents of the field and of the literal, compared by op
+	truth := map[string]func(a, k int64) bool{
+		"==": func(a, k int64) bool { return a == k },
+		"!=": func(a, k int64) bool { return a != k },
+		"<":  func(a, k int64) bool { return a < k },
+		"<=": func(a, k int64) bool { return a <= k },
+		">":  func(a, k int64) bool { return a > k },
+		">=": func(a, k int64) bool { return a >= k },
+	}
+	for op, f := range truth {
+		for _, tc := range []struct {
+			field   string
+			cents   int64
+			lit     string
+			litCent int64
+		}{
+			{"amount", 1999, "19", 1900},
+			{"amount", 1999, "19.98", 1998},
+			{"amount", 1999, "19.99", 1999},
+			{"amount", 1999, "19.990", 1999},
+			{"amount", 1999, "20", 2000},
+			{"amount", 1999, "-1", -100},
+			{"dzero", 0, "0", 0},
+			{"dzero", 0, "0.0", 0},
+		} {
+			for _, c := range []struct {
+				src, general string
+				want         bool
+			}{
+				{fmt.Sprintf("%s %s %s", tc.field, op, tc.lit), fmt.Sprintf("%s + 0 %s %s", tc.field, op, tc.lit), f(tc.cents, tc.litCent)},
+				{fmt.Sprintf("%s %s %s", tc.lit, op, tc.field), fmt.Sprintf("%s %s %s + 0", tc.lit, op, tc.field), f(tc.litCent, tc.cents)},
+			} {
+				got, ok, err := compileT(t, s, c.src).EvalBool(r)
+				if err != nil || !ok || got != c.want {
+					t.Errorf("%s = %v, %v, %v; want %v", c.src, got, ok, err, c.want)
+				}
+				gen, gok, gerr := compileT(t, s, c.general).EvalBool(r)
+				if gen != got || gok != ok || gerr != nil {
+					t.Errorf("%s = %v, %v and %s = %v, %v", c.src, got, ok, c.general, gen, gok)
+				}
+			}
+		}
+		src := fmt.Sprintf("n_dec %s 0", op)
+		if got, ok, err := compileT(t, s, src).EvalBool(r); ok || got || err != nil {
+			t.Errorf("%s = %v, %v, %v; want null", src, got, ok, err)
+		}
+	}
+}
+
 // TestIntTest checks the range form of a field-vs-int comparison
 // (Expr.IntTest, IntTest.Holds): its range worked out by hand for each
 // operator, Holds giving what EvalBool gives for a = 7, the null n_int

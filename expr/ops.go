@@ -358,7 +358,14 @@ func (c *compiler) compare(opName string, l, r *node, at int) (*node, error) {
 			out.b = compareFn(l.i, r.i, cmpInt, op)
 		}
 	case l.kind.Numeric() && r.kind.Numeric():
-		out.b = compareFn(l.decs(), r.decs(), row.Decimal.Cmp, op)
+		switch {
+		case l.isField && l.kind == row.KindDecimal && r.lit && numericLit(r.val):
+			out.b = fieldVsDecimal(l.field, op, decimalOf(r.val))
+		case r.isField && r.kind == row.KindDecimal && l.lit && numericLit(l.val):
+			out.b = fieldVsDecimal(r.field, mirror(op), decimalOf(l.val))
+		default:
+			out.b = compareFn(l.decs(), r.decs(), row.Decimal.Cmp, op)
+		}
 	case l.kind == row.KindString && r.kind == row.KindString:
 		if op == opEq || op == opNe {
 			out.b = eqStr(l, r, op == opEq)
@@ -390,6 +397,35 @@ func mirror(op cmpOp) cmpOp {
 		return opLe
 	}
 	return op
+}
+
+// numericLit reports whether v is a non-null int or decimal literal.
+func numericLit(v row.Value) bool { return v.Kind == row.KindInt || v.Kind == row.KindDecimal }
+
+// decimalOf returns an int or decimal literal as a decimal (an int
+// exactly).
+func decimalOf(v row.Value) row.Decimal {
+	if v.Kind == row.KindInt {
+		return row.DecimalFromInt(v.I)
+	}
+	return v.D
+}
+
+// fieldVsDecimal compiles f op k for a decimal field f and a numeric
+// literal k, as fieldVsInt does for ints: one closure reading the field
+// (a contract rule such as amount >= 0 runs once per record), where the
+// general form calls the field's closure, the literal's, its conversion
+// to a decimal and the comparison's. The same Decimal.Cmp decides (so a
+// field holding -0 compares below 0 as before). Null when the field is
+// null, as compareFn.
+func fieldVsDecimal(f row.Field, op cmpOp, k row.Decimal) fn[bool] {
+	idx, slot := f.Index, f.Slot
+	return func(r *row.Row) (bool, bool, error) {
+		if r.IsNull(idx) {
+			return false, false, nil
+		}
+		return holds(op, r.D[slot].Cmp(k)), true, nil
+	}
 }
 
 // fieldVsInt compiles f op k for an int or time field f and an int (ms
