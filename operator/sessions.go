@@ -375,30 +375,34 @@ func (o *Operator) processSession(r *row.Row, ts int64, weight int) (Outcome, er
 		}
 	}
 	o.markChanged(int(o.keys.ent(id).group))
+	// The event's proto-window and the run's sessions merge into the
+	// first of them; mostly the run is that one session (an event
+	// extending its key's session), so the others are visited only when
+	// there are others.
 	target := list[lo]
-	merged := proto
-	wasFired := false
-	for _, s := range list[lo:hi] {
-		merged.Start = min(merged.Start, s.w.Start)
-		merged.End = max(merged.End, s.w.End)
-		wasFired = wasFired || s.fired
-	}
-	// Absorb the other sessions: their live rows are withdrawn, their state
-	// merges into the target.
+	merged := window.Window{Start: min(proto.Start, target.w.Start), End: max(proto.End, target.w.End)}
+	wasFired := target.fired
 	maxVer := target.version
-	for _, s := range list[lo+1 : hi] {
-		o.emitDelete(&s.inst)
-		if err := o.slots.merge(target.slot, s.slot); err != nil {
-			return OnTime, err
-		}
-		target.rows += s.rows
-		maxVer = max(maxVer, s.version)
-		o.slots.release(s.slot)
-		s.slot, s.dead = -1, true
-		o.keys.ent(id).refs--
-		o.sess.live--
-	}
 	if hi-lo > 1 {
+		for _, s := range list[lo+1 : hi] {
+			merged.Start = min(merged.Start, s.w.Start)
+			merged.End = max(merged.End, s.w.End)
+			wasFired = wasFired || s.fired
+		}
+		// Absorb the other sessions: their live rows are withdrawn, their
+		// state merges into the target.
+		for _, s := range list[lo+1 : hi] {
+			o.emitDelete(&s.inst)
+			if err := o.slots.merge(target.slot, s.slot); err != nil {
+				return OnTime, err
+			}
+			target.rows += s.rows
+			maxVer = max(maxVer, s.version)
+			o.slots.release(s.slot)
+			s.slot, s.dead = -1, true
+			o.keys.ent(id).refs--
+			o.sess.live--
+		}
 		ke := o.keys.ent(id)
 		n := copy(ke.sessions[lo+1:], ke.sessions[hi:])
 		clear(ke.sessions[lo+1+n:])
