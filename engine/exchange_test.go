@@ -27,9 +27,10 @@ import (
 // second stage in the last round — at least an item and its 29-byte
 // firing tail each, 2.6 MB for 21,000 rows, where the bound is 64 KiB.
 // Each sending node (the first stage's, one per task) may pass its share
-// by what it makes between two checks: a chunk of the firing (FireChunk
-// rows) or checkEvery items, each row one item of at most 256 bytes
-// here. The second stage's rows are exact: total t = i mod 7 of key i,
+// by what it makes between two checks: 64 rows of a firing, whatever its
+// chunk (FireChunk 64, and the default 4,096, whose chunk of rows alone
+// would be about 1.2 MB), or 64 items, each row one item of at most 512
+// bytes here. The second stage's rows are exact: total t = i mod 7 of key i,
 // so each total counts keys/7 keys. A bound larger than the firing (the
 // default, 16 MiB) holds it whole. Mutation: the old exchange, which
 // handed a node's whole round on at once, held 2.6 MB here.
@@ -64,15 +65,16 @@ func TestExchangePeakBytes(t *testing.T) {
 			}},
 		}
 	}
-	const bound, chunk = 64 << 10, 64
+	const bound = 64 << 10
 	for _, c := range []struct {
 		par   int
 		limit int64 // Options.ExchangeMemory, 0: the default
-	}{{1, bound}, {2, bound}, {3, bound}, {2, 0}} {
-		out := filepath.Join(dir, fmt.Sprint(c.par, "-", c.limit))
+		chunk int   // Options.FireChunk, 0: the default (4,096 rows)
+	}{{1, bound, 64}, {2, bound, 64}, {3, bound, 64}, {2, 0, 64}, {2, bound, 0}, {3, bound, 0}} {
+		out := filepath.Join(dir, fmt.Sprint(c.par, "-", c.limit, "-", c.chunk))
 		pl := compiled(t, pipeline(out))
 		sum, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: c.par, BatchSize: 100,
-			FireChunk: chunk, ExchangeMemory: c.limit})
+			FireChunk: c.chunk, ExchangeMemory: c.limit})
 		if err != nil {
 			t.Fatalf("parallelism %d: %v", c.par, err)
 		}
@@ -114,7 +116,11 @@ func TestExchangePeakBytes(t *testing.T) {
 		if limit == 0 {
 			limit = int64(spec.DefaultExchangeMemory)
 		}
-		slack := int64(c.par) * (chunk + 64) * 256
+		// Each sender may pass its share by what it makes between two
+		// checks: 64 rows of a firing (whatever FireChunk is) or 64
+		// items, each well under 512 bytes in a packet (an Item, its
+		// 29-byte tail, the input row's copy: 96 bytes and 6 slots).
+		slack := int64(c.par) * (64 + 64) * 512
 		if peak > limit+slack {
 			t.Fatalf("parallelism %d: exchange peak %d bytes, above the bound %d + %d", c.par, peak, limit, slack)
 		}

@@ -29,16 +29,19 @@ type Item struct {
 	TS int64
 	// Row is the record: for a stage node, with the stage's derived fields
 	// computed. It is the source batch's row (read only) or the packet's
-	// copy.
+	// copy; for a stage's input made from an upstream row, the input row
+	// as the sender made it (Sender.toStage).
 	Row *row.Row
 	// Meta is the source record's meta (batch-owned or the packet's copy);
 	// nil for an upstream stage's row.
 	Meta *record.Meta
 	// CR is the upstream stage's row (the packet's copy), for side outputs;
-	// nil for a source record. An upstream row without strings travels
+	// nil for a source record, and for an upstream row when the pipeline
+	// has no sink that would read it (no quarantine sink, no late sink of
+	// the stage: Sender.toStage). An upstream row without strings travels
 	// encoded instead (crOff, crLen in the packet's arena: Packet.putCR)
-	// and CR is set, to the receiving node's copy, when the node takes
-	// the item.
+	// and CR is set, to the receiving node's copy, when a side output
+	// needs it (stageNode.origin).
 	CR           *changelog.Row
 	crOff, crLen uint32
 	// ID is the record's event id text (dedup.key; the packet's arena) and
@@ -155,10 +158,9 @@ func (p *Packet) copyCR(r *changelog.Row) *changelog.Row {
 // encoding: about 40 bytes for a row of one int key and one count, where
 // a copy takes its 104-byte struct and 64 bytes per value), and reports
 // whether it did: a row holding a string is copied instead (copyCR), as
-// decoding makes a string anew. A firing of hundreds of thousands of
-// windows' rows travels between tasks in one round, so the packets hold
-// every row at once: q5 at two tasks held 2.4 M rows at the end of its
-// input.
+// decoding makes a string anew. It travels beside the stage's input row
+// made from it, for a side output only (the receiver decodes it when
+// the input is quarantined or too late: stageNode.origin).
 func (p *Packet) putCR(it *Item, r *changelog.Row, e *state.Encoder) bool {
 	for _, v := range r.Key {
 		if v.Kind == row.KindString && !v.IsNull() {

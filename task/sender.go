@@ -557,17 +557,18 @@ func (s *Sender) toStage(si int, step uint64, tail []byte, now int64, r *row.Row
 		tailOff, tailLen = p.bytes(tail), uint32(len(tail))
 	}
 	it := Item{Step: step, tailOff: tailOff, tailLen: tailLen, Now: now, TS: ts, Weight: int8(weight), Row: r}
-	switch {
-	case o.cr != nil:
-		// An upstream row travels alone: the receiver makes the input row
-		// from it again (cheaper than a copy of the wider input row).
-		it.Row = nil
-	case w != r || !o.stable:
+	if w != r || !o.stable || o.cr != nil {
+		// An upstream row's input row travels as made here (its fields
+		// stored, its filter and derived fields evaluated): the receiver
+		// takes it as is, without making it again.
 		it.Row = p.copyRow(w)
 	}
 	switch {
 	case o.cr != nil:
-		if !p.putCR(&it, o.cr, &s.crEnc) {
+		// The upstream row itself is read only for a side output (the
+		// input's quarantine or late record: stageNode.origin); without
+		// those sinks it does not travel.
+		if (g.HasQuarantine || g.HasLate[si]) && !p.putCR(&it, o.cr, &s.crEnc) {
 			it.CR = p.copyCR(o.cr)
 		}
 	case o.stable:

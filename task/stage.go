@@ -73,11 +73,21 @@ func newStageNode(g *Graph, si int) (*stageNode, error) {
 		outs: g.Ledger[si] || g.HasContrib[si]}, nil
 }
 
-func (sn *stageNode) origin(it *Item) origin {
-	if it.CR != nil {
-		return origin{cr: it.CR, up: &sn.g.Plan.Stages[sn.st.Input].Desc, loc: sn.st.Loc}
+// origin returns where item it of packet p came from, for a side output:
+// an upstream row is decoded from the packet here (Packet.putCR), the
+// only place it is read. An upstream row that did not travel (no sink
+// reads it: Sender.toStage) leaves cr nil, with the stage it came from.
+// Errors: damaged bytes (never for a packet this process wrote).
+func (sn *stageNode) origin(nr *nodeRT, p *Packet, it *Item) (origin, error) {
+	if it.CR == nil && it.crLen > 0 {
+		if err := nr.cr.takeCR(p, it); err != nil {
+			return origin{}, err
+		}
 	}
-	return origin{meta: it.Meta, loc: sn.st.Loc}
+	if it.CR != nil || it.Meta == nil && sn.st.Input >= 0 {
+		return origin{cr: it.CR, up: &sn.g.Plan.Stages[sn.st.Input].Desc, loc: sn.st.Loc}, nil
+	}
+	return origin{meta: it.Meta, loc: sn.st.Loc}, nil
 }
 
 // item applies one input to the windows. The common input — a record
@@ -94,16 +104,16 @@ func (sn *stageNode) item(nr *nodeRT, p *Packet, it *Item) error {
 	sn.op.SetStep(it.Step)
 	out, err := sn.op.Process(r, it.TS, int(it.Weight), it.Now)
 	if err != nil {
-		return sn.processErr(nr, it, err)
+		return sn.processErr(nr, p, it, err)
 	}
 	if out == operator.OnTime && it.Weight > 0 {
 		nr.t.cnt.Stages[sn.si].OnTime++
 		sn.accepted(nr, p, it)
-	} else {
-		sn.outcome(nr, p, it, out)
+	} else if err := sn.outcome(nr, p, it, out); err != nil {
+		return err
 	}
 	if sn.op.Pending() > 0 {
-		sn.drain(nr, it.Step, p.Tail(it), false, it.Now)
+		return sn.drain(nr, it.Step, p.Tail(it), false, it.Now)
 	}
 	return nil
 }
@@ -127,10 +137,13 @@ func (sn *stageNode) upstreamInput(it *Item) (*row.Row, error) {
 // processErr handles an error of the operator's Process for it: an
 // aggregate's rejection quarantines the input, any other error is
 // returned.
-func (sn *stageNode) processErr(nr *nodeRT, it *Item, err error) error {
+func (sn *stageNode) processErr(nr *nodeRT, p *Packet, it *Item, err error) error {
 	var rej *operator.RejectError
 	if errors.As(err, &rej) {
-		o := sn.origin(it)
+		o, oerr := sn.origin(nr, p, it)
+		if oerr != nil {
+			return oerr
+		}
 		quarantineStage(sn.g, nr.log, nr.t.cnt, sn.enc, sn.si, it.Step, &o, rej.Error(), "", "aggregate", &sn.buf)
 		return nil
 	}
@@ -138,8 +151,8 @@ func (sn *stageNode) processErr(nr *nodeRT, it *Item, err error) error {
 }
 
 // outcome counts an input whose outcome out is not an on-time insert
-// (item's straight path) and applies it.
-func (sn *stageNode) outcome(nr *nodeRT, p *Packet, it *Item, out operator.Outcome) {
+// (item's straight path) and applies it. Errors: tooLate's.
+func (sn *stageNode) outcome(nr *nodeRT, p *Packet, it *Item, out operator.Outcome) error {
 	c := &nr.t.cnt.Stages[sn.si]
 	switch out {
 	case operator.LateAccepted:
@@ -152,8 +165,9 @@ func (sn *stageNode) outcome(nr *nodeRT, p *Packet, it *Item, out operator.Outco
 	case operator.RetractTooLate:
 		c.RetractTooLate++
 	case operator.TooLate:
-		sn.tooLate(nr, it)
+		return sn.tooLate(nr, p, it)
 	}
+	return nil
 }
 
 // marker applies a watermark advance or an early firing.
@@ -169,9 +183,11 @@ func (sn *stageNode) marker(nr *nodeRT, m *Marker) error {
 		}
 		more := sn.op.AdvanceWatermarkLimit(m.WM, m.Now, chunk)
 		for more {
-			sn.drain(nr, m.Step, nil, true, m.Now)
-			// The chunk's rows may go on to the next stage's tasks now
-			// (Task.SetCheck).
+			// The chunk's rows go on to the next stage's tasks as they
+			// are made (Task.SetCheck).
+			if err := sn.drain(nr, m.Step, nil, true, m.Now); err != nil {
+				return err
+			}
 			if err := nr.snd.checked(); err != nil {
 				return err
 			}
@@ -192,7 +208,7 @@ func (sn *stageNode) marker(nr *nodeRT, m *Marker) error {
 		sn.op.FireEarly(m.Now)
 	}
 	if sn.op.Pending() > 0 {
-		sn.drain(nr, m.Step, nil, true, m.Now)
+		return sn.drain(nr, m.Step, nil, true, m.Now)
 	}
 	return nil
 }
@@ -200,8 +216,13 @@ func (sn *stageNode) marker(nr *nodeRT, m *Marker) error {
 // drain hands the operator's rows to the stage's sinks (the log) and to
 // the stages reading its changelog, each with its order tail: the input's
 // tail and the row's index for the rows of one input, the stage's depth,
-// the row's EmitOrder and index for the rows of a firing.
-func (sn *stageNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, now int64) {
+// the row's EmitOrder and index for the rows of a firing. A firing's
+// rows reach the runner's check (Task.SetCheck) after every checkEvery
+// rows handed on, so a sender passes its share of the exchange by at most
+// that many rows, however wide they are (a chunk of Graph.FireChunk rows
+// of about 300 bytes each in packets would be 1.2 MB). Errors: the
+// check's.
+func (sn *stageNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, now int64) error {
 	g := sn.g
 	down := g.Downstream[sn.si]
 	jdown := g.JoinDown[sn.si]
@@ -220,11 +241,12 @@ func (sn *stageNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, no
 		nr.log.rows(step, ResultsOf(sn.si), rows, g.Lineage, g.LineageAt)
 	}
 	if len(down) == 0 && len(jdown) == 0 {
-		return
+		return nil
 	}
 	if firing {
 		defer func() { sn.fired += len(rows) }()
 	}
+	sent := 0
 	desc := &sn.st.Desc
 	for i := 0; i < len(rows); i++ {
 		// An update_before/update_after pair that changes no value is a
@@ -245,7 +267,13 @@ func (sn *stageNode) drain(nr *nodeRT, step uint64, tail []byte, firing bool, no
 		for _, js := range jdown {
 			nr.snd.FromStageToJoin(js.Stage, js.Side, step, sn.tail, now, &rows[i], desc)
 		}
+		if sent++; firing && sent%checkEvery == 0 {
+			if err := nr.snd.checked(); err != nil {
+				return err
+			}
+		}
 	}
+	return nil
 }
 
 // accepted hands an accepted source record to the stage's ledger and
@@ -364,16 +392,19 @@ func (sn *stageNode) contribution(nr *nodeRT, p *Packet, it *Item) {
 }
 
 // tooLate applies the late policy to a record every window of which has
-// closed.
-func (sn *stageNode) tooLate(nr *nodeRT, it *Item) {
+// closed. Errors: origin's.
+func (sn *stageNode) tooLate(nr *nodeRT, p *Packet, it *Item) error {
 	c := &nr.t.cnt.Stages[sn.si]
 	if !sn.g.HasLate[sn.si] {
 		c.TooLateDropped++
-		return
+		return nil
 	}
 	c.TooLateSideOutput++
 	wm := sn.op.Watermark()
-	o := sn.origin(it)
+	o, err := sn.origin(nr, p, it)
+	if err != nil {
+		return err
+	}
 	sn.buf = sn.g.event(sn.buf[:0], &o)
 	rec := changelog.LateRecord{
 		Stage:            sn.st.Name,
@@ -389,4 +420,5 @@ func (sn *stageNode) tooLate(nr *nodeRT, it *Item) {
 	start := len(nr.log.Bytes)
 	nr.log.Bytes = sn.enc.Late(nr.log.Bytes, &rec)
 	nr.log.record(it.Step, LateOf(sn.si), start)
+	return nil
 }

@@ -445,7 +445,10 @@ func (t *Task) Err() error {
 }
 
 func (nr *nodeRT) item(p *Packet, it *Item) error {
-	if it.crLen > 0 && it.CR == nil {
+	if it.crLen > 0 && it.CR == nil && (it.Row == nil || nr.stage == nil) {
+		// A stage's input row travels made (Sender.toStage): its
+		// upstream row is decoded only for a side output
+		// (stageNode.origin).
 		if err := nr.cr.takeCR(p, it); err != nil {
 			return err
 		}

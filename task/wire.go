@@ -28,7 +28,8 @@ import (
 //	               Int(updated_at)
 //
 // A stage's input made from an upstream row carries the row (cr) alone:
-// the receiver makes the input row from it, as within a process. Steps
+// the receiver makes the input row from it (within a process the input
+// row travels made instead: Sender.toStage). Steps
 // and order tails do not travel: the receiving task numbers items in the
 // order it reads them.
 
