@@ -32,7 +32,7 @@ import (
 // would be about 1.2 MB), or 64 items, each row one item of at most 512
 // bytes here. The second stage's rows are exact: total t = i mod 7 of key i,
 // so each total counts keys/7 keys. A bound larger than the firing (the
-// default, 16 MiB) holds it whole. Mutation: the old exchange, which
+// default, 8 MiB) holds it whole. Mutation: the old exchange, which
 // handed a node's whole round on at once, held 2.6 MB here.
 func TestExchangePeakBytes(t *testing.T) {
 	const keys = 21000
