@@ -51,10 +51,10 @@ func inSnapshot(op errorfs.Op) bool {
 // (each file pebble's checkpoint creates takes 15 ms more), the tasks go
 // on under the overlay while checkpoints follow each other a round apart
 // — a barrier arrives while the snapshot before is still running and
-// waits for it — and a run stopped twice and resumed at another
-// parallelism each time (2 → 1 → 2: stores restored whole and split,
-// right after such checkpoints) ends with the outputs of an uninterrupted
-// run on the memory backend.
+// waits for it — and a run stopped three times and resumed at another
+// parallelism each time (1 → 2 → 1 → 2: a store split and excised, two
+// joined, then taken whole, right after such checkpoints) ends with the
+// outputs of an uninterrupted run on the memory backend.
 func TestDiskSlowSnapshots(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
@@ -78,10 +78,10 @@ func TestDiskSlowSnapshots(t *testing.T) {
 	out, ck := filepath.Join(dir, "out"), filepath.Join(dir, "ck")
 	var waited time.Duration
 	restored := 0
-	for _, step := range []struct {
+	for k, step := range []struct {
 		stop int64
 		par  int
-	}{{1300, 2}, {2600, 1}, {0, 2}} {
+	}{{1000, 1}, {2000, 2}, {3000, 1}, {0, 2}} {
 		sum, err := diskRunFS(t, build(out, ck), step.par, step.stop, clock, slow)
 		if err != nil {
 			t.Fatalf("parallelism %d: %v", step.par, err)
@@ -92,14 +92,17 @@ func TestDiskSlowSnapshots(t *testing.T) {
 		if sum.Checkpoints.Restored > 0 {
 			restored++
 		}
+		if r := sum.DiskState.Restore; k == 1 && (r.Stores != 2 || r.Excised != 2) {
+			t.Errorf("1 → 2: %d stores, %d excised; want 2 and 2 (each task half of the one store)", r.Stores, r.Excised)
+		}
 		checkDiskCheckpoints(t, sum)
 		for _, c := range sum.DiskState.Checkpoints {
 			waited += c.Wait
 		}
 		t.Logf("parallelism %d: %d checkpoints, restored %d, restore %+v", step.par, sum.Checkpoints.Taken, sum.Checkpoints.Restored, sum.DiskState.Restore)
 	}
-	if restored != 2 {
-		t.Fatalf("%d restores, want 2", restored)
+	if restored != 3 {
+		t.Fatalf("%d restores, want 3", restored)
 	}
 	if waited == 0 {
 		t.Fatal("no checkpoint waited for the snapshot before: the snapshots did not overlap the tasks")
