@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/engine"
 )
 
@@ -238,14 +237,7 @@ func runTopN(t *testing.T, dir, backend, mode string, pars []int, stops []int64)
 	var tick atomic.Int64
 	restored := 0
 	for i, par := range pars {
-		p, err := tidemark.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := tidemark.Compile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pl := compileJob(t, path)
 		ctx, cancel := context.WithCancel(context.Background())
 		opts := engine.Options{Parallelism: par, BatchSize: 1, Logf: func(string, ...any) {},
 			Clock:     func() int64 { return time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC).UnixMilli() },
@@ -339,27 +331,11 @@ func TestTopNStageFeedsAggregation(t *testing.T) {
 		if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p, err := tidemark.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := tidemark.Compile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: par, Logf: func(string, ...any) {}}); err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pl := compileJob(t, path)
+		runJob(t, pl, par)
+		rows, _ := readJSONL(t, out)
 		var got []string
-		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			var m map[string]any
-			if err := json.Unmarshal([]byte(line), &m); err != nil {
-				t.Fatalf("%q: %v", line, err)
-			}
+		for _, m := range rows {
 			got = append(got, fmt.Sprintf("auction=%v bids=%v ranks=%v best=%v", m["auction"], m["bids"], m["ranks"], m["best"]))
 		}
 		slices.Sort(got)
@@ -425,14 +401,7 @@ func TestTopNSQL(t *testing.T) {
 			}
 			var fps []string
 			for _, path := range []string{yamlPath, sqlPath} {
-				p, err := tidemark.Load(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pl, err := tidemark.Compile(p)
-				if err != nil {
-					t.Fatal(err)
-				}
+				pl := compileJob(t, path)
 				fp, err := engine.PlanFingerprint(pl.Spec)
 				if err != nil {
 					t.Fatal(err)
@@ -442,17 +411,8 @@ func TestTopNSQL(t *testing.T) {
 			if fps[0] != fps[1] {
 				t.Errorf("mode %s: fingerprint of the YAML %s, of the SQL %s", tc.mode, fps[0], fps[1])
 			}
-			p, err := tidemark.Load(sqlPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pl, err := tidemark.Compile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: par, Logf: func(string, ...any) {}}); err != nil {
-				t.Fatal(err)
-			}
+			pl := compileJob(t, sqlPath)
+			runJob(t, pl, par)
 			checkRows(t, fmt.Sprintf("mode %s, parallelism %d", tc.mode, par), readTopNRows(t, out), tc.want)
 		}
 	}
@@ -489,37 +449,21 @@ SELECT auction, COUNT(*) AS bids, SUM(rn) AS ranks, MAX(price) AS best FROM (
 			if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			p, err := tidemark.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pl, err := tidemark.Compile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			pl := compileJob(t, path)
 			if len(pl.Stages) != 2 || !pl.Stages[0].Operator.Ranked || pl.Stages[1].Input != 0 {
 				t.Fatalf("mode %s: want a Top-N stage and an aggregation reading it: %d stages", mode, len(pl.Stages))
 			}
-			if _, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: par, Logf: func(string, ...any) {}}); err != nil {
-				t.Fatal(err)
-			}
-			data, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			runJob(t, pl, par)
+			rows, _ := readJSONL(t, out)
 			// The table the rows leave: the last row of each auction
 			// (mode retract's rows before the close are provisional).
 			last := map[string]string{}
-			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-				var m map[string]any
-				if err := json.Unmarshal([]byte(line), &m); err != nil {
-					t.Fatalf("%q: %v", line, err)
-				}
+			for _, m := range rows {
 				if m["op"] == "update_before" {
 					continue
 				}
 				if mode == "final" && m["is_final"] != true {
-					t.Errorf("mode final: a row not final: %s", line)
+					t.Errorf("mode final: a row not final: %v", m)
 				}
 				last[fmt.Sprint(m["auction"])] = fmt.Sprintf("auction=%v bids=%v ranks=%v best=%v", m["auction"], m["bids"], m["ranks"], m["best"])
 			}

@@ -1,8 +1,6 @@
 package tidemark_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,9 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tidemark/tidemark"
-	"github.com/tidemark/tidemark/engine"
 )
 
 // runWindowTopNScript writes the input lines, runs the script (its %[1]s
@@ -32,27 +27,11 @@ func runWindowTopNScript(t *testing.T, script string, input []string, par int, c
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(script, in, out)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := tidemark.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := tidemark.Compile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: par, Logf: func(string, ...any) {}}); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := compileJob(t, path)
+	runJob(t, pl, par)
+	rows, _ := readJSONL(t, out)
 	var got []string
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
+	for _, m := range rows {
 		var parts []string
 		for _, c := range append(cols, "op", "version", "is_final") {
 			if v, ok := m[c]; ok {

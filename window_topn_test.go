@@ -1,8 +1,6 @@
 package tidemark_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,9 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tidemark/tidemark"
-	"github.com/tidemark/tidemark/engine"
 )
 
 // TestWindowTopNSQL: Flink's window Top-N — ROW_NUMBER() OVER (PARTITION
@@ -64,30 +59,14 @@ SELECT window_start, window_end, bidder, price, rn FROM (
 		if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p, err := tidemark.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := tidemark.Compile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pl := compileJob(t, path)
 		if !pl.Stages[0].Operator.Ranked {
 			t.Fatalf("want a Top-N stage first: %d stages", len(pl.Stages))
 		}
-		if _, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: par, Logf: func(string, ...any) {}}); err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		runJob(t, pl, par)
+		rows, data := readJSONL(t, out)
 		var got []string
-		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			var m map[string]any
-			if err := json.Unmarshal([]byte(line), &m); err != nil {
-				t.Fatalf("%q: %v", line, err)
-			}
+		for _, m := range rows {
 			got = append(got, fmt.Sprintf("ws=%v we=%v bidder=%v price=%v rn=%v op=%v", m["ws"], m["we"], m["bidder"], m["price"], m["rn"], m["op"]))
 		}
 		// Row order across windows and keys is the sink's; compare sorted.
@@ -202,27 +181,11 @@ SELECT window_start, window_end, auction, bidder, price, rn FROM (
 			if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			p, err := tidemark.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pl, err := tidemark.Compile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := engine.Run(context.Background(), pl, engine.Options{Parallelism: par, Logf: func(string, ...any) {}}); err != nil {
-				t.Fatal(err)
-			}
-			data, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			pl := compileJob(t, path)
+			runJob(t, pl, par)
+			rows, _ := readJSONL(t, out)
 			var got []string
-			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-				var m map[string]any
-				if err := json.Unmarshal([]byte(line), &m); err != nil {
-					t.Fatalf("%q: %v", line, err)
-				}
+			for _, m := range rows {
 				got = append(got, fmt.Sprintf("ws=%v we=%v auction=%v bidder=%v price=%v rn=%v", m["ws"], m["we"], m["auction"], m["bidder"], m["price"], m["rn"]))
 			}
 			slices.Sort(got)
