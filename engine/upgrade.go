@@ -393,6 +393,11 @@ func flatten(prefix string, v any, out map[string]string) {
 	case nil:
 		// absent and null are the same
 	default:
+		if t, ok := v.(string); ok && isFieldTypeKey(prefix) {
+			// A declared type by its canonical name: "integer" and
+			// "int" declare the same type (spec.CanonicalType).
+			v = spec.CanonicalType(t)
+		}
 		b, _ := json.Marshal(v)
 		if string(b) == `""` || string(b) == "0" || string(b) == "false" {
 			return // zero values equal absent ones
@@ -563,4 +568,15 @@ func orDefault(d string) string {
 		return "default"
 	}
 	return d
+}
+
+// isFieldTypeKey reports whether a flattened spec key is the type of a
+// declared field: an entry of a spec.FieldTypes (a source's Schema, a
+// reference's Fields), `…Schema[i].Type` or `…Fields[i].Type`.
+func isFieldTypeKey(k string) bool {
+	if !strings.HasSuffix(k, "].Type") {
+		return false
+	}
+	i := strings.LastIndexByte(k, '[')
+	return i > 0 && (strings.HasSuffix(k[:i], "Schema") || strings.HasSuffix(k[:i], "Fields"))
 }

@@ -213,3 +213,54 @@ func TestSpecBeforeStateBackend(t *testing.T) {
 		t.Fatalf("refusals under disk:\n%s", got)
 	}
 }
+
+// TestSpecTypeAliases: a schema that names a type by one of its accepted
+// aliases (docs/pipeline.md, source.schema: integer, int64 and long for
+// int, ...) declares the same type, so a checkpoint of one restores
+// under the other and both have the same plan fingerprint; a change of
+// the type itself (int → decimal) is still refused. Before, "int" →
+// "integer" refused the restore (source.schema[0].Type changed).
+func TestSpecTypeAliases(t *testing.T) {
+	withType := func(typ string) func(string) string {
+		return replace("partition_field: p}", "partition_field: p, schema: {amount: "+typ+", ok: bool, at: timestamp, note: string}}")
+	}
+	fingerprint := func(edit func(string) string) string {
+		t.Helper()
+		p, err := spec.Parse("p.yaml", []byte(edit(upgradeBase)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp, err := PlanFingerprint(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fp
+	}
+	for canon, aliases := range map[string][]string{"int": {"integer", "int64", "long"}, "decimal": {"number", "numeric"}} {
+		for _, alias := range aliases {
+			old, cur := upgradeSpec(t, withType(canon)), upgradeSpec(t, withType(alias))
+			if got := specChanges(old, cur); len(got) > 0 {
+				t.Errorf("%s → %s refused: %q", canon, alias, got)
+			}
+			if got := specChanges(cur, old); len(got) > 0 {
+				t.Errorf("%s → %s refused: %q", alias, canon, got)
+			}
+			if a, b := fingerprint(withType(canon)), fingerprint(withType(alias)); a != b {
+				t.Errorf("fingerprint with %s %s, with %s %s", canon, a, alias, b)
+			}
+		}
+	}
+	other := func(s string) string {
+		return strings.NewReplacer("ok: bool", "ok: boolean", "at: timestamp", "at: time", "note: string", "note: text").Replace(withType("int")(s))
+	}
+	if got := specChanges(upgradeSpec(t, withType("int")), upgradeSpec(t, other)); len(got) > 0 {
+		t.Errorf("boolean, time, text for bool, timestamp, string refused: %q", got)
+	}
+	got := specChanges(upgradeSpec(t, withType("int")), upgradeSpec(t, withType("decimal")))
+	if len(got) != 1 || !strings.Contains(got[0], `"int" → "decimal"`) {
+		t.Errorf("int → decimal: %q, want one refusal naming both types", got)
+	}
+	if fingerprint(withType("integer")) == fingerprint(withType("decimal")) {
+		t.Error("integer and decimal have the same fingerprint")
+	}
+}

@@ -691,6 +691,29 @@ func validateSource(s *Source, add func(key, format string, args ...any)) {
 	}
 }
 
+// CanonicalType returns the canonical name of a declared field type —
+// "bool", "int", "decimal", "string" or "timestamp" — for the name or
+// one of its accepted aliases (boolean; integer, int64, long; number,
+// numeric; text; time: docs/pipeline.md, source.schema), and t itself
+// for any other text. Two schemas that differ only in aliases declare
+// the same types: the engine compares specs (restore, the plan
+// fingerprint) by these names.
+func CanonicalType(t string) string {
+	switch t {
+	case "boolean":
+		return "bool"
+	case "integer", "int64", "long":
+		return "int"
+	case "number", "numeric":
+		return "decimal"
+	case "text":
+		return "string"
+	case "time":
+		return "timestamp"
+	}
+	return t
+}
+
 // parseTypeName checks a declared type name without importing package row's
 // parser into the spec's public surface.
 func parseTypeName(t string) (string, error) {
