@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tidemark/tidemark/internal/suggest"
 	"github.com/tidemark/tidemark/row"
 	"github.com/tidemark/tidemark/source"
 )
@@ -25,11 +26,14 @@ type MissingColumnsError struct {
 	Header  []string // the header's column names
 }
 
-// Error implements error: `no column "a", "b" in CSV header [x y]`.
+// Error implements error: `no column "a", "b" in CSV header [x y]`,
+// each missing name followed by the header's names close to it, if any
+// (`no column "Contry" (did you mean Country?) in CSV header […]`:
+// suggest.Hint).
 func (e *MissingColumnsError) Error() string {
 	q := make([]string, len(e.Missing))
 	for i, m := range e.Missing {
-		q[i] = strconv.Quote(m)
+		q[i] = strconv.Quote(m) + suggest.Hint(m, e.Header)
 	}
 	return fmt.Sprintf("no column %s in CSV header %q", strings.Join(q, ", "), e.Header)
 }

@@ -123,7 +123,7 @@ func TestNewCSVMissingColumns(t *testing.T) {
 	if !errors.As(err, &mc) {
 		t.Fatalf("err = %v, want *MissingColumnsError", err)
 	}
-	want := `no column "Quantity", "Country" in CSV header ["InvoiceNo" "quantity" "Price"]`
+	want := `no column "Quantity" (did you mean quantity?), "Country" in CSV header ["InvoiceNo" "quantity" "Price"]`
 	if err.Error() != want {
 		t.Fatalf("err = %s\nwant  %s", err, want)
 	}

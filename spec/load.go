@@ -738,6 +738,8 @@ func validateEventTime(key string, et *EventTime, add func(key, format string, a
 	case "layout":
 		if et.Layout == "" {
 			add(key+".layout", "required with format layout")
+		} else if why := checkLayout(et.Layout); why != "" {
+			add(key+".layout", "%s", why)
 		}
 		if et.Timezone == "" {
 			add(key+".timezone", "required with a layout: timestamps without an offset need a zone")
@@ -1559,4 +1561,34 @@ func validateTopN(prefix string, s *Stage, add func(key, format string, args ...
 		}
 		names[f] = "a column"
 	}
+}
+
+// javaLayout rewrites the common elements of a Java (Flink SQL,
+// DateTimeFormatter) date pattern as Go's reference time, for the hint
+// of a layout Go reads as text: yyyy-MM-dd HH:mm:ss → 2006-01-02 15:04:05.
+var javaLayout = strings.NewReplacer("yyyy", "2006", "yy", "06", "MM", "01", "dd", "02", "HH", "15", "hh", "03", "mm", "04", "ss", "05", "SSS", "000", "'T'", "T")
+
+// checkLayout returns why a Go time layout cannot read timestamps, or "":
+// a layout without any element of time.Layout's reference time (Mon Jan
+// 2 15:04:05 2006) formats every instant alike, so every record would be
+// quarantined — what a Java pattern such as "yyyy-MM-dd HH:mm:ss" is to
+// Go, which reads its letters as text.
+func checkLayout(layout string) string {
+	if tellsApart(layout) {
+		return ""
+	}
+	why := fmt.Sprintf("%q has no element of Go's reference time (Mon Jan 2 15:04:05 2006, e.g. \"2006-01-02 15:04:05\"): it reads no timestamp", layout)
+	if j := javaLayout.Replace(layout); j != layout && tellsApart(j) {
+		why += fmt.Sprintf("; as a Java pattern it is %q", j)
+	}
+	return why
+}
+
+// tellsApart reports whether layout formats two instants that differ in
+// every element (year, month, day, hour, minute, second, millisecond)
+// differently.
+func tellsApart(layout string) bool {
+	a := time.Date(2006, 1, 2, 15, 4, 5, 0, time.UTC)
+	b := time.Date(2011, 12, 25, 8, 30, 40, 123e6, time.UTC)
+	return a.Format(layout) != b.Format(layout)
 }

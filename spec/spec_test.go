@@ -292,6 +292,8 @@ func TestValidateErrors(t *testing.T) {
 			"event_time.layout: required with format layout",
 			"event_time.timezone: required with a layout: timestamps without an offset need a zone"}},
 		{"layout without zone", pipe("event_time: {field: ts, layout: '2006-01-02'}"), []string{"event_time.timezone: required with a layout: timestamps without an offset need a zone"}},
+		{"a Java pattern as the layout", pipe("event_time: {field: ts, layout: \"yyyy-MM-dd'T'HH:mm:ss\", timezone: UTC}"), []string{`event_time.layout: "yyyy-MM-dd'T'HH:mm:ss" has no element of Go's reference time (Mon Jan 2 15:04:05 2006, e.g. "2006-01-02 15:04:05"): it reads no timestamp; as a Java pattern it is "2006-01-02T15:04:05"`}},
+		{"a layout of text", pipe("event_time: {field: ts, layout: 'date', timezone: UTC}"), []string{`event_time.layout: "date" has no element of Go's reference time (Mon Jan 2 15:04:05 2006, e.g. "2006-01-02 15:04:05"): it reads no timestamp`}},
 		{"event_time zone unknown", pipe("event_time: {field: ts, timezone: Mars/Olympus}"), []string{`event_time.timezone: unknown zone "Mars/Olympus"`}},
 		{"out_of_orderness negative", pipe("event_time: {field: ts, out_of_orderness: -1s}"), []string{"event_time.out_of_orderness: must not be negative"}},
 		{"idle_timeout negative", pipe("event_time: {field: ts, idle_timeout: -1s}"), []string{"event_time.idle_timeout: must not be negative"}},
