@@ -714,11 +714,12 @@ func CanonicalType(t string) string {
 	return t
 }
 
-// parseTypeName checks a declared type name without importing package row's
-// parser into the spec's public surface.
+// parseTypeName checks a declared type name — a canonical name or an
+// alias (CanonicalType) — without importing package row's parser into
+// the spec's public surface (row.ParseKind accepts the same names).
 func parseTypeName(t string) (string, error) {
-	switch t {
-	case "bool", "boolean", "int", "integer", "int64", "long", "decimal", "number", "numeric", "string", "text", "timestamp", "time":
+	switch CanonicalType(t) {
+	case "bool", "int", "decimal", "string", "timestamp":
 		return t, nil
 	}
 	return "", fmt.Errorf("unknown type %q (want bool, int, decimal, string or timestamp)", t)
